@@ -1,0 +1,125 @@
+//! The `bootmark` command: flag parsing and wiring only.
+
+use bootmark::plan::{self, Plan};
+use bootmark::run::{self, Options, RunError};
+use bootmark::sink::{JsonlFile, Sink, Stdout};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Run the same disk benchmark under many kernels and compare them.
+///
+/// bootmark measures how a kernel handles big writes: throughput, the latency
+/// of every write() and read(), and how unresponsive the machine gets while
+/// it writes (a probe lists a directory and reads a file every 100 ms).
+#[derive(Parser)]
+#[command(name = "bootmark", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a plan of workloads in a directory and write one JSON record per workload run.
+    ///
+    /// Everything is created inside DIR/bootmark-<run-id>/ and removed at the
+    /// end (or on Ctrl-C). Records go to --out (appended) or stdout; a one-line
+    /// summary per workload goes to stderr.
+    #[command(
+        after_help = "Examples:\n  bootmark run --plan quick --dir /mnt/test\n  bootmark run --plan seed --dir /mnt/test --out results.jsonl\n  bootmark run --plan my-plan.json --dir . --repeat 3"
+    )]
+    Run {
+        /// A built-in plan name (see `bootmark plans`) or a path to a JSON plan file.
+        #[arg(long, short, value_name = "PLAN")]
+        plan: String,
+        /// A directory on the filesystem under test.
+        #[arg(long, short, value_name = "DIR")]
+        dir: PathBuf,
+        /// Append records to this JSONL file instead of printing them on stdout.
+        #[arg(long, short, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Run the plan's workload list this many times (overrides the plan's `repeat`).
+        #[arg(long, value_name = "N")]
+        repeat: Option<u32>,
+        /// Turn the responsiveness probe off (to measure what it costs).
+        #[arg(long)]
+        no_probe: bool,
+        /// Keep the files the workloads wrote, for inspection.
+        #[arg(long)]
+        keep: bool,
+        /// No per-workload lines on stderr.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// List the built-in plans, or print one as JSON (a starting point for your own).
+    Plans {
+        /// Print this plan's JSON.
+        name: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Plans { name } => plans(name.as_deref()),
+        Command::Run { plan, dir, out, repeat, no_probe, keep, quiet } => {
+            let mut plan = match Plan::load(&plan) {
+                Ok(p) => p,
+                Err(e) => return fail(&e),
+            };
+            if let Some(r) = repeat {
+                plan.repeat = r;
+            }
+            if no_probe {
+                plan.probe.enabled = false;
+            }
+            if let Err(e) = plan.validate() {
+                return fail(&e);
+            }
+            let mut sink: Box<dyn Sink> = match &out {
+                Some(path) => match JsonlFile::append(path) {
+                    Ok(s) => Box::new(s),
+                    Err(e) => return fail(&format!("cannot open --out {}: {e}", path.display())),
+                },
+                None => Box::new(Stdout),
+            };
+            let opts = Options { plan, dir, keep, verbose: !quiet };
+            match run::run(&opts, sink.as_mut()) {
+                Ok(s) if s.failed == 0 => ExitCode::SUCCESS,
+                Ok(s) => {
+                    fail(&format!("{} of {} workload runs did not finish (see their records)", s.failed, s.records))
+                }
+                Err(RunError::Interrupted) => {
+                    eprintln!("bootmark: {}", RunError::Interrupted);
+                    ExitCode::from(130)
+                }
+                Err(e) => fail(&e.to_string()),
+            }
+        }
+    }
+}
+
+fn plans(name: Option<&str>) -> ExitCode {
+    match name {
+        None => {
+            for (name, text) in plan::BUILTIN {
+                let p = Plan::from_json(text).expect("built-in plans are tested");
+                println!("{name:<8} {}", p.description);
+            }
+            ExitCode::SUCCESS
+        }
+        Some(n) => match plan::BUILTIN.iter().find(|(b, _)| *b == n) {
+            Some((_, text)) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            None => fail(&format!("no built-in plan '{n}'; built-in plans: {}", plan::builtin_names().join(", "))),
+        },
+    }
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("bootmark: error: {msg}");
+    ExitCode::FAILURE
+}

@@ -1,0 +1,318 @@
+//! Evidence: the facts that make a record trustworthy and reproducible —
+//! kernel, hardware, the storage under the test directory, vm sysctls.
+//! Everything is read from /proc and /sys; whatever a kernel lacks is null.
+
+use super::procstat;
+use crate::fsutil::read_trimmed;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct Kernel {
+    pub release: Option<String>,
+    pub version: Option<String>,
+    pub cmdline: Option<String>,
+    pub arch: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct Host {
+    pub hostname: Option<String>,
+    pub cpu_model: Option<String>,
+    pub cpus: usize,
+    pub cpu_mhz: Option<f64>,
+    pub bogomips: Option<f64>,
+    pub mem_total_kib: Option<u64>,
+    pub low_total_kib: Option<u64>,
+    pub high_total_kib: Option<u64>,
+    pub dmi_vendor: Option<String>,
+    pub dmi_product: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct Device {
+    /// Kernel name of the block device holding the directory (e.g. sda1).
+    pub name: String,
+    /// The whole disk it belongs to (e.g. sda).
+    pub disk: String,
+    pub major: u32,
+    pub minor: u32,
+    pub model: Option<String>,
+    pub rotational: Option<bool>,
+    pub size_bytes: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct Storage {
+    pub dir: String,
+    pub fs: Option<String>,
+    pub mount_point: Option<String>,
+    pub mount_source: Option<String>,
+    pub mount_options: Option<String>,
+    /// Null for filesystems without a block device (tmpfs, overlay, nfs).
+    pub device: Option<Device>,
+    /// The active I/O scheduler; on kernels before 2.6.10 there is no
+    /// per-device file and this is the `elevator=` boot parameter, if any.
+    pub scheduler: Option<String>,
+    pub nr_requests: Option<u64>,
+}
+
+/// Everything but the per-run parts, gathered once per run.
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct Evidence {
+    pub kernel: Kernel,
+    pub host: Host,
+    pub storage: Storage,
+    pub vm: BTreeMap<String, Option<i64>>,
+}
+
+const VM_SYSCTLS: [&str; 9] = [
+    "dirty_ratio",
+    "dirty_background_ratio",
+    "dirty_bytes",
+    "dirty_background_bytes",
+    "dirty_expire_centisecs",
+    "dirty_writeback_centisecs",
+    "swappiness",
+    "vfs_cache_pressure",
+    "overcommit_memory",
+];
+
+pub fn gather(dir: &Path) -> Evidence {
+    Evidence { kernel: kernel(), host: host(), storage: storage(dir), vm: vm() }
+}
+
+pub fn kernel() -> Kernel {
+    let uname = nix::sys::utsname::uname().ok();
+    Kernel {
+        release: read_trimmed("/proc/sys/kernel/osrelease")
+            .or_else(|| uname.as_ref().map(|u| u.release().to_string_lossy().into_owned())),
+        version: read_trimmed("/proc/version"),
+        cmdline: read_trimmed("/proc/cmdline"),
+        arch: uname.as_ref().map(|u| u.machine().to_string_lossy().into_owned()),
+    }
+}
+
+pub fn host() -> Host {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim().eq_ignore_ascii_case(name)).then(|| v.trim().to_string())
+        })
+    };
+    let mem = procstat::meminfo();
+    Host {
+        hostname: nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned()),
+        cpu_model: field("model name"),
+        cpus: cpuinfo.lines().filter(|l| l.starts_with("processor")).count(),
+        cpu_mhz: field("cpu MHz").and_then(|v| v.parse().ok()),
+        bogomips: field("bogomips").and_then(|v| v.parse().ok()),
+        mem_total_kib: mem.get("MemTotal").copied(),
+        low_total_kib: mem.get("LowTotal").copied(),
+        high_total_kib: mem.get("HighTotal").copied(),
+        dmi_vendor: read_trimmed("/sys/class/dmi/id/sys_vendor"),
+        dmi_product: read_trimmed("/sys/class/dmi/id/product_name"),
+    }
+}
+
+pub fn vm() -> BTreeMap<String, Option<i64>> {
+    VM_SYSCTLS
+        .iter()
+        .map(|k| (k.to_string(), read_trimmed(format!("/proc/sys/vm/{k}")).and_then(|v| v.parse().ok())))
+        .collect()
+}
+
+/// Total RAM in bytes (0 when /proc/meminfo is unreadable).
+pub fn mem_total_bytes() -> u64 {
+    procstat::meminfo().get("MemTotal").copied().unwrap_or(0) * 1024
+}
+
+/// A line of /proc/mounts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mount {
+    pub source: String,
+    pub point: String,
+    pub fs: String,
+    pub options: String,
+}
+
+/// /proc/mounts fields escape space, tab, newline and backslash as octal.
+fn unescape_mount_field(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            let digits: String = chars.clone().take(3).collect();
+            if digits.len() == 3
+                && let Ok(v) = u8::from_str_radix(&digits, 8)
+            {
+                out.push(v as char);
+                chars.nth(2);
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub fn parse_mounts(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4).then(|| Mount {
+                source: unescape_mount_field(f[0]),
+                point: unescape_mount_field(f[1]),
+                fs: f[2].to_string(),
+                options: f[3].to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The mount holding `dir`: the longest mount point that is a prefix of it;
+/// among equal ones the last (it is mounted on top).
+pub fn mount_of(mounts: &[Mount], dir: &Path) -> Option<Mount> {
+    mounts
+        .iter()
+        .filter(|m| dir.starts_with(&m.point))
+        .max_by_key(|m| m.point.len())
+        .cloned()
+        .and_then(|best| mounts.iter().rev().find(|m| m.point == best.point).cloned())
+}
+
+pub fn storage(dir: &Path) -> Storage {
+    let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mounts = parse_mounts(&std::fs::read_to_string("/proc/mounts").unwrap_or_default());
+    let mount = mount_of(&mounts, &canonical);
+    let device = std::fs::metadata(&canonical).ok().and_then(|m| device_of(m.dev(), Path::new("/sys")));
+    let queue = |file: &str| {
+        device.as_ref().and_then(|d| read_trimmed(format!("/sys/block/{}/queue/{file}", sysfs_name(&d.disk))))
+    };
+    let scheduler = queue("scheduler").map(|s| active_scheduler(&s)).or_else(elevator_from_cmdline);
+    Storage {
+        dir: canonical.display().to_string(),
+        fs: mount.as_ref().map(|m| m.fs.clone()),
+        mount_point: mount.as_ref().map(|m| m.point.clone()),
+        mount_source: mount.as_ref().map(|m| m.source.clone()),
+        mount_options: mount.as_ref().map(|m| m.options.clone()),
+        nr_requests: queue("nr_requests").and_then(|v| v.parse().ok()),
+        scheduler,
+        device,
+    }
+}
+
+/// "noop deadline [cfq]" → "cfq"; "none" or a bare name is kept.
+pub fn active_scheduler(line: &str) -> String {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+        .unwrap_or(line.trim())
+        .to_string()
+}
+
+fn elevator_from_cmdline() -> Option<String> {
+    read_trimmed("/proc/cmdline")?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("elevator="))
+        .map(|e| format!("{e} (elevator= boot parameter)"))
+}
+
+/// sysfs spells '/' in device names (cciss/c0d0) as '!'.
+fn sysfs_name(name: &str) -> String {
+    name.replace('/', "!")
+}
+
+/// Find the block device with number `dev` by scanning sysfs's `dev` files
+/// (present since 2.6.0; /sys/dev/block came only in 2.6.27).
+pub fn device_of(dev: u64, sys: &Path) -> Option<Device> {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        return None; // anonymous device: tmpfs, overlay, nfs
+    }
+    let wanted = format!("{major}:{minor}");
+    for disk in std::fs::read_dir(sys.join("block")).ok()?.flatten() {
+        let disk_dir = disk.path();
+        let disk_name = disk.file_name().to_string_lossy().replace('!', "/");
+        if read_trimmed(disk_dir.join("dev")).as_deref() == Some(&wanted) {
+            return Some(describe(&disk_dir, &disk_name, &disk_name, major, minor));
+        }
+        for part in std::fs::read_dir(&disk_dir).ok()?.flatten() {
+            if read_trimmed(part.path().join("dev")).as_deref() == Some(&wanted) {
+                let part_name = part.file_name().to_string_lossy().replace('!', "/");
+                let mut d = describe(&disk_dir, &part_name, &disk_name, major, minor);
+                d.size_bytes =
+                    read_trimmed(part.path().join("size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512);
+                return Some(d);
+            }
+        }
+    }
+    None
+}
+
+fn describe(disk_dir: &Path, name: &str, disk: &str, major: u32, minor: u32) -> Device {
+    let vendor = read_trimmed(disk_dir.join("device/vendor"));
+    let model = read_trimmed(disk_dir.join("device/model"));
+    Device {
+        name: name.to_string(),
+        disk: disk.to_string(),
+        major,
+        minor,
+        model: match (vendor, model) {
+            (Some(v), Some(m)) if !v.is_empty() => Some(format!("{v} {m}")),
+            (_, m) => m,
+        },
+        rotational: read_trimmed(disk_dir.join("queue/rotational")).map(|r| r == "1"),
+        size_bytes: read_trimmed(disk_dir.join("size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mounts_longest_prefix_wins_and_escapes_are_undone() {
+        let text = "rootfs / rootfs rw 0 0\n/dev/sda1 / ext3 rw,data=ordered 0 0\n/dev/sdb1 /mnt/my\\040disk ext4 rw,noatime 0 0\ntmpfs /mnt tmpfs rw 0 0\n";
+        let m = parse_mounts(text);
+        let found = mount_of(&m, Path::new("/mnt/my disk/x")).unwrap();
+        assert_eq!(found.fs, "ext4");
+        assert_eq!(found.point, "/mnt/my disk");
+        assert_eq!(mount_of(&m, Path::new("/home")).unwrap().fs, "ext3");
+        assert_eq!(mount_of(&m, Path::new("/mnt/other")).unwrap().fs, "tmpfs");
+    }
+
+    #[test]
+    fn scheduler_line() {
+        assert_eq!(active_scheduler("noop anticipatory deadline [cfq]"), "cfq");
+        assert_eq!(active_scheduler("[mq-deadline] kyber none"), "mq-deadline");
+        assert_eq!(active_scheduler("none"), "none");
+    }
+
+    #[test]
+    fn device_found_in_a_fake_sysfs_including_partitions() {
+        let sys = std::env::temp_dir().join(format!("bootmark-sys-{}", std::process::id()));
+        let sda = sys.join("block/sda");
+        std::fs::create_dir_all(sda.join("sda1")).unwrap();
+        std::fs::create_dir_all(sda.join("device")).unwrap();
+        std::fs::create_dir_all(sda.join("queue")).unwrap();
+        std::fs::write(sda.join("dev"), "8:0\n").unwrap();
+        std::fs::write(sda.join("size"), "1000\n").unwrap();
+        std::fs::write(sda.join("sda1/dev"), "8:1\n").unwrap();
+        std::fs::write(sda.join("sda1/size"), "800\n").unwrap();
+        std::fs::write(sda.join("device/vendor"), "ATA\n").unwrap();
+        std::fs::write(sda.join("device/model"), "WDC WD800\n").unwrap();
+        std::fs::write(sda.join("queue/rotational"), "1\n").unwrap();
+        let d = device_of(libc::makedev(8, 1), &sys).unwrap();
+        assert_eq!((d.name.as_str(), d.disk.as_str()), ("sda1", "sda"));
+        assert_eq!(d.size_bytes, Some(800 * 512));
+        assert_eq!(d.model.as_deref(), Some("ATA WDC WD800"));
+        assert_eq!(d.rotational, Some(true));
+        assert_eq!(device_of(libc::makedev(8, 0), &sys).unwrap().size_bytes, Some(1000 * 512));
+        assert!(device_of(libc::makedev(9, 9), &sys).is_none());
+        assert!(device_of(libc::makedev(0, 40), &sys).is_none());
+        crate::fsutil::remove_tree(&sys).unwrap();
+    }
+}

@@ -1,0 +1,121 @@
+//! The system-state timeline: every `sample_interval`, the memory and
+//! writeback counters that show dirty data piling up and the disk draining it.
+//!
+//! Runs in the runner's own process between polls (reading /proc never waits
+//! for the disk), so it costs no extra process and no locks.
+
+use super::clock::{mono_ns, secs};
+use super::procstat::{self, DiskStat};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// meminfo fields sampled (kB).
+const MEMINFO: [(&str, &str); 4] =
+    [("MemFree", "mem_free_kib"), ("Dirty", "dirty_kib"), ("Writeback", "writeback_kib"), ("Cached", "cached_kib")];
+/// vmstat fields sampled (pages or events, cumulative where the kernel says so).
+const VMSTAT: [&str; 5] = ["nr_dirty", "nr_writeback", "pgpgout", "allocstall", "pgscan_direct_normal"];
+
+/// Columns of samples: `t_s[i]` is when sample i was taken; each series has
+/// one entry per sample, null where the kernel did not report the value.
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct Timeline {
+    pub interval_s: f64,
+    pub t_s: Vec<f64>,
+    pub series: BTreeMap<String, Vec<Option<u64>>>,
+}
+
+/// Counters at one moment, for before/after deltas.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub vmstat: BTreeMap<String, i64>,
+    pub disk: Option<DiskStat>,
+}
+
+pub struct Sampler {
+    /// The diskstats name of the device under test, when it has one.
+    device: Option<String>,
+    origin_ns: u64,
+    pub timeline: Timeline,
+}
+
+impl Snapshot {
+    pub fn take(device: Option<&str>) -> Snapshot {
+        Snapshot { vmstat: procstat::vmstat(), disk: device.and_then(disk_stat) }
+    }
+
+    /// Per-key increase from `self` to `later` (keys present in both).
+    pub fn delta(&self, later: &Snapshot) -> serde_json::Value {
+        let vm: BTreeMap<&String, i64> = later
+            .vmstat
+            .iter()
+            .filter_map(|(k, v)| self.vmstat.get(k).map(|a| (k, v - a)))
+            .filter(|(_, d)| *d != 0)
+            .collect();
+        let disk = match (&self.disk, &later.disk) {
+            (Some(a), Some(b)) => serde_json::json!({
+                "device": b.name,
+                "reads": b.reads.wrapping_sub(a.reads),
+                "sectors_read": b.sectors_read.wrapping_sub(a.sectors_read),
+                "writes": b.writes.wrapping_sub(a.writes),
+                "sectors_written": b.sectors_written.wrapping_sub(a.sectors_written),
+                "ms_io": b.ms_io.zip(a.ms_io).map(|(b, a)| b.wrapping_sub(a)),
+                "ms_writing": b.ms_writing.zip(a.ms_writing).map(|(b, a)| b.wrapping_sub(a)),
+            }),
+            _ => serde_json::Value::Null,
+        };
+        serde_json::json!({ "vmstat_delta": vm, "disk_delta": disk })
+    }
+}
+
+fn disk_stat(name: &str) -> Option<DiskStat> {
+    procstat::diskstats().into_iter().find(|d| d.name == name)
+}
+
+impl Sampler {
+    pub fn new(device: Option<String>, interval_s: f64, origin_ns: u64) -> Sampler {
+        Sampler { device, origin_ns, timeline: Timeline { interval_s, ..Timeline::default() } }
+    }
+
+    pub fn sample(&mut self) {
+        let t = secs(mono_ns().saturating_sub(self.origin_ns));
+        let mem = procstat::meminfo();
+        let vm = procstat::vmstat();
+        let disk = self.device.as_deref().and_then(disk_stat);
+        let n = self.timeline.t_s.len();
+        self.timeline.t_s.push(t);
+        let mut push = |key: &str, value: Option<u64>| {
+            let column = self.timeline.series.entry(key.to_string()).or_insert_with(|| vec![None; n]);
+            column.push(value);
+        };
+        for (field, key) in MEMINFO {
+            push(key, mem.get(field).copied());
+        }
+        for key in VMSTAT {
+            push(key, vm.get(key).map(|v| *v as u64));
+        }
+        push("disk_sectors_written", disk.as_ref().map(|d| d.sectors_written));
+        push("disk_in_flight", disk.as_ref().and_then(|d| d.in_flight));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_series_has_one_entry_per_sample() {
+        let mut s = Sampler::new(None, 0.01, mono_ns());
+        for _ in 0..3 {
+            s.sample();
+        }
+        let tl = &s.timeline;
+        assert_eq!(tl.t_s.len(), 3);
+        assert!(tl.t_s.windows(2).all(|w| w[0] <= w[1]));
+        for (k, v) in &tl.series {
+            assert_eq!(v.len(), 3, "{k}");
+        }
+        // This host has /proc/meminfo: the dirty column holds numbers.
+        assert!(tl.series["dirty_kib"].iter().all(|v| v.is_some()));
+        assert!(tl.series["disk_sectors_written"].iter().all(|v| v.is_none()));
+    }
+}

@@ -1,0 +1,205 @@
+//! Plans: which workloads to run, how often, and how to watch them.
+//!
+//! A plan is JSON (format in docs/plans.md). The built-in plans live as files
+//! in `image/plans/` — the same files the image builder puts in the initramfs —
+//! and are compiled in, so `--plan quick` works anywhere.
+
+use crate::workload::{Footprint, WorkloadSpec};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Built-in plans: (name, JSON text).
+pub const BUILTIN: [(&str, &str); 4] = [
+    ("seed", include_str!("../image/plans/seed.json")),
+    ("quick", include_str!("../image/plans/quick.json")),
+    ("dd", include_str!("../image/plans/dd.json")),
+    ("sort", include_str!("../image/plans/sort.json")),
+];
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// How many times the whole workload list runs.
+    #[serde(default = "one")]
+    pub repeat: u32,
+    #[serde(default)]
+    pub probe: ProbeSettings,
+    /// Timeline sampling period.
+    #[serde(default = "default_sample_interval")]
+    pub sample_interval_ms: u64,
+    /// Watchdog for each workload: past it the workload is killed and
+    /// reported with status "timeout" and its partial figures.
+    #[serde(default = "default_deadline")]
+    pub workload_deadline_s: f64,
+    pub workloads: Vec<WorkloadSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProbeSettings {
+    pub enabled: bool,
+    pub interval_ms: u64,
+    /// Quiet time measured before each workload, the probe's baseline.
+    pub baseline_s: f64,
+    /// How long the probe keeps watching after a workload for recovery.
+    pub recovery_deadline_s: f64,
+}
+
+impl Default for ProbeSettings {
+    fn default() -> Self {
+        ProbeSettings { enabled: true, interval_ms: 100, baseline_s: 2.0, recovery_deadline_s: 30.0 }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_sample_interval() -> u64 {
+    250
+}
+fn default_deadline() -> f64 {
+    3600.0
+}
+
+impl Plan {
+    /// A built-in plan by name, or a JSON plan file by path.
+    pub fn load(name_or_path: &str) -> Result<Plan, String> {
+        if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+            return Plan::from_json(text).map_err(|e| format!("built-in plan '{name_or_path}' is broken: {e}"));
+        }
+        let path = Path::new(name_or_path);
+        if !path.exists() {
+            return Err(format!(
+                "unknown plan '{name_or_path}': not a built-in plan ({}) and no such file; `bootmark plans` lists them",
+                builtin_names().join(", ")
+            ));
+        }
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read plan file {}: {e}", path.display()))?;
+        Plan::from_json(&text).map_err(|e| format!("plan file {}: {e}", path.display()))
+    }
+
+    pub fn from_json(text: &str) -> Result<Plan, String> {
+        let plan: Plan = serde_json::from_str(text).map_err(|e| format!("not a valid plan: {e}"))?;
+        plan.validate()?;
+        Ok(plan)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.workloads.is_empty() {
+            return Err("the plan has no workloads".into());
+        }
+        if self.repeat == 0 || self.repeat > 1000 {
+            return Err(format!("repeat must be between 1 and 1000, not {}", self.repeat));
+        }
+        if self.probe.interval_ms == 0 || self.sample_interval_ms == 0 {
+            return Err("probe.interval_ms and sample_interval_ms must be above 0".into());
+        }
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        let non_negative = |v: f64| v.is_finite() && v >= 0.0;
+        if !positive(self.workload_deadline_s)
+            || !non_negative(self.probe.baseline_s)
+            || !non_negative(self.probe.recovery_deadline_s)
+        {
+            return Err("workload_deadline_s must be above 0, probe times at least 0".into());
+        }
+        self.workloads.iter().try_for_each(WorkloadSpec::validate)
+    }
+
+    /// Disk space the plan needs at its peak: files kept for the whole run
+    /// (each name once, at its largest) plus the largest transient need,
+    /// plus the probe's few files.
+    pub fn space_needed(&self, mem_total: u64) -> u64 {
+        let mut kept: Vec<(String, u64)> = Vec::new();
+        let mut transient = 0;
+        for w in &self.workloads {
+            let Footprint { transient: t, kept: k } = w.footprint(mem_total);
+            transient = transient.max(t);
+            for (name, size) in k {
+                match kept.iter_mut().find(|(n, _)| *n == name) {
+                    Some(entry) => entry.1 = entry.1.max(size),
+                    None => kept.push((name, size)),
+                }
+            }
+        }
+        kept.iter().map(|(_, s)| s).sum::<u64>() + transient + (1 << 20)
+    }
+}
+
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(n, _)| *n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_plan_parses_and_validates() {
+        for (name, _) in BUILTIN {
+            let p = Plan::load(name).unwrap();
+            assert_eq!(p.name, name);
+            assert!(!p.description.is_empty(), "{name} needs a description for `bootmark plans`");
+        }
+    }
+
+    #[test]
+    fn seed_plan_is_the_seed_experiment() {
+        let p = Plan::load("seed").unwrap();
+        let names: Vec<&str> = p.workloads.iter().map(|w| w.name()).collect();
+        assert_eq!(names, ["manyfiles", "seqwrite", "seqread", "instances"]);
+        match &p.workloads[0] {
+            WorkloadSpec::Manyfiles(m) => assert_eq!((m.files, m.file_size.0), (1000, 1 << 20)),
+            other => panic!("{other:?}"),
+        }
+        match &p.workloads[3] {
+            WorkloadSpec::Instances(i) => assert_eq!(i.count, 5),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_plans_are_rejected_with_the_reason() {
+        let err = |t: &str| Plan::from_json(t).unwrap_err();
+        assert!(err("{").contains("not a valid plan"));
+        assert!(err(r#"{"name":"x","workloads":[{"name":"nope"}]}"#).contains("unknown workload 'nope'"));
+        assert!(
+            err(r#"{"name":"x","workloads":[{"name":"seqwrite","params":{"sise":1}}]}"#)
+                .contains("unknown field `sise`")
+        );
+        assert!(err(r#"{"name":"x","workloads":[{"name":"seqwrite","params":{"size":"1.5G"}}]}"#).contains("size"));
+        assert!(err(r#"{"name":"x","workloads":[]}"#).contains("no workloads"));
+        assert!(err(r#"{"name":"x","workloads":[{"name":"seqwrite","params":{"block":0}}]}"#).contains("block"));
+        assert!(
+            err(r#"{"name":"x","workloads":[{"name":"seqwrite","params":{"file":"../etc/passwd"}}]}"#)
+                .contains("plain file name")
+        );
+        let nested = r#"{"name":"x","workloads":[{"name":"instances","params":{"workload":{"name":"instances","params":{"workload":{"name":"idle"}}}}}]}"#;
+        assert!(err(nested).contains("cannot contain instances"));
+        assert!(Plan::load("no-such-plan").unwrap_err().contains("unknown plan"));
+    }
+
+    #[test]
+    fn params_default_and_serialize_fully() {
+        let p = Plan::from_json(r#"{"name":"x","workloads":[{"name":"seqwrite"}]}"#).unwrap();
+        let v = p.workloads[0].params_json();
+        assert_eq!(v["size"], 1u64 << 30);
+        assert_eq!(v["block"], 16384);
+        assert_eq!(v["sync"], "end");
+    }
+
+    #[test]
+    fn space_counts_kept_files_once() {
+        let p = Plan::from_json(
+            r#"{"name":"x","workloads":[
+              {"name":"seqwrite","params":{"size":"10MiB"}},
+              {"name":"seqread","params":{"size":"10MiB"}},
+              {"name":"manyfiles","params":{"files":4,"file_size":"1MiB"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(p.space_needed(0), (10 << 20) + (4 << 20) + (1 << 20));
+    }
+}

@@ -1,0 +1,312 @@
+//! Running a plan: checks before anything is written, one run directory
+//! for everything created, each workload observed (see `watch`), one record
+//! per workload run handed to the sink, and the run directory removed at the end.
+
+pub mod interrupt;
+pub mod watch;
+
+use crate::measure::clock::{mono_ns, secs, unix_s};
+use crate::measure::evidence::{self, Evidence};
+use crate::measure::histogram::Histogram;
+use crate::measure::progress::Progress;
+use crate::plan::Plan;
+use crate::record::{self, Counters, Latency, PlanRef, Record, Status, Times, Tool, WorkloadRef};
+use crate::sink::Sink;
+use crate::workload::{Context, WorkloadSpec};
+use crate::{fsutil, process, size};
+use std::path::{Path, PathBuf};
+
+pub struct Options {
+    pub plan: Plan,
+    pub dir: PathBuf,
+    /// Keep the run directory and the workloads' files afterwards.
+    pub keep: bool,
+    /// Print a line per workload on stderr.
+    pub verbose: bool,
+}
+
+/// How a run ended, for the exit code.
+#[derive(Debug, PartialEq)]
+pub struct Summary {
+    pub run_id: String,
+    pub records: u32,
+    pub failed: u32,
+}
+
+#[derive(Debug)]
+pub enum RunError {
+    /// Nothing was run: the inputs are wrong. The text says what to do.
+    Refused(String),
+    /// Ctrl-C / SIGTERM: children stopped, files removed.
+    Interrupted,
+    /// The sink could not take a record.
+    Sink(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Refused(s) => f.write_str(s),
+            RunError::Interrupted => f.write_str("interrupted: stopped the workload and removed its files"),
+            RunError::Sink(s) => write!(f, "cannot write the results: {s}"),
+        }
+    }
+}
+
+/// Check the target directory and free space; nothing is written.
+pub fn preflight(plan: &Plan, dir: &Path, mem_total: u64) -> Result<(), RunError> {
+    let meta = std::fs::metadata(dir).map_err(|e| {
+        RunError::Refused(format!("--dir {}: {e}; give an existing directory on the filesystem to test", dir.display()))
+    })?;
+    if !meta.is_dir() {
+        return Err(RunError::Refused(format!("--dir {} is not a directory", dir.display())));
+    }
+    let needed = plan.space_needed(mem_total);
+    let free = fsutil::free_bytes(dir)
+        .map_err(|e| RunError::Refused(format!("cannot read free space of {}: {e}", dir.display())))?;
+    if free < needed {
+        return Err(RunError::Refused(format!(
+            "not enough free space in {}: plan '{}' needs {}, {} is available; free some space or choose a smaller plan (e.g. --plan quick)",
+            dir.display(),
+            plan.name,
+            size::human(needed),
+            size::human(free)
+        )));
+    }
+    Ok(())
+}
+
+/// A run id readable by people and unique per run: UTC date-time plus 4 hex digits.
+pub fn new_run_id() -> String {
+    let now = unix_s();
+    let secs_total = now as i64;
+    let (days, rem) = (secs_total.div_euclid(86_400), secs_total.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    let salt = (mono_ns() ^ ((std::process::id() as u64) << 16)) & 0xffff;
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{salt:04x}", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+/// Days since 1970-01-01 to (year, month, day) — Howard Hinnant's algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Let one process hold the plan's files open at once (manyfiles opens 1000).
+fn raise_open_file_limit() {
+    // SAFETY: plain get/set of our own limit.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+/// Run the plan; each record goes to `sink` as soon as its workload ends.
+pub fn run(opts: &Options, sink: &mut dyn Sink) -> Result<Summary, RunError> {
+    let mem_total = evidence::mem_total_bytes();
+    preflight(&opts.plan, &opts.dir, mem_total)?;
+    raise_open_file_limit();
+    interrupt::install();
+    let run_id = new_run_id();
+    let run_dir = opts.dir.join(format!("bootmark-{run_id}"));
+    std::fs::create_dir(&run_dir).map_err(|e| {
+        RunError::Refused(format!("cannot create {} ({e}); is --dir writable by you?", run_dir.display()))
+    })?;
+    let result = run_in(opts, sink, &run_id, &run_dir, mem_total);
+    if !opts.keep {
+        if let Err(e) = fsutil::remove_tree(&run_dir) {
+            eprintln!("bootmark: could not remove {}: {e}", run_dir.display());
+        }
+    } else if opts.verbose {
+        eprintln!("bootmark: kept the run's files in {}", run_dir.display());
+    }
+    result
+}
+
+fn run_in(
+    opts: &Options,
+    sink: &mut dyn Sink,
+    run_id: &str,
+    run_dir: &Path,
+    mem_total: u64,
+) -> Result<Summary, RunError> {
+    let plan = &opts.plan;
+    let evidence = evidence::gather(&opts.dir);
+    let device = evidence.storage.device.as_ref().map(|d| d.name.clone());
+    let probe_dir = run_dir.join("probe");
+    let probe_dir = if plan.probe.enabled {
+        crate::measure::probe::prepare(&probe_dir).map_err(|e| {
+            RunError::Refused(format!("cannot create the probe's files in {}: {e}", probe_dir.display()))
+        })?;
+        Some(probe_dir)
+    } else {
+        None
+    };
+    let progress = Progress::new().map_err(|e| RunError::Refused(format!("cannot map shared memory: {e}")))?;
+    let total = plan.repeat * plan.workloads.len() as u32;
+    let mut summary = Summary { run_id: run_id.to_string(), records: 0, failed: 0 };
+    if opts.verbose {
+        eprintln!(
+            "bootmark: run {run_id}, plan '{}' ({} workload runs) in {} [{}]",
+            plan.name,
+            total,
+            opts.dir.display(),
+            evidence.storage.fs.as_deref().unwrap_or("unknown fs")
+        );
+    }
+    for repetition in 0..plan.repeat {
+        for (index, spec) in plan.workloads.iter().enumerate() {
+            let seq = repetition * plan.workloads.len() as u32 + index as u32;
+            let work_dir = run_dir.join(format!("w{seq:03}-{}", spec.name()));
+            std::fs::create_dir(&work_dir)
+                .map_err(|e| RunError::Refused(format!("cannot create {}: {e}", work_dir.display())))?;
+            let setup = watch::Setup {
+                spec,
+                label: format!("[{}/{}] {}", seq + 1, total, spec.name()),
+                context: Context {
+                    dir: work_dir.clone(),
+                    shared_dir: run_dir.to_path_buf(),
+                    progress: &progress,
+                    mem_total,
+                    keep: opts.keep,
+                },
+                probe_dir: probe_dir.clone(),
+                probe_interval_ns: plan.probe.interval_ms * 1_000_000,
+                baseline_ns: (plan.probe.baseline_s * 1e9) as u64,
+                recovery_deadline_ns: (plan.probe.recovery_deadline_s * 1e9) as u64,
+                sample_interval_ns: plan.sample_interval_ms * 1_000_000,
+                deadline_ns: (plan.workload_deadline_s * 1e9) as u64,
+                device: device.clone(),
+            };
+            let started_unix_s = unix_s();
+            let observed = watch::observe(setup).map_err(|_| RunError::Interrupted)?;
+            if !opts.keep {
+                let _ = fsutil::remove_tree(&work_dir);
+            }
+            let rec = build_record(run_id, seq, repetition, started_unix_s, plan, spec, &evidence, observed);
+            if opts.verbose {
+                eprintln!("[{}/{}] {}", seq + 1, total, rec.summary_line());
+            }
+            summary.records += 1;
+            if rec.status != Status::Ok {
+                summary.failed += 1;
+            }
+            sink.write(&rec).map_err(|e| RunError::Sink(e.to_string()))?;
+            if interrupt::interrupted() {
+                return Err(RunError::Interrupted);
+            }
+        }
+    }
+    Ok(summary)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_record(
+    run_id: &str,
+    seq: u32,
+    repetition: u32,
+    started_unix_s: f64,
+    plan: &Plan,
+    spec: &WorkloadSpec,
+    evidence: &Evidence,
+    observed: watch::Observed,
+) -> Record {
+    let (user_s, sys_s) = observed.exit.map(|e| process::cpu_seconds(&e.usage)).unwrap_or((0.0, 0.0));
+    let usage = observed.exit.map(|e| e.usage);
+    let mut notes = observed.notes;
+    let (status, error, times, written, read, latency, details) = match observed.outcome {
+        Ok(o) => {
+            notes.extend(o.notes);
+            let times = Times {
+                wall_s: o.times.wall_s,
+                user_s,
+                sys_s,
+                writes_returned_s: o.times.writes_returned_s,
+                closed_s: o.times.closed_s,
+                durable_s: o.times.durable_s,
+            };
+            let latency = Latency {
+                write: Histogram::from_sparse(&o.write_latency).summary(),
+                read: Histogram::from_sparse(&o.read_latency).summary(),
+            };
+            (Status::Ok, None, times, o.bytes_written, o.bytes_read, latency, o.details)
+        }
+        Err(e) => {
+            let status = if observed.timed_out { Status::Timeout } else { Status::Error };
+            let wall_s = secs(observed.end_ns.saturating_sub(observed.start_ns));
+            let times = Times { wall_s, user_s, sys_s, ..Times::default() };
+            (
+                status,
+                Some(e),
+                times,
+                observed.progress_written,
+                observed.progress_read,
+                Latency::default(),
+                serde_json::Value::Null,
+            )
+        }
+    };
+    let counters = Counters {
+        voluntary_switches: usage.map(|u| u.ru_nvcsw as u64).unwrap_or(0),
+        involuntary_switches: usage.map(|u| u.ru_nivcsw as u64).unwrap_or(0),
+        minor_faults: usage.map(|u| u.ru_minflt as u64).unwrap_or(0),
+        major_faults: usage.map(|u| u.ru_majflt as u64).unwrap_or(0),
+        vmstat_delta: serde_json::from_value(observed.deltas["vmstat_delta"].clone()).unwrap_or_default(),
+        disk_delta: observed.deltas["disk_delta"].clone(),
+    };
+    Record {
+        schema: record::SCHEMA.into(),
+        run_id: run_id.into(),
+        seq,
+        repetition,
+        status,
+        error,
+        started_unix_s,
+        bootmark: Tool { version: env!("CARGO_PKG_VERSION").into() },
+        plan: PlanRef { name: plan.name.clone() },
+        workload: WorkloadRef { name: spec.name().into(), params: spec.params_json() },
+        kernel: evidence.kernel.clone(),
+        host: evidence.host.clone(),
+        storage: evidence.storage.clone(),
+        vm: evidence.vm.clone(),
+        throughput_mib_s: record::mib_per_s(written + read, times.wall_s),
+        times,
+        bytes_written: written,
+        bytes_read: read,
+        latency,
+        responsiveness: observed.responsiveness,
+        counters,
+        timeline: observed.timeline,
+        details,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_787), (2026, 11, 30));
+    }
+
+    #[test]
+    fn run_ids_look_like_dates() {
+        let id = new_run_id();
+        assert_eq!(id.len(), "20261130-000232-abcd".len(), "{id}");
+        assert!(id.starts_with("20"));
+    }
+}

@@ -1,0 +1,55 @@
+//! Project automation in plain Rust: `cargo xtask <task>`. One module per task.
+
+mod bench;
+mod oldkernel;
+mod static_build;
+mod test;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "bootmark's project automation")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Build the static /init binary (musl, runs on Linux 2.6.9+); prints its path last.
+    Static {
+        /// Target architecture.
+        #[arg(long, default_value = "x86_64", value_parser = ["x86_64", "i686"])]
+        arch: String,
+    },
+    /// Run every test: unit and integration tests, then the old-kernel harness.
+    Test,
+    /// Run the quick plan with both static binaries under simulated 2.6.9 and 2.6.16 syscall surfaces.
+    OldKernel,
+    /// Compare bootmark with dd and fio on one filesystem; prints medians and ratios.
+    Bench(bench::Args),
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().task {
+        Task::Static { arch } => static_build::build(&arch).map(|path| println!("{}", path.display())),
+        Task::Test => test::run(),
+        Task::OldKernel => oldkernel::harness(),
+        Task::Bench(args) => bench::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (xtask lives one level below it).
+pub fn project_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+pub type Result<T> = std::result::Result<T, String>;
