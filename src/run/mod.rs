@@ -61,6 +61,12 @@ pub fn preflight(plan: &Plan, dir: &Path, mem_total: u64) -> Result<(), RunError
     if !meta.is_dir() {
         return Err(RunError::Refused(format!("--dir {} is not a directory", dir.display())));
     }
+    if nix::sys::statvfs::statvfs(dir).is_ok_and(|s| s.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY)) {
+        return Err(RunError::Refused(format!(
+            "--dir {} is on a read-only filesystem; it must be writable",
+            dir.display()
+        )));
+    }
     let needed = plan.space_needed(mem_total);
     let free = fsutil::free_bytes(dir)
         .map_err(|e| RunError::Refused(format!("cannot read free space of {}: {e}", dir.display())))?;
