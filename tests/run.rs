@@ -34,6 +34,20 @@ fn run(plan: &Path, dir: &Path, extra: &[&str]) -> (Output, Vec<Value>) {
     (out, records)
 }
 
+/// Start `bootmark run` in the background with its output captured.
+fn spawn_run(plan: &Path, dir: &Path) -> std::process::Child {
+    bootmark()
+        .arg("run")
+        .arg("--plan")
+        .arg(plan)
+        .arg("--dir")
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
 }
@@ -139,16 +153,7 @@ fn the_probe_sees_an_injected_stall_and_its_recovery() {
         r#"{"name":"stall","probe":{"interval_ms":20,"baseline_s":0.5,"recovery_deadline_s":5},
         "workloads":[{"name":"idle","params":{"seconds":3}}]}"#,
     );
-    let child = bootmark()
-        .arg("run")
-        .arg("--plan")
-        .arg(&plan)
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&plan, &dir);
     // Freeze the probe for 1.5 s in the middle of the idle workload: to the
     // probe this is exactly what a machine that stops responding looks like.
     std::thread::sleep(std::time::Duration::from_millis(1200));
@@ -207,16 +212,7 @@ fn a_hung_workload_is_cut_by_the_watchdog_with_partial_figures() {
 fn ctrl_c_stops_and_removes_everything() {
     let dir = scratch("ctrlc");
     let plan = write_plan(&dir, r#"{"name":"c","workloads":[{"name":"idle","params":{"seconds":60}}]}"#);
-    let child = bootmark()
-        .arg("run")
-        .arg("--plan")
-        .arg(&plan)
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&plan, &dir);
     std::thread::sleep(std::time::Duration::from_millis(3000));
     assert!(!entries(&dir).is_empty(), "the run directory exists while it runs");
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
