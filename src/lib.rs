@@ -4,7 +4,9 @@
 //! and the workstation side (later: collect, report) meet in [`record`].
 //! See ARCHITECTURE.md for the data flow and the module map.
 
+pub mod framing;
 pub mod fsutil;
+pub mod init;
 pub mod measure;
 pub mod plan;
 pub mod process;

@@ -52,6 +52,8 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Explain the kernel command line parameters bootmark reads when it boots as /init.
+    BootParams,
     /// List the built-in plans, or print one as JSON (a starting point for your own).
     Plans {
         /// Print this plan's JSON.
@@ -60,9 +62,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    if bootmark::init::is_init() {
+        bootmark::init::main();
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Plans { name } => plans(name.as_deref()),
+        Command::BootParams => {
+            print!("{}", bootmark::init::cmdline::reference());
+            ExitCode::SUCCESS
+        }
         Command::Run { plan, dir, out, repeat, no_probe, keep, quiet } => {
             let mut plan = match Plan::load(&plan) {
                 Ok(p) => p,
@@ -84,7 +93,7 @@ fn main() -> ExitCode {
                 },
                 None => Box::new(Stdout),
             };
-            let opts = Options { plan, dir, keep, verbose: !quiet };
+            let opts = Options { plan, dir, keep, verbose: !quiet, deadline_ns: None, run_id: None };
             match run::run(&opts, sink.as_mut()) {
                 Ok(s) if s.failed == 0 => ExitCode::SUCCESS,
                 Ok(s) => {

@@ -23,6 +23,10 @@ pub struct Options {
     pub keep: bool,
     /// Print a line per workload on stderr.
     pub verbose: bool,
+    /// Whole-run watchdog (CLOCK_MONOTONIC ns): no workload runs past it.
+    pub deadline_ns: Option<u64>,
+    /// Use this run id instead of a new one (/init names the run at boot).
+    pub run_id: Option<String>,
 }
 
 /// How a run ended, for the exit code.
@@ -123,7 +127,7 @@ pub fn run(opts: &Options, sink: &mut dyn Sink) -> Result<Summary, RunError> {
     preflight(&opts.plan, &opts.dir, mem_total)?;
     raise_open_file_limit();
     interrupt::install();
-    let run_id = new_run_id();
+    let run_id = opts.run_id.clone().unwrap_or_else(new_run_id);
     let run_dir = opts.dir.join(format!("bootmark-{run_id}"));
     std::fs::create_dir(&run_dir).map_err(|e| {
         RunError::Refused(format!("cannot create {} ({e}); is --dir writable by you?", run_dir.display()))
@@ -194,6 +198,15 @@ fn run_in(
                 deadline_ns: (plan.workload_deadline_s * 1e9) as u64,
                 device: device.clone(),
             };
+            let left = opts.deadline_ns.map(|d| d.saturating_sub(mono_ns()));
+            if left == Some(0) {
+                return Err(RunError::Refused(format!(
+                    "the whole-run timeout passed after {} of {total} workload runs",
+                    summary.records
+                )));
+            }
+            let mut setup = setup;
+            setup.deadline_ns = setup.deadline_ns.min(left.unwrap_or(u64::MAX));
             let started_unix_s = unix_s();
             let observed = watch::observe(setup).map_err(|_| RunError::Interrupted)?;
             if !opts.keep {

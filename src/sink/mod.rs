@@ -1,6 +1,9 @@
 //! Sinks: where finished records go. On a workstation that is stdout or a
 //! JSONL file; inside the image, the serial console and the results stick.
 
+pub mod serial;
+pub mod stick;
+
 use crate::record::Record;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -51,5 +54,22 @@ impl Sink for Memory {
     fn write(&mut self, record: &Record) -> io::Result<()> {
         self.0.push(record.clone());
         Ok(())
+    }
+}
+
+/// Sends each record to several sinks; one failing does not stop the others.
+pub struct Tee<'a> {
+    pub sinks: Vec<&'a mut dyn Sink>,
+}
+
+impl Sink for Tee<'_> {
+    fn write(&mut self, record: &Record) -> io::Result<()> {
+        let mut first_error = None;
+        for s in self.sinks.iter_mut() {
+            if let Err(e) = s.write(record) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 }

@@ -1,0 +1,285 @@
+//! The kernel command line's `bootmark.*` parameters: strict, never a guess.
+//!
+//! Any unknown `bootmark.*` key, a repeated key or a malformed value is an
+//! error that /init reports before touching any disk. Other parameters
+//! (console=, root=, quiet, …) belong to the kernel and are ignored.
+
+use std::fmt;
+
+/// Where a disk is: by filesystem label or UUID, by partition UUID, or by a
+/// device path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DiskSpec {
+    Label(String),
+    Uuid(String),
+    PartUuid(String),
+    Path(String),
+}
+
+impl DiskSpec {
+    pub fn parse(text: &str) -> Result<DiskSpec, String> {
+        let nonempty = |v: &str, what: &str| {
+            if v.is_empty() { Err(format!("{what}= needs a value")) } else { Ok(v.to_string()) }
+        };
+        if let Some(v) = text.strip_prefix("LABEL=") {
+            return nonempty(v, "LABEL").map(DiskSpec::Label);
+        }
+        if let Some(v) = text.strip_prefix("UUID=") {
+            return nonempty(v, "UUID").map(|v| DiskSpec::Uuid(v.to_ascii_lowercase()));
+        }
+        if let Some(v) = text.strip_prefix("PARTUUID=") {
+            return nonempty(v, "PARTUUID").map(|v| DiskSpec::PartUuid(v.to_ascii_lowercase()));
+        }
+        if let Some(name) = text.strip_prefix("/dev/") {
+            if name.is_empty() || name.split('/').any(|p| p.is_empty() || p == "..") {
+                return Err(format!("'{text}' is not a device path"));
+            }
+            return Ok(DiskSpec::Path(text.to_string()));
+        }
+        Err(format!("'{text}' is not a disk: write LABEL=…, UUID=…, PARTUUID=… or /dev/…"))
+    }
+}
+
+impl fmt::Display for DiskSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DiskSpec::Label(v) => write!(f, "LABEL={v}"),
+            DiskSpec::Uuid(v) => write!(f, "UUID={v}"),
+            DiskSpec::PartUuid(v) => write!(f, "PARTUUID={v}"),
+            DiskSpec::Path(v) => f.write_str(v),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    Poweroff,
+    Reboot,
+    Halt,
+}
+
+/// The parsed `bootmark.*` settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// Built-in plan name or a path inside the initramfs.
+    pub plan: String,
+    /// Where workloads write; None means: report how to set it, run nothing.
+    pub target: Option<DiskSpec>,
+    pub results: DiskSpec,
+    /// Filesystem to create on the target, only with a matching confirm.
+    pub format: Option<String>,
+    pub repeat: Option<u32>,
+    pub after: After,
+    /// Serial device for framed records and heartbeats.
+    pub console: String,
+    /// Whole-run watchdog.
+    pub timeout_s: f64,
+    /// Mount options for the target (comma-separated, as mount -o).
+    pub mount_options: String,
+    /// How long to wait for the target and results devices to appear.
+    pub device_wait_s: f64,
+}
+
+pub const KEYS: [(&str, &str); 11] = [
+    ("plan", "built-in plan name or a plan file inside the image (default quick)"),
+    ("target", "LABEL=…, UUID=…, PARTUUID=… or /dev/…: where the workloads write (required)"),
+    ("results", "the results stick (default LABEL=BOOTMARK)"),
+    ("format", "FSTYPE: create this filesystem on the target first (needs format-confirm)"),
+    ("format-confirm", "must repeat the exact target spec for format to happen"),
+    ("repeat", "run the plan's workloads N times"),
+    ("after", "poweroff | reboot | halt when done (default poweroff)"),
+    ("console", "serial device for records (default ttyS0)"),
+    ("timeout", "whole-run watchdog in seconds (default 21600)"),
+    ("mount-options", "options for mounting the target (default noatime)"),
+    ("device-wait", "seconds to wait for disks to appear (default 30)"),
+];
+
+const FS_TYPES: [&str; 6] = ["ext2", "ext3", "ext4", "xfs", "reiserfs", "vfat"];
+
+/// Parse `/proc/cmdline`. Errors name the parameter and what is allowed.
+pub fn parse(cmdline: &str) -> Result<Settings, String> {
+    let mut s = Settings {
+        plan: "quick".into(),
+        target: None,
+        results: DiskSpec::Label("BOOTMARK".into()),
+        format: None,
+        repeat: None,
+        after: After::Poweroff,
+        console: "ttyS0".into(),
+        timeout_s: 21_600.0,
+        mount_options: "noatime".into(),
+        device_wait_s: 30.0,
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    let mut confirm: Option<String> = None;
+    for word in cmdline.split_whitespace() {
+        let Some(rest) = word.strip_prefix("bootmark.") else { continue };
+        let (key, value) =
+            rest.split_once('=').ok_or_else(|| format!("bootmark.{rest} needs a value (bootmark.{rest}=…)"))?;
+        if !KEYS.iter().any(|(k, _)| *k == key) {
+            let known: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
+            return Err(format!("unknown parameter bootmark.{key}; known: bootmark.{}", known.join(", bootmark.")));
+        }
+        if seen.contains(&key) {
+            return Err(format!("bootmark.{key} is given twice; give it once"));
+        }
+        seen.push(key);
+        let bad = |why: &str| format!("bootmark.{key}={value}: {why}");
+        match key {
+            "plan" => s.plan = check_plain(value).map_err(|e| bad(&e))?.to_string(),
+            "target" => s.target = Some(DiskSpec::parse(value).map_err(|e| bad(&e))?),
+            "results" => s.results = DiskSpec::parse(value).map_err(|e| bad(&e))?,
+            "format" => {
+                if !FS_TYPES.contains(&value) {
+                    return Err(bad(&format!("not a filesystem bootmark formats; use one of {}", FS_TYPES.join(", "))));
+                }
+                s.format = Some(value.to_string());
+            }
+            "format-confirm" => confirm = Some(value.to_string()),
+            "repeat" => {
+                s.repeat = Some(
+                    value
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=1000).contains(n))
+                        .ok_or_else(|| bad("a whole number from 1 to 1000"))?,
+                )
+            }
+            "after" => {
+                s.after = match value {
+                    "poweroff" => After::Poweroff,
+                    "reboot" => After::Reboot,
+                    "halt" => After::Halt,
+                    _ => return Err(bad("use poweroff, reboot or halt")),
+                }
+            }
+            "console" => {
+                let dev = value.strip_prefix("/dev/").unwrap_or(value);
+                s.console = check_plain(dev).map_err(|e| bad(&e))?.to_string();
+            }
+            "timeout" => s.timeout_s = seconds(value).ok_or_else(|| bad("seconds, above 0"))?,
+            "mount-options" => {
+                if value.is_empty() || !value.chars().all(|c| c.is_ascii_alphanumeric() || ",=_-.".contains(c)) {
+                    return Err(bad("comma-separated mount options"));
+                }
+                s.mount_options = value.to_string();
+            }
+            "device-wait" => s.device_wait_s = seconds(value).ok_or_else(|| bad("seconds, above 0"))?,
+            _ => unreachable!("every key in KEYS is handled"),
+        }
+    }
+    check_format(&s, confirm.as_deref())?;
+    Ok(s)
+}
+
+/// Formatting happens only when format and format-confirm are both present
+/// and the confirm repeats the target spec exactly.
+fn check_format(s: &Settings, confirm: Option<&str>) -> Result<(), String> {
+    match (&s.format, confirm, &s.target) {
+        (None, None, _) => Ok(()),
+        (None, Some(_), _) => Err("bootmark.format-confirm without bootmark.format: nothing to confirm".into()),
+        (Some(_), _, None) => Err("bootmark.format needs bootmark.target: which disk to format?".into()),
+        (Some(fs), None, Some(t)) => Err(format!(
+            "bootmark.format={fs} would erase {t}: add bootmark.format-confirm={t} to confirm, or remove bootmark.format"
+        )),
+        (Some(_), Some(c), Some(t)) if DiskSpec::parse(c).ok().as_ref() == Some(t) && c == t.to_string() => Ok(()),
+        (Some(_), Some(c), Some(t)) => Err(format!(
+            "bootmark.format-confirm={c} does not repeat bootmark.target={t} exactly: nothing will be formatted"
+        )),
+    }
+}
+
+fn check_plain(v: &str) -> Result<&str, String> {
+    if v.is_empty() || v.contains("..") || v.contains(char::is_whitespace) {
+        return Err("not a usable name".into());
+    }
+    Ok(v)
+}
+
+fn seconds(v: &str) -> Option<f64> {
+    v.parse::<f64>().ok().filter(|s| s.is_finite() && *s > 0.0)
+}
+
+/// The reference text for `bootmark help-init` and the README.
+pub fn reference() -> String {
+    let mut s = String::from("Kernel command line parameters read by bootmark as /init:\n");
+    for (k, v) in KEYS {
+        s += &format!("  bootmark.{k:<15} {v}\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_ignores_kernel_parameters() {
+        let s = parse("BOOT_IMAGE=/vmlinuz console=ttyS0,115200 quiet root=/dev/sda1").unwrap();
+        assert_eq!(s.plan, "quick");
+        assert_eq!(s.target, None);
+        assert_eq!(s.results, DiskSpec::Label("BOOTMARK".into()));
+        assert_eq!(s.after, After::Poweroff);
+    }
+
+    #[test]
+    fn full_line() {
+        let s = parse(
+            "console=ttyS0 bootmark.plan=seed bootmark.target=LABEL=SCRATCH bootmark.format=ext3 \
+             bootmark.format-confirm=LABEL=SCRATCH bootmark.repeat=3 bootmark.after=reboot bootmark.timeout=600 \
+             bootmark.console=/dev/ttyS1 bootmark.results=UUID=ABCD-1234",
+        )
+        .unwrap();
+        assert_eq!(s.plan, "seed");
+        assert_eq!(s.target, Some(DiskSpec::Label("SCRATCH".into())));
+        assert_eq!(s.format.as_deref(), Some("ext3"));
+        assert_eq!(s.repeat, Some(3));
+        assert_eq!(s.after, After::Reboot);
+        assert_eq!(s.timeout_s, 600.0);
+        assert_eq!(s.console, "ttyS1");
+        assert_eq!(s.results, DiskSpec::Uuid("abcd-1234".into()));
+    }
+
+    #[test]
+    fn hostile_and_malformed_input_is_refused() {
+        let err = |l: &str| parse(l).unwrap_err();
+        assert!(err("bootmark.tagret=/dev/sdb").contains("unknown parameter bootmark.tagret"));
+        assert!(err("bootmark.plan").contains("needs a value"));
+        assert!(err("bootmark.repeat=0").contains("1 to 1000"));
+        assert!(err("bootmark.repeat=-1").contains("1 to 1000"));
+        assert!(err("bootmark.repeat=1e9").contains("1 to 1000"));
+        assert!(err("bootmark.after=explode").contains("poweroff"));
+        assert!(err("bootmark.timeout=nan").contains("seconds"));
+        assert!(err("bootmark.timeout=inf").contains("seconds"));
+        assert!(err("bootmark.target=sdb").contains("not a disk"));
+        assert!(err("bootmark.target=/dev/../etc/passwd").contains("not a device path"));
+        assert!(err("bootmark.target=LABEL=").contains("needs a value"));
+        assert!(err("bootmark.plan=../../etc/shadow").contains("not a usable name"));
+        assert!(err("bootmark.plan=a bootmark.plan=b").contains("twice"));
+        assert!(err("bootmark.mount-options=rw;rm").contains("mount options"));
+        assert!(err("bootmark.format=ntfs bootmark.target=/dev/sdb").contains("not a filesystem"));
+        assert!(parse(&format!("bootmark.plan={}", "é".repeat(5000))).is_ok(), "long names are not a crash");
+    }
+
+    #[test]
+    fn formatting_needs_an_exact_confirmation() {
+        let err = |l: &str| parse(l).unwrap_err();
+        assert!(err("bootmark.target=/dev/sdb1 bootmark.format=ext3").contains("format-confirm=/dev/sdb1"));
+        assert!(err("bootmark.format=ext3").contains("needs bootmark.target"));
+        assert!(err("bootmark.target=/dev/sdb1 bootmark.format-confirm=/dev/sdb1").contains("without bootmark.format"));
+        assert!(
+            err("bootmark.target=/dev/sdb1 bootmark.format=ext3 bootmark.format-confirm=/dev/sdb2")
+                .contains("does not repeat")
+        );
+        assert!(
+            err("bootmark.target=LABEL=A bootmark.format=ext3 bootmark.format-confirm=LABEL=a")
+                .contains("does not repeat")
+        );
+        assert!(
+            err("bootmark.target=UUID=abc bootmark.format=ext3 bootmark.format-confirm=UUID=ABC")
+                .contains("does not repeat")
+        );
+        let ok = parse("bootmark.target=/dev/sdb1 bootmark.format=xfs bootmark.format-confirm=/dev/sdb1").unwrap();
+        assert_eq!(ok.format.as_deref(), Some("xfs"));
+    }
+}

@@ -1,0 +1,159 @@
+//! Identifying filesystems by reading their superblocks: type, label, UUID.
+//! Like blkid, but only for what /init needs (FAT, ext2/3/4, XFS, reiserfs)
+//! and with no library: disks are found by what is on them, never by the
+//! order the kernel named them in.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsInfo {
+    /// Kernel filesystem type name: vfat, ext2, ext3, ext4, xfs, reiserfs.
+    pub fs: String,
+    pub label: Option<String>,
+    /// Lowercase, formatted as blkid prints it.
+    pub uuid: Option<String>,
+}
+
+fn read_at(f: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    f.read_exact_at(&mut buf, offset)?;
+    Ok(buf)
+}
+
+fn text(bytes: &[u8]) -> Option<String> {
+    let s = String::from_utf8_lossy(bytes).trim_end_matches(['\0', ' ']).to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn uuid(b: &[u8]) -> Option<String> {
+    if b.iter().all(|&x| x == 0) {
+        return None;
+    }
+    Some(format!("{}-{}-{}-{}-{}", hex(&b[0..4]), hex(&b[4..6]), hex(&b[6..8]), hex(&b[8..10]), hex(&b[10..16])))
+}
+
+/// Probe the device or image at `path`; Ok(None) if no known filesystem.
+pub fn probe(path: &Path) -> io::Result<Option<FsInfo>> {
+    let f = File::open(path)?;
+    Ok(probe_ext(&f).or_else(|| probe_xfs(&f)).or_else(|| probe_fat(&f)).or_else(|| probe_reiserfs(&f)))
+}
+
+fn probe_ext(f: &File) -> Option<FsInfo> {
+    let sb = read_at(f, 1024, 256).ok()?;
+    if u16::from_le_bytes([sb[56], sb[57]]) != 0xEF53 {
+        return None;
+    }
+    let compat = u32::from_le_bytes(sb[92..96].try_into().unwrap());
+    let incompat = u32::from_le_bytes(sb[96..100].try_into().unwrap());
+    let ro_compat = u32::from_le_bytes(sb[100..104].try_into().unwrap());
+    // ext4 features: extents, 64bit, flex_bg (incompat); huge_file, dir_nlink, extra_isize (ro_compat)
+    let fs = if incompat & (0x40 | 0x80 | 0x200) != 0 || ro_compat & (0x8 | 0x20 | 0x40) != 0 {
+        "ext4"
+    } else if compat & 0x4 != 0 {
+        "ext3" // has_journal
+    } else {
+        "ext2"
+    };
+    Some(FsInfo { fs: fs.into(), label: text(&sb[120..136]), uuid: uuid(&sb[104..120]) })
+}
+
+fn probe_xfs(f: &File) -> Option<FsInfo> {
+    let sb = read_at(f, 0, 128).ok()?;
+    if &sb[0..4] != b"XFSB" {
+        return None;
+    }
+    Some(FsInfo { fs: "xfs".into(), label: text(&sb[108..120]), uuid: uuid(&sb[32..48]) })
+}
+
+fn probe_fat(f: &File) -> Option<FsInfo> {
+    let bs = read_at(f, 0, 512).ok()?;
+    if bs[510] != 0x55 || bs[511] != 0xAA {
+        return None;
+    }
+    // FAT32 keeps the extended boot record at 0x40, FAT12/16 at 0x24.
+    let (ebr, fstype) = if &bs[0x52..0x57] == b"FAT32" {
+        (0x40, true)
+    } else if &bs[0x36..0x39] == b"FAT" {
+        (0x24, true)
+    } else {
+        (0, false)
+    };
+    if !fstype || bs[ebr + 2] != 0x29 {
+        return None;
+    }
+    let id = &bs[ebr + 3..ebr + 7];
+    let label = text(&bs[ebr + 7..ebr + 18]).filter(|l| l != "NO NAME");
+    Some(FsInfo {
+        fs: "vfat".into(),
+        label,
+        uuid: Some(format!("{:02x}{:02x}-{:02x}{:02x}", id[3], id[2], id[1], id[0])),
+    })
+}
+
+fn probe_reiserfs(f: &File) -> Option<FsInfo> {
+    let sb = read_at(f, 65536, 128).ok()?;
+    let magic = &sb[52..62];
+    if !(magic.starts_with(b"ReIsErFs") || magic.starts_with(b"ReIsEr2Fs") || magic.starts_with(b"ReIsEr3Fs")) {
+        return None;
+    }
+    Some(FsInfo { fs: "reiserfs".into(), label: text(&sb[100..116]), uuid: uuid(&sb[84..100]) })
+}
+
+/// PARTUUIDs of a whole disk's partitions, as (partition number, partuuid):
+/// MBR: `<disk signature>-<nn>`; GPT: the partition's unique GUID.
+pub fn partition_uuids(disk: &Path) -> io::Result<Vec<(u32, String)>> {
+    let f = File::open(disk)?;
+    let mbr = read_at(&f, 0, 512)?;
+    if mbr[510] != 0x55 || mbr[511] != 0xAA {
+        return Ok(Vec::new());
+    }
+    if mbr[446 + 4] == 0xEE {
+        return gpt_uuids(&f);
+    }
+    let sig = u32::from_le_bytes(mbr[440..444].try_into().unwrap());
+    Ok((0..4)
+        .filter(|i| mbr[446 + 16 * i + 4] != 0)
+        .map(|i| (i as u32 + 1, format!("{sig:08x}-{:02x}", i + 1)))
+        .collect())
+}
+
+fn gpt_uuids(f: &File) -> io::Result<Vec<(u32, String)>> {
+    let hdr = read_at(f, 512, 92)?;
+    if &hdr[0..8] != b"EFI PART" {
+        return Ok(Vec::new());
+    }
+    let lba = u64::from_le_bytes(hdr[72..80].try_into().unwrap());
+    let count = u32::from_le_bytes(hdr[80..84].try_into().unwrap()).min(256);
+    let size = u32::from_le_bytes(hdr[84..88].try_into().unwrap()) as u64;
+    let mut out = Vec::new();
+    for i in 0..count as u64 {
+        let e = read_at(f, lba * 512 + i * size, 32)?;
+        if e[0..16].iter().all(|&b| b == 0) {
+            continue;
+        }
+        let g = &e[16..32];
+        // GUIDs store the first three fields little-endian.
+        let guid = format!(
+            "{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{}-{}",
+            g[3],
+            g[2],
+            g[1],
+            g[0],
+            g[5],
+            g[4],
+            g[7],
+            g[6],
+            hex(&g[8..10]),
+            hex(&g[10..16])
+        );
+        out.push((i as u32 + 1, guid));
+    }
+    Ok(out)
+}

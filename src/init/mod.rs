@@ -1,0 +1,304 @@
+//! PID 1: bootmark as `/init` on a bare kernel (2.6.9 to 6.x).
+//!
+//! One boot = bring-up → read `bootmark.*` from the kernel command line →
+//! load modules → find the results stick and the target by label/UUID →
+//! safety checks (and formatting only when confirmed) → run the plan →
+//! records to the serial console and the stick → the run record (with
+//! dmesg evidence) → power off. Every failure on the way, and any panic,
+//! becomes a `bootmark.run/1` record with status "error", then power off.
+//! This function never returns: PID 1 exiting panics the kernel.
+
+pub mod bringup;
+pub mod cmdline;
+pub mod devices;
+pub mod fsprobe;
+pub mod klog;
+pub mod modules;
+pub mod mount;
+pub mod power;
+pub mod safety;
+
+use crate::measure::clock::{mono_ns, unix_s};
+use crate::plan::Plan;
+use crate::run::{self, Options};
+use crate::sink::serial::Serial;
+use crate::sink::stick::Stick;
+use crate::sink::{Sink, Tee};
+use cmdline::{After, Settings};
+use devices::BlockDev;
+use serde_json::json;
+use std::path::Path;
+
+const RESULTS_MOUNT: &str = "/results";
+const TARGET_MOUNT: &str = "/mnt/target";
+pub const RUN_SCHEMA: &str = "bootmark.run/1";
+
+/// Should this process act as /init? PID 1, or started under a name ending in "init".
+pub fn is_init() -> bool {
+    std::process::id() == 1 || std::env::args().next().is_some_and(|a| a.ends_with("init"))
+}
+
+/// The facts of one boot, printed as the final `bootmark.run/1` record.
+struct Boot {
+    run_id: String,
+    started_unix_s: f64,
+    settings: Option<Settings>,
+    facts: serde_json::Map<String, serde_json::Value>,
+    records: u32,
+    failed: u32,
+    stick: Option<Stick>,
+}
+
+pub fn main() -> ! {
+    let bring = bringup::bring_up("ttyS0");
+    let mut boot = Boot {
+        run_id: run::new_run_id(),
+        started_unix_s: unix_s(),
+        settings: None,
+        facts: serde_json::Map::new(),
+        records: 0,
+        failed: 0,
+        stick: None,
+    };
+    boot.facts.insert("bringup".into(), json!(bring));
+    let cmdline = std::env::var("BOOTMARK_CMDLINE")
+        .ok()
+        .or_else(|| crate::fsutil::read_trimmed("/proc/cmdline"))
+        .unwrap_or_default();
+    let parsed = cmdline::parse(&cmdline);
+    let console_name = parsed.as_ref().map(|s| s.console.clone()).unwrap_or_else(|_| "ttyS0".into());
+    let mut report = bringup::Report::default();
+    bringup::ensure_char_nodes(Path::new("/dev"), &console_name, &mut report);
+    let mut serial = Serial::open(Path::new("/dev"), &console_name).ok();
+    say(&mut serial, &format!("bootmark {}: run {} starting as /init", env!("CARGO_PKG_VERSION"), boot.run_id));
+
+    let outcome = match parsed {
+        Err(e) => Err(format!("bad kernel command line: {e}")),
+        Ok(settings) => {
+            boot.settings = Some(settings.clone());
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one_boot(&settings, &mut boot, &mut serial)))
+            {
+                Ok(r) => r,
+                Err(panic) => Err(format!("bootmark panicked: {}", panic_text(&panic))),
+            }
+        }
+    };
+    finish(boot, serial, outcome)
+}
+
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+fn say(serial: &mut Option<Serial>, text: &str) {
+    eprintln!("{text}");
+    if let Some(s) = serial {
+        // The console may be the same device as stderr; a duplicate line is harmless.
+        let _ = s.line(text);
+    }
+}
+
+/// Everything between bring-up and power-off; any Err becomes the error record.
+fn one_boot(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
+    let loaded = modules::load_all(Path::new(modules::LIST));
+    let failed: Vec<String> = loaded
+        .iter()
+        .filter(|l| !l.result.contains("loaded"))
+        .map(|l| format!("{} ({})", l.module, l.result))
+        .collect();
+    say(
+        serial,
+        &format!(
+            "bootmark: {} modules loaded{}",
+            loaded.len() - failed.len(),
+            if failed.is_empty() { String::new() } else { format!(", failed: {}", failed.join(", ")) }
+        ),
+    );
+    boot.facts.insert("modules".into(), json!(loaded));
+
+    let sys = Path::new("/sys");
+    let dev = Path::new("/dev");
+    // The results stick: optional (results also go to serial), but looked for first
+    // so the target can be checked against it.
+    let results = match devices::wait_for(&settings.results, sys, dev, settings.device_wait_s) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            say(serial, &format!("bootmark: no results stick ({e}); results go to the serial console only"));
+            boot.facts.insert("results_error".into(), json!(e));
+            None
+        }
+    };
+    if let Some(r) = &results {
+        open_stick(r, boot, serial);
+    }
+    let all = devices::scan(sys, dev);
+    boot.facts.insert("devices".into(), json!(all.iter().map(describe).collect::<Vec<_>>()));
+
+    let Some(spec) = &settings.target else {
+        return Err(format!(
+            "no target given, so nothing was run. Add bootmark.target=LABEL=… (or UUID=, PARTUUID=, /dev/…) to the kernel command line, naming a partition bootmark may write to. Disks seen: {}",
+            devices::inventory(&all)
+        ));
+    };
+    let mut target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
+    safety::check_target(&target, results.as_ref(), &all)?;
+    if let Some(fs) = &settings.format {
+        format_target(&target, fs, serial)?;
+        target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
+    }
+    let fs = target.fs.as_ref().map(|f| f.fs.clone()).ok_or_else(|| {
+        format!("the target {} has no filesystem bootmark recognises; format it (bootmark.format=ext3 with bootmark.format-confirm={spec})", target.name)
+    })?;
+    mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), &fs, &settings.mount_options)?;
+    boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": describe(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some()}));
+    let result = run_plan(settings, boot, serial);
+    let _ = mount::unmount(Path::new(TARGET_MOUNT));
+    result
+}
+
+fn describe(d: &BlockDev) -> serde_json::Value {
+    json!({"name": d.name, "disk": d.disk, "size_bytes": d.size_bytes, "removable": d.removable,
+           "fs": d.fs.as_ref().map(|f| &f.fs), "label": d.fs.as_ref().and_then(|f| f.label.as_ref()),
+           "uuid": d.fs.as_ref().and_then(|f| f.uuid.as_ref()), "partuuid": d.partuuid})
+}
+
+fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Option<Serial>) {
+    let fs = results.fs.as_ref().map(|f| f.fs.clone()).unwrap_or_else(|| "vfat".into());
+    let opened = mount::mount_dev(&results.node, Path::new(RESULTS_MOUNT), &fs, "").and_then(|()| {
+        Stick::create(&Path::new(RESULTS_MOUNT).join("bootmark/results"), &boot.run_id).map_err(|e| e.to_string())
+    });
+    match opened {
+        Ok(stick) => {
+            say(serial, &format!("bootmark: results stick {} → {}", results.name, stick.path().display()));
+            boot.stick = Some(stick);
+        }
+        Err(e) => {
+            say(
+                serial,
+                &format!(
+                    "bootmark: results stick {} unusable ({e}); results go to the serial console only",
+                    results.name
+                ),
+            );
+            boot.facts.insert("results_error".into(), json!(e));
+        }
+    }
+}
+
+/// Format only an empty or marked filesystem (or none), with the image's mkfs.
+fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -> Result<(), String> {
+    let tool = safety::mkfs_tool(fs, Path::new("/"))?;
+    if let Some(existing) = &target.fs {
+        let probe_point = Path::new("/mnt/check");
+        mount::mount_dev(&target.node, probe_point, &existing.fs, "ro")?;
+        let entries: Vec<String> = std::fs::read_dir(probe_point)
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        let _ = mount::unmount(probe_point);
+        safety::may_format(&entries)?;
+    }
+    let label = target.fs.as_ref().and_then(|f| f.label.as_deref());
+    let uuid = target.fs.as_ref().and_then(|f| f.uuid.as_deref());
+    say(serial, &format!("bootmark: formatting {} as {fs}", target.name));
+    let status = std::process::Command::new(&tool)
+        .args(safety::mkfs_args(fs, label, uuid))
+        .arg(&target.node)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
+    if !status.success() {
+        return Err(format!("{} {} failed ({status})", tool.display(), target.node.display()));
+    }
+    // Mark it as bootmark's, so a later boot may format it again.
+    mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), fs, "")?;
+    let marked = std::fs::write(Path::new(TARGET_MOUNT).join(safety::SCRATCH_MARKER), b"formatted by bootmark\n");
+    mount::unmount(Path::new(TARGET_MOUNT))?;
+    marked.map_err(|e| format!("cannot write the scratch marker: {e}"))
+}
+
+fn run_plan(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
+    let mut plan = Plan::load(&settings.plan)
+        .or_else(|e| Plan::load(&format!("/etc/bootmark/plans/{}.json", settings.plan)).map_err(|_| e))?;
+    if let Some(r) = settings.repeat {
+        plan.repeat = r;
+    }
+    let dir = Path::new(TARGET_MOUNT).join("bootmark");
+    // Left by an earlier boot that crashed: it is ours, clear it.
+    crate::fsutil::remove_tree(&dir).map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
+    std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let opts = Options {
+        plan,
+        dir: dir.clone(),
+        keep: false,
+        verbose: true,
+        deadline_ns: Some(mono_ns() + (settings.timeout_s * 1e9) as u64),
+        run_id: Some(boot.run_id.clone()),
+    };
+    let mut serial_sink = serial.take();
+    let result = {
+        let mut sinks: Vec<&mut dyn Sink> = Vec::new();
+        if let Some(s) = serial_sink.as_mut() {
+            sinks.push(s);
+        }
+        if let Some(s) = boot.stick.as_mut() {
+            sinks.push(s);
+        }
+        run::run(&opts, &mut Tee { sinks })
+    };
+    *serial = serial_sink;
+    let _ = crate::fsutil::remove_tree(&dir);
+    match result {
+        Ok(summary) => {
+            boot.records = summary.records;
+            boot.failed = summary.failed;
+            Ok(())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The last document of every boot, then power-off. Never returns.
+fn finish(boot: Boot, mut serial: Option<Serial>, outcome: Result<(), String>) -> ! {
+    let klog = klog::summarize(&klog::read(), 200);
+    let after = boot.settings.as_ref().map(|s| s.after).unwrap_or(After::Poweroff);
+    let evidence = crate::measure::evidence::kernel();
+    let doc = json!({
+        "schema": RUN_SCHEMA,
+        "run_id": boot.run_id,
+        "seq": boot.records,
+        "status": if outcome.is_ok() { "ok" } else { "error" },
+        "error": outcome.as_ref().err(),
+        "started_unix_s": boot.started_unix_s,
+        "finished_unix_s": unix_s(),
+        "bootmark": {"version": env!("CARGO_PKG_VERSION")},
+        "kernel": evidence,
+        "host": crate::measure::evidence::host(),
+        "records": boot.records,
+        "failed_records": boot.failed,
+        "facts": boot.facts,
+        "kernel_log": klog,
+    });
+    let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+    if let Err(e) = &outcome {
+        say(&mut serial, &format!("bootmark: ERROR: {e}"));
+    }
+    if let Some(s) = serial.as_mut() {
+        let _ = s.framed(&boot.run_id, boot.records, &bytes);
+    }
+    let mut boot = boot;
+    if let Some(stick) = boot.stick.as_mut()
+        && let Err(e) = stick.append(&bytes)
+    {
+        say(&mut serial, &format!("bootmark: could not write the run record to the stick: {e}"));
+    }
+    if boot.stick.is_some() {
+        let _ = mount::unmount(Path::new(RESULTS_MOUNT));
+    }
+    say(
+        &mut serial,
+        &format!("bootmark: run {} done ({} records, {} not ok); {after:?}", boot.run_id, boot.records, boot.failed),
+    );
+    power::finish(after)
+}
