@@ -51,12 +51,11 @@ pub fn bring_up(serial: &str) -> Report {
         // Something mounted /dev for us (CONFIG_DEVTMPFS_MOUNT, a hybrid initramfs,
         // a test harness): use it as it is and only add missing nodes.
         report.steps.push("kept the /dev already mounted".into());
-    } else {
-        report.devtmpfs = has_devtmpfs && mount_fs(&mut report, "devtmpfs", "/dev", "devtmpfs");
+    } else if has_devtmpfs {
+        report.devtmpfs = mount_fs(&mut report, "devtmpfs", "/dev", "devtmpfs");
     }
-    if !report.devtmpfs && !Path::new("/dev/null").exists() {
-        mount_fs(&mut report, "tmpfs", "/dev", "tmpfs");
-    }
+    // Without devtmpfs (before 2.6.32) /dev is the initramfs's own directory
+    // (rootfs is writable): the nodes are made below and from sysfs later.
     ensure_char_nodes(Path::new("/dev"), serial, &mut report);
     report
 }

@@ -200,6 +200,17 @@ fn seconds(v: &str) -> Option<f64> {
     v.parse::<f64>().ok().filter(|s| s.is_finite() && *s > 0.0)
 }
 
+/// The console named on a command line that may be invalid elsewhere, so an
+/// error about the rest still reaches the serial port the user watches.
+pub fn console_hint(cmdline: &str) -> Option<String> {
+    cmdline
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("bootmark.console="))
+        .map(|v| v.strip_prefix("/dev/").unwrap_or(v))
+        .find(|v| check_plain(v).is_ok())
+        .map(String::from)
+}
+
 /// The reference text for `bootmark help-init` and the README.
 pub fn reference() -> String {
     let mut s = String::from("Kernel command line parameters read by bootmark as /init:\n");
@@ -259,6 +270,13 @@ mod tests {
         assert!(err("bootmark.mount-options=rw;rm").contains("mount options"));
         assert!(err("bootmark.format=ntfs bootmark.target=/dev/sdb").contains("not a filesystem"));
         assert!(parse(&format!("bootmark.plan={}", "é".repeat(5000))).is_ok(), "long names are not a crash");
+    }
+
+    #[test]
+    fn the_console_is_found_even_on_a_bad_line() {
+        assert_eq!(console_hint("bootmark.bogus=1 bootmark.console=/dev/ttyS1"), Some("ttyS1".into()));
+        assert_eq!(console_hint("bootmark.console=../x"), None);
+        assert_eq!(console_hint("console=ttyS0"), None);
     }
 
     #[test]

@@ -60,17 +60,30 @@ pub fn main() -> ! {
         failed: 0,
         stick: None,
     };
-    boot.facts.insert("bringup".into(), json!(bring));
+    boot.facts.insert("bringup".into(), json!(&bring));
     let cmdline = std::env::var("BOOTMARK_CMDLINE")
         .ok()
         .or_else(|| crate::fsutil::read_trimmed("/proc/cmdline"))
         .unwrap_or_default();
     let parsed = cmdline::parse(&cmdline);
-    let console_name = parsed.as_ref().map(|s| s.console.clone()).unwrap_or_else(|_| "ttyS0".into());
+    let console_name = match &parsed {
+        Ok(s) => s.console.clone(),
+        Err(_) => cmdline::console_hint(&cmdline).unwrap_or_else(|| "ttyS0".into()),
+    };
     let mut report = bringup::Report::default();
     bringup::ensure_char_nodes(Path::new("/dev"), &console_name, &mut report);
     let mut serial = Serial::open(Path::new("/dev"), &console_name).ok();
     say(&mut serial, &format!("bootmark {}: run {} starting as /init", env!("CARGO_PKG_VERSION"), boot.run_id));
+    say(
+        &mut serial,
+        &format!(
+            "bootmark: bring-up: {}",
+            bring.steps.iter().chain(&report.steps).cloned().collect::<Vec<_>>().join(", ")
+        ),
+    );
+    for p in bring.problems.iter().chain(&report.problems) {
+        say(&mut serial, &format!("bootmark: bring-up problem: {p}"));
+    }
 
     let outcome = match parsed {
         Err(e) => Err(format!("bad kernel command line: {e}")),
@@ -190,7 +203,6 @@ fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Option<Serial>) 
 
 /// Format only an empty or marked filesystem (or none), with the image's mkfs.
 fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -> Result<(), String> {
-    let tool = safety::mkfs_tool(fs, Path::new("/"))?;
     if let Some(existing) = &target.fs {
         let probe_point = Path::new("/mnt/check");
         mount::mount_dev(&target.node, probe_point, &existing.fs, "ro")?;
@@ -200,6 +212,7 @@ fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -> Re
         let _ = mount::unmount(probe_point);
         safety::may_format(&entries)?;
     }
+    let tool = safety::mkfs_tool(fs, Path::new("/"))?;
     let label = target.fs.as_ref().and_then(|f| f.label.as_deref());
     let uuid = target.fs.as_ref().and_then(|f| f.uuid.as_deref());
     say(serial, &format!("bootmark: formatting {} as {fs}", target.name));

@@ -82,3 +82,22 @@ impl Drop for QuietConsole {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framing::{Assembler, Fed, parse_line};
+
+    #[test]
+    fn framed_output_decodes_to_the_same_bytes() {
+        let path = std::env::temp_dir().join(format!("bootmark-serial-{}", std::process::id()));
+        let mut s = Serial::from_file(std::fs::File::create(&path).unwrap());
+        s.line("booting").unwrap();
+        s.framed("run", 3, b"{\"x\":1}").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut a = Assembler::default();
+        let fed: Vec<Fed> = text.lines().filter_map(parse_line).map(|l| a.feed(l.unwrap())).collect();
+        assert_eq!(fed.last(), Some(&Fed::Record("run".into(), 3, b"{\"x\":1}".to_vec())), "{text}");
+        std::fs::remove_file(&path).unwrap();
+    }
+}

@@ -1,6 +1,7 @@
 //! Project automation in plain Rust: `cargo xtask <task>`. One module per task.
 
 mod bench;
+mod fakeboot;
 mod oldkernel;
 mod static_build;
 mod test;
@@ -27,6 +28,15 @@ enum Task {
     Test,
     /// Run the quick plan with both static binaries under simulated 2.6.9 and 2.6.16 syscall surfaces.
     OldKernel,
+    /// Boot /init as PID 1 in namespaces with loop devices: happy path and refusals.
+    FakeBoot,
+    /// (used by fake-boot) Inside new namespaces: chroot to ROOT and exec /init as PID 1.
+    #[command(hide = true)]
+    Pid1 {
+        #[arg(long)]
+        old_kernel: Option<String>,
+        root: std::path::PathBuf,
+    },
     /// Compare bootmark with dd and fio on one filesystem; prints medians and ratios.
     Bench(bench::Args),
 }
@@ -37,6 +47,8 @@ fn main() -> ExitCode {
         Task::Test => test::run(),
         Task::OldKernel => oldkernel::harness(),
         Task::Bench(args) => bench::run(&args),
+        Task::FakeBoot => fakeboot::harness(),
+        Task::Pid1 { old_kernel, root } => fakeboot::pid1(&root, old_kernel.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

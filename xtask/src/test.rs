@@ -1,8 +1,8 @@
 //! `cargo xtask test`: the README's test command. Builds what the tests need
 //! (static binaries, adding rustup targets), runs the workspace's tests, then
-//! the old-kernel harness.
+//! the old-kernel harness and the fake boots of /init (root, loop devices).
 
-use crate::{Result, oldkernel, project_root, static_build};
+use crate::{Result, fakeboot, oldkernel, project_root, static_build};
 use xshell::{Shell, cmd};
 
 pub fn run() -> Result<()> {
@@ -12,5 +12,6 @@ pub fn run() -> Result<()> {
         static_build::build(arch)?;
     }
     cmd!(sh, "cargo test --workspace").run().map_err(|e| format!("cargo test failed: {e}"))?;
-    oldkernel::harness()
+    oldkernel::harness()?;
+    fakeboot::harness()
 }
