@@ -106,11 +106,12 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
+/// A line for the person watching: on the serial port if it is open, else
+/// stderr (/dev/console). Not both: they are usually the same wire.
 fn say(serial: &mut Option<Serial>, text: &str) {
-    eprintln!("{text}");
-    if let Some(s) = serial {
-        // The console may be the same device as stderr; a duplicate line is harmless.
-        let _ = s.line(text);
+    let written = serial.as_mut().is_some_and(|s| s.line(text).is_ok());
+    if !written {
+        eprintln!("{text}");
     }
 }
 
@@ -245,7 +246,8 @@ fn run_plan(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -
         plan,
         dir: dir.clone(),
         keep: false,
-        verbose: true,
+        // The serial sink prints each record's summary line; heartbeats still go to the console.
+        verbose: false,
         deadline_ns: Some(mono_ns() + (settings.timeout_s * 1e9) as u64),
         run_id: Some(boot.run_id.clone()),
     };

@@ -1,8 +1,11 @@
 //! Project automation in plain Rust: `cargo xtask <task>`. One module per task.
 
 mod bench;
+mod e2e;
 mod fakeboot;
+mod image;
 mod oldkernel;
+mod qemu;
 mod static_build;
 mod test;
 
@@ -17,6 +20,7 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once; boxing would only obscure the flags
 enum Task {
     /// Build the static /init binary (musl, runs on Linux 2.6.9+); prints its path last.
     Static {
@@ -28,6 +32,12 @@ enum Task {
     Test,
     /// Run the quick plan with both static binaries under simulated 2.6.9 and 2.6.16 syscall surfaces.
     OldKernel,
+    /// Build the boot image: kernels in, usb.img + pxe/ + manifest.json out.
+    Image(image::Args),
+    /// Boot a built image in QEMU (USB stick, SATA scratch disks, serial log); waits for power-off.
+    Qemu(qemu::Args),
+    /// Build an image with Debian's current kernel and boot it in QEMU; check the records.
+    E2e,
     /// Boot /init as PID 1 in namespaces with loop devices: happy path and refusals.
     FakeBoot,
     /// (used by fake-boot) Inside new namespaces: chroot to ROOT and exec /init as PID 1.
@@ -47,6 +57,9 @@ fn main() -> ExitCode {
         Task::Test => test::run(),
         Task::OldKernel => oldkernel::harness(),
         Task::Bench(args) => bench::run(&args),
+        Task::Image(args) => image::run(&args),
+        Task::Qemu(args) => qemu::run(&args),
+        Task::E2e => e2e::harness(),
         Task::FakeBoot => fakeboot::harness(),
         Task::Pid1 { old_kernel, root } => fakeboot::pid1(&root, old_kernel.as_deref()),
     };

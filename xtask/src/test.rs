@@ -1,8 +1,9 @@
 //! `cargo xtask test`: the README's test command. Builds what the tests need
 //! (static binaries, adding rustup targets), runs the workspace's tests, then
-//! the old-kernel harness and the fake boots of /init (root, loop devices).
+//! the old-kernel harness, the fake boots of /init (root, loop devices) and
+//! the QEMU boot of a real image with Debian's kernel.
 
-use crate::{Result, fakeboot, oldkernel, project_root, static_build};
+use crate::{Result, e2e, fakeboot, oldkernel, project_root, static_build};
 use xshell::{Shell, cmd};
 
 pub fn run() -> Result<()> {
@@ -13,5 +14,6 @@ pub fn run() -> Result<()> {
     }
     cmd!(sh, "cargo test --workspace").run().map_err(|e| format!("cargo test failed: {e}"))?;
     oldkernel::harness()?;
-    fakeboot::harness()
+    fakeboot::harness()?;
+    e2e::harness()
 }

@@ -1,0 +1,187 @@
+//! The end-to-end boot test: a real Debian kernel (apt-get download), the
+//! image builder, syslinux on an xHCI USB stick, an AHCI SATA scratch disk,
+//! QEMU (TCG) — and the records read back from the serial log and the stick.
+
+use crate::image::{self, usb};
+use crate::qemu;
+use crate::{Result, project_root};
+use bootmark::framing::{self, Assembler, Fed};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// The exact package behind a Debian meta package (linux-image-amd64 → linux-image-6.1.0-57-amd64).
+pub fn resolve_meta(meta: &str) -> Result<String> {
+    let out = image::tools::run(Command::new("apt-cache").args(["depends", meta]))?;
+    out.lines()
+        .filter_map(|l| l.trim().strip_prefix("Depends: "))
+        .find(|d| d.starts_with("linux-image-"))
+        .map(String::from)
+        .ok_or_else(|| format!("apt-cache depends {meta} names no linux-image package: run apt-get update?"))
+}
+
+/// Documents (records and run records) decoded from a serial log, checksums verified.
+pub fn serial_documents(serial: &str) -> Vec<Value> {
+    let mut asm = Assembler::default();
+    let mut docs = Vec::new();
+    for line in serial.lines() {
+        if let Some(Ok(l)) = framing::parse_line(line)
+            && let Fed::Record(_, _, bytes) = asm.feed(l)
+        {
+            docs.extend(serde_json::from_slice(&bytes).ok());
+        }
+    }
+    docs
+}
+
+/// Every JSONL document in bootmark/results/ of a stick image.
+pub fn stick_documents(img: &Path) -> Result<Vec<Value>> {
+    let mut docs = Vec::new();
+    for name in usb::list(img, "bootmark/results")?.into_iter().filter(|n| n.ends_with(".jsonl")) {
+        let text = image::tools::run(
+            Command::new("mtype")
+                .env("MTOOLS_SKIP_CHECK", "1")
+                .args(["-i", &usb::image_arg(img)])
+                .arg(format!("::bootmark/results/{name}")),
+        )?;
+        for l in text.lines() {
+            docs.push(serde_json::from_str(l).map_err(|e| format!("{name}: not JSON: {e}"))?);
+        }
+    }
+    Ok(docs)
+}
+
+/// A scratch SATA disk with a filesystem labelled SCRATCH.
+pub fn scratch_disk(path: &Path, fs: &str, mib: u64) -> Result<()> {
+    let f = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    f.set_len(mib << 20).map_err(|e| e.to_string())?;
+    drop(f);
+    let mkfs = format!("mkfs.{fs}");
+    let args: Vec<&str> = match fs {
+        "xfs" => vec!["-q", "-f", "-L", "SCRATCH"],
+        "reiserfs" => vec!["-q", "-f", "-f", "-l", "SCRATCH"],
+        _ => vec!["-q", "-F", "-L", "SCRATCH"],
+    };
+    image::tools::run(Command::new(&mkfs).args(args).arg(path)).map(|_| ())
+}
+
+pub fn harness() -> Result<()> {
+    let started = std::time::Instant::now();
+    let package = resolve_meta("linux-image-amd64")?;
+    let base = project_root().join("target/e2e");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).map_err(|e| e.to_string())?;
+    let args = image::Args {
+        kernel_debs: vec![package.clone()],
+        out: base.join("image"),
+        plan: "quick".into(),
+        target: Some("LABEL=SCRATCH".into()),
+        serial: "ttyS0,115200".into(),
+        install_deps: std::env::var("CI").is_ok(),
+        ..image::Args::default()
+    };
+    let out = image::build(&args)?;
+    check_module_closure(&out)?;
+    let disk = base.join("scratch.img");
+    scratch_disk(&disk, "ext3", 512)?;
+    let booted = qemu::boot(&qemu::Args {
+        image: out.clone(),
+        disks: vec![disk],
+        uefi: false,
+        pxe: false,
+        log: Some(base.join("serial.log")),
+        timeout: 300,
+        memory: 1024,
+        allow_reboot: false,
+        kvm: false,
+        install_deps: std::env::var("CI").is_ok(),
+    })?;
+    let serial = serial_documents(&booted.serial);
+    let stick = stick_documents(&out.join("usb.img"))?;
+    let records: Vec<&Value> = serial.iter().filter(|d| d["schema"] == "bootmark.result/1").collect();
+    let run = serial.iter().find(|d| d["schema"] == bootmark::init::RUN_SCHEMA);
+    let tail = || qemu::tail(&booted.serial, 25);
+    match run {
+        Some(r) if r["status"] == "ok" => {}
+        Some(r) => return Err(format!("the run failed: {}\n{}", r["error"], tail())),
+        None => {
+            return Err(format!("no run record on the serial log ({})\n{}", qemu::diagnose(&booted.serial), tail()));
+        }
+    }
+    if records.len() != 6 || records.iter().any(|r| r["status"] != "ok") {
+        return Err(format!("expected 6 ok records, got {}\n{}", records.len(), tail()));
+    }
+    if records
+        .iter()
+        .any(|r| r["storage"]["fs"] != "ext3" || !r["kernel"]["release"].as_str().unwrap_or("").starts_with("6."))
+    {
+        return Err("records do not show the Debian kernel and the ext3 scratch disk".into());
+    }
+    if stick != serial {
+        return Err(format!(
+            "the stick holds {} documents that differ from the {} on serial",
+            stick.len(),
+            serial.len()
+        ));
+    }
+    println!(
+        "e2e: {package} booted from usb.img in QEMU: 6 records + run record on serial and stick, identical; boot {:.1} s, total {:.1} s",
+        booted.elapsed.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    println!("e2e boot test: 1 passed, 0 failed");
+    Ok(())
+}
+
+/// The modules list inside the initramfs has the soft dependencies, before their users.
+fn check_module_closure(out: &Path) -> Result<()> {
+    let initrd = std::fs::read(out.join("pxe/boot/k0/initrd.gz")).map_err(|e| e.to_string())?;
+    let cpio = gunzip_all(&initrd)?;
+    let list =
+        find_in_cpio(&cpio, "etc/bootmark/modules.list").ok_or("no etc/bootmark/modules.list in the initramfs")?;
+    let names: Vec<String> = String::from_utf8_lossy(&list)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|p| p.rsplit('/').next().unwrap().trim_end_matches(".ko").replace('-', "_"))
+        .collect();
+    let pos = |n: &str| names.iter().position(|x| x == n).ok_or(format!("{n} missing from the module list: {names:?}"));
+    // ext4 softdep: pre: crc32c (alias of crc32c_generic); crc-t10dif softdep: crct10dif.
+    if pos("crc32c_generic")? > pos("ext4")? || pos("crct10dif_generic")? > pos("crc_t10dif")? {
+        return Err("soft dependencies are not loaded before their users".into());
+    }
+    for n in ["ahci", "sd_mod", "usb_storage", "xhci_pci", "vfat", "nls_cp437"] {
+        pos(n)?;
+    }
+    Ok(())
+}
+
+fn gunzip_all(data: &[u8]) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(data).read_to_end(&mut out).map_err(|e| format!("initramfs is not gzip: {e}"))?;
+    Ok(out)
+}
+
+/// A file's bytes from a stream of newc archives.
+fn find_in_cpio(data: &[u8], name: &str) -> Option<Vec<u8>> {
+    let mut off = 0;
+    while off + 110 <= data.len() {
+        if &data[off..off + 6] != b"070701" {
+            off += 4; // padding between concatenated archives
+            continue;
+        }
+        let field = |i: usize| {
+            usize::from_str_radix(std::str::from_utf8(&data[off + 6 + 8 * i..off + 14 + 8 * i]).ok()?, 16).ok()
+        };
+        let (size, namesize) = (field(6)?, field(11)?);
+        let name_start = off + 110;
+        let entry = std::str::from_utf8(&data[name_start..name_start + namesize - 1]).ok()?;
+        let data_start = (name_start + namesize).div_ceil(4) * 4;
+        if entry == name {
+            return Some(data[data_start..data_start + size].to_vec());
+        }
+        off = (data_start + size).div_ceil(4) * 4;
+    }
+    None
+}

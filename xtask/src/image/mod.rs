@@ -1,0 +1,542 @@
+//! `cargo xtask image`: chosen kernels in, a bootable USB stick image and a
+//! PXE tree out (plus manifest.json). See README "Building the boot image".
+//!
+//! Steps: check host tools → resolve kernels (bzImage header / .deb) →
+//! static /init per arch → initramfs (common archive + per-kernel modules
+//! archive, concatenated) → stage files → usb.img → pxe/ → manifest.
+//! Everything is built in OUT.tmp and renamed to OUT at the end.
+
+pub mod cpio;
+pub mod kernel;
+pub mod manifest;
+pub mod menu;
+pub mod modules;
+pub mod tools;
+pub mod usb;
+
+use crate::{Result, project_root, static_build};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct Args {
+    /// A prebuilt bzImage (repeatable); each becomes a boot entry.
+    #[arg(long = "kernel", value_name = "PATH")]
+    pub kernels: Vec<PathBuf>,
+    /// The lib/modules/<release> tree of the N-th --kernel (repeatable, in order).
+    #[arg(long = "modules", value_name = "DIR")]
+    pub modules: Vec<PathBuf>,
+    /// A Debian kernel package: a .deb path or a package name fetched with apt-get download (repeatable).
+    #[arg(long = "kernel-deb", value_name = "NAME|PATH")]
+    pub kernel_debs: Vec<String>,
+    /// Build a kernel from source with a config in kernel-configs/ (not yet available).
+    #[arg(long = "kernel-src", value_name = "DIR")]
+    pub kernel_src: Vec<PathBuf>,
+    /// Architecture of --kernel images whose header cannot tell (boot protocol < 2.12).
+    #[arg(long, value_parser = ["x86_64", "i686"])]
+    pub arch: Option<String>,
+    /// Output directory.
+    #[arg(long, default_value = "target/image")]
+    pub out: PathBuf,
+    /// Plan every entry runs (built-in name or a file in image/plans).
+    #[arg(long, default_value = "quick")]
+    pub plan: String,
+    /// bootmark.target for every entry (LABEL=…, UUID=…, PARTUUID=…, /dev/…). Without it, boots report how to set one.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Extra kernel command line for every entry.
+    #[arg(long, default_value = "")]
+    pub append: String,
+    /// Entry booted by default (0-based).
+    #[arg(long, default_value_t = 0)]
+    pub default: usize,
+    /// Serial console as DEVICE,BAUD.
+    #[arg(long, default_value = "ttyS0,115200")]
+    pub serial: String,
+    /// Stick image size in MiB (default: contents plus 128 MiB for results).
+    #[arg(long)]
+    pub size: Option<u64>,
+    /// Install missing host tools with apt-get (root, Debian/Ubuntu).
+    #[arg(long)]
+    pub install_deps: bool,
+    /// The static bootmark to use as /init (default: build it with `cargo xtask static`).
+    #[arg(long, value_name = "PATH")]
+    pub bootmark_binary: Option<PathBuf>,
+    /// Check an existing image directory against its manifest.json and exit.
+    #[arg(long, value_name = "DIR")]
+    pub verify: Option<PathBuf>,
+}
+
+/// A kernel ready to become a boot entry.
+#[derive(Clone, Debug)]
+struct Kernel {
+    vmlinuz: PathBuf,
+    release: String,
+    version: String,
+    arch: String,
+    modules: Option<PathBuf>,
+    origin: Value,
+}
+
+pub fn human_size(path: &Path) -> String {
+    bootmark::size::human(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0))
+}
+
+/// SOURCE_DATE_EPOCH, or 0: timestamps inside the image never depend on when it was built.
+fn source_date_epoch() -> u32 {
+    std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    if let Some(dir) = &args.verify {
+        println!("{}", manifest::verify(dir)?);
+        return Ok(());
+    }
+    let out = build(args)?;
+    println!("{}", out.display());
+    Ok(())
+}
+
+/// Build the image; returns the output directory.
+pub fn build(args: &Args) -> Result<PathBuf> {
+    if !args.kernel_src.is_empty() {
+        return Err("--kernel-src is not available yet (building kernels from kernel-configs/ is its own issue); use --kernel or --kernel-deb".into());
+    }
+    if args.kernels.is_empty() && args.kernel_debs.is_empty() {
+        return Err(
+            "no kernel given: add --kernel PATH (a bzImage) or --kernel-deb NAME|PATH (e.g. linux-image-amd64)".into(),
+        );
+    }
+    if args.modules.len() > args.kernels.len() {
+        return Err("more --modules than --kernel: each --modules belongs to the --kernel in the same position".into());
+    }
+    tools::ensure(&tools::IMAGE_TOOLS, args.install_deps, "--install-deps")?;
+    let started = std::time::Instant::now();
+    let root = project_root();
+    let out = if args.out.is_absolute() { args.out.clone() } else { root.join(&args.out) };
+    let tmp = out.with_extension("tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    let result = build_into(args, &tmp);
+    match result {
+        Ok(()) => {
+            let _ = std::fs::remove_dir_all(&out);
+            std::fs::rename(&tmp, &out)
+                .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), out.display()))?;
+            eprintln!("image: done in {:.1} s: {}", started.elapsed().as_secs_f64(), out.display());
+            Ok(out)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn resolve_kernels(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
+    let mut kernels = Vec::new();
+    for (i, path) in args.kernels.iter().enumerate() {
+        let data = std::fs::read(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
+        let bz = kernel::parse_bzimage(&data, &path.display().to_string())?;
+        let arch = bz.arch.map(String::from).or_else(|| args.arch.clone()).ok_or_else(|| {
+            format!(
+                "{}: boot protocol {}.{:02} does not say whether it is 64-bit: add --arch x86_64 or --arch i686",
+                path.display(),
+                bz.protocol.0,
+                bz.protocol.1
+            )
+        })?;
+        let modules = args.modules.get(i).cloned();
+        if let Some(m) = &modules
+            && !m.join("kernel").is_dir()
+        {
+            return Err(format!("--modules {}: not a lib/modules/<release> tree (no kernel/ inside)", m.display()));
+        }
+        eprintln!("image: kernel {} ({arch}) from {}", kernel::release_of(&bz.version), path.display());
+        kernels.push(Kernel {
+            vmlinuz: path.clone(),
+            release: kernel::release_of(&bz.version),
+            version: bz.version,
+            arch,
+            modules,
+            origin: json!({"file": path.display().to_string(), "sha256": manifest::sha256_file(path)?}),
+        });
+    }
+    let cache = project_root().join("target/cache/debs");
+    for (i, name) in args.kernel_debs.iter().enumerate() {
+        let deb = kernel::fetch_deb(name, &cache)?;
+        let k = kernel::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
+        let data = std::fs::read(&k.vmlinuz).map_err(|e| e.to_string())?;
+        let bz = kernel::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
+        kernels.push(Kernel {
+            vmlinuz: k.vmlinuz.clone(),
+            release: k.release.clone(),
+            version: bz.version,
+            arch: k.arch.clone(),
+            modules: Some(k.modules.clone()),
+            origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": manifest::sha256_file(&deb)?}),
+        });
+    }
+    Ok(kernels)
+}
+
+/// The /init archive shared by every entry of one architecture.
+fn common_archive(binary: &Path, mtime: u32) -> Result<Vec<u8>> {
+    let mut a = cpio::Archive::new(mtime);
+    a.file("init", std::fs::read(binary).map_err(|e| e.to_string())?, 0o755);
+    // Old kernels need these before /init runs (no devtmpfs, fds 0-2 open on /dev/console).
+    a.char_dev("dev/console", 5, 1, 0o600);
+    a.char_dev("dev/null", 1, 3, 0o666);
+    for d in ["proc", "sys", "mnt", "results", "tmp"] {
+        a.dir(d);
+    }
+    let plans = project_root().join("image/plans");
+    for e in std::fs::read_dir(&plans).map_err(|e| e.to_string())?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        a.file(&format!("etc/bootmark/plans/{name}"), std::fs::read(e.path()).map_err(|e| e.to_string())?, 0o644);
+    }
+    Ok(cpio::gzip(&a.to_bytes()))
+}
+
+/// The modules archive of one kernel: the closure of image/modules/*.list.
+fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize)> {
+    let mut a = cpio::Archive::new(mtime);
+    let Some(tree) = &k.modules else {
+        a.file("etc/bootmark/modules.list", b"# no modules: the kernel has its drivers built in\n".to_vec(), 0o644);
+        return Ok((cpio::gzip(&a.to_bytes()), 0));
+    };
+    eprintln!("image: resolving modules of {}", k.release);
+    let index = modules::Index::scan(tree)?;
+    let mut wanted = Vec::new();
+    let mut params = std::collections::BTreeMap::new();
+    let lists = project_root().join("image/modules");
+    let mut names: Vec<PathBuf> =
+        std::fs::read_dir(&lists).map_err(|e| e.to_string())?.flatten().map(|e| e.path()).collect();
+    names.sort();
+    for list in names {
+        for (name, required, p) in modules::parse_list(&std::fs::read_to_string(&list).map_err(|e| e.to_string())?) {
+            if !p.is_empty() {
+                params.insert(modules::normalize(&name), p);
+            }
+            wanted.push((name, required));
+        }
+    }
+    let order = index.closure(&wanted)?;
+    let mut list = format!("# load order for {} (dependencies first), made by cargo xtask image\n", k.release);
+    for m in &order {
+        let rel = m.path.strip_prefix(tree).map_err(|e| e.to_string())?;
+        let inside = format!("lib/modules/{}/{}", k.release, rel.display());
+        a.file(&inside, std::fs::read(&m.path).map_err(|e| e.to_string())?, 0o644);
+        list += &format!("{inside} {}\n", params.get(&m.name).map(String::as_str).unwrap_or(""));
+    }
+    a.file("etc/bootmark/modules.list", list.into_bytes(), 0o644);
+    Ok((cpio::gzip(&a.to_bytes()), order.len()))
+}
+
+fn cmdline(args: &Args) -> Result<String> {
+    let (dev, baud) = args.serial.split_once(',').unwrap_or((&args.serial, "115200"));
+    let mut c = format!("console={dev},{baud} panic=30 bootmark.console={dev} bootmark.plan={}", args.plan);
+    if let Some(t) = &args.target {
+        bootmark::init::cmdline::DiskSpec::parse(t).map_err(|e| format!("--target: {e}"))?;
+        c += &format!(" bootmark.target={t}");
+    }
+    if !args.append.is_empty() {
+        c += " ";
+        c += &args.append;
+    }
+    bootmark::init::cmdline::parse(&c).map_err(|e| format!("the kernel command line would be refused at boot: {e}"))?;
+    Ok(c)
+}
+
+fn build_into(args: &Args, out: &Path) -> Result<()> {
+    let mtime = source_date_epoch();
+    let work = out.join(".work");
+    let stage = work.join("stage");
+    let kernels = resolve_kernels(args, &work)?;
+    if args.default >= kernels.len() {
+        return Err(format!("--default {} but there are only {} entries", args.default, kernels.len()));
+    }
+    let line = cmdline(args)?;
+    let mut arches: Vec<&str> = kernels.iter().map(|k| k.arch.as_str()).collect();
+    arches.dedup();
+    let mut commons = std::collections::BTreeMap::new();
+    for arch in arches {
+        let bin = match &args.bootmark_binary {
+            Some(b) => b.clone(),
+            None => static_build::build(arch)?,
+        };
+        let common = common_archive(&bin, mtime)?;
+        eprintln!("image: common initramfs for {arch}: {} gzip", bootmark::size::human(common.len() as u64));
+        commons.insert(arch.to_string(), (common, manifest::sha256_file(&bin)?));
+    }
+    let mut entries = Vec::new();
+    let mut entry_facts = Vec::new();
+    for (i, k) in kernels.iter().enumerate() {
+        let label = format!("k{i}");
+        let dir = stage.join("boot").join(&label);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::copy(&k.vmlinuz, dir.join("vmlinuz")).map_err(|e| e.to_string())?;
+        let (mods, count) = modules_archive(k, mtime)?;
+        let (common, bin_sha) = &commons[&k.arch];
+        eprintln!("image: {label}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
+        let mut initrd = common.clone();
+        initrd.extend_from_slice(&mods);
+        std::fs::write(dir.join("initrd.gz"), &initrd).map_err(|e| e.to_string())?;
+        let title = format!("bootmark {} on Linux {} ({})", args.plan, k.release, k.arch);
+        entries.push(menu::Entry { label: label.clone(), title: title.clone(), cmdline: line.clone() });
+        entry_facts.push(json!({
+            "label": label, "title": title, "cmdline": line, "kernel_release": k.release, "kernel_version": k.version,
+            "arch": k.arch, "origin": k.origin, "modules": count,
+            "initramfs": {"common_gzip_bytes": common.len(), "modules_gzip_bytes": mods.len()},
+            "bootmark_binary_sha256": bin_sha,
+        }));
+    }
+    let (unit, speed) = serial_unit(&args.serial)?;
+    let m =
+        menu::Menu { entries: &entries, default: args.default, serial_unit: unit, serial_speed: speed, timeout_s: 3 };
+    write(&stage.join("syslinux.cfg"), &m.syslinux("/"))?;
+    write(&stage.join("boot/grub/grub.cfg"), &m.grub(""))?;
+    std::fs::create_dir_all(stage.join("bootmark/results")).map_err(|e| e.to_string())?;
+    write(&stage.join("bootmark/results/README.txt"), "bootmark writes one <run-id>.jsonl per boot here.\r\n")?;
+    grub_efi(&stage.join("EFI/BOOT/BOOTX64.EFI"), &work)?;
+    set_mtimes(&stage, mtime)?;
+
+    let size = args.size.unwrap_or_else(|| (dir_size(&stage) >> 20) * 5 / 4 + 128).max(64);
+    if dir_size(&stage) >> 20 >= size {
+        return Err(format!(
+            "--size {size} MiB is too small: the boot files alone take {} MiB",
+            dir_size(&stage) >> 20
+        ));
+    }
+    eprintln!("image: assembling usb.img ({size} MiB)");
+    usb::build(&out.join("usb.img"), &stage, size, 0x0b00_7a00 ^ mtime)?;
+    eprintln!("image: writing pxe/");
+    pxe_tree(&out.join("pxe"), &stage, &m)?;
+    std::fs::remove_dir_all(&work).map_err(|e| e.to_string())?;
+    let manifest = json!({
+        "schema": "bootmark.image/1",
+        "bootmark_version": env!("CARGO_PKG_VERSION"),
+        "source_date_epoch": mtime,
+        "plan": args.plan,
+        "default_entry": args.default,
+        "entries": entry_facts,
+        "outputs": manifest::outputs_json(out)?,
+    });
+    write(&out.join("manifest.json"), &serde_json::to_string_pretty(&manifest).unwrap())
+}
+
+fn serial_unit(serial: &str) -> Result<(u32, u32)> {
+    let (dev, baud) = serial.split_once(',').unwrap_or((serial, "115200"));
+    let unit = dev
+        .strip_prefix("ttyS")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("--serial {serial}: the device must be ttyS<N>"))?;
+    let speed = baud.parse().map_err(|_| format!("--serial {serial}: the baud rate must be a number"))?;
+    Ok((unit, speed))
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    if let Some(p) = path.parent() {
+        std::fs::create_dir_all(p).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    manifest::hash_tree(dir)
+        .ok()
+        .map(|files| files.iter().map(|(f, _)| std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0)).sum())
+        .unwrap_or(0)
+}
+
+fn set_mtimes(dir: &Path, mtime: u32) -> Result<()> {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(mtime.max(315_532_800) as u64); // FAT cannot store dates before 1980
+    for (f, _) in manifest::hash_tree(dir)? {
+        let file = std::fs::File::options().write(true).open(dir.join(&f)).map_err(|e| e.to_string())?;
+        file.set_modified(t).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// GRUB as a standalone EFI binary with a tiny config that finds the stick by label.
+fn grub_efi(out: &Path, work: &Path) -> Result<()> {
+    std::fs::create_dir_all(out.parent().unwrap()).map_err(|e| e.to_string())?;
+    let embedded = work.join("grub-embedded.cfg");
+    write(&embedded, &menu::grub_embedded(usb::LABEL))?;
+    tools::run(
+        std::process::Command::new("grub-mkstandalone")
+            .args(["-O", "x86_64-efi", "--locales=", "--themes=", "--fonts="])
+            .arg("--modules=part_msdos fat search search_label serial terminal linux normal efi_gop echo configfile")
+            .arg("-o")
+            .arg(out)
+            .arg(format!("boot/grub/grub.cfg={}", embedded.display())),
+    )?;
+    Ok(())
+}
+
+/// The TFTP tree: pxelinux for BIOS, GRUB's netboot core for UEFI, the same entries.
+fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu) -> Result<()> {
+    let copy = |from: &Path, to: &Path| -> Result<()> {
+        std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("{}: {e}", from.display()))
+    };
+    copy(Path::new("/usr/lib/PXELINUX/pxelinux.0"), &pxe.join("pxelinux.0"))?;
+    copy(Path::new("/usr/lib/syslinux/modules/bios/ldlinux.c32"), &pxe.join("ldlinux.c32"))?;
+    for e in m.entries {
+        for f in ["vmlinuz", "initrd.gz"] {
+            copy(&stage.join("boot").join(&e.label).join(f), &pxe.join("boot").join(&e.label).join(f))?;
+        }
+    }
+    write(&pxe.join("pxelinux.cfg/default"), &m.syslinux(""))?;
+    let uefi = tools::run(
+        std::process::Command::new("grub-mknetdir").arg(format!("--net-directory={}", pxe.display())).args([
+            "--subdir=grub",
+            "-d",
+            "/usr/lib/grub/x86_64-efi",
+        ]),
+    );
+    let uefi_line = match uefi {
+        Ok(_) => {
+            write(&pxe.join("grub/grub.cfg"), &m.grub("(tftp)"))?;
+            "dhcp-match=set:efi64,option:client-arch,7\ndhcp-boot=tag:efi64,grub/x86_64-efi/core.efi\n"
+        }
+        Err(e) => {
+            eprintln!("image: no UEFI network boot in pxe/ ({e})");
+            ""
+        }
+    };
+    write(
+        &pxe.join("README.txt"),
+        &format!(
+            "Serve this directory over TFTP and point DHCP at it. With dnsmasq:\n\n  enable-tftp\n  tftp-root={}\n  dhcp-boot=pxelinux.0\n{}\nOver PXE there is no results stick: results come from the serial console only.\n",
+            pxe.display(),
+            uefi_line.lines().map(|l| format!("  {l}\n")).collect::<String>()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// A file with a valid bzImage header (not bootable): enough to build an image.
+    fn fake_kernel(dir: &Path) -> PathBuf {
+        let mut d = vec![0u8; 0x4000];
+        d[0x1fe] = 0x55;
+        d[0x1ff] = 0xaa;
+        d[0x202..0x206].copy_from_slice(b"HdrS");
+        d[0x206] = 15;
+        d[0x207] = 2;
+        d[0x211] = 1;
+        d[0x236] = 1;
+        d[0x20e..0x210].copy_from_slice(&0x200u16.to_le_bytes());
+        d[0x400..0x410].copy_from_slice(b"6.1.0-test #1 x\0");
+        let p = dir.join("bzImage");
+        std::fs::write(&p, d).unwrap();
+        p
+    }
+
+    fn static_binary() -> PathBuf {
+        let p = project_root().join("target/x86_64-unknown-linux-musl/release/bootmark");
+        assert!(p.exists(), "{} is missing: run `cargo xtask static` first (cargo xtask test does)", p.display());
+        p
+    }
+
+    fn build_test_image(name: &str) -> (PathBuf, PathBuf) {
+        let base = project_root().join(format!("target/imagetest-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        let args = Args {
+            kernels: vec![fake_kernel(&base)],
+            out: base.join("out"),
+            plan: "quick".into(),
+            target: Some("LABEL=SCRATCH".into()),
+            serial: "ttyS0,115200".into(),
+            bootmark_binary: Some(static_binary()),
+            ..Args::default()
+        };
+        (build(&args).unwrap(), base)
+    }
+
+    #[test]
+    fn stick_layout_partition_and_filesystem_are_right() {
+        let (out, base) = build_test_image("layout");
+        let img = out.join("usb.img");
+        let table = tools::run(Command::new("sfdisk").arg("-d").arg(&img)).unwrap();
+        assert!(
+            table.contains("start=        2048") && table.contains("type=c") && table.contains("bootable"),
+            "{table}"
+        );
+        // fsck.fat has no offset option: check the partition through a copy.
+        let part = base.join("part.img");
+        let data = std::fs::read(&img).unwrap();
+        std::fs::write(&part, &data[2048 * 512..]).unwrap();
+        let fsck = Command::new("fsck.fat").arg("-n").arg(&part).output().unwrap();
+        assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stdout));
+        let info = bootmark::init::fsprobe::probe(&part).unwrap().unwrap();
+        assert_eq!((info.fs.as_str(), info.label.as_deref()), ("vfat", Some("BOOTMARK")));
+        let root = usb::list(&img, "").unwrap();
+        for want in ["ldlinux.sys", "ldlinux.c32", "syslinux.cfg", "boot", "EFI", "bootmark"] {
+            assert!(root.iter().any(|n| n == want), "{want} missing from {root:?}");
+        }
+        assert!(usb::list(&img, "EFI/BOOT").unwrap().contains(&"BOOTX64.EFI".to_string()));
+        assert!(usb::list(&img, "bootmark/results").unwrap().contains(&"README.txt".to_string()));
+        assert_eq!(&data[510..512], &[0x55, 0xaa]);
+        assert_eq!(&data[..440], &std::fs::read(usb::MBR_BIN).unwrap()[..440], "syslinux MBR code installed");
+        let cfg = std::fs::read_to_string(out.join("pxe/pxelinux.cfg/default")).unwrap();
+        assert!(cfg.contains("bootmark.target=LABEL=SCRATCH") && cfg.contains("KERNEL boot/k0/vmlinuz"));
+        assert!(out.join("pxe/pxelinux.0").exists() && out.join("pxe/boot/k0/initrd.gz").exists());
+        // The manifest verifies, and notices a changed file.
+        assert!(manifest::verify(&out).is_ok());
+        std::fs::write(out.join("pxe/boot/k0/vmlinuz"), b"tampered").unwrap();
+        assert!(manifest::verify(&out).unwrap_err().contains("pxe/boot/k0/vmlinuz: content changed"));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn the_same_inputs_give_byte_identical_initramfs() {
+        let (a, base_a) = build_test_image("repro-a");
+        let (b, base_b) = build_test_image("repro-b");
+        let initrd = |d: &Path| std::fs::read(d.join("pxe/boot/k0/initrd.gz")).unwrap();
+        assert_eq!(initrd(&a), initrd(&b));
+        let common = |d: &Path| {
+            let m: Value = serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+            m["entries"][0]["initramfs"]["common_gzip_bytes"].as_u64().unwrap()
+        };
+        assert!(common(&a) <= 1 << 20, "common archive {} bytes: target is ≤ 1 MiB", common(&a));
+        std::fs::remove_dir_all(&base_a).unwrap();
+        std::fs::remove_dir_all(&base_b).unwrap();
+    }
+
+    #[test]
+    fn bad_inputs_fail_clearly_and_leave_nothing() {
+        let base = project_root().join(format!("target/imagetest-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        let notes = base.join("notes.txt");
+        std::fs::write(&notes, "not a kernel").unwrap();
+        let out = base.join("out");
+        let args = Args {
+            kernels: vec![notes],
+            out: out.clone(),
+            plan: "quick".into(),
+            serial: "ttyS0,115200".into(),
+            ..Args::default()
+        };
+        let err = build(&args).unwrap_err();
+        assert!(err.contains("not a Linux x86 kernel"), "{err}");
+        assert!(!out.exists() && !out.with_extension("tmp").exists(), "no half-written output");
+        let none = Args { out: out.clone(), ..Args::default() };
+        assert!(build(&none).unwrap_err().contains("no kernel given"));
+        let bad_target = Args {
+            kernels: vec![fake_kernel(&base)],
+            out: out.clone(),
+            plan: "quick".into(),
+            serial: "ttyS0,115200".into(),
+            target: Some("sdb1".into()),
+            bootmark_binary: Some(static_binary()),
+            ..Args::default()
+        };
+        assert!(build(&bad_target).unwrap_err().contains("--target"));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

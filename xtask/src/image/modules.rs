@@ -1,0 +1,262 @@
+//! The modules an image needs, with everything they depend on — including
+//! soft dependencies, which modules.dep does not record (and which the .deb
+//! does not ship anyway) — read from each module's own `.modinfo` section.
+//! The result is a load order (dependencies first) and per-module parameters.
+
+use crate::Result;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// What a module says about itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModInfo {
+    pub name: String,
+    pub path: PathBuf,
+    pub depends: Vec<String>,
+    pub softdep_pre: Vec<String>,
+    pub softdep_post: Vec<String>,
+    pub aliases: Vec<String>,
+}
+
+/// Module names use '_' in modinfo and either in file names.
+pub fn normalize(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+/// The `.modinfo` section of an ELF32/ELF64 little-endian object.
+pub fn modinfo_section(elf: &[u8]) -> Option<&[u8]> {
+    if elf.get(..4)? != b"\x7fELF" || elf[5] != 1 {
+        return None;
+    }
+    let is64 = elf[4] == 2;
+    let u16at = |o: usize| Some(u16::from_le_bytes(elf.get(o..o + 2)?.try_into().ok()?) as usize);
+    let u32at = |o: usize| Some(u32::from_le_bytes(elf.get(o..o + 4)?.try_into().ok()?) as usize);
+    let u64at = |o: usize| Some(u64::from_le_bytes(elf.get(o..o + 8)?.try_into().ok()?) as usize);
+    let (shoff, shentsize, shnum, shstrndx) = if is64 {
+        (u64at(0x28)?, u16at(0x3a)?, u16at(0x3c)?, u16at(0x3e)?)
+    } else {
+        (u32at(0x20)?, u16at(0x2e)?, u16at(0x30)?, u16at(0x32)?)
+    };
+    let section = |i: usize| -> Option<(usize, usize, usize)> {
+        let h = shoff + i * shentsize;
+        if is64 {
+            Some((u32at(h)?, u64at(h + 0x18)?, u64at(h + 0x20)?))
+        } else {
+            Some((u32at(h)?, u32at(h + 0x10)?, u32at(h + 0x14)?))
+        }
+    };
+    let (_, str_off, str_size) = section(shstrndx)?;
+    let names = elf.get(str_off..str_off + str_size)?;
+    (0..shnum).find_map(|i| {
+        let (name_off, off, size) = section(i)?;
+        let name: Vec<u8> = names.get(name_off..)?.iter().take_while(|&&b| b != 0).copied().collect();
+        (name == b".modinfo").then(|| elf.get(off..off + size)).flatten()
+    })
+}
+
+/// Parse `key=value\0…` into a ModInfo.
+pub fn parse_modinfo(section: &[u8], path: &Path) -> ModInfo {
+    let mut m = ModInfo { path: path.to_path_buf(), ..ModInfo::default() };
+    for kv in section.split(|&b| b == 0).filter(|s| !s.is_empty()) {
+        let kv = String::from_utf8_lossy(kv);
+        let Some((k, v)) = kv.split_once('=') else { continue };
+        match k {
+            "name" => m.name = normalize(v),
+            "depends" => m.depends.extend(v.split(',').filter(|s| !s.is_empty()).map(normalize)),
+            "alias" => m.aliases.push(v.to_string()),
+            "softdep" => {
+                // "pre: a b post: c"
+                let mut into_pre = true;
+                for w in v.split_whitespace() {
+                    match w {
+                        "pre:" => into_pre = true,
+                        "post:" => into_pre = false,
+                        name if into_pre => m.softdep_pre.push(name.to_string()),
+                        name => m.softdep_post.push(name.to_string()),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if m.name.is_empty() {
+        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        m.name = normalize(file.split(".ko").next().unwrap_or(&file));
+    }
+    m
+}
+
+/// Every module under a `lib/modules/<release>` tree, by name, plus aliases.
+pub struct Index {
+    pub modules: BTreeMap<String, ModInfo>,
+    aliases: BTreeMap<String, Vec<String>>,
+    builtin: BTreeSet<String>,
+}
+
+impl Index {
+    pub fn scan(tree: &Path) -> Result<Index> {
+        let mut modules = BTreeMap::new();
+        let mut stack = vec![tree.join("kernel")];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.to_string_lossy().ends_with(".ko") {
+                    let data = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+                    let info = parse_modinfo(modinfo_section(&data).unwrap_or(&[]), &p);
+                    modules.insert(info.name.clone(), info);
+                } else if p.to_string_lossy().contains(".ko.") {
+                    return Err(format!(
+                        "{} is compressed; bootmark images need plain .ko modules (2.6 kernels cannot load compressed ones): decompress the tree first",
+                        p.display()
+                    ));
+                }
+            }
+        }
+        let mut aliases: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for m in modules.values() {
+            for a in &m.aliases {
+                aliases.entry(a.clone()).or_default().push(m.name.clone());
+            }
+        }
+        let builtin = std::fs::read_to_string(tree.join("modules.builtin"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.rsplit('/').next())
+            .map(|f| normalize(f.trim_end_matches(".ko")))
+            .collect();
+        Ok(Index { modules, aliases, builtin })
+    }
+
+    /// Module names a dependency word stands for: itself, or every module
+    /// that declares it as an alias (e.g. crypto-crc32c → crc32c_generic, crc32c_intel).
+    fn resolve(&self, word: &str) -> Vec<String> {
+        let n = normalize(word);
+        if self.modules.contains_key(&n) {
+            return vec![n];
+        }
+        self.aliases.get(word).cloned().unwrap_or_default()
+    }
+
+    /// Load order for `wanted`: (name, required?) pairs. Missing optional or
+    /// built-in modules are skipped; a missing required one is an error.
+    pub fn closure(&self, wanted: &[(String, bool)]) -> Result<Vec<&ModInfo>> {
+        let mut order = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (name, required) in wanted {
+            let found = self.resolve(name);
+            if found.is_empty() {
+                if *required && !self.builtin.contains(&normalize(name)) {
+                    return Err(format!(
+                        "module {name} is neither in the kernel's modules nor built in: remove it from image/modules or mark it optional with '?'"
+                    ));
+                }
+                continue;
+            }
+            for m in found {
+                self.visit(&m, &mut seen, &mut order);
+            }
+        }
+        Ok(order)
+    }
+
+    fn visit<'a>(&'a self, name: &str, seen: &mut BTreeSet<String>, order: &mut Vec<&'a ModInfo>) {
+        if !seen.insert(name.to_string()) {
+            return;
+        }
+        let Some(m) = self.modules.get(name) else { return };
+        for dep in m.softdep_pre.iter().chain(&m.depends) {
+            for d in self.resolve(dep) {
+                self.visit(&d, seen, order);
+            }
+        }
+        order.push(m);
+        for dep in &m.softdep_post {
+            for d in self.resolve(dep) {
+                self.visit(&d, seen, order);
+            }
+        }
+    }
+}
+
+/// Read a module list from image/modules: one name per line, `name?` for
+/// optional, `name param=value …` for parameters, `#` comments.
+pub fn parse_list(text: &str) -> Vec<(String, bool, String)> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (name, params) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
+            let optional = name.ends_with('?');
+            (name.trim_end_matches('?').to_string(), !optional, params.trim().to_string())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(name: &str, depends: &[&str], pre: &[&str], aliases: &[&str]) -> ModInfo {
+        ModInfo {
+            name: name.into(),
+            path: PathBuf::from(format!("{name}.ko")),
+            depends: depends.iter().map(|s| s.to_string()).collect(),
+            softdep_pre: pre.iter().map(|s| s.to_string()).collect(),
+            softdep_post: vec![],
+            aliases: aliases.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn modinfo_fields_including_softdeps() {
+        let sec = b"license=GPL\0softdep=pre: crc32c post: foo\0depends=mbcache,jbd2\0name=ext4\0alias=fs-ext4\0";
+        let m = parse_modinfo(sec, Path::new("/x/ext4.ko"));
+        assert_eq!(m.name, "ext4");
+        assert_eq!(m.depends, ["mbcache", "jbd2"]);
+        assert_eq!(m.softdep_pre, ["crc32c"]);
+        assert_eq!(m.softdep_post, ["foo"]);
+        assert_eq!(m.aliases, ["fs-ext4"]);
+    }
+
+    #[test]
+    fn closure_puts_dependencies_and_soft_dependencies_first() {
+        let mut modules = BTreeMap::new();
+        for m in [
+            info("ext4", &["jbd2", "mbcache"], &["crc32c"], &[]),
+            info("jbd2", &[], &[], &[]),
+            info("mbcache", &[], &[], &[]),
+            info("crc32c_generic", &[], &[], &["crc32c", "crypto-crc32c"]),
+            info("usb_storage", &["usbcore"], &[], &[]),
+            info("usbcore", &[], &[], &[]),
+        ] {
+            modules.insert(m.name.clone(), m);
+        }
+        let mut aliases: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        aliases.insert("crc32c".into(), vec!["crc32c_generic".into()]);
+        let idx = Index { modules, aliases, builtin: ["sd_mod".to_string()].into() };
+        let want = |v: &[(&str, bool)]| v.iter().map(|(n, r)| (n.to_string(), *r)).collect::<Vec<_>>();
+        let order: Vec<&str> = idx
+            .closure(&want(&[("usb-storage", true), ("ext4", true), ("sd_mod", true), ("cciss", false)]))
+            .unwrap()
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect();
+        assert_eq!(order, ["usbcore", "usb_storage", "crc32c_generic", "jbd2", "mbcache", "ext4"]);
+        assert!(idx.closure(&want(&[("nonexistent", true)])).unwrap_err().contains("nonexistent"));
+    }
+
+    #[test]
+    fn list_format() {
+        let l = parse_list("ahci\ncciss? # old HP\nusb-storage delay_use=0\n");
+        assert_eq!(
+            l,
+            [
+                ("ahci".into(), true, "".into()),
+                ("cciss".into(), false, "".into()),
+                ("usb-storage".into(), true, "delay_use=0".into())
+            ]
+        );
+    }
+}

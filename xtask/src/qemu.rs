@@ -1,0 +1,187 @@
+//! `cargo xtask qemu`: boot a built image in QEMU the way a test server
+//! boots it — USB stick on xHCI (or PXE over QEMU's TFTP, or UEFI with
+//! OVMF), scratch disks on AHCI (SATA, like the seed's servers), the serial
+//! console captured to a log — and wait for the guest to power off.
+//!
+//! TCG only by default: KVM on these machines hangs stock kernels (see
+//! ../shared/notes/boot-facts.md). `--kvm` tries it when asked.
+
+use crate::Result;
+use crate::image::tools;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const QEMU_TOOLS: [(&str, &str); 3] =
+    [("qemu-system-x86_64", "qemu-system-x86"), ("/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf"), ("mcopy", "mtools")];
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    /// Image directory made by `cargo xtask image`.
+    #[arg(long, default_value = "target/image")]
+    pub image: PathBuf,
+    /// Scratch disk images attached as SATA disks (repeatable).
+    #[arg(long = "disk", value_name = "FILE")]
+    pub disks: Vec<PathBuf>,
+    /// Boot firmware UEFI (OVMF) instead of BIOS.
+    #[arg(long)]
+    pub uefi: bool,
+    /// Boot over the network from the image's pxe/ tree (the stick stays attached, not bootable).
+    #[arg(long)]
+    pub pxe: bool,
+    /// Serial log file (default: IMAGE/serial.log).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// Guest memory in MiB.
+    #[arg(long, default_value_t = 1024)]
+    pub memory: u32,
+    /// Let the guest reboot (for unattended sequences); otherwise a reboot ends QEMU.
+    #[arg(long)]
+    pub allow_reboot: bool,
+    /// Try KVM (falls back to TCG only if QEMU refuses to start).
+    #[arg(long)]
+    pub kvm: bool,
+    /// Install missing host tools with apt-get (root, Debian/Ubuntu).
+    #[arg(long)]
+    pub install_deps: bool,
+}
+
+/// A boot that ended with the guest powering off.
+#[derive(Debug)]
+pub struct Booted {
+    pub log: PathBuf,
+    pub serial: String,
+    pub elapsed: Duration,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let b = boot(args)?;
+    eprintln!("qemu: guest powered off after {:.1} s; serial log: {}", b.elapsed.as_secs_f64(), b.log.display());
+    Ok(())
+}
+
+fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
+    let image = &args.image;
+    let stick = image.join("usb.img");
+    if !stick.exists() {
+        return Err(format!("{} has no usb.img: build one with `cargo xtask image`", image.display()));
+    }
+    let mut c = Command::new("qemu-system-x86_64");
+    c.args(["-M", "pc", "-cpu", "qemu64,vendor=GenuineIntel", "-smp", "2", "-m", &args.memory.to_string()]);
+    c.args(["-accel", if args.kvm { "kvm" } else { "tcg" }]);
+    c.args(["-nographic", "-monitor", "none", "-serial"]).arg(format!("file:{}", log.display()));
+    if !args.allow_reboot {
+        c.arg("-no-reboot");
+    }
+    c.args(["-device", "qemu-xhci,id=xhci"]);
+    c.arg("-drive").arg(format!("if=none,id=stick,format=raw,file={}", stick.display()));
+    let stick_boot = if args.pxe { "" } else { ",bootindex=0" };
+    c.args(["-device", &format!("usb-storage,bus=xhci.0,drive=stick{stick_boot}")]);
+    if args.pxe {
+        let tftp = image.join("pxe");
+        let bootfile = if args.uefi { "grub/x86_64-efi/core.efi" } else { "pxelinux.0" };
+        c.args(["-netdev", &format!("user,id=n0,tftp={},bootfile={bootfile}", tftp.display())]);
+        c.args(["-device", "e1000,netdev=n0,bootindex=0"]);
+    } else {
+        c.args(["-nic", "none"]);
+    }
+    if !args.disks.is_empty() {
+        c.args(["-device", "ahci,id=ahci"]);
+    }
+    for (i, d) in args.disks.iter().enumerate() {
+        if !d.exists() {
+            return Err(format!("--disk {}: no such file", d.display()));
+        }
+        c.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
+        c.args(["-device", &format!("ide-hd,drive=d{i},bus=ahci.{i}")]);
+    }
+    if args.uefi {
+        let vars = work.join("OVMF_VARS.fd");
+        std::fs::copy("/usr/share/OVMF/OVMF_VARS_4M.fd", &vars)
+            .map_err(|e| format!("OVMF vars: {e} (apt-get install ovmf)"))?;
+        c.args(["-drive", "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"]);
+        c.arg("-drive").arg(format!("if=pflash,format=raw,file={}", vars.display()));
+    }
+    Ok(c)
+}
+
+/// Boot and wait for power-off; a timeout or a crash is an error with the
+/// serial tail and a guess at the cause.
+pub fn boot(args: &Args) -> Result<Booted> {
+    tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
+    let log = args.log.clone().unwrap_or_else(|| args.image.join("serial.log"));
+    let work = std::env::temp_dir().join(format!("bootmark-qemu-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&log);
+    let mut cmd = qemu_command(args, &log, &work)?;
+    let started = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("qemu-system-x86_64: {e}"))?;
+    let limit = Duration::from_secs(args.timeout);
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            break Some(st);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let _ = std::fs::remove_dir_all(&work);
+    let serial = String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()).into_owned();
+    let elapsed = started.elapsed();
+    match status {
+        None => Err(format!(
+            "the guest did not power off within {} s ({}).\n--- serial tail ---\n{}",
+            args.timeout,
+            diagnose(&serial),
+            tail(&serial, 30)
+        )),
+        Some(st) if !st.success() => {
+            let mut err = String::new();
+            use std::io::Read;
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            Err(format!("qemu failed ({st}): {}\n--- serial tail ---\n{}", err.trim(), tail(&serial, 30)))
+        }
+        Some(_) => Ok(Booted { log, serial, elapsed }),
+    }
+}
+
+pub fn tail(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().filter(|l| !l.contains("@BM1 ")).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A best guess at why a boot never finished, from what the console shows.
+pub fn diagnose(serial: &str) -> String {
+    if serial.trim().is_empty() {
+        return "nothing on the serial console: the bootloader did not start (boot order? BIOS vs UEFI?) or serial output is not on ttyS0".into();
+    }
+    if serial.contains("Kernel panic") {
+        if serial.contains("VFS: Unable to mount root") || serial.contains("No working init found") {
+            return "kernel panic: the initramfs was not found or not unpacked (bad initrd path, or compression the kernel lacks)".into();
+        }
+        return "kernel panic (see the tail)".into();
+    }
+    if !serial.contains("Linux version") {
+        return "the kernel never printed its banner: the bootloader could not load it".into();
+    }
+    if !serial.contains("bootmark") {
+        return "the kernel booted but /init never spoke: initramfs missing /init, or an incompatible binary".into();
+    }
+    if serial.contains("no disk matches") {
+        return "bootmark could not find a disk: missing storage driver module, or wrong LABEL/UUID".into();
+    }
+    "bootmark started but did not finish: a hung workload (the watchdog should cut it) or a hung kernel".into()
+}
