@@ -102,9 +102,9 @@ fn walk(root: &Path, dir: &Path, dirs: &mut Vec<String>, files: &mut Vec<String>
 
 /// Names in a FAT directory of the image (for checks and tests).
 pub fn list(img: &Path, dir: &str) -> Result<Vec<String>> {
-    let out = run(mtools("mdir").args(["-b", "-i", &image_arg(img)]).arg(format!("::{dir}")))?;
+    let out = run(mtools("mdir").args(["-a", "-b", "-i", &image_arg(img)]).arg(format!("::{dir}")))?;
     Ok(out
         .lines()
-        .map(|l| l.trim_start_matches("::").trim_start_matches(&format!("/{dir}")).trim_start_matches('/').to_string())
+        .map(|l| l.trim_start_matches("::").trim_start_matches(&format!("/{dir}")).trim_matches('/').to_string())
         .collect())
 }
