@@ -103,6 +103,9 @@ fn parse_body(body: &str) -> Option<Line> {
 #[derive(Default)]
 pub struct Assembler {
     partial: BTreeMap<(String, u32), Partial>,
+    /// Records already delivered, with their SHA-256: later copies of their
+    /// lines (a repeated print, the rest of a second copy) are ignored.
+    done: BTreeMap<(String, u32), String>,
 }
 
 #[derive(Default)]
@@ -126,6 +129,14 @@ impl Assembler {
         let key = match &line {
             Line::Header { run_id, seq, .. } | Line::Data { run_id, seq, .. } => (run_id.clone(), *seq),
         };
+        if let Some(sha) = self.done.get(&key) {
+            match &line {
+                Line::Header { sha256, .. } if sha256 != sha => {
+                    self.done.remove(&key); // a different record under the same key: assemble it too
+                }
+                _ => return Fed::Incomplete,
+            }
+        }
         let p = self.partial.entry(key.clone()).or_default();
         match line {
             Line::Header { chunks, bytes, sha256, .. } => p.header = Some((chunks, bytes, sha256)),
@@ -140,7 +151,10 @@ impl Assembler {
         let b64: String = (0..n).map(|i| p.chunks[&i].as_str()).collect();
         self.partial.remove(&key);
         match base64_decode(&b64) {
-            Some(data) if data.len() as u64 == bytes && sha256_hex(&data) == sha => Fed::Record(key.0, key.1, data),
+            Some(data) if data.len() as u64 == bytes && sha256_hex(&data) == sha => {
+                self.done.insert(key.clone(), sha);
+                Fed::Record(key.0, key.1, data)
+            }
             _ => Fed::Corrupt(key.0, key.1),
         }
     }

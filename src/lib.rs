@@ -4,6 +4,7 @@
 //! and the workstation side (later: collect, report) meet in [`record`].
 //! See ARCHITECTURE.md for the data flow and the module map.
 
+pub mod collect;
 pub mod framing;
 pub mod fsutil;
 pub mod init;
@@ -11,6 +12,7 @@ pub mod measure;
 pub mod plan;
 pub mod process;
 pub mod record;
+pub mod report;
 pub mod run;
 pub mod sink;
 pub mod size;

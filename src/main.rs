@@ -52,6 +52,36 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Collect validated records from serial logs, stick directories and stick images.
+    ///
+    /// Serial records are accepted only when every chunk is present and the
+    /// SHA-256 matches; the same record from serial and stick is kept once.
+    /// Everything that could not be used is listed on stderr (file, line,
+    /// run id, seq, why) and makes the exit code 1.
+    Collect {
+        /// Serial logs, bootmark/results directories, .jsonl files or usb.img files.
+        #[arg(required = true, value_name = "INPUT")]
+        inputs: Vec<PathBuf>,
+        /// Write the records here (JSONL) instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Compare records: one row per group with medians, ranges and a ratio against a baseline.
+    #[command(after_help = "Example:
+  bootmark report serial-*.log usb.img --by kernel,fs --baseline 2.6.9")]
+    Report {
+        /// Records (JSONL from `collect`), or anything `collect` reads.
+        #[arg(required = true, value_name = "INPUT")]
+        inputs: Vec<PathBuf>,
+        #[arg(long, default_value = "md", value_parser = ["md", "csv", "json"])]
+        format: String,
+        /// Group by these (comma-separated): kernel, fs, host, plan, scheduler, device, or a record field path.
+        #[arg(long, default_value = "kernel,fs,host", value_delimiter = ',')]
+        by: Vec<String>,
+        /// Rows whose first --by value contains this are the baseline (default: the first seen).
+        #[arg(long)]
+        baseline: Option<String>,
+    },
     /// Explain the kernel command line parameters bootmark reads when it boots as /init.
     BootParams,
     /// List the built-in plans, or print one as JSON (a starting point for your own).
@@ -68,6 +98,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Plans { name } => plans(name.as_deref()),
+        Command::Collect { inputs, out } => collect(&inputs, out.as_deref()),
+        Command::Report { inputs, format, by, baseline } => report(&inputs, &format, by, baseline),
         Command::BootParams => {
             print!("{}", bootmark::init::cmdline::reference());
             ExitCode::SUCCESS
@@ -131,4 +163,73 @@ fn plans(name: Option<&str>) -> ExitCode {
 fn fail(msg: &str) -> ExitCode {
     eprintln!("bootmark: error: {msg}");
     ExitCode::FAILURE
+}
+
+fn print_problems(c: &bootmark::collect::Collected) {
+    for p in &c.problems {
+        let at = p.line.map(|l| format!(":{l}")).unwrap_or_default();
+        let rec = match (&p.run_id, p.seq) {
+            (Some(r), Some(s)) => format!(" run {r} seq {s}:"),
+            _ => String::new(),
+        };
+        eprintln!("bootmark: rejected {}{at}:{rec} {}", p.file, p.why);
+    }
+    for b in c.boots.iter().filter(|b| b.no_results || b.panics > 0 || b.oopses > 0 || b.hung_tasks > 0) {
+        eprintln!(
+            "bootmark: boot at {}:{} (kernel {}): {} documents, {} panics, {} oops/BUG, {} hung-task warnings{}",
+            b.file,
+            b.line,
+            b.kernel.as_deref().unwrap_or("?"),
+            b.documents,
+            b.panics,
+            b.oopses,
+            b.hung_tasks,
+            if b.no_results { " — produced no results" } else { "" }
+        );
+    }
+}
+
+fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
+    let c = bootmark::collect::collect(inputs);
+    let mut text = String::new();
+    for d in &c.documents {
+        text += &d.to_string();
+        text.push('\n');
+    }
+    let written = match out {
+        Some(path) => std::fs::write(path, &text).map_err(|e| format!("cannot write {}: {e}", path.display())),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    };
+    if let Err(e) = written {
+        return fail(&e);
+    }
+    print_problems(&c);
+    let results = c.results().count();
+    eprintln!(
+        "bootmark: {} documents ({results} results, {} run records), {} duplicates merged, {} rejected",
+        c.documents.len(),
+        c.documents.len() - results,
+        c.duplicates,
+        c.problems.len()
+    );
+    if c.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+fn report(inputs: &[PathBuf], format: &str, by: Vec<String>, baseline: Option<String>) -> ExitCode {
+    let c = bootmark::collect::collect(inputs);
+    print_problems(&c);
+    if c.results().next().is_none() {
+        return fail("no result records in the inputs");
+    }
+    let opts = bootmark::report::Options { by, baseline };
+    let rows = bootmark::report::rows(&c.documents, &opts);
+    match format {
+        "csv" => print!("{}", bootmark::report::csv(&rows, &opts.by)),
+        "json" => println!("{}", serde_json::to_string_pretty(&rows).unwrap()),
+        _ => print!("{}", bootmark::report::markdown(&rows, &opts.by)),
+    }
+    ExitCode::SUCCESS
 }

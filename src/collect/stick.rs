@@ -1,0 +1,126 @@
+//! Results from the stick: a `bootmark/results/` directory (or the stick's
+//! mount point, or single .jsonl files), or a whole stick image read directly
+//! through its FAT partition (no mounting, no root).
+
+use super::{Collected, Problem, RESULT_SCHEMA, RUN_SCHEMA};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+type Index = BTreeMap<(String, String, u64), usize>;
+
+pub fn collect_dir(path: &Path, c: &mut Collected, index: &mut Index) -> io::Result<()> {
+    if path.is_file() {
+        return collect_text(&std::fs::read(path)?, &path.display().to_string(), c, index);
+    }
+    let dir = [path.join("bootmark/results"), path.join("results"), path.to_path_buf()]
+        .into_iter()
+        .find(|d| d.is_dir())
+        .unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    for f in files {
+        collect_text(&std::fs::read(&f)?, &f.display().to_string(), c, index)?;
+    }
+    Ok(())
+}
+
+/// JSON lines; a line that is not a known document is a problem, never accepted.
+pub fn collect_text(data: &[u8], file: &str, c: &mut Collected, index: &mut Index) -> io::Result<()> {
+    for (i, line) in data.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let bad = |why: String| Problem { file: file.into(), line: Some(i as u64 + 1), run_id: None, seq: None, why };
+        match serde_json::from_slice::<Value>(line) {
+            Ok(doc) if doc["schema"] == RESULT_SCHEMA || doc["schema"] == RUN_SCHEMA => c.accept(doc, file, index),
+            Ok(doc) => c.problems.push(bad(format!("not a bootmark document (schema {})", doc["schema"]))),
+            Err(e) => c.problems.push(bad(format!("not valid JSON (damaged file?): {e}"))),
+        }
+    }
+    Ok(())
+}
+
+/// A read-only window onto one partition of an image file.
+struct Partition {
+    file: std::fs::File,
+    start: u64,
+    pos: u64,
+}
+
+impl Read for Partition {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.file.seek(SeekFrom::Start(self.start + self.pos))?;
+        let n = self.file.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for Partition {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        self.pos = match to {
+            SeekFrom::Start(p) => p,
+            SeekFrom::Current(d) => {
+                self.pos.checked_add_signed(d).ok_or_else(|| io::Error::other("seek before start"))?
+            }
+            SeekFrom::End(_) => return Err(io::Error::other("seek from end is not supported")),
+        };
+        Ok(self.pos)
+    }
+}
+
+/// The image is the user's evidence: never written.
+impl Write for Partition {
+    fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+        Err(io::Error::new(io::ErrorKind::PermissionDenied, "stick images are read only"))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where the FAT filesystem starts: the first FAT-type MBR partition, or 0
+/// for a partition image (a FAT boot sector at the start).
+fn fat_offset(head: &[u8; 512]) -> Option<u64> {
+    let fat_boot_sector = &head[0x52..0x57] == b"FAT32" || &head[0x36..0x39] == b"FAT";
+    if fat_boot_sector {
+        return Some(0);
+    }
+    (0..4).find_map(|i| {
+        let e = &head[446 + 16 * i..462 + 16 * i];
+        let lba = u32::from_le_bytes(e[8..12].try_into().unwrap()) as u64;
+        matches!(e[4], 0x01 | 0x04 | 0x06 | 0x0b | 0x0c | 0x0e).then_some(lba * 512)
+    })
+}
+
+pub fn collect_image(path: &Path, c: &mut Collected, index: &mut Index) -> io::Result<()> {
+    let mut file = std::fs::File::open(path)?;
+    let mut head = [0u8; 512];
+    file.read_exact(&mut head)?;
+    let start = fat_offset(&head).ok_or_else(|| io::Error::other("no FAT partition in this image"))?;
+    let fs = fatfs::FileSystem::new(Partition { file, start, pos: 0 }, fatfs::FsOptions::new())?;
+    let dir = fs
+        .root_dir()
+        .open_dir("bootmark/results")
+        .map_err(|_| io::Error::other("the image has no bootmark/results directory"))?;
+    let mut names = Vec::new();
+    for e in dir.iter() {
+        let e = e?;
+        if e.is_file() && e.file_name().ends_with(".jsonl") && !e.file_name().starts_with('.') {
+            names.push(e.file_name());
+        }
+    }
+    names.sort();
+    for name in names {
+        let mut data = Vec::new();
+        dir.open_file(&name)?.read_to_end(&mut data)?;
+        collect_text(&data, &format!("{}::bootmark/results/{name}", path.display()), c, index)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,290 @@
+//! The report: records grouped (by kernel, filesystem, host, … and always by
+//! workload), repetitions combined, each group compared with a baseline —
+//! the seed's hand-written table (Hardware, OS/kernel, FS, real, user, sys)
+//! plus what it could only describe in notes: throughput and responsiveness.
+
+pub mod stats;
+
+use serde::Serialize;
+use serde_json::Value;
+use stats::Summary;
+
+/// What a grouping dimension reads from a record.
+pub fn dimension(record: &Value, name: &str) -> String {
+    let s = |p: &str| record.pointer(p).and_then(Value::as_str).map(String::from);
+    match name {
+        "kernel" => s("/kernel/release"),
+        "fs" => s("/storage/fs"),
+        "host" => s("/host/dmi_product").or_else(|| s("/host/cpu_model")).or_else(|| s("/host/hostname")),
+        "plan" => s("/plan/name"),
+        "scheduler" => s("/storage/scheduler"),
+        "device" => s("/storage/device/model").or_else(|| s("/storage/device/name")),
+        other => s(&format!("/{}", other.replace('.', "/")))
+            .or_else(|| record.pointer(&format!("/{}", other.replace('.', "/"))).map(|v| v.to_string())),
+    }
+    .unwrap_or_else(|| "?".into())
+}
+
+pub const DIMENSIONS: [&str; 6] = ["kernel", "fs", "host", "plan", "scheduler", "device"];
+
+/// One row: a group of repetitions of one workload.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    /// Values of the --by dimensions, in order.
+    pub key: Vec<String>,
+    pub workload: String,
+    pub params: Value,
+    pub n: usize,
+    pub not_ok: usize,
+    pub real_s: Option<Summary>,
+    pub user_s: Option<Summary>,
+    pub sys_s: Option<Summary>,
+    pub durable_s: Option<Summary>,
+    pub throughput_mib_s: Option<Summary>,
+    pub throughput_harmonic_mean: Option<f64>,
+    pub probe_p99_ms: Option<Summary>,
+    pub max_stall_ms: Option<f64>,
+    pub stalls_over_1s: Option<Summary>,
+    pub recovery_s: Option<Summary>,
+    /// Against the baseline row of the same workload: baseline real / this real.
+    pub speedup: Option<f64>,
+    pub significant: bool,
+    pub baseline: bool,
+    pub notes: Vec<String>,
+}
+
+pub struct Options {
+    pub by: Vec<String>,
+    /// A value of the first --by dimension (substring match) whose rows are the baseline.
+    pub baseline: Option<String>,
+}
+
+fn nums(records: &[&Value], pointer: &str) -> Vec<f64> {
+    records.iter().filter_map(|r| r.pointer(pointer).and_then(Value::as_f64)).collect()
+}
+
+/// Group and summarise result records (other documents are ignored).
+pub fn rows(records: &[Value], opts: &Options) -> Vec<Row> {
+    // (dimension values, workload, params) → the records of that group, in first-seen order
+    type GroupKey = (Vec<String>, String, String);
+    let mut groups: Vec<(GroupKey, Vec<&Value>)> = Vec::new();
+    for r in records.iter().filter(|r| r["schema"] == crate::record::SCHEMA) {
+        let key: Vec<String> = opts.by.iter().map(|d| dimension(r, d)).collect();
+        let workload = r["workload"]["name"].as_str().unwrap_or("?").to_string();
+        let params = r["workload"]["params"].to_string();
+        let k = (key, workload, params);
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((k, vec![r])),
+        }
+    }
+    let mut rows: Vec<Row> =
+        groups.into_iter().map(|((key, workload, params), recs)| row(key, workload, &params, &recs)).collect();
+    mark_baselines(&mut rows, opts);
+    rows
+}
+
+fn row(key: Vec<String>, workload: String, params: &str, recs: &[&Value]) -> Row {
+    let ok: Vec<&Value> = recs.iter().copied().filter(|r| r["status"] == "ok").collect();
+    let mut notes: Vec<String> = Vec::new();
+    for r in recs.iter().filter(|r| r["status"] != "ok") {
+        notes.push(format!("{}: {}", r["status"].as_str().unwrap_or("?"), r["error"].as_str().unwrap_or("")));
+    }
+    for r in &ok {
+        for n in r["notes"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            if !notes.iter().any(|x| x == n) {
+                notes.push(n.to_string());
+            }
+        }
+    }
+    let throughput = nums(&ok, "/throughput_mib_s");
+    Row {
+        key,
+        workload,
+        params: serde_json::from_str(params).unwrap_or(Value::Null),
+        n: recs.len(),
+        not_ok: recs.len() - ok.len(),
+        real_s: stats::summarize(&nums(&ok, "/times/wall_s")),
+        user_s: stats::summarize(&nums(&ok, "/times/user_s")),
+        sys_s: stats::summarize(&nums(&ok, "/times/sys_s")),
+        durable_s: stats::summarize(&nums(&ok, "/times/durable_s")),
+        throughput_harmonic_mean: stats::harmonic_mean(&throughput),
+        throughput_mib_s: stats::summarize(&throughput),
+        probe_p99_ms: stats::summarize(&nums(&ok, "/responsiveness/p99_ms")),
+        max_stall_ms: nums(recs, "/responsiveness/max_ms").into_iter().reduce(f64::max),
+        stalls_over_1s: stats::summarize(&nums(&ok, "/responsiveness/stalls_over_1s")),
+        recovery_s: stats::summarize(&nums(&ok, "/responsiveness/recovery_s")),
+        speedup: None,
+        significant: false,
+        baseline: false,
+        notes,
+    }
+}
+
+/// The baseline of each workload (+ the other --by dimensions) is the row whose
+/// first dimension matches --baseline, or the first such row seen.
+fn mark_baselines(rows: &mut [Row], opts: &Options) {
+    for i in 0..rows.len() {
+        let peers: Vec<usize> = (0..rows.len())
+            .filter(|&j| {
+                rows[j].workload == rows[i].workload
+                    && rows[j].params == rows[i].params
+                    && rows[j].key.get(1..) == rows[i].key.get(1..)
+            })
+            .collect();
+        let base = match &opts.baseline {
+            Some(b) => peers.iter().copied().find(|&j| rows[j].key.first().is_some_and(|k| k.contains(b.as_str()))),
+            None => peers.first().copied(),
+        };
+        let Some(b) = base else { continue };
+        rows[i].baseline = b == i;
+        if let (Some(this), Some(base)) = (&rows[i].real_s, &rows[b].real_s)
+            && b != i
+            && this.median > 0.0
+        {
+            rows[i].speedup = Some(base.median / this.median);
+            rows[i].significant = stats::significant(this, base);
+        }
+    }
+}
+
+fn cell(s: &Option<Summary>, digits: usize) -> String {
+    match s {
+        None => "—".into(),
+        Some(s) if s.n == 1 || s.min == s.max => format!("{:.*}", digits, s.median),
+        Some(s) => format!("{:.*} ({:.*}–{:.*})", digits, s.median, digits, s.min, digits, s.max),
+    }
+}
+
+fn versus(r: &Row) -> String {
+    match r.speedup {
+        _ if r.baseline => "baseline".into(),
+        None => "—".into(),
+        Some(x) => {
+            let word = if x >= 1.0 { format!("{x:.2}× faster") } else { format!("{:.2}× slower", 1.0 / x) };
+            if r.significant { format!("**{word}**") } else { format!("{word} (not significant)") }
+        }
+    }
+}
+
+/// The Markdown table (one row per group; medians with min–max).
+pub fn markdown(rows: &[Row], by: &[String]) -> String {
+    let mut head: Vec<String> = by.iter().map(|b| b.to_string()).collect();
+    head.extend(
+        [
+            "workload",
+            "n",
+            "real s",
+            "user s",
+            "sys s",
+            "MiB/s",
+            "probe p99 ms",
+            "max stall ms",
+            "stalls >1s",
+            "recovery s",
+            "vs baseline",
+            "notes",
+        ]
+        .map(String::from),
+    );
+    let mut out = format!("| {} |\n|{}|\n", head.join(" | "), head.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
+    for r in rows {
+        let mut cells = r.key.clone();
+        cells.push(r.workload.clone());
+        cells.push(if r.not_ok > 0 { format!("{} ({} not ok)", r.n, r.not_ok) } else { r.n.to_string() });
+        cells.push(cell(&r.real_s, 2));
+        cells.push(cell(&r.user_s, 2));
+        cells.push(cell(&r.sys_s, 2));
+        cells.push(cell(&r.throughput_mib_s, 1));
+        cells.push(cell(&r.probe_p99_ms, 1));
+        cells.push(r.max_stall_ms.map(|m| format!("{m:.0}")).unwrap_or("—".into()));
+        cells.push(cell(&r.stalls_over_1s, 0));
+        cells.push(cell(&r.recovery_s, 1));
+        cells.push(versus(r));
+        cells.push(r.notes.join("; ").replace('|', "/"));
+        out += &format!("| {} |\n", cells.join(" | "));
+    }
+    out
+}
+
+/// CSV: one row per group, medians and CI half-widths as plain numbers.
+pub fn csv(rows: &[Row], by: &[String]) -> String {
+    let mut out = by.join(",");
+    out += ",workload,n,not_ok,real_median_s,real_ci95_s,user_median_s,sys_median_s,throughput_median_mib_s,throughput_hmean_mib_s,probe_p99_median_ms,max_stall_ms,stalls_over_1s_median,recovery_median_s,speedup_vs_baseline,significant\n";
+    let m = |s: &Option<Summary>| s.as_ref().map(|s| s.median.to_string()).unwrap_or_default();
+    let q = |v: &str| if v.contains([',', '"']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_string() };
+    for r in rows {
+        let mut f: Vec<String> = r.key.iter().map(|k| q(k)).collect();
+        f.push(q(&r.workload));
+        f.push(r.n.to_string());
+        f.push(r.not_ok.to_string());
+        f.push(m(&r.real_s));
+        f.push(r.real_s.as_ref().and_then(|s| s.ci95).map(|c| c.to_string()).unwrap_or_default());
+        f.push(m(&r.user_s));
+        f.push(m(&r.sys_s));
+        f.push(m(&r.throughput_mib_s));
+        f.push(r.throughput_harmonic_mean.map(|v| v.to_string()).unwrap_or_default());
+        f.push(m(&r.probe_p99_ms));
+        f.push(r.max_stall_ms.map(|v| v.to_string()).unwrap_or_default());
+        f.push(m(&r.stalls_over_1s));
+        f.push(m(&r.recovery_s));
+        f.push(r.speedup.map(|v| v.to_string()).unwrap_or_default());
+        f.push(r.significant.to_string());
+        out += &f.join(",");
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rec(kernel: &str, wall: f64, seq: u32) -> Value {
+        json!({"schema": "bootmark.result/1", "run_id": "r", "seq": seq, "status": "ok",
+               "kernel": {"release": kernel}, "storage": {"fs": "ext3"}, "host": {"hostname": "h"},
+               "workload": {"name": "seqwrite", "params": {"size": 1073741824}},
+               "times": {"wall_s": wall, "user_s": 0.1, "sys_s": 2.0},
+               "throughput_mib_s": 1024.0 / wall,
+               "responsiveness": {"p99_ms": 10.0, "max_ms": 5000.0, "stalls_over_1s": 3, "recovery_s": 1.5},
+               "notes": []})
+    }
+
+    #[test]
+    fn the_seed_comparison_comes_out_as_a_significant_speedup() {
+        let records = vec![
+            rec("2.6.9-42.ELsmp", 315.0, 0),
+            rec("2.6.9-42.ELsmp", 310.0, 1),
+            rec("2.6.9-42.ELsmp", 320.0, 2),
+            rec("2.6.16.1", 112.0, 3),
+            rec("2.6.16.1", 110.0, 4),
+            rec("2.6.16.1", 114.0, 5),
+        ];
+        let opts = Options { by: vec!["kernel".into(), "fs".into()], baseline: Some("2.6.9".into()) };
+        let rows = rows(&records, &opts);
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].baseline);
+        let new = &rows[1];
+        assert_eq!(new.real_s.as_ref().unwrap().median, 112.0);
+        assert!((new.speedup.unwrap() - 315.0 / 112.0).abs() < 1e-9);
+        assert!(new.significant);
+        let md = markdown(&rows, &opts.by);
+        assert!(md.contains("| 2.6.16.1 | ext3 | seqwrite | 3 | 112.00 (110.00–114.00)"), "{md}");
+        assert!(md.contains("**2.81× faster**"), "{md}");
+        let csv = csv(&rows, &opts.by);
+        assert_eq!(csv.lines().count(), 3);
+        assert!(csv.lines().nth(2).unwrap().starts_with("2.6.16.1,ext3,seqwrite,3,0,112,"));
+    }
+
+    #[test]
+    fn failed_runs_are_counted_and_explained_not_averaged() {
+        let mut bad = rec("6.1", 9999.0, 1);
+        bad["status"] = json!("timeout");
+        bad["error"] = json!("the workload ran past its deadline");
+        let rows = rows(&[rec("6.1", 10.0, 0), bad], &Options { by: vec!["kernel".into()], baseline: None });
+        assert_eq!((rows[0].n, rows[0].not_ok), (2, 1));
+        assert_eq!(rows[0].real_s.as_ref().unwrap().median, 10.0);
+        assert!(rows[0].notes[0].contains("timeout: the workload ran past its deadline"));
+    }
+}

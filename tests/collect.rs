@@ -1,0 +1,153 @@
+//! The collector against mutated serial logs: dropped and flipped bytes,
+//! lines cut by printk, repeated boots, truncated captures, CRLF, escape
+//! sequences. Not one corrupted record may be accepted; every record whose
+//! lines survived intact somewhere must be recovered.
+
+use bootmark::collect::collect;
+use bootmark::framing::encode;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+fn record(run: &str, seq: u32) -> Value {
+    json!({"schema": "bootmark.result/1", "run_id": run, "seq": seq, "status": "ok",
+           "workload": {"name": "seqwrite", "params": {"size": 1 << 20}},
+           "kernel": {"release": format!("6.1.{seq}")}, "times": {"wall_s": 1.5 + seq as f64},
+           "padding": "x".repeat(300 + 37 * seq as usize)})
+}
+
+/// A boot's console: banner, kernel noise, the framed records.
+fn boot_log(run: &str, records: &[Value]) -> Vec<String> {
+    let mut lines = vec![
+        "SeaBIOS (version 1.16)".to_string(),
+        format!("[    0.000000] Linux version 6.1.0-57-amd64 (debian-kernel@lists.debian.org) #1 SMP run {run}"),
+        "[    1.234567] usb 1-1: new SuperSpeed USB device number 2 using xhci_hcd".into(),
+    ];
+    for r in records {
+        lines.extend(encode(run, r["seq"].as_u64().unwrap() as u32, r.to_string().as_bytes()));
+        lines.push(format!("bootmark: {} done", r["workload"]["name"]));
+    }
+    lines.push("[   12.962548] reboot: Power down".into());
+    lines
+}
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let p = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}.log", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A tiny deterministic generator for the mutations.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+#[test]
+fn a_clean_log_with_crlf_and_escapes_gives_every_record() {
+    let recs: Vec<Value> = (0..5).map(|s| record("runA", s)).collect();
+    let text: String = boot_log("runA", &recs).iter().map(|l| format!("\x1b[0m{l}\r\n")).collect();
+    let c = collect(&[write("clean", &text)]);
+    assert_eq!(c.documents, recs);
+    assert!(c.problems.is_empty(), "{:?}", c.problems);
+    assert_eq!(c.boots.len(), 1);
+    assert_eq!(c.boots[0].kernel.as_deref(), Some("6.1.0-57-amd64"));
+}
+
+#[test]
+fn mutated_logs_never_yield_a_corrupted_record() {
+    let originals: Vec<Value> = (0..8).map(|s| record("runB", s)).collect();
+    let clean = boot_log("runB", &originals);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for round in 0..200 {
+        let mut lines = clean.clone();
+        let mut touched = std::collections::BTreeSet::new();
+        for _ in 0..1 + rng.next(4) {
+            let i = rng.next(lines.len());
+            let mut bytes = lines[i].clone().into_bytes();
+            match rng.next(5) {
+                0 if !bytes.is_empty() => {
+                    let p = rng.next(bytes.len());
+                    bytes[p] ^= 1 << rng.next(7);
+                }
+                1 if !bytes.is_empty() => {
+                    bytes.remove(rng.next(bytes.len()));
+                }
+                2 => {
+                    // printk output in the middle of our line
+                    let p = rng.next(bytes.len() + 1);
+                    let noise = b"\n[  240.1] INFO: task ls:812 blocked for more than 120 seconds.\n";
+                    bytes.splice(p..p, noise.iter().copied());
+                }
+                3 => bytes.clear(),
+                _ => bytes.truncate(rng.next(bytes.len() + 1)),
+            }
+            lines[i] = String::from_utf8_lossy(&bytes).into_owned();
+            touched.insert(i);
+        }
+        let mut text = lines.join("\n");
+        if round % 7 == 0 {
+            text.truncate(rng.next(text.len())); // the capture ended early
+        }
+        let c = collect(&[write(&format!("mut{round}"), &text)]);
+        for d in &c.documents {
+            assert!(originals.contains(d), "round {round}: accepted a record that was never sent: {d}");
+        }
+        if round % 7 != 0 {
+            // Records none of whose lines were touched must all come back.
+            for r in &originals {
+                let framed = encode("runB", r["seq"].as_u64().unwrap() as u32, r.to_string().as_bytes());
+                let intact =
+                    framed.iter().all(|f| lines.iter().enumerate().any(|(i, l)| l == f && !touched.contains(&i)));
+                if intact {
+                    assert!(c.documents.contains(r), "round {round}: an intact record was lost (seq {})", r["seq"]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_second_copy_repairs_a_damaged_first_and_boots_are_told_apart() {
+    let recs: Vec<Value> = (0..3).map(|s| record("runC", s)).collect();
+    let mut first = boot_log("runC", &recs);
+    let victim = first.iter().position(|l| l.contains("@BM1 D runC 1 0/")).unwrap();
+    first[victim].replace_range(20..22, "##");
+    let crashed = [
+        "[    0.000000] Linux version 2.6.9-42.ELsmp (gcc 3.4.6)".to_string(),
+        "Kernel panic - not syncing: VFS".into(),
+    ];
+    let text = [first, crashed.to_vec(), boot_log("runC", &recs)].concat().join("\n");
+    let c = collect(&[write("repeat", &text)]);
+    let mut got = c.documents.clone();
+    got.sort_by_key(|d| d["seq"].as_u64());
+    assert_eq!(got, recs, "all three recovered, once each (seq 1 from the second boot)");
+    assert_eq!(c.problems.len(), 1, "only the damaged line: {:?}", c.problems);
+    assert_eq!(c.problems[0].line, Some(victim as u64 + 1));
+    assert_eq!(c.boots.len(), 3);
+    assert!(c.boots[1].no_results && c.boots[1].panics == 1);
+    assert_eq!(c.boots[1].kernel.as_deref(), Some("2.6.9-42.ELsmp"));
+}
+
+#[test]
+fn stick_files_and_serial_agree_or_the_difference_is_reported() {
+    let recs: Vec<Value> = (0..2).map(|s| record("runD", s)).collect();
+    let log = write("agree", &boot_log("runD", &recs).join("\n"));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("stick-{}", std::process::id()));
+    let results = dir.join("bootmark/results");
+    std::fs::create_dir_all(&results).unwrap();
+    let mut changed = recs[1].clone();
+    changed["times"]["wall_s"] = json!(99.0);
+    std::fs::write(results.join("runD.jsonl"), format!("{}\n{}\n{{not json\n", recs[0], changed)).unwrap();
+    let c = collect(&[log, dir.clone()]);
+    assert_eq!(c.documents, recs, "serial came first and is kept");
+    assert_eq!(c.duplicates, 1);
+    let whys: Vec<&str> = c.problems.iter().map(|p| p.why.as_str()).collect();
+    assert!(whys.iter().any(|w| w.contains("different document")), "{whys:?}");
+    assert!(whys.iter().any(|w| w.contains("not valid JSON")), "{whys:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
