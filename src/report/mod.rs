@@ -160,6 +160,7 @@ fn versus(r: &Row) -> String {
     match r.speedup {
         _ if r.baseline => "baseline".into(),
         None => "—".into(),
+        Some(x) if (x - 1.0).abs() < 0.005 => "same".into(),
         Some(x) => {
             let word = if x >= 1.0 { format!("{x:.2}× faster") } else { format!("{:.2}× slower", 1.0 / x) };
             if r.significant { format!("**{word}**") } else { format!("{word} (not significant)") }

@@ -1,6 +1,7 @@
 //! Project automation in plain Rust: `cargo xtask <task>`. One module per task.
 
 mod bench;
+mod demo;
 mod e2e;
 mod fakeboot;
 mod image;
@@ -36,6 +37,8 @@ enum Task {
     Image(image::Args),
     /// Boot a built image in QEMU (USB stick, SATA scratch disks, serial log); waits for power-off.
     Qemu(qemu::Args),
+    /// The whole loop in QEMU: two Debian kernels, one image, a boot each, the comparison table.
+    Demo(demo::Args),
     /// Build an image with Debian's current kernel and boot it in QEMU; check the records.
     E2e,
     /// Boot /init as PID 1 in namespaces with loop devices: happy path and refusals.
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Task::Bench(args) => bench::run(&args),
         Task::Image(args) => image::run(&args),
         Task::Qemu(args) => qemu::run(&args),
+        Task::Demo(args) => demo::run(&args),
         Task::E2e => e2e::harness(),
         Task::FakeBoot => fakeboot::harness(),
         Task::Pid1 { old_kernel, root } => fakeboot::pid1(&root, old_kernel.as_deref()),

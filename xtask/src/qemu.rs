@@ -20,6 +20,9 @@ pub struct Args {
     /// Image directory made by `cargo xtask image`.
     #[arg(long, default_value = "target/image")]
     pub image: PathBuf,
+    /// Boot this menu entry (0-based); it becomes the stick's default.
+    #[arg(long)]
+    pub entry: Option<usize>,
     /// Scratch disk images attached as SATA disks (repeatable).
     #[arg(long = "disk", value_name = "FILE")]
     pub disks: Vec<PathBuf>,
@@ -112,6 +115,9 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
 /// serial tail and a guess at the cause.
 pub fn boot(args: &Args) -> Result<Booted> {
     tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
+    if let Some(n) = args.entry {
+        crate::image::usb::set_default_entry(&args.image.join("usb.img"), n)?;
+    }
     let log = args.log.clone().unwrap_or_else(|| args.image.join("serial.log"));
     let work = std::env::temp_dir().join(format!("bootmark-qemu-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;

@@ -108,3 +108,33 @@ pub fn list(img: &Path, dir: &str) -> Result<Vec<String>> {
         .map(|l| l.trim_start_matches("::").trim_start_matches(&format!("/{dir}")).trim_matches('/').to_string())
         .collect())
 }
+
+/// Make entry `n` (0-based) the default of both menus on the stick image:
+/// `DEFAULT kN` in syslinux.cfg and `set default=N` in boot/grub/grub.cfg.
+/// Plain text edits of files on the FAT partition (what /init does too).
+pub fn set_default_entry(img: &Path, n: usize) -> Result<()> {
+    let target = image_arg(img);
+    let read = |f: &str| run(mtools("mtype").args(["-i", &target]).arg(format!("::{f}")));
+    let syslinux = read("syslinux.cfg")?;
+    if !syslinux.lines().any(|l| l.trim() == format!("LABEL k{n}")) {
+        return Err(format!("the image has no entry {n} (entries are numbered from 0)"));
+    }
+    let syslinux: String = syslinux
+        .lines()
+        .map(|l| if l.starts_with("DEFAULT ") { format!("DEFAULT k{n}\n") } else { format!("{l}\n") })
+        .collect();
+    let grub: String = read("boot/grub/grub.cfg")?
+        .lines()
+        .map(|l| if l.starts_with("set default=") { format!("set default={n}\n") } else { format!("{l}\n") })
+        .collect();
+    let tmp = std::env::temp_dir().join(format!("bootmark-menu-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    for (name, text, dest) in
+        [("syslinux.cfg", &syslinux, "::syslinux.cfg"), ("grub.cfg", &grub, "::boot/grub/grub.cfg")]
+    {
+        std::fs::write(tmp.join(name), text).map_err(|e| e.to_string())?;
+        run(mtools("mcopy").args(["-o", "-i", &target]).arg(tmp.join(name)).arg(dest))?;
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    Ok(())
+}
