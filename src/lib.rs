@@ -4,6 +4,8 @@
 //! and the workstation side (later: collect, report) meet in [`record`].
 //! See ARCHITECTURE.md for the data flow and the module map.
 
+pub mod bootmenu;
+#[cfg(feature = "workstation")]
 pub mod collect;
 pub mod framing;
 pub mod fsutil;
@@ -12,6 +14,7 @@ pub mod measure;
 pub mod plan;
 pub mod process;
 pub mod record;
+#[cfg(feature = "workstation")]
 pub mod report;
 pub mod run;
 pub mod sink;

@@ -52,6 +52,7 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    #[cfg(feature = "workstation")]
     /// Collect validated records from serial logs, stick directories and stick images.
     ///
     /// Serial records are accepted only when every chunk is present and the
@@ -66,6 +67,7 @@ enum Command {
         #[arg(long, short, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    #[cfg(feature = "workstation")]
     /// Compare records: one row per group with medians, ranges and a ratio against a baseline.
     #[command(after_help = "Example:
   bootmark report serial-*.log usb.img --by kernel,fs --baseline 2.6.9")]
@@ -98,7 +100,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Plans { name } => plans(name.as_deref()),
+        #[cfg(feature = "workstation")]
         Command::Collect { inputs, out } => collect(&inputs, out.as_deref()),
+        #[cfg(feature = "workstation")]
         Command::Report { inputs, format, by, baseline } => report(&inputs, &format, by, baseline),
         Command::BootParams => {
             print!("{}", bootmark::init::cmdline::reference());
@@ -165,6 +169,7 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::FAILURE
 }
 
+#[cfg(feature = "workstation")]
 fn print_problems(c: &bootmark::collect::Collected) {
     for p in &c.problems {
         let at = p.line.map(|l| format!(":{l}")).unwrap_or_default();
@@ -189,6 +194,7 @@ fn print_problems(c: &bootmark::collect::Collected) {
     }
 }
 
+#[cfg(feature = "workstation")]
 fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
     let c = bootmark::collect::collect(inputs);
     let mut text = String::new();
@@ -218,6 +224,7 @@ fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
     if c.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
+#[cfg(feature = "workstation")]
 fn report(inputs: &[PathBuf], format: &str, by: Vec<String>, baseline: Option<String>) -> ExitCode {
     let c = bootmark::collect::collect(inputs);
     print_problems(&c);

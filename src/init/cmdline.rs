@@ -78,9 +78,11 @@ pub struct Settings {
     pub mount_options: String,
     /// How long to wait for the target and results devices to appear.
     pub device_wait_s: f64,
+    /// The boot menu entry this boot came from (set by the image builder; sequences need it).
+    pub entry: Option<String>,
 }
 
-pub const KEYS: [(&str, &str); 11] = [
+pub const KEYS: [(&str, &str); 12] = [
     ("plan", "built-in plan name or a plan file inside the image (default quick)"),
     ("target", "LABEL=…, UUID=…, PARTUUID=… or /dev/…: where the workloads write (required)"),
     ("results", "the results stick (default LABEL=BOOTMARK)"),
@@ -92,6 +94,7 @@ pub const KEYS: [(&str, &str); 11] = [
     ("timeout", "whole-run watchdog in seconds (default 21600)"),
     ("mount-options", "options for mounting the target (default noatime)"),
     ("device-wait", "seconds to wait for disks to appear (default 30)"),
+    ("entry", "the boot menu entry this is (k0, k1, …; set by cargo xtask image)"),
 ];
 
 const FS_TYPES: [&str; 6] = ["ext2", "ext3", "ext4", "xfs", "reiserfs", "vfat"];
@@ -109,6 +112,7 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
         timeout_s: 21_600.0,
         mount_options: "noatime".into(),
         device_wait_s: 30.0,
+        entry: None,
     };
     let mut seen: Vec<&str> = Vec::new();
     let mut confirm: Option<String> = None;
@@ -165,6 +169,7 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
                 s.mount_options = value.to_string();
             }
             "device-wait" => s.device_wait_s = seconds(value).ok_or_else(|| bad("seconds, above 0"))?,
+            "entry" => s.entry = Some(check_plain(value).map_err(|e| bad(&e))?.to_string()),
             _ => unreachable!("every key in KEYS is handled"),
         }
     }

@@ -17,6 +17,7 @@ pub mod modules;
 pub mod mount;
 pub mod power;
 pub mod safety;
+pub mod sequence;
 
 use crate::measure::clock::{mono_ns, unix_s};
 use crate::plan::Plan;
@@ -47,6 +48,8 @@ struct Boot {
     records: u32,
     failed: u32,
     stick: Option<Stick>,
+    /// Set by a sequence: reboot into the next step, or power off at the end.
+    after: Option<After>,
 }
 
 pub fn main() -> ! {
@@ -59,6 +62,7 @@ pub fn main() -> ! {
         records: 0,
         failed: 0,
         stick: None,
+        after: None,
     };
     boot.facts.insert("bringup".into(), json!(&bring));
     let cmdline = std::env::var("BOOTMARK_CMDLINE")
@@ -148,6 +152,112 @@ fn one_boot(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -
     if let Some(r) = &results {
         open_stick(r, boot, serial);
     }
+    let step = match sequence_step(settings, boot, serial)? {
+        SequenceStep::Stop => return Ok(()),
+        SequenceStep::Normal => None,
+        SequenceStep::Run(seq, index, fs) => Some((seq, index, fs)),
+    };
+    let step_settings;
+    let settings = match &step {
+        Some((_, _, Some(fs))) => {
+            if settings.format.is_none() {
+                return Err(format!(
+                    "sequence step wants the target formatted as {fs}, but formatting is not confirmed on the kernel command line (bootmark.format + bootmark.format-confirm)"
+                ));
+            }
+            step_settings = Settings { format: Some(fs.clone()), ..settings.clone() };
+            &step_settings
+        }
+        _ => settings,
+    };
+    let result = boot_target(settings, boot, serial, results.as_ref());
+    if let Some((mut seq, index, _)) = step {
+        let root = Path::new(RESULTS_MOUNT);
+        let next = seq.complete(index, result.is_ok() && boot.failed == 0);
+        sequence::save(root, &seq)?;
+        let entry = next.clone().unwrap_or_else(|| seq.restore_default.clone());
+        crate::bootmenu::set_default(root, &entry)?;
+        boot.after = Some(if next.is_some() { After::Reboot } else { After::Poweroff });
+        say(
+            serial,
+            &format!(
+                "bootmark: sequence step {} of {} {}; next: {}",
+                index + 1,
+                seq.steps.len(),
+                if result.is_ok() { "done" } else { "failed" },
+                next.as_deref().unwrap_or("none, powering off")
+            ),
+        );
+        boot.facts.insert("sequence".into(), json!({"step": index, "of": seq.steps.len(), "states": seq.states}));
+    }
+    result
+}
+
+/// Where a sequence on the stick puts this boot.
+enum SequenceStep {
+    Normal,
+    /// Nothing to run in this boot (wrong kernel, or a step given up on).
+    Stop,
+    Run(sequence::Sequence, usize, Option<String>),
+}
+
+fn sequence_step(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<SequenceStep, String> {
+    let root = Path::new(RESULTS_MOUNT);
+    if boot.stick.is_none() {
+        return Ok(SequenceStep::Normal);
+    }
+    let Some(mut seq) = sequence::load(root)? else { return Ok(SequenceStep::Normal) };
+    let decision = seq.decide(settings.entry.as_deref());
+    sequence::save(root, &seq)?;
+    let facts = json!({"decision": format!("{decision:?}"), "states": seq.states});
+    boot.facts.insert("sequence".into(), facts);
+    match decision {
+        sequence::Decision::Normal => Ok(SequenceStep::Normal),
+        sequence::Decision::Run { index, fs } => {
+            say(serial, &format!("bootmark: sequence step {} of {}", index + 1, seq.steps.len()));
+            Ok(SequenceStep::Run(seq, index, fs))
+        }
+        sequence::Decision::Reboot { entry, failed } => {
+            if let Some(f) = failed {
+                say(
+                    serial,
+                    &format!(
+                        "bootmark: sequence step {} did not finish in its boot (crash or hang): marked failed",
+                        f + 1
+                    ),
+                );
+            }
+            say(serial, &format!("bootmark: sequence: rebooting into {entry}"));
+            crate::bootmenu::set_default(root, &entry)?;
+            boot.after = Some(After::Reboot);
+            Ok(SequenceStep::Stop)
+        }
+        sequence::Decision::Finish { failed } => {
+            if let Some(f) = failed {
+                say(
+                    serial,
+                    &format!(
+                        "bootmark: sequence step {} did not finish in its boot (crash or hang): marked failed",
+                        f + 1
+                    ),
+                );
+            }
+            crate::bootmenu::set_default(root, &seq.restore_default)?;
+            boot.after = Some(After::Poweroff);
+            Ok(SequenceStep::Stop)
+        }
+    }
+}
+
+/// The target part of a boot: find it, check it, maybe format it, run the plan.
+fn boot_target(
+    settings: &Settings,
+    boot: &mut Boot,
+    serial: &mut Option<Serial>,
+    results: Option<&BlockDev>,
+) -> Result<(), String> {
+    let sys = Path::new("/sys");
+    let dev = Path::new("/dev");
     let all = devices::scan(sys, dev);
     boot.facts.insert("devices".into(), json!(all.iter().map(describe).collect::<Vec<_>>()));
 
@@ -158,7 +268,7 @@ fn one_boot(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -
         ));
     };
     let mut target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
-    safety::check_target(&target, results.as_ref(), &all)?;
+    safety::check_target(&target, results, &all)?;
     if let Some(fs) = &settings.format {
         format_target(&target, fs, serial)?;
         target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
@@ -277,7 +387,7 @@ fn run_plan(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -
 /// The last document of every boot, then power-off. Never returns.
 fn finish(boot: Boot, mut serial: Option<Serial>, outcome: Result<(), String>) -> ! {
     let klog = klog::summarize(&klog::read(), 200);
-    let after = boot.settings.as_ref().map(|s| s.after).unwrap_or(After::Poweroff);
+    let after = boot.after.or(boot.settings.as_ref().map(|s| s.after)).unwrap_or(After::Poweroff);
     let evidence = crate::measure::evidence::kernel();
     let doc = json!({
         "schema": RUN_SCHEMA,

@@ -81,7 +81,7 @@ pub fn run(args: &Args) -> Result<()> {
             log: Some(log.clone()),
             timeout: 300,
             memory: 1024,
-            allow_reboot: false,
+            sequence: false,
             kvm: false,
             install_deps: install,
         })?;

@@ -41,9 +41,11 @@ pub struct Args {
     /// Guest memory in MiB.
     #[arg(long, default_value_t = 1024)]
     pub memory: u32,
-    /// Let the guest reboot (for unattended sequences); otherwise a reboot ends QEMU.
+    /// Run an unattended sequence: after each reboot start the machine again
+    /// (a cold boot each time), and reset a boot that hangs, like a hardware
+    /// watchdog would, until the guest powers off.
     #[arg(long)]
-    pub allow_reboot: bool,
+    pub sequence: bool,
     /// Try KVM (falls back to TCG only if QEMU refuses to start).
     #[arg(long)]
     pub kvm: bool,
@@ -76,9 +78,8 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     c.args(["-M", "pc", "-cpu", "qemu64,vendor=GenuineIntel", "-smp", "2", "-m", &args.memory.to_string()]);
     c.args(["-accel", if args.kvm { "kvm" } else { "tcg" }]);
     c.args(["-nographic", "-monitor", "none", "-serial"]).arg(format!("file:{}", log.display()));
-    if !args.allow_reboot {
-        c.arg("-no-reboot");
-    }
+    // A guest reboot ends QEMU; sequences start it again (a cold boot, as on real iron).
+    c.arg("-no-reboot");
     c.args(["-device", "qemu-xhci,id=xhci"]);
     c.arg("-drive").arg(format!("if=none,id=stick,format=raw,file={}", stick.display()));
     let stick_boot = if args.pxe { "" } else { ",bootindex=0" };
@@ -112,17 +113,49 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
 }
 
 /// Boot and wait for power-off; a timeout or a crash is an error with the
-/// serial tail and a guess at the cause.
+/// serial tail and a guess at the cause. With `sequence`, boots again after
+/// every reboot (and after a hang) into one combined serial log.
 pub fn boot(args: &Args) -> Result<Booted> {
     tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
     if let Some(n) = args.entry {
         crate::image::usb::set_default_entry(&args.image.join("usb.img"), n)?;
     }
     let log = args.log.clone().unwrap_or_else(|| args.image.join("serial.log"));
+    let _ = std::fs::remove_file(&log);
+    let started = Instant::now();
+    let mut serial = String::new();
+    let mut hangs_in_a_row = 0;
+    for boot_no in 1..=64 {
+        let one = log.with_extension(format!("boot{boot_no}"));
+        let ended = boot_once(args, &one);
+        let text = String::from_utf8_lossy(&std::fs::read(&one).unwrap_or_default()).into_owned();
+        let _ = std::fs::remove_file(&one);
+        serial += &text;
+        std::fs::write(&log, &serial).map_err(|e| format!("{}: {e}", log.display()))?;
+        let last = text.lines().rev().find(|l| l.contains("bootmark: run ") && l.contains(" done ("));
+        match ended {
+            Ok(()) if !args.sequence => return Ok(Booted { log, serial, elapsed: started.elapsed() }),
+            Ok(()) if last.is_some_and(|l| l.trim_end().ends_with("Reboot")) => {
+                hangs_in_a_row = 0;
+                eprintln!("qemu: boot {boot_no} ended with a reboot: starting the next boot");
+            }
+            Ok(()) => return Ok(Booted { log, serial, elapsed: started.elapsed() }),
+            Err(e) if args.sequence && e.contains("did not power off") && hangs_in_a_row < 2 => {
+                hangs_in_a_row += 1;
+                eprintln!("qemu: boot {boot_no} hung ({}): resetting it, as a watchdog would", diagnose(&text));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err("the sequence did not end after 64 boots".into())
+}
+
+/// One QEMU run until the guest powers off or reboots (both end QEMU).
+fn boot_once(args: &Args, log: &Path) -> Result<()> {
     let work = std::env::temp_dir().join(format!("bootmark-qemu-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
-    let _ = std::fs::remove_file(&log);
-    let mut cmd = qemu_command(args, &log, &work)?;
+    let _ = std::fs::remove_file(log);
+    let mut cmd = qemu_command(args, log, &work)?;
     let started = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
@@ -143,8 +176,7 @@ pub fn boot(args: &Args) -> Result<Booted> {
         std::thread::sleep(Duration::from_millis(200));
     };
     let _ = std::fs::remove_dir_all(&work);
-    let serial = String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()).into_owned();
-    let elapsed = started.elapsed();
+    let serial = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
     match status {
         None => Err(format!(
             "the guest did not power off within {} s ({}).\n--- serial tail ---\n{}",
@@ -160,7 +192,7 @@ pub fn boot(args: &Args) -> Result<Booted> {
             }
             Err(format!("qemu failed ({st}): {}\n--- serial tail ---\n{}", err.trim(), tail(&serial, 30)))
         }
-        Some(_) => Ok(Booted { log, serial, elapsed }),
+        Some(_) => Ok(()),
     }
 }
 

@@ -42,7 +42,8 @@ pub fn build(arch: &str) -> Result<PathBuf> {
         flags += " -C relocation-model=static";
     }
     eprintln!("xtask: building static bootmark for {triple}");
-    cmd!(sh, "cargo build --release --package bootmark --bin bootmark --target {triple}")
+    // Without the workstation features (collect, report): /init does not need them.
+    cmd!(sh, "cargo build --release --package bootmark --bin bootmark --no-default-features --target {triple}")
         .env("RUSTFLAGS", &flags)
         .run()
         .map_err(|e| format!("static build for {triple} failed: {e}"))?;

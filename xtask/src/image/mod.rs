@@ -53,6 +53,16 @@ pub struct Args {
     /// Serial console as DEVICE,BAUD.
     #[arg(long, default_value = "ttyS0,115200")]
     pub serial: String,
+    /// Put an unattended sequence on the stick: every entry, this many times
+    /// (× every --sequence-fs); each boot runs one step and reboots into the next.
+    #[arg(long, value_name = "REPEAT")]
+    pub sequence: Option<u32>,
+    /// Filesystems a sequence formats the target with, one step each (needs --format-confirm).
+    #[arg(long, value_delimiter = ',', value_name = "FS,…")]
+    pub sequence_fs: Vec<String>,
+    /// Allow formatting the target: must repeat --target exactly.
+    #[arg(long, value_name = "TARGET")]
+    pub format_confirm: Option<String>,
     /// Stick image size in MiB (default: contents plus 128 MiB for results).
     #[arg(long)]
     pub size: Option<u64>,
@@ -234,11 +244,19 @@ fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize)> {
 }
 
 fn cmdline(args: &Args) -> Result<String> {
+    if !args.sequence_fs.is_empty() && (args.target.is_none() || args.format_confirm != args.target) {
+        return Err(
+            "--sequence-fs formats the target: add --target SPEC and --format-confirm with the same SPEC".into()
+        );
+    }
     let (dev, baud) = args.serial.split_once(',').unwrap_or((&args.serial, "115200"));
     let mut c = format!("console={dev},{baud} panic=30 bootmark.console={dev} bootmark.plan={}", args.plan);
     if let Some(t) = &args.target {
         bootmark::init::cmdline::DiskSpec::parse(t).map_err(|e| format!("--target: {e}"))?;
         c += &format!(" bootmark.target={t}");
+    }
+    if let (Some(fs), Some(confirm)) = (args.sequence_fs.first(), &args.format_confirm) {
+        c += &format!(" bootmark.format={fs} bootmark.format-confirm={confirm}");
     }
     if !args.append.is_empty() {
         c += " ";
@@ -283,6 +301,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         initrd.extend_from_slice(&mods);
         std::fs::write(dir.join("initrd.gz"), &initrd).map_err(|e| e.to_string())?;
         let title = format!("bootmark {} on Linux {} ({})", args.plan, k.release, k.arch);
+        let line = format!("{line} bootmark.entry={label}");
         entries.push(menu::Entry { label: label.clone(), title: title.clone(), cmdline: line.clone() });
         entry_facts.push(json!({
             "label": label, "title": title, "cmdline": line, "kernel_release": k.release, "kernel_version": k.version,
@@ -298,6 +317,11 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     write(&stage.join("boot/grub/grub.cfg"), &m.grub(""))?;
     std::fs::create_dir_all(stage.join("bootmark/results")).map_err(|e| e.to_string())?;
     write(&stage.join("bootmark/results/README.txt"), "bootmark writes one <run-id>.jsonl per boot here.\r\n")?;
+    if let Some(repeat) = args.sequence {
+        let seq = sequence(&entries, repeat, &args.sequence_fs, args.default);
+        eprintln!("image: sequence of {} steps on the stick", seq.steps.len());
+        write(&stage.join(bootmark::init::sequence::FILE), &serde_json::to_string_pretty(&seq).unwrap())?;
+    }
     grub_efi(&stage.join("EFI/BOOT/BOOTX64.EFI"), &work)?;
     set_mtimes(&stage, mtime)?;
 
@@ -323,6 +347,27 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         "outputs": manifest::outputs_json(out)?,
     });
     write(&out.join("manifest.json"), &serde_json::to_string_pretty(&manifest).unwrap())
+}
+
+/// Steps: repetitions × filesystems × entries, kernels innermost so a
+/// comparison is complete as early as possible.
+fn sequence(
+    entries: &[menu::Entry],
+    repeat: u32,
+    fss: &[String],
+    default: usize,
+) -> bootmark::init::sequence::Sequence {
+    use bootmark::init::sequence::{Sequence, Step};
+    let fss: Vec<Option<String>> = if fss.is_empty() { vec![None] } else { fss.iter().cloned().map(Some).collect() };
+    let mut steps = Vec::new();
+    for _ in 0..repeat.max(1) {
+        for fs in &fss {
+            for e in entries {
+                steps.push(Step { entry: e.label.clone(), fs: fs.clone() });
+            }
+        }
+    }
+    Sequence::new(steps, &entries[default].label)
 }
 
 fn serial_unit(serial: &str) -> Result<(u32, u32)> {

@@ -116,17 +116,12 @@ pub fn set_default_entry(img: &Path, n: usize) -> Result<()> {
     let target = image_arg(img);
     let read = |f: &str| run(mtools("mtype").args(["-i", &target]).arg(format!("::{f}")));
     let syslinux = read("syslinux.cfg")?;
-    if !syslinux.lines().any(|l| l.trim() == format!("LABEL k{n}")) {
-        return Err(format!("the image has no entry {n} (entries are numbered from 0)"));
-    }
-    let syslinux: String = syslinux
-        .lines()
-        .map(|l| if l.starts_with("DEFAULT ") { format!("DEFAULT k{n}\n") } else { format!("{l}\n") })
-        .collect();
-    let grub: String = read("boot/grub/grub.cfg")?
-        .lines()
-        .map(|l| if l.starts_with("set default=") { format!("set default={n}\n") } else { format!("{l}\n") })
-        .collect();
+    let label = bootmark::bootmenu::labels(&syslinux)
+        .into_iter()
+        .nth(n)
+        .ok_or_else(|| format!("the image has no entry {n} (entries are numbered from 0)"))?;
+    let syslinux = bootmark::bootmenu::syslinux_set_default(&syslinux, &label);
+    let grub = bootmark::bootmenu::grub_set_default(&read("boot/grub/grub.cfg")?, n);
     let tmp = std::env::temp_dir().join(format!("bootmark-menu-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
     for (name, text, dest) in
