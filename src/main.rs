@@ -75,8 +75,11 @@ enum Command {
         /// Records (JSONL from `collect`), or anything `collect` reads.
         #[arg(required = true, value_name = "INPUT")]
         inputs: Vec<PathBuf>,
-        #[arg(long, default_value = "md", value_parser = ["md", "csv", "json"])]
+        #[arg(long, default_value = "md", value_parser = ["md", "csv", "json", "html"])]
         format: String,
+        /// With --format html: the record whose timeline is drawn, as RUN_ID:SEQ (default: the worst stall).
+        #[arg(long, value_name = "RUN_ID:SEQ")]
+        timeline: Option<String>,
         /// Group by these (comma-separated): kernel, fs, host, plan, scheduler, device, or a record field path.
         #[arg(long, default_value = "kernel,fs,host", value_delimiter = ',')]
         by: Vec<String>,
@@ -103,7 +106,9 @@ fn main() -> ExitCode {
         #[cfg(feature = "workstation")]
         Command::Collect { inputs, out } => collect(&inputs, out.as_deref()),
         #[cfg(feature = "workstation")]
-        Command::Report { inputs, format, by, baseline } => report(&inputs, &format, by, baseline),
+        Command::Report { inputs, format, by, baseline, timeline } => {
+            report(&inputs, &format, by, baseline, timeline.as_deref())
+        }
         Command::BootParams => {
             print!("{}", bootmark::init::cmdline::reference());
             ExitCode::SUCCESS
@@ -225,7 +230,13 @@ fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
 }
 
 #[cfg(feature = "workstation")]
-fn report(inputs: &[PathBuf], format: &str, by: Vec<String>, baseline: Option<String>) -> ExitCode {
+fn report(
+    inputs: &[PathBuf],
+    format: &str,
+    by: Vec<String>,
+    baseline: Option<String>,
+    timeline: Option<&str>,
+) -> ExitCode {
     let c = bootmark::collect::collect(inputs);
     print_problems(&c);
     if c.results().next().is_none() {
@@ -236,6 +247,19 @@ fn report(inputs: &[PathBuf], format: &str, by: Vec<String>, baseline: Option<St
     match format {
         "csv" => print!("{}", bootmark::report::csv(&rows, &opts.by)),
         "json" => println!("{}", serde_json::to_string_pretty(&rows).unwrap()),
+        "html" => {
+            let chosen = bootmark::report::html::pick_timeline(&c.documents, timeline);
+            if timeline.is_some() && chosen.is_none() {
+                return fail(&format!(
+                    "--timeline {}: no such record (give RUN_ID:SEQ of a result record)",
+                    timeline.unwrap_or("")
+                ));
+            }
+            match bootmark::report::html::render(&rows, &opts.by, chosen) {
+                Ok(html) => print!("{html}"),
+                Err(e) => return fail(&format!("cannot draw the charts: {e}")),
+            }
+        }
         _ => print!("{}", bootmark::report::markdown(&rows, &opts.by)),
     }
     ExitCode::SUCCESS

@@ -22,6 +22,17 @@ pub struct Timeline {
     pub interval_s: f64,
     pub t_s: Vec<f64>,
     pub series: BTreeMap<String, Vec<Option<u64>>>,
+    /// Every probe tick on the same time axis: when it was due (s) and its
+    /// response (timer lateness + ls + read, ms) — the stall as it built up.
+    #[serde(default)]
+    pub probe_t_s: Vec<f64>,
+    #[serde(default)]
+    pub probe_response_ms: Vec<f64>,
+    /// When the workload ran, on the same axis.
+    #[serde(default)]
+    pub workload_start_s: f64,
+    #[serde(default)]
+    pub workload_end_s: f64,
 }
 
 /// Counters at one moment, for before/after deltas.
@@ -74,6 +85,11 @@ fn disk_stat(name: &str) -> Option<DiskStat> {
 impl Sampler {
     pub fn new(device: Option<String>, interval_s: f64, origin_ns: u64) -> Sampler {
         Sampler { device, origin_ns, timeline: Timeline { interval_s, ..Timeline::default() } }
+    }
+
+    /// Seconds on the timeline's axis for a CLOCK_MONOTONIC time.
+    pub fn at(&self, mono: u64) -> f64 {
+        secs(mono.saturating_sub(self.origin_ns))
     }
 
     pub fn sample(&mut self) {

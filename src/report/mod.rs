@@ -3,6 +3,7 @@
 //! the seed's hand-written table (Hardware, OS/kernel, FS, real, user, sys)
 //! plus what it could only describe in notes: throughput and responsiveness.
 
+pub mod html;
 pub mod stats;
 
 use serde::Serialize;
@@ -276,6 +277,28 @@ mod tests {
         let csv = csv(&rows, &opts.by);
         assert_eq!(csv.lines().count(), 3);
         assert!(csv.lines().nth(2).unwrap().starts_with("2.6.16.1,ext3,seqwrite,3,0,112,"));
+    }
+
+    #[test]
+    fn html_has_the_table_a_chart_per_workload_and_the_worst_timeline() {
+        let mut records = vec![rec("2.6.9", 300.0, 0), rec("2.6.16.1", 110.0, 1)];
+        for (i, r) in records.iter_mut().enumerate() {
+            r["responsiveness"]["max_ms"] = json!(if i == 0 { 5000.0 } else { 40.0 });
+            r["timeline"] = json!({"interval_s": 0.25, "t_s": [0.0, 0.25, 0.5], "series": {"dirty_kib": [0, 204800, null], "writeback_kib": [0, 1024, 0]},
+                                   "probe_t_s": [0.1, 0.2], "probe_response_ms": [1.0, 5000.0], "workload_start_s": 0.1, "workload_end_s": 0.4});
+        }
+        let opts = Options { by: vec!["kernel".into()], baseline: None };
+        let rows = rows(&records, &opts);
+        let chosen = html::pick_timeline(&records, None).unwrap();
+        assert_eq!(chosen["seq"], 0, "the worst stall is drawn by default");
+        assert_eq!(html::pick_timeline(&records, Some("r:1")).unwrap()["seq"], 1);
+        assert!(html::pick_timeline(&records, Some("nope:9")).is_none());
+        let page = html::render(&rows, &opts.by, Some(chosen)).unwrap();
+        assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>\n"));
+        assert_eq!(page.matches("<svg").count(), 2, "one throughput chart (one workload) and one timeline");
+        assert_eq!(page.matches("<tr>").count(), 3, "header and two rows");
+        assert!(page.contains("2.73× faster"));
+        assert!(!page.contains("<script"), "self-contained, no scripts");
     }
 
     #[test]

@@ -174,11 +174,16 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
         }
         let (samples, cpu, probe_notes) = watch.stop_probe();
         notes.extend(probe_notes);
+        let axis: Vec<f64> = samples.iter().map(|s| watch.sampler.at(s.due_ns)).collect();
+        watch.sampler.timeline.probe_t_s = axis;
+        watch.sampler.timeline.probe_response_ms = samples.iter().map(|s| s.response_ns() as f64 / 1e6).collect();
         Some(probe::summarize(&samples, workload_start, workload_end, setup.probe_interval_ns, cpu))
     } else {
         None
     };
     watch.sampler.sample();
+    watch.sampler.timeline.workload_start_s = watch.sampler.at(workload_start);
+    watch.sampler.timeline.workload_end_s = watch.sampler.at(workload_end);
     Ok(Observed {
         outcome,
         timed_out,

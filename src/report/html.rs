@@ -1,0 +1,224 @@
+//! The HTML report: one self-contained file (no scripts, no external
+//! resources) with the comparison table and SVG charts drawn by plotters —
+//! throughput per group with min–max error bars for each workload, and for
+//! one run the timeline that shows a stall building up: Dirty and Writeback
+//! memory, and the probe's response time, with the workload's span marked.
+
+use super::Row;
+use plotters::prelude::*;
+use serde_json::Value;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The record whose timeline is drawn: `choice` is "RUN_ID:SEQ"; by default
+/// the record with the worst probe stall (the most interesting one).
+pub fn pick_timeline<'a>(records: &'a [Value], choice: Option<&str>) -> Option<&'a Value> {
+    // Only records that carry the probe's per-tick timeline can show a stall building up.
+    let results = records.iter().filter(|r| r["schema"] == crate::record::SCHEMA && !floats(r, "probe_t_s").is_empty());
+    match choice {
+        Some(c) => {
+            let (run, seq) = c.split_once(':')?;
+            let seq: u64 = seq.parse().ok()?;
+            results.into_iter().find(|r| r["run_id"] == run && r["seq"] == seq)
+        }
+        None => results.max_by(|a, b| {
+            let m = |r: &Value| r.pointer("/responsiveness/max_ms").and_then(Value::as_f64).unwrap_or(0.0);
+            m(a).total_cmp(&m(b))
+        }),
+    }
+}
+
+pub fn render(rows: &[Row], by: &[String], timeline: Option<&Value>) -> Result<String, String> {
+    let mut html = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>bootmark report</title><style>\
+         body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;font-size:13px}\
+         td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f3f3f3}td.l{text-align:left}\
+         .sig{font-weight:bold}h2{margin-top:1.5em}</style></head><body><h1>bootmark report</h1>",
+    );
+    html += &table(rows, by);
+    let mut workloads: Vec<&str> = rows.iter().map(|r| r.workload.as_str()).collect();
+    workloads.dedup();
+    workloads.sort();
+    workloads.dedup();
+    html += "<h2>Throughput (median, bars span min–max)</h2>";
+    for w in workloads {
+        let group: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.workload == w && r.throughput_mib_s.as_ref().is_some_and(|t| t.max > 0.0))
+            .collect();
+        if !group.is_empty() {
+            html += &throughput_chart(w, &group)?;
+        }
+    }
+    if let Some(r) = timeline {
+        html += &format!(
+            "<h2>Timeline of {} (run {}, seq {}, kernel {})</h2>",
+            esc(r["workload"]["name"].as_str().unwrap_or("?")),
+            esc(r["run_id"].as_str().unwrap_or("?")),
+            r["seq"],
+            esc(r.pointer("/kernel/release").and_then(Value::as_str).unwrap_or("?"))
+        );
+        html += &timeline_chart(r)?;
+    }
+    html += "</body></html>\n";
+    Ok(html)
+}
+
+fn table(rows: &[Row], by: &[String]) -> String {
+    let mut t = String::from("<table><tr>");
+    for h in by.iter().map(String::as_str).chain([
+        "workload",
+        "n",
+        "real s",
+        "user s",
+        "sys s",
+        "MiB/s",
+        "probe p99 ms",
+        "max stall ms",
+        "stalls >1s",
+        "recovery s",
+        "vs baseline",
+        "notes",
+    ]) {
+        t += &format!("<th>{}</th>", esc(h));
+    }
+    t += "</tr>";
+    let md = super::markdown(rows, by);
+    for (row, line) in rows.iter().zip(md.lines().skip(2)) {
+        t += "<tr>";
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        for (i, c) in cells.iter().enumerate() {
+            let text = esc(c.trim_matches('*'));
+            let class = if i <= by.len() || i == cells.len() - 1 { " class=\"l\"" } else { "" };
+            let sig = if row.significant && c.starts_with("**") { " class=\"sig\"" } else { class };
+            t += &format!("<td{sig}>{text}</td>");
+        }
+        t += "</tr>";
+    }
+    t + "</table>"
+}
+
+fn throughput_chart(workload: &str, rows: &[&Row]) -> Result<String, String> {
+    let e = |e: DrawingAreaErrorKind<std::io::Error>| e.to_string();
+    let mut svg = String::new();
+    {
+        let height = 80 + 34 * rows.len() as u32;
+        let root = SVGBackend::with_string(&mut svg, (760, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(e)?;
+        let top = rows.iter().map(|r| r.throughput_mib_s.as_ref().unwrap().max).fold(0.0, f64::max) * 1.1;
+        let labels: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let l = r.key.join(" · ");
+                if l.chars().count() > 44 { format!("{}…", l.chars().take(43).collect::<String>()) } else { l }
+            })
+            .collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{workload}: MiB/s (more is better)"), ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(300)
+            .build_cartesian_2d(0f64..top.max(1.0), (0..rows.len().saturating_sub(1)).into_segmented())
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .x_desc("MiB/s")
+            .draw()
+            .map_err(e)?;
+        for (i, r) in rows.iter().enumerate() {
+            let t = r.throughput_mib_s.as_ref().unwrap();
+            let color = if r.baseline { RGBColor(150, 150, 150) } else { RGBColor(70, 120, 190) };
+            chart
+                .draw_series([Rectangle::new(
+                    [(0.0, SegmentValue::Exact(i)), (t.median, SegmentValue::Exact(i + 1))],
+                    color.filled(),
+                )])
+                .map_err(e)?;
+            chart
+                .draw_series([ErrorBar::new_horizontal(
+                    SegmentValue::CenterOf(i),
+                    t.min,
+                    t.median,
+                    t.max,
+                    BLACK.filled(),
+                    8,
+                )])
+                .map_err(e)?;
+        }
+        root.present().map_err(e)?;
+    }
+    Ok(svg)
+}
+
+fn column(r: &Value, key: &str) -> Vec<Option<f64>> {
+    r.pointer(&format!("/timeline/series/{key}"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
+fn floats(r: &Value, key: &str) -> Vec<f64> {
+    r.pointer(&format!("/timeline/{key}"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
+fn timeline_chart(r: &Value) -> Result<String, String> {
+    let e = |e: DrawingAreaErrorKind<std::io::Error>| e.to_string();
+    let t = floats(r, "t_s");
+    let dirty = column(r, "dirty_kib");
+    let writeback = column(r, "writeback_kib");
+    let probe_t = floats(r, "probe_t_s");
+    let probe = floats(r, "probe_response_ms");
+    let start = r.pointer("/timeline/workload_start_s").and_then(Value::as_f64).unwrap_or(0.0);
+    let end = r.pointer("/timeline/workload_end_s").and_then(Value::as_f64).unwrap_or(0.0);
+    let x_max = t.iter().chain(&probe_t).copied().fold(1.0, f64::max);
+    let mib = |v: &Option<f64>| v.map(|k| k / 1024.0);
+    let mem_max = dirty.iter().chain(&writeback).filter_map(mib).fold(1.0, f64::max) * 1.1;
+    let probe_max = probe.iter().copied().fold(1.0, f64::max) * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 520)).into_drawing_area();
+        root.fill(&WHITE).map_err(e)?;
+        let (upper, lower) = root.split_vertically(260);
+        let shade = RGBColor(255, 235, 200).filled();
+        let mut mem = ChartBuilder::on(&upper)
+            .caption("Dirty and Writeback memory (MiB)", ("sans-serif", 15))
+            .margin(8)
+            .x_label_area_size(25)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..x_max, 0f64..mem_max)
+            .map_err(e)?;
+        mem.configure_mesh().x_desc("seconds").draw().map_err(e)?;
+        mem.draw_series([Rectangle::new([(start, 0.0), (end.max(start), mem_max)], shade)]).map_err(e)?;
+        for (name, col, color) in [("Dirty", &dirty, RED), ("Writeback", &writeback, BLUE)] {
+            let pts: Vec<(f64, f64)> = t.iter().zip(col.iter()).filter_map(|(x, v)| mib(v).map(|y| (*x, y))).collect();
+            mem.draw_series(LineSeries::new(pts, color.stroke_width(2)))
+                .map_err(e)?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+        }
+        mem.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(e)?;
+        let mut pr = ChartBuilder::on(&lower)
+            .caption("Probe response: how long `ls` + a 4 KiB read waited (ms)", ("sans-serif", 15))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..x_max, 0f64..probe_max)
+            .map_err(e)?;
+        pr.configure_mesh().x_desc("seconds (shaded: the workload)").draw().map_err(e)?;
+        pr.draw_series([Rectangle::new([(start, 0.0), (end.max(start), probe_max)], shade)]).map_err(e)?;
+        pr.draw_series(LineSeries::new(probe_t.iter().copied().zip(probe.iter().copied()), BLACK.stroke_width(1)))
+            .map_err(e)?;
+        root.present().map_err(e)?;
+    }
+    Ok(svg)
+}
