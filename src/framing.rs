@@ -64,7 +64,7 @@ pub enum LineError {
 /// Find and check a framed line anywhere in `text` (one line of a log).
 /// None: no `@BM1 ` in it at all.
 pub fn parse_line(text: &str) -> Option<Result<Line, LineError>> {
-    let start = text.find(&format!("{MAGIC} "))?;
+    let start = text.find("@BM1 ")?; // MAGIC + ' ', without allocating per line
     let line = text[start..].trim_end_matches(['\r', '\n']);
     let Some((body, crc)) = line.rsplit_once(" *") else { return Some(Err(LineError::Malformed)) };
     let Ok(crc) = u32::from_str_radix(crc.trim(), 16) else { return Some(Err(LineError::Malformed)) };
@@ -182,12 +182,26 @@ pub fn base64_encode(data: &[u8]) -> String {
     out
 }
 
+/// Character → 6-bit value (0xff: not base64).
+const B64_DECODE: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 64 {
+        t[B64[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
+
 pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
     if !bytes.len().is_multiple_of(4) {
         return None;
     }
-    let value = |c: u8| B64.iter().position(|&b| b == c).map(|v| v as u32);
+    let value = |c: u8| match B64_DECODE[c as usize] {
+        0xff => None,
+        v => Some(v as u32),
+    };
     let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
     for (k, q) in bytes.chunks(4).enumerate() {
         let last = k == bytes.len() / 4 - 1;
@@ -206,17 +220,31 @@ pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// CRC-32 (IEEE 802.3, as zlib and `cksum -a crc32b`).
+/// CRC-32 (IEEE 802.3, as zlib and `cksum -a crc32b`), table-driven: the
+/// collector checks every framed line of multi-gigabyte logs with it.
 pub fn crc32(data: &[u8]) -> u32 {
     let mut crc = !0u32;
     for &b in data {
-        crc ^= b as u32;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
-        }
+        crc = CRC_TABLE[((crc ^ b as u32) & 0xff) as usize] ^ (crc >> 8);
     }
     !crc
 }
+
+const CRC_TABLE: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+            k += 1;
+        }
+        table[i] = c;
+        i += 1;
+    }
+    table
+};
 
 #[cfg(test)]
 mod tests {

@@ -201,31 +201,21 @@ fn print_problems(c: &bootmark::collect::Collected) {
 
 #[cfg(feature = "workstation")]
 fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
-    let c = bootmark::collect::collect(inputs);
-    let mut text = String::new();
-    for d in &c.documents {
-        text += &d.to_string();
-        text.push('\n');
-    }
-    let written = match out {
-        Some(path) => std::fs::write(path, &text).map_err(|e| format!("cannot write {}: {e}", path.display())),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
+    // Records stream to the output as they are recovered: memory holds keys, not records.
+    let mut sink: Box<dyn std::io::Write> = match out {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Box::new(std::io::BufWriter::new(f)),
+            Err(e) => return fail(&format!("cannot write {}: {e}", path.display())),
+        },
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    if let Err(e) = written {
-        return fail(&e);
+    let (c, accepted) = bootmark::collect::collect_to(inputs, &mut sink);
+    if let Err(e) = sink.flush() {
+        return fail(&format!("cannot write the records: {e}"));
     }
+    drop(sink);
     print_problems(&c);
-    let results = c.results().count();
-    eprintln!(
-        "bootmark: {} documents ({results} results, {} run records), {} duplicates merged, {} rejected",
-        c.documents.len(),
-        c.documents.len() - results,
-        c.duplicates,
-        c.problems.len()
-    );
+    eprintln!("bootmark: {accepted} documents, {} duplicates merged, {} rejected", c.duplicates, c.problems.len());
     if c.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 

@@ -55,41 +55,120 @@ pub struct Collected {
 pub const RESULT_SCHEMA: &str = crate::record::SCHEMA;
 pub const RUN_SCHEMA: &str = "bootmark.run/1";
 
-fn key(doc: &Value) -> Option<(String, String, u64)> {
-    Some((doc["schema"].as_str()?.to_string(), doc["run_id"].as_str()?.to_string(), doc["seq"].as_u64()?))
-}
+type Key = (String, String, u64);
 
 impl Collected {
-    /// Add an accepted document, deduplicating against earlier sources.
-    pub fn accept(&mut self, doc: Value, file: &str, index: &mut BTreeMap<(String, String, u64), usize>) {
-        let Some(k) = key(&doc) else {
-            self.problems.push(Problem {
-                file: file.into(),
-                line: None,
-                run_id: None,
-                seq: None,
-                why: "a document without schema/run_id/seq".into(),
-            });
-            return;
+    pub fn results(&self) -> impl Iterator<Item = &Value> {
+        self.documents.iter().filter(|d| d["schema"] == RESULT_SCHEMA)
+    }
+}
+
+/// Collecting in progress: what was accepted so far, a digest of every
+/// document seen (for deduplication without keeping it), and optionally a
+/// stream that accepted documents go to instead of memory — so collecting a
+/// console server's multi-gigabyte capture needs memory for keys, not records.
+pub struct Collector<'a> {
+    pub collected: Collected,
+    seen: BTreeMap<Key, u64>,
+    stream: Option<&'a mut dyn std::io::Write>,
+    /// Documents accepted (kept in memory or streamed).
+    pub accepted: usize,
+}
+
+impl std::ops::Deref for Collector<'_> {
+    type Target = Collected;
+    fn deref(&self) -> &Collected {
+        &self.collected
+    }
+}
+
+impl std::ops::DerefMut for Collector<'_> {
+    fn deref_mut(&mut self) -> &mut Collected {
+        &mut self.collected
+    }
+}
+
+impl<'a> Collector<'a> {
+    pub fn new(stream: Option<&'a mut dyn std::io::Write>) -> Collector<'a> {
+        Collector { collected: Collected::default(), seen: BTreeMap::new(), stream, accepted: 0 }
+    }
+
+    /// Add a document given as its JSON bytes (as recovered from a log or a
+    /// stick file), deduplicating against earlier sources. Streaming writes
+    /// the bytes as they are: no parse into a tree, no re-serialization.
+    pub fn accept_bytes(&mut self, bytes: &[u8], file: &str, line: Option<u64>) {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            schema: Option<String>,
+            run_id: Option<String>,
+            seq: Option<u64>,
+        }
+        let bad = |why: String| Problem { file: file.into(), line, run_id: None, seq: None, why };
+        let head: Head = match serde_json::from_slice(bytes) {
+            Ok(h) => h,
+            Err(e) => return self.collected.problems.push(bad(format!("not valid JSON: {e}"))),
         };
-        match index.get(&k) {
-            Some(&i) if self.documents[i] == doc => self.duplicates += 1,
-            Some(_) => self.problems.push(Problem {
+        let (Some(schema), Some(run_id), Some(seq)) = (head.schema, head.run_id, head.seq) else {
+            return self.collected.problems.push(bad("a document without schema/run_id/seq".into()));
+        };
+        if schema != RESULT_SCHEMA && schema != RUN_SCHEMA {
+            return self.collected.problems.push(bad(format!("not a bootmark document (schema {schema})")));
+        }
+        // Only to tell identical copies from different ones: a fast 64-bit hash
+        // (SipHash with fixed keys) is enough, the SHA-256 was checked already.
+        let digest = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::hash::DefaultHasher::new();
+            bytes.hash(&mut h);
+            h.finish()
+        };
+        let k = (schema, run_id, seq);
+        match self.seen.get(&k) {
+            Some(d) if *d == digest => self.collected.duplicates += 1,
+            Some(_) => self.collected.problems.push(Problem {
                 file: file.into(),
-                line: None,
+                line,
                 run_id: Some(k.1.clone()),
                 seq: Some(k.2 as u32),
-                why: "a different document with the same run id and seq was seen in another source: both kept out of agreement checks, the first is used".into(),
+                why: "a different document with the same run id and seq was seen in another source: the first is used"
+                    .into(),
             }),
             None => {
-                index.insert(k, self.documents.len());
-                self.documents.push(doc);
+                self.seen.insert(k, digest);
+                self.accepted += 1;
+                match self.stream.as_mut() {
+                    Some(out) => {
+                        if let Err(e) = out.write_all(bytes).and_then(|()| out.write_all(b"\n")) {
+                            self.collected.problems.push(bad(format!("cannot write the output: {e}")));
+                        }
+                    }
+                    None => match serde_json::from_slice(bytes) {
+                        Ok(doc) => self.collected.documents.push(doc),
+                        Err(e) => self.collected.problems.push(bad(format!("not valid JSON: {e}"))),
+                    },
+                }
             }
         }
     }
 
-    pub fn results(&self) -> impl Iterator<Item = &Value> {
-        self.documents.iter().filter(|d| d["schema"] == RESULT_SCHEMA)
+    /// Read one input of any kind; a failure to read it is a problem, not an abort.
+    pub fn read(&mut self, path: &Path) {
+        let r = match classify(path) {
+            Ok(Input::SerialLog(p)) => serial::collect_log(&p, self),
+            Ok(Input::StickDir(p)) => stick::collect_dir(&p, self),
+            Ok(Input::StickImage(p)) => stick::collect_image(&p, self),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = r {
+            let file = path.display().to_string();
+            self.collected.problems.push(Problem {
+                file,
+                line: None,
+                run_id: None,
+                seq: None,
+                why: format!("cannot read: {e}"),
+            });
+        }
     }
 }
 
@@ -116,21 +195,22 @@ pub fn classify(path: &Path) -> std::io::Result<Input> {
     Ok(if jsonl { Input::StickDir(path.to_path_buf()) } else { Input::SerialLog(path.to_path_buf()) })
 }
 
-/// Collect from every input, in order.
+/// Collect from every input, in order, keeping the documents in memory.
 pub fn collect(inputs: &[PathBuf]) -> Collected {
-    let mut c = Collected::default();
-    let mut index = BTreeMap::new();
+    let mut c = Collector::new(None);
     for path in inputs {
-        let file = path.display().to_string();
-        let r = match classify(path) {
-            Ok(Input::SerialLog(p)) => serial::collect_log(&p, &mut c, &mut index),
-            Ok(Input::StickDir(p)) => stick::collect_dir(&p, &mut c, &mut index),
-            Ok(Input::StickImage(p)) => stick::collect_image(&p, &mut c, &mut index),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = r {
-            c.problems.push(Problem { file, line: None, run_id: None, seq: None, why: format!("cannot read: {e}") });
-        }
+        c.read(path);
     }
-    c
+    c.collected
+}
+
+/// Collect from every input, writing each accepted document to `out` as a
+/// JSON line as soon as it is complete; returns the account without documents.
+pub fn collect_to(inputs: &[PathBuf], out: &mut dyn std::io::Write) -> (Collected, usize) {
+    let mut c = Collector::new(Some(out));
+    for path in inputs {
+        c.read(path);
+    }
+    let accepted = c.accepted;
+    (c.collected, accepted)
 }

@@ -2,17 +2,13 @@
 //! mount point, or single .jsonl files), or a whole stick image read directly
 //! through its FAT partition (no mounting, no root).
 
-use super::{Collected, Problem, RESULT_SCHEMA, RUN_SCHEMA};
-use serde_json::Value;
-use std::collections::BTreeMap;
+use super::Collector;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-type Index = BTreeMap<(String, String, u64), usize>;
-
-pub fn collect_dir(path: &Path, c: &mut Collected, index: &mut Index) -> io::Result<()> {
+pub fn collect_dir(path: &Path, c: &mut Collector) -> io::Result<()> {
     if path.is_file() {
-        return collect_text(&std::fs::read(path)?, &path.display().to_string(), c, index);
+        return collect_text(&std::fs::read(path)?, &path.display().to_string(), c);
     }
     let dir = [path.join("bootmark/results"), path.join("results"), path.to_path_buf()]
         .into_iter()
@@ -25,23 +21,18 @@ pub fn collect_dir(path: &Path, c: &mut Collected, index: &mut Index) -> io::Res
         .collect();
     files.sort();
     for f in files {
-        collect_text(&std::fs::read(&f)?, &f.display().to_string(), c, index)?;
+        collect_text(&std::fs::read(&f)?, &f.display().to_string(), c)?;
     }
     Ok(())
 }
 
 /// JSON lines; a line that is not a known document is a problem, never accepted.
-pub fn collect_text(data: &[u8], file: &str, c: &mut Collected, index: &mut Index) -> io::Result<()> {
+pub fn collect_text(data: &[u8], file: &str, c: &mut Collector) -> io::Result<()> {
     for (i, line) in data.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let bad = |why: String| Problem { file: file.into(), line: Some(i as u64 + 1), run_id: None, seq: None, why };
-        match serde_json::from_slice::<Value>(line) {
-            Ok(doc) if doc["schema"] == RESULT_SCHEMA || doc["schema"] == RUN_SCHEMA => c.accept(doc, file, index),
-            Ok(doc) => c.problems.push(bad(format!("not a bootmark document (schema {})", doc["schema"]))),
-            Err(e) => c.problems.push(bad(format!("not valid JSON (damaged file?): {e}"))),
-        }
+        c.accept_bytes(line, file, Some(i as u64 + 1));
     }
     Ok(())
 }
@@ -99,7 +90,7 @@ fn fat_offset(head: &[u8; 512]) -> Option<u64> {
     })
 }
 
-pub fn collect_image(path: &Path, c: &mut Collected, index: &mut Index) -> io::Result<()> {
+pub fn collect_image(path: &Path, c: &mut Collector) -> io::Result<()> {
     let mut file = std::fs::File::open(path)?;
     let mut head = [0u8; 512];
     file.read_exact(&mut head)?;
@@ -120,7 +111,7 @@ pub fn collect_image(path: &Path, c: &mut Collected, index: &mut Index) -> io::R
     for name in names {
         let mut data = Vec::new();
         dir.open_file(&name)?.read_to_end(&mut data)?;
-        collect_text(&data, &format!("{}::bootmark/results/{name}", path.display()), c, index)?;
+        collect_text(&data, &format!("{}::bootmark/results/{name}", path.display()), c)?;
     }
     Ok(())
 }

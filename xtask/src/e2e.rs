@@ -65,39 +65,53 @@ pub fn scratch_disk(path: &Path, fs: &str, mib: u64) -> Result<()> {
     image::tools::run(Command::new(&mkfs).args(args).arg(path)).map(|_| ())
 }
 
+/// The image every boot test builds: the quick plan, target LABEL=SCRATCH.
+fn test_image(kernel_debs: Vec<String>, out: std::path::PathBuf, sequence: Option<u32>) -> image::Args {
+    image::Args {
+        kernel_debs,
+        out,
+        plan: "quick".into(),
+        target: Some("LABEL=SCRATCH".into()),
+        serial: "ttyS0,115200".into(),
+        sequence,
+        install_deps: std::env::var("CI").is_ok(),
+        ..image::Args::default()
+    }
+}
+
+/// A BIOS boot of `image` with one SATA disk, serial to `log`.
+fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::path::PathBuf) -> qemu::Args {
+    qemu::Args {
+        image,
+        entry: None,
+        disks: vec![disk],
+        uefi: false,
+        pxe: false,
+        log: Some(log),
+        timeout: 300,
+        memory: 1024,
+        sequence: false,
+        kvm: false,
+        install_deps: std::env::var("CI").is_ok(),
+    }
+}
+
 pub fn harness() -> Result<()> {
     let started = std::time::Instant::now();
     let package = resolve_meta("linux-image-amd64")?;
     let base = project_root().join("target/e2e");
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).map_err(|e| e.to_string())?;
-    let args = image::Args {
-        kernel_debs: vec![package.clone()],
-        out: base.join("image"),
-        plan: "quick".into(),
-        target: Some("LABEL=SCRATCH".into()),
-        serial: "ttyS0,115200".into(),
-        install_deps: std::env::var("CI").is_ok(),
-        ..image::Args::default()
-    };
-    let out = image::build(&args)?;
+    let out = image::build(&test_image(vec![package.clone()], base.join("image"), None))?;
     check_module_closure(&out)?;
     let mut passed = 0;
     for (name, uefi, pxe) in [("BIOS USB", false, false), ("UEFI USB", true, false), ("BIOS PXE", false, true)] {
         let disk = base.join("scratch.img");
         scratch_disk(&disk, "ext3", 512)?;
         let boot_args = qemu::Args {
-            image: out.clone(),
-            entry: None,
-            disks: vec![disk],
             uefi,
             pxe,
-            log: Some(base.join(format!("serial-{}.log", name.replace(' ', "-")))),
-            timeout: 300,
-            memory: 1024,
-            sequence: false,
-            kvm: false,
-            install_deps: std::env::var("CI").is_ok(),
+            ..test_boot(out.clone(), disk, base.join(format!("serial-{}.log", name.replace(' ', "-"))))
         };
         let seconds = boot_and_check(&boot_args, &package).map_err(|e| format!("{name} boot: {e}"))?;
         println!(
@@ -106,6 +120,8 @@ pub fn harness() -> Result<()> {
         passed += 1;
     }
     sequence_test(&package, &base)?;
+    passed += 1;
+    i686_test(&base)?;
     passed += 1;
     println!("e2e: total {:.1} s", started.elapsed().as_secs_f64());
     println!("e2e boot test: {passed} passed, 0 failed");
@@ -207,16 +223,8 @@ fn find_in_cpio(data: &[u8], name: &str) -> Option<Vec<u8>> {
 /// give up on that step, run the other three (rebooting between them into
 /// the right entry), restore the menu and power off.
 fn sequence_test(package: &str, base: &Path) -> Result<()> {
-    let out = image::build(&image::Args {
-        kernel_debs: vec![package.to_string(), package.to_string()],
-        out: base.join("seq-image"),
-        plan: "quick".into(),
-        target: Some("LABEL=SCRATCH".into()),
-        serial: "ttyS0,115200".into(),
-        sequence: Some(2),
-        install_deps: std::env::var("CI").is_ok(),
-        ..image::Args::default()
-    })?;
+    let out =
+        image::build(&test_image(vec![package.to_string(), package.to_string()], base.join("seq-image"), Some(2)))?;
     let img = out.join("usb.img");
     let seq_on_stick = |img: &Path| -> Result<bootmark::init::sequence::Sequence> {
         let text = image::tools::run(Command::new("mtype").env("MTOOLS_SKIP_CHECK", "1").args([
@@ -243,17 +251,10 @@ fn sequence_test(package: &str, base: &Path) -> Result<()> {
     let disk = base.join("scratch.img");
     scratch_disk(&disk, "ext3", 512)?;
     let booted = qemu::boot(&qemu::Args {
-        image: out.clone(),
-        entry: None,
-        disks: vec![disk],
-        uefi: false,
-        pxe: false,
-        log: Some(base.join("serial-sequence.log")),
         timeout: 180,
-        memory: 1024,
         sequence: true,
-        kvm: false,
         install_deps: false,
+        ..test_boot(out.clone(), disk, base.join("serial-sequence.log"))
     })?;
     let docs = serial_documents(&booted.serial);
     let runs: Vec<&Value> = docs.iter().filter(|d| d["schema"] == bootmark::init::RUN_SCHEMA).collect();
@@ -277,6 +278,24 @@ fn sequence_test(package: &str, base: &Path) -> Result<()> {
     println!(
         "e2e: sequence: 4 boots by one `qemu --sequence` ({:.1} s): hung step 1 marked failed, steps 2–4 done with 18 records, menu restored",
         booted.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A 32-bit machine: Debian's i386 686 kernel, the i686 static /init,
+/// qemu-system-i386. Needs the i386 architecture in dpkg (.ci/run adds it).
+fn i686_test(base: &Path) -> Result<()> {
+    let package = resolve_meta("linux-image-686:i386").or_else(|_| resolve_meta("linux-image-686")).map_err(|e| {
+        format!("{e}\nthe i686 test needs Debian's i386 packages: dpkg --add-architecture i386 && apt-get update")
+    })?;
+    let package = if package.contains(':') { package } else { format!("{package}:i386") };
+    let out = image::build(&test_image(vec![package.clone()], base.join("image686"), None))?;
+    let disk = base.join("scratch.img");
+    scratch_disk(&disk, "ext3", 512)?;
+    let args = test_boot(out, disk, base.join("serial-i686.log"));
+    let seconds = boot_and_check(&args, &package)?;
+    println!(
+        "e2e: i686: {package} on qemu-system-i386 with the i686 /init: 6 records on serial and stick ({seconds:.1} s)"
     );
     Ok(())
 }

@@ -1,9 +1,11 @@
 //! Project automation in plain Rust: `cargo xtask <task>`. One module per task.
 
 mod bench;
+mod bench_collect;
 mod demo;
 mod e2e;
 mod fakeboot;
+mod fuzz;
 mod image;
 mod oldkernel;
 mod qemu;
@@ -41,6 +43,13 @@ enum Task {
     Demo(demo::Args),
     /// Build an image with Debian's current kernel and boot it in QEMU; check the records.
     E2e,
+    /// Fuzz the serial log parser for a while (installs cargo-fuzz if missing).
+    Fuzz {
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+    },
+    /// The collector on generated console logs, next to grep -c: MB/s and peak memory.
+    BenchCollect(bench_collect::Args),
     /// Boot /init as PID 1 in namespaces with loop devices: happy path and refusals.
     FakeBoot,
     /// (used by fake-boot) Inside new namespaces: chroot to ROOT and exec /init as PID 1.
@@ -63,6 +72,8 @@ fn main() -> ExitCode {
         Task::Image(args) => image::run(&args),
         Task::Qemu(args) => qemu::run(&args),
         Task::Demo(args) => demo::run(&args),
+        Task::Fuzz { seconds } => fuzz::run(seconds),
+        Task::BenchCollect(args) => bench_collect::run(&args),
         Task::E2e => e2e::harness(),
         Task::FakeBoot => fakeboot::harness(),
         Task::Pid1 { old_kernel, root } => fakeboot::pid1(&root, old_kernel.as_deref()),

@@ -74,8 +74,14 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     if !stick.exists() {
         return Err(format!("{} has no usb.img: build one with `cargo xtask image`", image.display()));
     }
-    let mut c = Command::new("qemu-system-x86_64");
-    c.args(["-M", "pc", "-cpu", "qemu64,vendor=GenuineIntel", "-smp", "2", "-m", &args.memory.to_string()]);
+    // A 32-bit image runs on a 32-bit machine (the i686 /init needs SSE2: a Core Duo).
+    let (qemu, cpu) = if image_arch(image) == "i686" {
+        ("qemu-system-i386", "coreduo")
+    } else {
+        ("qemu-system-x86_64", "qemu64,vendor=GenuineIntel")
+    };
+    let mut c = Command::new(qemu);
+    c.args(["-M", "pc", "-cpu", cpu, "-smp", "2", "-m", &args.memory.to_string()]);
     c.args(["-accel", if args.kvm { "kvm" } else { "tcg" }]);
     c.args(["-nographic", "-monitor", "none", "-serial"]).arg(format!("file:{}", log.display()));
     // A guest reboot ends QEMU; sequences start it again (a cold boot, as on real iron).
@@ -110,6 +116,16 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
         c.arg("-drive").arg(format!("if=pflash,format=raw,file={}", vars.display()));
     }
     Ok(c)
+}
+
+/// The default entry's architecture, from the image's manifest.json.
+fn image_arch(image: &Path) -> String {
+    let m: serde_json::Value = std::fs::read_to_string(image.join("manifest.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let default = m["default_entry"].as_u64().unwrap_or(0) as usize;
+    m["entries"][default]["arch"].as_str().unwrap_or("x86_64").to_string()
 }
 
 /// Boot and wait for power-off; a timeout or a crash is an error with the

@@ -87,7 +87,8 @@ pub fn fetch_deb(name_or_path: &str, cache: &Path) -> Result<PathBuf> {
 }
 
 fn cached_deb(cache: &Path, package: &str) -> Option<PathBuf> {
-    let prefix = format!("{package}_");
+    // "linux-image-6.1.0-50-686:i386" is downloaded as linux-image-6.1.0-50-686_…_i386.deb
+    let prefix = format!("{}_", package.split(':').next().unwrap_or(package));
     let mut found: Vec<PathBuf> = std::fs::read_dir(cache)
         .ok()?
         .flatten()

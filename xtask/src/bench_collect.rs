@@ -1,0 +1,111 @@
+//! `cargo xtask bench-collect`: the collector on generated console captures
+//! of two sizes (boot noise, printk lines and framed records, like a console
+//! server's log), next to `grep -c` on the same file: MB/s, and peak memory
+//! (which must not grow with the log).
+
+use crate::{Result, project_root};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Size of the larger log in MiB (the smaller one is a quarter of it).
+    #[arg(long, default_value_t = 1024)]
+    mib: u64,
+    /// Keep the generated logs in target/bench-collect.
+    #[arg(long)]
+    keep: bool,
+}
+
+/// Write a log of about `mib` MiB: boots with kernel messages and 7 framed documents each.
+fn generate(path: &Path, mib: u64) -> Result<u64> {
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(|e| e.to_string())?);
+    let record = |run: &str, seq: u32| {
+        serde_json::json!({"schema": "bootmark.result/1", "run_id": run, "seq": seq, "status": "ok",
+            "workload": {"name": "seqwrite", "params": {"size": 1u64 << 30}}, "kernel": {"release": "2.6.9-42.ELsmp"},
+            "times": {"wall_s": 315.2, "user_s": 0.1, "sys_s": 9.3}, "throughput_mib_s": 3.2,
+            "timeline": {"t_s": (0..400).map(|i| i as f64 * 0.25).collect::<Vec<_>>()}})
+        .to_string()
+    };
+    let mut written = 0u64;
+    let mut boot = 0u32;
+    while written < mib << 20 {
+        let run = format!("20261130-{boot:06}-abcd");
+        let mut chunk = String::new();
+        chunk += &format!("[    0.000000] Linux version 2.6.9-42.ELsmp (bhcompile@example) #1 SMP boot {boot}\r\n");
+        for i in 0..4000 {
+            chunk += &format!(
+                "[ {:>4}.{:06}] sd 0:0:0:0: [sda] {i} sectors written, queue depth 31, cfq scheduling\r\n",
+                i / 100,
+                i * 37 % 1_000_000
+            );
+        }
+        for seq in 0..7 {
+            for l in bootmark::framing::encode(&run, seq, record(&run, seq).as_bytes()) {
+                chunk += &l;
+                chunk += "\r\n";
+            }
+        }
+        f.write_all(chunk.as_bytes()).map_err(|e| e.to_string())?;
+        written += chunk.len() as u64;
+        boot += 1;
+    }
+    f.flush().map_err(|e| e.to_string())?;
+    Ok(written)
+}
+
+/// Wall seconds and peak RSS (KiB) of a command. Output goes to a file, not
+/// /dev/null: GNU grep stops at the first match when its output is /dev/null.
+fn measure(cmd: &mut Command) -> Result<(f64, i64)> {
+    let sink = std::fs::File::create(project_root().join("target/bench-collect/stdout")).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let child = cmd.stdout(sink).stderr(Stdio::null()).spawn().map_err(|e| format!("{cmd:?}: {e}"))?;
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    if pid != child.id() as i32 || status != 0 {
+        return Err(format!("{cmd:?} failed (wait4 {pid}, status {status:#x})"));
+    }
+    Ok((start.elapsed().as_secs_f64(), usage.ru_maxrss))
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let root = project_root();
+    let sh = xshell::Shell::new().map_err(|e| e.to_string())?;
+    sh.change_dir(&root);
+    xshell::cmd!(sh, "cargo build --release --package bootmark --bin bootmark").run().map_err(|e| e.to_string())?;
+    let bin = root.join("target/release/bootmark");
+    let dir = root.join("target/bench-collect");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    println!(
+        "{:>10} {:>14} {:>14} {:>8} {:>16} {:>10}",
+        "log", "grep -c MB/s", "collect MB/s", "ratio", "collect peak RSS", "records"
+    );
+    for mib in [args.mib / 4, args.mib] {
+        let log: PathBuf = dir.join(format!("console-{mib}.log"));
+        let bytes = generate(&log, mib)?;
+        // Warm the page cache once so both tools read from memory.
+        measure(Command::new("cat").arg(&log))?;
+        let (grep_s, _) = measure(Command::new("grep").args(["-c", "@BM1"]).arg(&log))?;
+        let out = dir.join("records.jsonl");
+        let (collect_s, rss) = measure(Command::new(&bin).arg("collect").arg(&log).arg("--out").arg(&out))?;
+        let records = std::fs::read_to_string(&out).map(|t| t.lines().count()).unwrap_or(0);
+        let mb = bytes as f64 / 1e6;
+        println!(
+            "{:>7} MiB {:>14.0} {:>14.0} {:>7.2}x {:>12.1} MiB {:>10}",
+            mib,
+            mb / grep_s,
+            mb / collect_s,
+            grep_s / collect_s,
+            rss as f64 / 1024.0,
+            records
+        );
+        if !args.keep {
+            let _ = std::fs::remove_file(&log);
+        }
+    }
+    Ok(())
+}
