@@ -24,7 +24,7 @@ use crate::plan::Plan;
 use crate::run::{self, Options};
 use crate::sink::serial::Serial;
 use crate::sink::stick::Stick;
-use crate::sink::{Sink, Tee};
+use crate::sink::{BestEffort, Sink, Tee};
 use cmdline::{After, Settings};
 use devices::BlockDev;
 use serde_json::json;
@@ -362,17 +362,23 @@ fn run_plan(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -
         run_id: Some(boot.run_id.clone()),
     };
     let mut serial_sink = serial.take();
-    let result = {
+    let (result, stick_failed) = {
         let mut sinks: Vec<&mut dyn Sink> = Vec::new();
         if let Some(s) = serial_sink.as_mut() {
             sinks.push(s);
         }
-        if let Some(s) = boot.stick.as_mut() {
+        // A full or read-only stick must not stop the run: serial still gets everything.
+        let mut stick = boot.stick.as_mut().map(|s| BestEffort { inner: s, name: "results stick", failed: None });
+        if let Some(s) = stick.as_mut() {
             sinks.push(s);
         }
-        run::run(&opts, &mut Tee { sinks })
+        let r = run::run(&opts, &mut Tee { sinks });
+        (r, stick.and_then(|s| s.failed))
     };
     *serial = serial_sink;
+    if let Some(e) = stick_failed {
+        boot.facts.insert("results_error".into(), json!(e));
+    }
     let _ = crate::fsutil::remove_tree(&dir);
     match result {
         Ok(summary) => {
@@ -384,8 +390,24 @@ fn run_plan(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -
     }
 }
 
+/// PID 1 inherits every orphan: collect the ones that ended (workers killed
+/// by a watchdog leave their children behind).
+fn reap_orphans() -> usize {
+    let mut n = 0;
+    // SAFETY: waitpid with WNOHANG on any child; no memory is touched.
+    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {
+        n += 1;
+    }
+    n
+}
+
 /// The last document of every boot, then power-off. Never returns.
 fn finish(boot: Boot, mut serial: Option<Serial>, outcome: Result<(), String>) -> ! {
+    let mut boot = boot;
+    let reaped = reap_orphans();
+    if reaped > 0 {
+        boot.facts.insert("orphans_reaped".into(), json!(reaped));
+    }
     let klog = klog::summarize(&klog::read(), 200);
     let after = boot.after.or(boot.settings.as_ref().map(|s| s.after)).unwrap_or(After::Poweroff);
     let evidence = crate::measure::evidence::kernel();
@@ -412,7 +434,6 @@ fn finish(boot: Boot, mut serial: Option<Serial>, outcome: Result<(), String>) -
     if let Some(s) = serial.as_mut() {
         let _ = s.framed(&boot.run_id, boot.records, &bytes);
     }
-    let mut boot = boot;
     if let Some(stick) = boot.stick.as_mut()
         && let Err(e) = stick.append(&bytes)
     {

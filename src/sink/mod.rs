@@ -57,6 +57,28 @@ impl Sink for Memory {
     }
 }
 
+/// A sink whose failure must not stop the run (the results stick: full,
+/// read-only, pulled out). The first error is printed once on stderr (the
+/// console) and kept; later records are not offered to it again.
+pub struct BestEffort<'a> {
+    pub inner: &'a mut dyn Sink,
+    pub name: &'static str,
+    pub failed: Option<String>,
+}
+
+impl Sink for BestEffort<'_> {
+    fn write(&mut self, record: &Record) -> io::Result<()> {
+        if self.failed.is_some() {
+            return Ok(());
+        }
+        if let Err(e) = self.inner.write(record) {
+            eprintln!("bootmark: the {} failed ({e}); results continue on the serial console only", self.name);
+            self.failed = Some(e.to_string());
+        }
+        Ok(())
+    }
+}
+
 /// Sends each record to several sinks; one failing does not stop the others.
 pub struct Tee<'a> {
     pub sinks: Vec<&'a mut dyn Sink>,
@@ -71,5 +93,41 @@ impl Sink for Tee<'_> {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Full;
+    impl Sink for Full {
+        fn write(&mut self, _: &Record) -> io::Result<()> {
+            Err(io::Error::other("No space left on device"))
+        }
+    }
+
+    fn record() -> Record {
+        let text = r#"{"schema":"bootmark.result/1","run_id":"r","seq":0,"repetition":0,"status":"ok","started_unix_s":0,
+            "bootmark":{"version":"x"},"plan":{"name":"p"},"workload":{"name":"idle","params":{}},
+            "kernel":{},"host":{"cpus":1},"storage":{"dir":"/"},"vm":{},"times":{"wall_s":1,"user_s":0,"sys_s":0},
+            "bytes_written":0,"bytes_read":0,"throughput_mib_s":0,"latency":{"write":{"count":0,"mean_ms":0,"min_ms":0,"p50_ms":0,"p90_ms":0,"p99_ms":0,"p99_9_ms":0,"max_ms":0},"read":{"count":0,"mean_ms":0,"min_ms":0,"p50_ms":0,"p90_ms":0,"p99_ms":0,"p99_9_ms":0,"max_ms":0}},
+            "responsiveness":null,"counters":{"voluntary_switches":0,"involuntary_switches":0,"minor_faults":0,"major_faults":0,"vmstat_delta":{},"disk_delta":null},
+            "timeline":{"interval_s":0.25,"t_s":[],"series":{}},"details":null,"notes":[]}"#;
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn a_full_stick_does_not_stop_the_records_going_to_serial() {
+        let mut full = Full;
+        let mut stick = BestEffort { inner: &mut full, name: "results stick", failed: None };
+        let mut serial = Memory::default();
+        {
+            let mut tee = Tee { sinks: vec![&mut serial, &mut stick] };
+            tee.write(&record()).unwrap();
+            tee.write(&record()).unwrap();
+        }
+        assert_eq!(serial.0.len(), 2, "every record still reaches the serial sink");
+        assert!(stick.failed.as_deref().unwrap().contains("No space left"));
     }
 }

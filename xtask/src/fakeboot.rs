@@ -58,6 +58,8 @@ struct Scenario {
     with_target: bool,
     old_kernel: Option<OldKernel>,
     precious_file: bool,
+    /// Put the host's mkfs.ext3 (and its libraries) into the fake root.
+    mkfs: bool,
     check: fn(&Boot) -> Result<()>,
 }
 
@@ -83,6 +85,7 @@ pub fn harness() -> Result<()> {
             with_target: true,
             old_kernel: None,
             precious_file: false,
+            mkfs: false,
             check: check_happy,
         },
         Scenario {
@@ -91,6 +94,7 @@ pub fn harness() -> Result<()> {
             with_target: true,
             old_kernel: Some(LINUX_2_6_9),
             precious_file: false,
+            mkfs: false,
             check: check_happy,
         },
         Scenario {
@@ -99,6 +103,7 @@ pub fn harness() -> Result<()> {
             with_target: false,
             old_kernel: None,
             precious_file: false,
+            mkfs: false,
             check: check_no_target,
         },
         Scenario {
@@ -107,6 +112,7 @@ pub fn harness() -> Result<()> {
             with_target: true,
             old_kernel: None,
             precious_file: false,
+            mkfs: false,
             check: check_bad_cmdline,
         },
         Scenario {
@@ -115,6 +121,7 @@ pub fn harness() -> Result<()> {
             with_target: true,
             old_kernel: None,
             precious_file: true,
+            mkfs: false,
             check: check_format_refused,
         },
         Scenario {
@@ -123,7 +130,17 @@ pub fn harness() -> Result<()> {
             with_target: false,
             old_kernel: None,
             precious_file: false,
+            mkfs: false,
             check: check_same_disk,
+        },
+        Scenario {
+            name: "confirmed format of an empty target",
+            extra_cmdline: "bootmark.format=ext3 bootmark.format-confirm=TARGET",
+            with_target: true,
+            old_kernel: None,
+            precious_file: false,
+            mkfs: true,
+            check: check_formatted,
         },
         Scenario {
             name: "whole-run watchdog",
@@ -131,6 +148,7 @@ pub fn harness() -> Result<()> {
             with_target: true,
             old_kernel: None,
             precious_file: false,
+            mkfs: false,
             check: check_watchdog,
         },
     ];
@@ -161,6 +179,15 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
     }
     std::fs::copy(binary, root.join("init")).map_err(|e| e.to_string())?;
     std::fs::write(root.join("dev/ttyS9"), b"").map_err(|e| e.to_string())?;
+    if s.mkfs {
+        for (path, data, mode) in crate::image::mkfs::files(&["ext3".to_string()])? {
+            let dest = root.join(&path);
+            std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| e.to_string())?;
+            std::fs::write(&dest, data).map_err(|e| e.to_string())?;
+            std::fs::set_permissions(&dest, std::os::unix::fs::PermissionsExt::from_mode(mode))
+                .map_err(|e| e.to_string())?;
+        }
+    }
     let (results_label, target_label) = (format!("BMR{id}").to_uppercase(), format!("BMT{id}").to_uppercase());
     let results_img = base.join("results.img");
     let target_img = base.join("target.img");
@@ -289,6 +316,10 @@ fn run_record(docs: &[Value]) -> Option<&Value> {
 }
 
 fn check_happy(b: &Boot) -> Result<()> {
+    check_happy_on(b, "ext4")
+}
+
+fn check_happy_on(b: &Boot, fs: &str) -> Result<()> {
     let workloads: Vec<&Value> = b.serial_docs.iter().filter(|d| d["schema"] == "bootmark.result/1").collect();
     let run = run_record(&b.serial_docs).ok_or_else(|| format!("no run record on serial:\n{}", b.serial))?;
     if run["status"] != "ok" {
@@ -297,10 +328,11 @@ fn check_happy(b: &Boot) -> Result<()> {
     if workloads.len() != 6 || workloads.iter().any(|r| r["status"] != "ok") {
         return Err(format!("expected 6 ok records on serial, got {}", workloads.len()));
     }
-    if workloads.iter().any(|r| {
-        r["storage"]["fs"] != "ext4" || !r["storage"]["mount_options"].as_str().unwrap_or("").contains("noatime")
-    }) {
-        return Err("records do not show the ext4 target mounted noatime".into());
+    if workloads
+        .iter()
+        .any(|r| r["storage"]["fs"] != fs || !r["storage"]["mount_options"].as_str().unwrap_or("").contains("noatime"))
+    {
+        return Err(format!("records do not show the {fs} target mounted noatime"));
     }
     if b.stick_docs.len() != 7 || b.stick_docs[..6] != workloads.iter().map(|v| (*v).clone()).collect::<Vec<_>>()[..] {
         return Err(format!(
@@ -311,7 +343,7 @@ fn check_happy(b: &Boot) -> Result<()> {
     if !b.serial.contains("bootmark: manyfiles") {
         return Err("no human summary lines on serial".into());
     }
-    if b.target_root.iter().any(|n| n != "lost+found") {
+    if b.target_root.iter().any(|n| n != "lost+found" && n != bootmark::init::safety::SCRATCH_MARKER) {
         return Err(format!("the target was not left clean: {:?}", b.target_root));
     }
     Ok(())
@@ -365,6 +397,16 @@ fn check_watchdog(b: &Boot) -> Result<()> {
     }
     if b.target_root.iter().any(|n| n != "lost+found") {
         return Err(format!("the target was not left clean: {:?}", b.target_root));
+    }
+    Ok(())
+}
+
+/// Formatting happened (confirmed, empty target): the records show ext3 on a
+/// target that was ext4, and the target carries the scratch marker.
+fn check_formatted(b: &Boot) -> Result<()> {
+    check_happy_on(b, "ext3")?;
+    if !b.target_root.iter().any(|n| n == bootmark::init::safety::SCRATCH_MARKER) {
+        return Err(format!("no scratch marker after formatting: {:?}", b.target_root));
     }
     Ok(())
 }

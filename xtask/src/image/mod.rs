@@ -10,6 +10,7 @@ pub mod cpio;
 pub mod kernel;
 pub mod manifest;
 pub mod menu;
+pub mod mkfs;
 pub mod modules;
 pub mod tools;
 pub mod usb;
@@ -63,6 +64,10 @@ pub struct Args {
     /// Allow formatting the target: must repeat --target exactly.
     #[arg(long, value_name = "TARGET")]
     pub format_confirm: Option<String>,
+    /// Put the host's mkfs for these filesystems (and their libraries) into
+    /// x86_64 initramfs images, for confirmed formatting on kernels 3.2+.
+    #[arg(long, value_delimiter = ',', value_name = "FS,…")]
+    pub mkfs: Vec<String>,
     /// Stick image size in MiB (default: contents plus 128 MiB for results).
     #[arg(long)]
     pub size: Option<u64>,
@@ -191,8 +196,11 @@ fn resolve_kernels(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
 }
 
 /// The /init archive shared by every entry of one architecture.
-fn common_archive(binary: &Path, mtime: u32) -> Result<Vec<u8>> {
+fn common_archive(binary: &Path, mtime: u32, extra: &mkfs::Files) -> Result<Vec<u8>> {
     let mut a = cpio::Archive::new(mtime);
+    for (path, data, mode) in extra {
+        a.file(path, data.clone(), *mode);
+    }
     a.file("init", std::fs::read(binary).map_err(|e| e.to_string())?, 0o755);
     // Old kernels need these before /init runs (no devtmpfs, fds 0-2 open on /dev/console).
     a.char_dev("dev/console", 5, 1, 0o600);
@@ -283,7 +291,19 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
             Some(b) => b.clone(),
             None => static_build::build(arch)?,
         };
-        let common = common_archive(&bin, mtime)?;
+        let mut needed: Vec<String> = args.mkfs.clone();
+        needed.extend(args.sequence_fs.iter().filter(|f| !needed.contains(f)).cloned().collect::<Vec<_>>());
+        let extra = if arch == "x86_64" && !needed.is_empty() {
+            mkfs::files(&needed)?
+        } else {
+            if !needed.is_empty() {
+                eprintln!(
+                    "image: no mkfs for {arch} entries (the host's tools are x86_64): format their targets beforehand"
+                );
+            }
+            Vec::new()
+        };
+        let common = common_archive(&bin, mtime, &extra)?;
         eprintln!("image: common initramfs for {arch}: {} gzip", bootmark::size::human(common.len() as u64));
         commons.insert(arch.to_string(), (common, manifest::sha256_file(&bin)?));
     }

@@ -1,0 +1,83 @@
+//! `--mkfs`: the host's mkfs programs, with the shared libraries they load,
+//! put into the initramfs so /init can format the target (confirmed
+//! formatting, sequences over filesystems). They are the host's glibc
+//! binaries: they run on kernels that glibc supports (3.2+ for Debian 12),
+//! not on 2.6 kernels — format those targets beforehand.
+
+use super::tools::run;
+use crate::Result;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Files to add: (path inside the initramfs, content, mode).
+pub type Files = Vec<(String, Vec<u8>, u32)>;
+
+fn find_tool(fs: &str) -> Result<PathBuf> {
+    ["/sbin", "/usr/sbin", "/bin", "/usr/bin"]
+        .iter()
+        .map(|d| Path::new(d).join(format!("mkfs.{fs}")))
+        .find(|p| p.exists())
+        .ok_or_else(|| {
+            let pkg = match fs {
+                "xfs" => "xfsprogs",
+                "reiserfs" => "reiserfsprogs",
+                "vfat" => "dosfstools",
+                _ => "e2fsprogs",
+            };
+            format!("--mkfs {fs}: no mkfs.{fs} on this machine (apt-get install {pkg})")
+        })
+}
+
+/// The libraries `ldd` says a program loads, and its ELF interpreter.
+fn libraries(program: &Path) -> Result<Vec<PathBuf>> {
+    let out = run(Command::new("ldd").arg(program))?;
+    Ok(out
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let path = match l.split_once("=>") {
+                Some((_, rest)) => rest.split_whitespace().next()?,
+                None => l.split_whitespace().next()?,
+            };
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect())
+}
+
+pub fn files(filesystems: &[String]) -> Result<Files> {
+    let mut out: Files = Vec::new();
+    let mut add = |inside: String, from: &Path, mode: u32| -> Result<()> {
+        if !out.iter().any(|(p, _, _)| *p == inside) {
+            // fs::read follows symlinks: the archive holds the real content.
+            out.push((inside, std::fs::read(from).map_err(|e| format!("{}: {e}", from.display()))?, mode));
+        }
+        Ok(())
+    };
+    for fs in filesystems {
+        let tool = find_tool(fs)?;
+        add(format!("sbin/mkfs.{fs}"), &tool, 0o755)?;
+        for lib in libraries(&tool)? {
+            add(lib.to_string_lossy().trim_start_matches('/').to_string(), &lib, 0o755)?;
+        }
+    }
+    if Path::new("/etc/mke2fs.conf").exists() && filesystems.iter().any(|f| f.starts_with("ext")) {
+        add("etc/mke2fs.conf".into(), Path::new("/etc/mke2fs.conf"), 0o644)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mkfs_ext4_comes_with_its_libraries_and_interpreter() {
+        let f = files(&["ext4".into()]).unwrap();
+        let paths: Vec<&str> = f.iter().map(|(p, _, _)| p.as_str()).collect();
+        assert!(paths.contains(&"sbin/mkfs.ext4"), "{paths:?}");
+        assert!(paths.iter().any(|p| p.contains("libext2fs.so")), "{paths:?}");
+        assert!(paths.iter().any(|p| p.contains("ld-linux")), "the ELF interpreter: {paths:?}");
+        assert!(f.iter().all(|(_, data, _)| !data.is_empty()));
+        assert!(files(&["nosuchfs".into()]).unwrap_err().contains("no mkfs.nosuchfs"));
+    }
+}
