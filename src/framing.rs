@@ -86,11 +86,15 @@ fn parse_body(body: &str) -> Option<Line> {
         }),
         (&"D", 6) => {
             let (i, n) = f[4].split_once('/')?;
+            let (index, chunks): (u32, u32) = (i.parse().ok()?, n.parse().ok()?);
+            if index >= chunks {
+                return None;
+            }
             Some(Line::Data {
                 run_id: f[2].to_string(),
                 seq: f[3].parse().ok()?,
-                index: i.parse().ok()?,
-                chunks: n.parse().ok()?,
+                index,
+                chunks,
                 payload: f[5].to_string(),
             })
         }
@@ -144,12 +148,16 @@ impl Assembler {
                 p.chunks.insert(index, payload);
             }
         }
-        let Some((n, bytes, sha)) = p.header.clone() else { return Fed::Incomplete };
-        if (0..n).any(|i| !p.chunks.contains_key(&i)) {
+        let Some((n, _, _)) = &p.header else { return Fed::Incomplete };
+        // Keys are unique and sorted: n of them, the last n-1, means 0..n are all there.
+        let n = *n;
+        let complete = p.chunks.len() == n as usize && p.chunks.keys().next_back() == n.checked_sub(1).as_ref();
+        if !complete {
             return Fed::Incomplete;
         }
-        let b64: String = (0..n).map(|i| p.chunks[&i].as_str()).collect();
-        self.partial.remove(&key);
+        let p = self.partial.remove(&key).expect("entry exists");
+        let (_, bytes, sha) = p.header.expect("checked above");
+        let b64: String = p.chunks.values().map(String::as_str).collect();
         match base64_decode(&b64) {
             Some(data) if data.len() as u64 == bytes && sha256_hex(&data) == sha => {
                 self.done.insert(key.clone(), sha);
