@@ -218,34 +218,27 @@ fn sequence_step(settings: &Settings, boot: &mut Boot, serial: &mut Option<Seria
             Ok(SequenceStep::Run(seq, index, fs))
         }
         sequence::Decision::Reboot { entry, failed } => {
-            if let Some(f) = failed {
-                say(
-                    serial,
-                    &format!(
-                        "bootmark: sequence step {} did not finish in its boot (crash or hang): marked failed",
-                        f + 1
-                    ),
-                );
-            }
+            say_failed_step(serial, failed);
             say(serial, &format!("bootmark: sequence: rebooting into {entry}"));
             crate::bootmenu::set_default(root, &entry)?;
             boot.after = Some(After::Reboot);
             Ok(SequenceStep::Stop)
         }
         sequence::Decision::Finish { failed } => {
-            if let Some(f) = failed {
-                say(
-                    serial,
-                    &format!(
-                        "bootmark: sequence step {} did not finish in its boot (crash or hang): marked failed",
-                        f + 1
-                    ),
-                );
-            }
+            say_failed_step(serial, failed);
             crate::bootmenu::set_default(root, &seq.restore_default)?;
             boot.after = Some(After::Poweroff);
             Ok(SequenceStep::Stop)
         }
+    }
+}
+
+fn say_failed_step(serial: &mut Option<Serial>, failed: Option<usize>) {
+    if let Some(f) = failed {
+        say(
+            serial,
+            &format!("bootmark: sequence step {} did not finish in its boot (crash or hang): marked failed", f + 1),
+        );
     }
 }
 

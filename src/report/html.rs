@@ -68,20 +68,7 @@ pub fn render(rows: &[Row], by: &[String], timeline: Option<&Value>) -> Result<S
 
 fn table(rows: &[Row], by: &[String]) -> String {
     let mut t = String::from("<table><tr>");
-    for h in by.iter().map(String::as_str).chain([
-        "workload",
-        "n",
-        "real s",
-        "user s",
-        "sys s",
-        "MiB/s",
-        "probe p99 ms",
-        "max stall ms",
-        "stalls >1s",
-        "recovery s",
-        "vs baseline",
-        "notes",
-    ]) {
+    for h in by.iter().map(String::as_str).chain(super::COLUMNS) {
         t += &format!("<th>{}</th>", esc(h));
     }
     t += "</tr>";

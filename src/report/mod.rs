@@ -169,26 +169,26 @@ fn versus(r: &Row) -> String {
     }
 }
 
+/// The table's columns after the --by dimensions (Markdown and HTML alike).
+pub const COLUMNS: [&str; 12] = [
+    "workload",
+    "n",
+    "real s",
+    "user s",
+    "sys s",
+    "MiB/s",
+    "probe p99 ms",
+    "max stall ms",
+    "stalls >1s",
+    "recovery s",
+    "vs baseline",
+    "notes",
+];
+
 /// The Markdown table (one row per group; medians with min–max).
 pub fn markdown(rows: &[Row], by: &[String]) -> String {
     let mut head: Vec<String> = by.iter().map(|b| b.to_string()).collect();
-    head.extend(
-        [
-            "workload",
-            "n",
-            "real s",
-            "user s",
-            "sys s",
-            "MiB/s",
-            "probe p99 ms",
-            "max stall ms",
-            "stalls >1s",
-            "recovery s",
-            "vs baseline",
-            "notes",
-        ]
-        .map(String::from),
-    );
+    head.extend(COLUMNS.map(String::from));
     let mut out = format!("| {} |\n|{}|\n", head.join(" | "), head.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
     for r in rows {
         let mut cells = r.key.clone();

@@ -6,7 +6,6 @@
 
 use crate::oldkernel::{self, LINUX_2_6_9, OldKernel};
 use crate::{Result, project_root, static_build};
-use bootmark::framing::{self, Assembler, Fed};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -224,7 +223,8 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
         .lines()
         .filter_map(|l| l.split('/').nth(5).filter(|n| !n.is_empty() && *n != "." && *n != "..").map(String::from))
         .collect();
-    let result = (s.check)(&Boot { serial_docs: decode(&serial), serial, stick_docs, target_root });
+    let result =
+        (s.check)(&Boot { serial_docs: crate::e2e::serial_documents(&serial), serial, stick_docs, target_root });
     if result.is_ok() {
         let _ = std::fs::remove_dir_all(&base);
     }
@@ -266,19 +266,6 @@ fn boot(s: &Scenario, root: &Path, results_label: &str, target_label: &str) -> R
 fn tail(root: &Path) -> String {
     let s = std::fs::read_to_string(root.join("dev/ttyS9")).unwrap_or_default();
     s.lines().filter(|l| !l.contains("@BM1")).collect::<Vec<_>>().join("\n")
-}
-
-fn decode(serial: &str) -> Vec<Value> {
-    let mut asm = Assembler::default();
-    let mut docs = Vec::new();
-    for line in serial.lines() {
-        if let Some(Ok(l)) = framing::parse_line(line)
-            && let Fed::Record(_, _, bytes) = asm.feed(l)
-        {
-            docs.extend(serde_json::from_slice(&bytes).ok());
-        }
-    }
-    docs
 }
 
 fn read_stick(img: &Path, fs: &str) -> Result<Vec<Value>> {
