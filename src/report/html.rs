@@ -158,6 +158,36 @@ fn floats(r: &Value, key: &str) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+type TimeChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// One panel of the timeline: seconds across, `y_max` up, the workload's span shaded.
+fn time_panel<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    caption: &str,
+    x_desc: &str,
+    x_max: f64,
+    y_max: f64,
+    (start, end): (f64, f64),
+) -> Result<TimeChart<'a, 'b>, String> {
+    let e = |e: DrawingAreaErrorKind<std::io::Error>| e.to_string();
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 15))
+        .margin(8)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+        .map_err(e)?;
+    chart.configure_mesh().x_desc(x_desc).draw().map_err(e)?;
+    chart
+        .draw_series([Rectangle::new([(start, 0.0), (end.max(start), y_max)], RGBColor(255, 235, 200).filled())])
+        .map_err(e)?;
+    Ok(chart)
+}
+
 fn timeline_chart(r: &Value) -> Result<String, String> {
     let e = |e: DrawingAreaErrorKind<std::io::Error>| e.to_string();
     let t = floats(r, "t_s");
@@ -176,16 +206,7 @@ fn timeline_chart(r: &Value) -> Result<String, String> {
         let root = SVGBackend::with_string(&mut svg, (760, 520)).into_drawing_area();
         root.fill(&WHITE).map_err(e)?;
         let (upper, lower) = root.split_vertically(260);
-        let shade = RGBColor(255, 235, 200).filled();
-        let mut mem = ChartBuilder::on(&upper)
-            .caption("Dirty and Writeback memory (MiB)", ("sans-serif", 15))
-            .margin(8)
-            .x_label_area_size(25)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..x_max, 0f64..mem_max)
-            .map_err(e)?;
-        mem.configure_mesh().x_desc("seconds").draw().map_err(e)?;
-        mem.draw_series([Rectangle::new([(start, 0.0), (end.max(start), mem_max)], shade)]).map_err(e)?;
+        let mut mem = time_panel(&upper, "Dirty and Writeback memory (MiB)", "seconds", x_max, mem_max, (start, end))?;
         for (name, col, color) in [("Dirty", &dirty, RED), ("Writeback", &writeback, BLUE)] {
             let pts: Vec<(f64, f64)> = t.iter().zip(col.iter()).filter_map(|(x, v)| mib(v).map(|y| (*x, y))).collect();
             mem.draw_series(LineSeries::new(pts, color.stroke_width(2)))
@@ -194,15 +215,14 @@ fn timeline_chart(r: &Value) -> Result<String, String> {
                 .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
         }
         mem.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(e)?;
-        let mut pr = ChartBuilder::on(&lower)
-            .caption("Probe response: how long `ls` + a 4 KiB read waited (ms)", ("sans-serif", 15))
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..x_max, 0f64..probe_max)
-            .map_err(e)?;
-        pr.configure_mesh().x_desc("seconds (shaded: the workload)").draw().map_err(e)?;
-        pr.draw_series([Rectangle::new([(start, 0.0), (end.max(start), probe_max)], shade)]).map_err(e)?;
+        let mut pr = time_panel(
+            &lower,
+            "Probe response: how long `ls` + a 4 KiB read waited (ms)",
+            "seconds (shaded: the workload)",
+            x_max,
+            probe_max,
+            (start, end),
+        )?;
         pr.draw_series(LineSeries::new(probe_t.iter().copied().zip(probe.iter().copied()), BLACK.stroke_width(1)))
             .map_err(e)?;
         root.present().map_err(e)?;
