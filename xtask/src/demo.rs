@@ -4,6 +4,7 @@
 //! scratch disk, results collected from the serial logs and the stick,
 //! checked to agree, and compared in the seed's table.
 
+use crate::deps;
 use crate::e2e::{resolve_meta, scratch_disk};
 use crate::image::{self, tools, usb};
 use crate::qemu;
@@ -26,15 +27,9 @@ pub struct Args {
     pub out: PathBuf,
 }
 
-fn can_install() -> bool {
-    // SAFETY: geteuid has no side effects.
-    let root = unsafe { libc::geteuid() } == 0;
-    root && std::path::Path::new("/etc/debian_version").exists()
-}
-
 pub fn run(args: &Args) -> Result<()> {
     let started = std::time::Instant::now();
-    let install = can_install();
+    let install = deps::can_install();
     let needed: Vec<(&str, &'static str)> = tools::IMAGE_TOOLS
         .iter()
         .chain(qemu::QEMU_TOOLS.iter())
@@ -128,7 +123,7 @@ pub fn run(args: &Args) -> Result<()> {
 /// apt-cache knows nothing until `apt-get update` ran once on a fresh machine.
 fn resolve_or_update(meta: &str) -> Result<String> {
     resolve_meta(meta).or_else(|first| {
-        if !can_install() {
+        if !deps::can_install() {
             return Err(first);
         }
         eprintln!("demo: apt-get update (package lists are needed to find {meta})");

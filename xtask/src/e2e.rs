@@ -74,7 +74,7 @@ fn test_image(kernel_debs: Vec<String>, out: std::path::PathBuf, sequence: Optio
         target: Some("LABEL=SCRATCH".into()),
         serial: "ttyS0,115200".into(),
         sequence,
-        install_deps: std::env::var("CI").is_ok(),
+        install_deps: crate::deps::can_install(),
         ..image::Args::default()
     }
 }
@@ -92,7 +92,7 @@ fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::path
         memory: 1024,
         sequence: false,
         kvm: false,
-        install_deps: std::env::var("CI").is_ok(),
+        install_deps: crate::deps::can_install(),
     }
 }
 

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_collect;
 mod demo;
+mod deps;
 mod e2e;
 mod fakeboot;
 mod fuzz;

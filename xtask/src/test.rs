@@ -1,20 +1,36 @@
-//! `cargo xtask test`: the README's test command. Builds what the tests need
-//! (static binaries, adding rustup targets), runs the workspace's tests, then
-//! the old-kernel harness, the fake boots of /init (root, loop devices) and
-//! the QEMU boots of real images with Debian's kernels, and 30 s of fuzzing.
+//! `cargo xtask test`: the README's test command. Installs the host tools the
+//! tests use (as root on Debian/Ubuntu: `deps.rs`), builds what the tests
+//! need (static binaries, adding rustup targets), runs the workspace's tests,
+//! then the old-kernel harness, the fake boots of /init (root, loop devices)
+//! and the QEMU boots of real images with Debian's kernels, and 30 s of
+//! fuzzing. Prints how long each part took.
 
-use crate::{Result, e2e, fakeboot, fuzz, oldkernel, project_root, static_build};
+use crate::{Result, deps, e2e, fakeboot, fuzz, oldkernel, project_root, static_build};
+use std::time::Instant;
 use xshell::{Shell, cmd};
 
 pub fn run() -> Result<()> {
-    let sh = Shell::new().map_err(|e| e.to_string())?;
-    sh.change_dir(project_root());
-    for arch in ["x86_64", "i686"] {
-        static_build::build(arch)?;
-    }
-    cmd!(sh, "cargo test --workspace").run().map_err(|e| format!("cargo test failed: {e}"))?;
-    oldkernel::harness()?;
-    fakeboot::harness()?;
-    e2e::harness()?;
-    fuzz::run(30)
+    let started = Instant::now();
+    let mut laps = Vec::new();
+    let mut lap = |name: &str, part: &mut dyn FnMut() -> Result<()>| -> Result<()> {
+        let t = Instant::now();
+        let result = part();
+        laps.push(format!("{name}: {:.0} s", t.elapsed().as_secs_f64()));
+        eprintln!("xtask test: {}", laps.last().unwrap());
+        result
+    };
+    deps::add_sbin_to_path();
+    lap("host tools", &mut deps::ensure_test_tools)?;
+    lap("static builds", &mut || ["x86_64", "i686"].into_iter().try_for_each(|a| static_build::build(a).map(|_| ())))?;
+    lap("cargo test", &mut || {
+        let sh = Shell::new().map_err(|e| e.to_string())?;
+        sh.change_dir(project_root());
+        cmd!(sh, "cargo test --workspace").run().map_err(|e| format!("cargo test failed: {e}"))
+    })?;
+    lap("old-kernel harness", &mut oldkernel::harness)?;
+    lap("fake boots", &mut fakeboot::harness)?;
+    lap("QEMU boots", &mut e2e::harness)?;
+    lap("fuzzing", &mut || fuzz::run(30))?;
+    eprintln!("xtask test: all parts passed in {:.0} s ({})", started.elapsed().as_secs_f64(), laps.join(", "));
+    Ok(())
 }

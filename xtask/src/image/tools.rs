@@ -52,15 +52,21 @@ pub fn ensure(list: &[(&str, &'static str)], install: bool, flag: &str) -> Resul
         ));
     }
     eprintln!("xtask: installing {}", pkgs.join(" "));
-    let ok = Command::new("apt-get").arg("update").arg("-qq").status().is_ok_and(|s| s.success())
-        && Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends"])
-            .args(&pkgs)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .is_ok_and(|s| s.success());
-    if !ok || !missing(list).is_empty() {
-        return Err(format!("apt-get install {} did not succeed (are you root on Debian/Ubuntu?)", pkgs.join(" ")));
+    // A stale mirror index is not fatal: the install below says what it could not find.
+    let _ = Command::new("apt-get").arg("update").arg("-qq").status();
+    let ok = Command::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(&pkgs)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .is_ok_and(|s| s.success());
+    let still: Vec<&str> = list.iter().filter(|(w, _)| !have(w)).map(|(w, _)| *w).collect();
+    if !ok || !still.is_empty() {
+        return Err(format!(
+            "apt-get install {} did not succeed{}",
+            pkgs.join(" "),
+            if still.is_empty() { String::new() } else { format!("; still missing: {}", still.join(", ")) }
+        ));
     }
     Ok(())
 }

@@ -1,0 +1,106 @@
+//! What the tests need from the host, installed by `cargo xtask test` itself
+//! so that the README's test command works on a fresh Debian/Ubuntu machine
+//! (as root; otherwise it prints the one apt-get line to run).
+//!
+//! One table: the command or file a test uses → the Debian package that
+//! provides it. `.ci/run` installs nothing of its own beyond what building
+//! xtask needs: it calls `cargo xtask test`, which calls `ensure_test_tools`.
+
+use crate::Result;
+use crate::image::tools;
+use std::process::Command;
+
+/// Every host tool the tests use, with its Debian package. A leading '/'
+/// means a file, anything else a command on PATH (or /sbin, /usr/sbin).
+pub const TEST_TOOLS: &[(&str, &str)] = &[
+    ("cc", "gcc"),                      // the musl targets link through cc
+    ("g++", "g++"),                     // libFuzzer (cargo fuzz) is C++
+    ("setpriv", "util-linux"),          // a test runs as an unprivileged user
+    ("unshare", "util-linux"),          // fake boots: PID + mount namespaces
+    ("blkid", "util-linux"),            // label probing is checked against blkid
+    ("losetup", "mount"),               // fake boots: loop devices as stick and target
+    ("mkfs.ext4", "e2fsprogs"),         // label probing tests, fake-boot target
+    ("debugfs", "e2fsprogs"),           // fake boots read the target and stick back
+    ("mkfs.vfat", "dosfstools"),        // the stick's filesystem
+    ("fsck.fat", "dosfstools"),         // stick consistency after resets
+    ("mkfs.xfs", "xfsprogs"),           // label probing
+    ("mkfs.reiserfs", "reiserfsprogs"), // label probing
+    ("sfdisk", "fdisk"),                // MBR/GPT PARTUUID tests
+    ("mdir", "mtools"),                 // reading a vfat stick image
+    ("mcopy", "mtools"),
+    ("cpio", "cpio"),         // newc golden tests against GNU cpio
+    ("dpkg-deb", "dpkg"),     // unpacking Debian kernel packages
+    ("syslinux", "syslinux"), // the stick's BIOS bootloader
+    ("/usr/lib/syslinux/mbr/mbr.bin", "syslinux-common"),
+    ("/usr/lib/syslinux/modules/bios/ldlinux.c32", "syslinux-common"),
+    ("/usr/lib/PXELINUX/pxelinux.0", "pxelinux"),
+    ("grub-mkstandalone", "grub-common"),
+    ("/usr/lib/grub/x86_64-efi/linux.mod", "grub-efi-amd64-bin"),
+    ("/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf"),
+    ("qemu-system-x86_64", "qemu-system-x86"), // the boot tests (also qemu-system-i386)
+    ("cryptsetup", "cryptsetup-bin"),          // formatting refusals: a LUKS partition
+    ("pvcreate", "lvm2"),                      // formatting refusals: an LVM2 physical volume
+    ("mkswap", "util-linux"),                  // formatting refusals: swap
+    ("mkfs.btrfs", "btrfs-progs"),             // formatting refusals: btrfs
+    ("mkfs.ntfs", "ntfs-3g"),                  // formatting refusals: NTFS
+];
+
+/// Root on Debian/Ubuntu: then xtask may run apt-get itself.
+pub fn can_install() -> bool {
+    // SAFETY: geteuid has no side effects.
+    let root = unsafe { libc::geteuid() } == 0;
+    root && std::path::Path::new("/etc/debian_version").exists()
+}
+
+/// mkfs, losetup and friends live in /sbin and /usr/sbin, which a
+/// non-login environment (CI, sudo) may leave out of PATH; the tests and
+/// everything they start find them by name.
+pub fn add_sbin_to_path() {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let missing: Vec<&str> = ["/usr/sbin", "/sbin"].into_iter().filter(|d| !path.split(':').any(|p| p == *d)).collect();
+    if !missing.is_empty() {
+        // SAFETY: called first thing in xtask's single thread, before any thread exists.
+        unsafe { std::env::set_var("PATH", format!("{path}:{}", missing.join(":"))) };
+    }
+}
+
+/// Make sure every tool the tests use is there, and that apt knows the
+/// i386 architecture (the 32-bit boot test downloads Debian's 686 kernel)
+/// and has package lists (the boot tests `apt-get download` kernels).
+pub fn ensure_test_tools() -> Result<()> {
+    let install = can_install();
+    if install {
+        add_i386_architecture()?;
+        // Package lists are needed for the kernels even when every tool is
+        // there (tools::ensure updates them itself before installing).
+        if !lists_present("i386_Packages") && tools::missing(TEST_TOOLS).is_empty() {
+            apt_update();
+        }
+    }
+    tools::ensure(TEST_TOOLS, install, "sudo (as root `cargo xtask test` installs them itself)")
+}
+
+fn add_i386_architecture() -> Result<()> {
+    let known = tools::run(Command::new("dpkg").arg("--print-foreign-architectures"))?;
+    if !known.lines().any(|l| l.trim() == "i386") {
+        eprintln!("xtask: dpkg --add-architecture i386 (the 32-bit boot test uses Debian's 686 kernel)");
+        tools::run(Command::new("dpkg").args(["--add-architecture", "i386"]))?;
+    }
+    Ok(())
+}
+
+/// Does apt have a package list whose file name ends with `suffix`?
+fn lists_present(suffix: &str) -> bool {
+    std::path::Path::new("/var/lib/apt/lists")
+        .read_dir()
+        .is_ok_and(|mut d| d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(suffix))))
+}
+
+fn apt_update() {
+    eprintln!("xtask: apt-get update");
+    let ok = Command::new("apt-get").args(["update", "-qq"]).status().is_ok_and(|s| s.success());
+    // A stale mirror index is not fatal: what is then missing is named below.
+    if !ok {
+        eprintln!("xtask: apt-get update reported errors; going on with the lists there are");
+    }
+}
