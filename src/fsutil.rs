@@ -29,6 +29,15 @@ pub fn free_bytes(path: &Path) -> io::Result<u64> {
 
 /// Read a small text file (from /proc or /sys), trimmed; None when absent or
 /// unreadable: on an old kernel a missing file means "not available here".
+/// At most `max` bytes of a file (a /proc file, or anything whose size
+/// PID 1 must not trust).
+pub fn read_capped(path: impl AsRef<Path>, max: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut data = Vec::new();
+    std::fs::File::open(path).ok()?.take(max).read_to_end(&mut data).ok()?;
+    Some(data)
+}
+
 pub fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }

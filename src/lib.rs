@@ -4,12 +4,24 @@
 //! and the workstation side (later: collect, report) meet in [`record`].
 //! See ARCHITECTURE.md for the data flow and the module map.
 
+/// `eprintln!` that never panics: PID 1 must outlive a console whose
+/// writes fail (eprintln! panics on any error but EBADF). Image-side code
+/// prints with this.
+#[macro_export]
+macro_rules! note {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 pub mod bootmenu;
 #[cfg(feature = "workstation")]
 pub mod collect;
 pub mod framing;
 pub mod fsutil;
 pub mod init;
+pub mod journal;
 pub mod measure;
 pub mod plan;
 pub mod process;

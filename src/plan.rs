@@ -67,6 +67,7 @@ fn default_deadline() -> f64 {
 impl Plan {
     /// A built-in plan by name, or a JSON plan file by path.
     pub fn load(name_or_path: &str) -> Result<Plan, String> {
+        const MAX_PLAN_BYTES: u64 = 1 << 20;
         if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
             return Plan::from_json(text).map_err(|e| format!("built-in plan '{name_or_path}' is broken: {e}"));
         }
@@ -76,6 +77,11 @@ impl Plan {
                 "unknown plan '{name_or_path}': not a built-in plan ({}) and no such file; `bootmark plans` lists them",
                 builtin_names().join(", ")
             ));
+        }
+        // Only a regular file of sane size: a device or a FIFO is never read whole.
+        let meta = std::fs::metadata(path).map_err(|e| format!("cannot read plan file {}: {e}", path.display()))?;
+        if !meta.is_file() || meta.len() > MAX_PLAN_BYTES {
+            return Err(format!("plan file {} is not a regular file of at most 1 MiB", path.display()));
         }
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("cannot read plan file {}: {e}", path.display()))?;
@@ -98,13 +104,15 @@ impl Plan {
         if self.probe.interval_ms == 0 || self.sample_interval_ms == 0 {
             return Err("probe.interval_ms and sample_interval_ms must be above 0".into());
         }
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        let non_negative = |v: f64| v.is_finite() && v >= 0.0;
-        if !positive(self.workload_deadline_s)
-            || !non_negative(self.probe.baseline_s)
-            || !non_negative(self.probe.recovery_deadline_s)
+        // Bounded so that deadline arithmetic in nanoseconds cannot overflow.
+        let within = |v: f64, min: f64, max: f64| v.is_finite() && v >= min && v <= max;
+        if !within(self.workload_deadline_s, 0.001, MAX_DEADLINE_S)
+            || !within(self.probe.baseline_s, 0.0, 3600.0)
+            || !within(self.probe.recovery_deadline_s, 0.0, 86_400.0)
         {
-            return Err("workload_deadline_s must be above 0, probe times at least 0".into());
+            return Err(format!(
+                "workload_deadline_s must be above 0 and at most {MAX_DEADLINE_S} (a week); probe.baseline_s 0 to 3600, probe.recovery_deadline_s 0 to 86400"
+            ));
         }
         self.workloads.iter().try_for_each(WorkloadSpec::validate)
     }
@@ -125,9 +133,13 @@ impl Plan {
                 }
             }
         }
-        kept.iter().map(|(_, s)| s).sum::<u64>() + transient + (1 << 20)
+        // Saturating: a plan of absurd sizes must need "more than any disk", not wrap to little.
+        kept.iter().fold(transient, |a, (_, s)| a.saturating_add(*s)).saturating_add(1 << 20)
     }
 }
+
+/// The longest a workload may be given (a week), in seconds.
+pub const MAX_DEADLINE_S: f64 = 604_800.0;
 
 pub fn builtin_names() -> Vec<&'static str> {
     BUILTIN.iter().map(|(n, _)| *n).collect()
@@ -180,6 +192,22 @@ mod tests {
         let nested = r#"{"name":"x","workloads":[{"name":"instances","params":{"workload":{"name":"instances","params":{"workload":{"name":"idle"}}}}}]}"#;
         assert!(err(nested).contains("cannot contain instances"));
         assert!(Plan::load("no-such-plan").unwrap_err().contains("unknown plan"));
+        assert!(err(r#"{"name":"x","workload_deadline_s":1e12,"workloads":[{"name":"idle"}]}"#).contains("a week"));
+        assert!(Plan::load("/dev/zero").unwrap_err().contains("not a regular file"));
+    }
+
+    #[test]
+    fn absurd_sizes_need_more_than_any_disk_instead_of_wrapping() {
+        let p = Plan::from_json(
+            r#"{"name":"x","workloads":[{"name":"manyfiles","params":{"files":16384,"file_size":"1024TiB"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(p.space_needed(0), u64::MAX);
+        let p = Plan::from_json(
+            r#"{"name":"x","workloads":[{"name":"instances","params":{"count":64,"workload":{"name":"manyfiles","params":{"files":100000,"file_size":"1024TiB"}}}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(p.space_needed(0), u64::MAX);
     }
 
     #[test]

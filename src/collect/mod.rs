@@ -3,8 +3,9 @@
 //! not be used. Nothing here touches /proc or devices.
 //!
 //! A document is a `bootmark.result/1` record or a `bootmark.run/1` record.
-//! From serial, only documents whose SHA-256 matched are accepted; from a
-//! stick, only lines that parse as JSON with a known schema. The same
+//! From serial and from the stick's journal, only documents whose SHA-256
+//! matched are accepted; from legacy `.jsonl` files, only lines that parse
+//! as JSON with a known schema. The same
 //! document seen twice (serial and stick) is kept once; two different
 //! documents under the same (schema, run_id, seq) are both reported.
 
@@ -188,7 +189,7 @@ pub fn classify(path: &Path) -> std::io::Result<Input> {
     let mut head = [0u8; 512];
     use std::io::Read;
     let n = std::fs::File::open(path)?.read(&mut head)?;
-    let jsonl = path.extension().is_some_and(|e| e == "jsonl");
+    let jsonl = path.extension().is_some_and(|e| e == "jsonl") || crate::journal::is_journal(&head[..n]);
     if !jsonl && n == 512 && head[510] == 0x55 && head[511] == 0xaa {
         return Ok(Input::StickImage(path.to_path_buf()));
     }

@@ -1,33 +1,94 @@
-//! Results from the stick: a `bootmark/results/` directory (or the stick's
-//! mount point, or single .jsonl files), or a whole stick image read directly
-//! through its FAT partition (no mounting, no root).
+//! Results from the stick: its journal (`bootmark/journal.bin`, see
+//! `journal`), found under a mounted stick, given as a file, or read from a
+//! whole stick image through its FAT partition (no mounting, no root); and
+//! the per-run `.jsonl` files of sticks written by bootmark before the
+//! journal (`bootmark/results/`), or of `bootmark run --out`.
 
-use super::Collector;
+use super::{Collector, Problem};
+use crate::journal::{self, Checked};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 pub fn collect_dir(path: &Path, c: &mut Collector) -> io::Result<()> {
     if path.is_file() {
-        return collect_text(&std::fs::read(path)?, &path.display().to_string(), c);
+        let data = std::fs::read(path)?;
+        let name = path.display().to_string();
+        return if journal::is_journal(&data) {
+            collect_journal(&data, &name, c)
+        } else {
+            collect_text(&data, &name, c)
+        };
     }
-    let dir = [path.join("bootmark/results"), path.join("results"), path.to_path_buf()]
-        .into_iter()
-        .find(|d| d.is_dir())
-        .unwrap();
-    let mut files: Vec<_> = std::fs::read_dir(&dir)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
-    for f in files {
-        collect_text(&std::fs::read(&f)?, &f.display().to_string(), c)?;
+    let mut found = false;
+    let journal_file = path.join(journal::PATH);
+    if journal_file.is_file() {
+        collect_journal(&std::fs::read(&journal_file)?, &journal_file.display().to_string(), c)?;
+        found = true;
+    }
+    let dirs = [path.join("bootmark/results"), path.join("results"), path.to_path_buf()];
+    if let Some(dir) = dirs.into_iter().find(|d| d.is_dir()) {
+        let mut files: Vec<_> = std::fs::read_dir(&dir)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        files.sort();
+        for f in files {
+            collect_text(&std::fs::read(&f)?, &f.display().to_string(), c)?;
+            found = true;
+        }
+    }
+    if !found {
+        return Err(io::Error::other(format!("no {} and no .jsonl results here", journal::PATH)));
     }
     Ok(())
 }
 
-/// JSON lines; a line that is not a known document is a problem, never accepted.
+/// Every entry of a journal: intact ones accepted, torn or damaged ones and
+/// stray blocks reported.
+pub fn collect_journal(data: &[u8], file: &str, c: &mut Collector) -> io::Result<()> {
+    if data.len() < 2 * journal::BLOCK || !data.len().is_multiple_of(journal::BLOCK) {
+        c.problems.push(problem(file, None, format!("the journal is truncated ({} bytes)", data.len())));
+    }
+    let usable = &data[..data.len() / journal::BLOCK * journal::BLOCK];
+    let (entries, stray) = journal::read_entries(usable);
+    for (block, entry) in entries {
+        match entry {
+            Checked::Ok { json, .. } => c.accept_bytes(json, file, None),
+            Checked::Corrupt { header, why } => c.problems.push(Problem {
+                file: file.into(),
+                line: None,
+                run_id: Some(header.run_id),
+                seq: Some(header.seq),
+                why: format!("journal entry at block {block} rejected: {why}"),
+            }),
+        }
+    }
+    if let (Some(first), Some(last)) = (stray.first(), stray.last()) {
+        c.problems.push(problem(
+            file,
+            None,
+            format!(
+                "{} journal blocks ({first}…{last}) belong to no whole entry: an entry torn by a reset while it was written",
+                stray.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn problem(file: &str, line: Option<u64>, why: String) -> Problem {
+    Problem { file: file.into(), line, run_id: None, seq: None, why }
+}
+
+/// JSON lines; a line that is not a known document is a problem, never
+/// accepted. An empty file is a problem too: a run that wrote nothing.
 pub fn collect_text(data: &[u8], file: &str, c: &mut Collector) -> io::Result<()> {
+    if data.is_empty() {
+        c.problems.push(problem(file, None, "empty results file: the run wrote nothing here".into()));
+    } else if !data.ends_with(b"\n") {
+        c.problems.push(problem(file, None, "the file does not end with a newline: its last line may be cut".into()));
+    }
     for (i, line) in data.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -96,22 +157,32 @@ pub fn collect_image(path: &Path, c: &mut Collector) -> io::Result<()> {
     file.read_exact(&mut head)?;
     let start = fat_offset(&head).ok_or_else(|| io::Error::other("no FAT partition in this image"))?;
     let fs = fatfs::FileSystem::new(Partition { file, start, pos: 0 }, fatfs::FsOptions::new())?;
-    let dir = fs
-        .root_dir()
-        .open_dir("bootmark/results")
-        .map_err(|_| io::Error::other("the image has no bootmark/results directory"))?;
-    let mut names = Vec::new();
-    for e in dir.iter() {
-        let e = e?;
-        if e.is_file() && e.file_name().ends_with(".jsonl") && !e.file_name().starts_with('.') {
-            names.push(e.file_name());
+    let root = fs.root_dir();
+    let mut found = false;
+    if let Ok(mut f) = root.open_file(journal::PATH) {
+        let mut data = Vec::new();
+        f.read_to_end(&mut data)?;
+        collect_journal(&data, &format!("{}::{}", path.display(), journal::PATH), c)?;
+        found = true;
+    }
+    if let Ok(dir) = root.open_dir("bootmark/results") {
+        let mut names = Vec::new();
+        for e in dir.iter() {
+            let e = e?;
+            if e.is_file() && e.file_name().ends_with(".jsonl") && !e.file_name().starts_with('.') {
+                names.push(e.file_name());
+            }
+        }
+        names.sort();
+        for name in names {
+            let mut data = Vec::new();
+            dir.open_file(&name)?.read_to_end(&mut data)?;
+            collect_text(&data, &format!("{}::bootmark/results/{name}", path.display()), c)?;
+            found = true;
         }
     }
-    names.sort();
-    for name in names {
-        let mut data = Vec::new();
-        dir.open_file(&name)?.read_to_end(&mut data)?;
-        collect_text(&data, &format!("{}::bootmark/results/{name}", path.display()), c)?;
+    if !found {
+        return Err(io::Error::other(format!("the image has no {} and no bootmark/results files", journal::PATH)));
     }
     Ok(())
 }

@@ -83,17 +83,17 @@ pub struct Settings {
 }
 
 pub const KEYS: [(&str, &str); 12] = [
-    ("plan", "built-in plan name or a plan file inside the image (default quick)"),
+    ("plan", "built-in plan name, or the name of a plan file in the image's /etc/bootmark/plans (default quick)"),
     ("target", "LABEL=…, UUID=…, PARTUUID=… or /dev/…: where the workloads write (required)"),
     ("results", "the results stick (default LABEL=BOOTMARK)"),
     ("format", "FSTYPE: create this filesystem on the target first (needs format-confirm)"),
     ("format-confirm", "must repeat the exact target spec for format to happen"),
     ("repeat", "run the plan's workloads N times"),
     ("after", "poweroff | reboot | halt when done (default poweroff)"),
-    ("console", "serial device for records (default ttyS0)"),
-    ("timeout", "whole-run watchdog in seconds (default 21600)"),
+    ("console", "serial device for records, a terminal such as ttyS0 (default ttyS0)"),
+    ("timeout", "whole-run watchdog in seconds, 0.1 to 604800 (default 21600)"),
     ("mount-options", "options for mounting the target (default noatime)"),
-    ("device-wait", "seconds to wait for disks to appear (default 30)"),
+    ("device-wait", "seconds to wait for disks to appear, 0.1 to 3600 (default 30)"),
     ("entry", "the boot menu entry this is (k0, k1, …; set by cargo xtask image)"),
 ];
 
@@ -130,7 +130,7 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
         seen.push(key);
         let bad = |why: &str| format!("bootmark.{key}={value}: {why}");
         match key {
-            "plan" => s.plan = check_plain(value).map_err(|e| bad(&e))?.to_string(),
+            "plan" => s.plan = check_name(value).map_err(|e| bad(&e))?.to_string(),
             "target" => s.target = Some(DiskSpec::parse(value).map_err(|e| bad(&e))?),
             "results" => s.results = DiskSpec::parse(value).map_err(|e| bad(&e))?,
             "format" => {
@@ -159,17 +159,17 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
             }
             "console" => {
                 let dev = value.strip_prefix("/dev/").unwrap_or(value);
-                s.console = check_plain(dev).map_err(|e| bad(&e))?.to_string();
+                s.console = check_tty_name(dev).map_err(|e| bad(&e))?.to_string();
             }
-            "timeout" => s.timeout_s = seconds(value).ok_or_else(|| bad("seconds, above 0"))?,
+            "timeout" => s.timeout_s = seconds(value, TIMEOUT_RANGE).map_err(|e| bad(&e))?,
             "mount-options" => {
                 if value.is_empty() || !value.chars().all(|c| c.is_ascii_alphanumeric() || ",=_-.".contains(c)) {
                     return Err(bad("comma-separated mount options"));
                 }
                 s.mount_options = value.to_string();
             }
-            "device-wait" => s.device_wait_s = seconds(value).ok_or_else(|| bad("seconds, above 0"))?,
-            "entry" => s.entry = Some(check_plain(value).map_err(|e| bad(&e))?.to_string()),
+            "device-wait" => s.device_wait_s = seconds(value, DEVICE_WAIT_RANGE).map_err(|e| bad(&e))?,
+            "entry" => s.entry = Some(check_name(value).map_err(|e| bad(&e))?.to_string()),
             _ => unreachable!("every key in KEYS is handled"),
         }
     }
@@ -194,15 +194,49 @@ fn check_format(s: &Settings, confirm: Option<&str>) -> Result<(), String> {
     }
 }
 
-fn check_plain(v: &str) -> Result<&str, String> {
-    if v.is_empty() || v.contains("..") || v.contains(char::is_whitespace) {
-        return Err("not a usable name".into());
-    }
-    Ok(v)
+/// The whole-run watchdog: up to a week.
+pub const TIMEOUT_RANGE: (f64, f64) = (0.1, 604_800.0);
+/// Waiting for disks: up to an hour.
+pub const DEVICE_WAIT_RANGE: (f64, f64) = (0.1, 3_600.0);
+
+/// A plan (or a boot entry) is a name (a built-in plan or a file in the image's
+/// /etc/bootmark/plans), never a path: `/dev/zero` or `/dev/sda` would be
+/// read whole into PID 1's memory.
+fn check_name(v: &str) -> Result<&str, String> {
+    let ok = !v.is_empty()
+        && v.len() <= 64
+        && !v.starts_with('.')
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if ok { Ok(v) } else { Err("not a name (letters, digits, - _ . only; no paths)".into()) }
 }
 
-fn seconds(v: &str) -> Option<f64> {
-    v.parse::<f64>().ok().filter(|s| s.is_finite() && *s > 0.0)
+/// A serial device name such as ttyS0, ttyUSB0 or hvc0 (whether it is a
+/// terminal is checked when it is opened).
+fn check_tty_name(v: &str) -> Result<&str, String> {
+    let ok = !v.is_empty()
+        && v.len() <= 32
+        && v.starts_with(|c: char| c.is_ascii_alphabetic())
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
+    if ok { Ok(v) } else { Err("not a serial device name such as ttyS0".into()) }
+}
+
+/// Seconds within `range`, so that deadline arithmetic cannot overflow.
+fn seconds(v: &str, (min, max): (f64, f64)) -> Result<f64, String> {
+    match v.parse::<f64>() {
+        Ok(s) if s.is_finite() && (min..=max).contains(&s) => Ok(s),
+        _ => Err(format!("seconds, from {min} to {max}")),
+    }
+}
+
+/// The kernel command line as text. Bytes that are not UTF-8 are an error
+/// only inside a `bootmark.*` parameter (elsewhere they are the kernel's
+/// business): such a parameter must not be silently ignored.
+pub fn from_bytes(raw: &[u8]) -> Result<String, String> {
+    let text = String::from_utf8_lossy(raw).trim().to_string();
+    match text.split_whitespace().find(|w| w.starts_with("bootmark.") && w.contains('\u{fffd}')) {
+        Some(w) => Err(format!("the kernel command line has bytes that are not UTF-8 in '{}'", w.escape_debug())),
+        None => Ok(text),
+    }
 }
 
 /// The console named on a command line that may be invalid elsewhere, so an
@@ -212,11 +246,24 @@ pub fn console_hint(cmdline: &str) -> Option<String> {
         .split_whitespace()
         .filter_map(|w| w.strip_prefix("bootmark.console="))
         .map(|v| v.strip_prefix("/dev/").unwrap_or(v))
-        .find(|v| check_plain(v).is_ok())
+        .find(|v| check_tty_name(v).is_ok())
         .map(String::from)
 }
 
-/// The reference text for `bootmark help-init` and the README.
+/// The results stick named on a command line that is invalid elsewhere, so
+/// the error can still be recorded there: the one `bootmark.results=` if it
+/// names a label or UUID, else the default. (/init writes to it only if it
+/// already holds a bootmark journal.)
+pub fn results_hint(cmdline: &str) -> DiskSpec {
+    let given: Vec<&str> = cmdline.split_whitespace().filter_map(|w| w.strip_prefix("bootmark.results=")).collect();
+    match given.as_slice() {
+        [one] => DiskSpec::parse(one).ok().filter(|d| !matches!(d, DiskSpec::Path(_))),
+        _ => None,
+    }
+    .unwrap_or_else(|| DiskSpec::Label("BOOTMARK".into()))
+}
+
+/// The reference text for `bootmark boot-params` and the README.
 pub fn reference() -> String {
     let mut s = String::from("Kernel command line parameters read by bootmark as /init:\n");
     for (k, v) in KEYS {
@@ -270,11 +317,27 @@ mod tests {
         assert!(err("bootmark.target=sdb").contains("not a disk"));
         assert!(err("bootmark.target=/dev/../etc/passwd").contains("not a device path"));
         assert!(err("bootmark.target=LABEL=").contains("needs a value"));
-        assert!(err("bootmark.plan=../../etc/shadow").contains("not a usable name"));
+        assert!(err("bootmark.plan=../../etc/shadow").contains("no paths"));
         assert!(err("bootmark.plan=a bootmark.plan=b").contains("twice"));
         assert!(err("bootmark.mount-options=rw;rm").contains("mount options"));
         assert!(err("bootmark.format=ntfs bootmark.target=/dev/sdb").contains("not a filesystem"));
-        assert!(parse(&format!("bootmark.plan={}", "é".repeat(5000))).is_ok(), "long names are not a crash");
+        assert!(err(&format!("bootmark.plan={}", "é".repeat(5000))).contains("not a name"));
+        assert!(err("bootmark.plan=/dev/zero").contains("no paths"));
+        assert!(err("bootmark.plan=/dev/sda").contains("no paths"));
+        assert!(err("bootmark.console=sda/../x").contains("serial device"));
+        assert!(err("bootmark.timeout=99999999999999999999").contains("0.1 to 604800"));
+        assert!(err("bootmark.timeout=0").contains("0.1 to 604800"));
+        assert!(err("bootmark.device-wait=1e12").contains("0.1 to 3600"));
+        assert_eq!(parse("bootmark.timeout=604800").unwrap().timeout_s, 604_800.0);
+        assert_eq!(parse("bootmark.plan=my-plan_2.v1").unwrap().plan, "my-plan_2.v1");
+    }
+
+    #[test]
+    fn non_utf8_bytes_in_a_bootmark_parameter_are_an_error() {
+        let e = from_bytes(b"quiet bootmark.target=LABEL=SCR\xffATCH bootmark.plan=quick\n").unwrap_err();
+        assert!(e.contains("not UTF-8") && e.contains("bootmark.target"), "{e}");
+        // Elsewhere on the line they are the kernel's business.
+        assert_eq!(from_bytes(b"x=\xfe bootmark.plan=seed\n").unwrap(), "x=\u{fffd} bootmark.plan=seed");
     }
 
     #[test]
@@ -282,6 +345,12 @@ mod tests {
         assert_eq!(console_hint("bootmark.bogus=1 bootmark.console=/dev/ttyS1"), Some("ttyS1".into()));
         assert_eq!(console_hint("bootmark.console=../x"), None);
         assert_eq!(console_hint("console=ttyS0"), None);
+        assert_eq!(results_hint("bootmark.bogus=1 bootmark.results=LABEL=R2"), DiskSpec::Label("R2".into()));
+        assert_eq!(results_hint("bootmark.results=/dev/sda"), DiskSpec::Label("BOOTMARK".into()));
+        assert_eq!(
+            results_hint("bootmark.results=LABEL=A bootmark.results=LABEL=B"),
+            DiskSpec::Label("BOOTMARK".into())
+        );
     }
 
     #[test]

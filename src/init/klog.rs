@@ -26,11 +26,15 @@ pub struct KernelLog {
     pub tail: Vec<String>,
 }
 
+/// The most of the ring buffer ever read (its usual size is 16 KiB–1 MiB).
+const MAX_READ: usize = 8 << 20;
+
 /// Read the whole ring buffer; empty if not permitted.
 pub fn read() -> String {
     // SAFETY: SIZE_BUFFER takes no buffer (2.6.6+; fall back to 1 MiB).
     let size = unsafe { libc::klogctl(SYSLOG_ACTION_SIZE_BUFFER, std::ptr::null_mut(), 0) };
-    let size = if size > 0 { size as usize } else { 1 << 20 };
+    // Capped: the value comes from the kernel, and PID 1 must not allocate blindly.
+    let size = if size > 0 { (size as usize).min(MAX_READ) } else { 1 << 20 };
     let mut buf = vec![0u8; size];
     // SAFETY: buf has `size` bytes.
     let n = unsafe { libc::klogctl(SYSLOG_ACTION_READ_ALL, buf.as_mut_ptr().cast(), size as libc::c_int) };

@@ -9,6 +9,7 @@
 //! This function never returns: PID 1 exiting panics the kernel.
 
 pub mod bringup;
+pub mod checked_sink;
 pub mod cmdline;
 pub mod devices;
 pub mod fsprobe;
@@ -18,6 +19,7 @@ pub mod mount;
 pub mod power;
 pub mod safety;
 pub mod sequence;
+pub mod signatures;
 
 use crate::measure::clock::{mono_ns, unix_s};
 use crate::plan::Plan;
@@ -34,9 +36,10 @@ const RESULTS_MOUNT: &str = "/results";
 const TARGET_MOUNT: &str = "/mnt/target";
 pub const RUN_SCHEMA: &str = "bootmark.run/1";
 
-/// Should this process act as /init? PID 1, or started under a name ending in "init".
+/// Should this process act as /init? Only as PID 1: an extracted `./init`
+/// run by root on a workstation must not go looking for sticks to write.
 pub fn is_init() -> bool {
-    std::process::id() == 1 || std::env::args().next().is_some_and(|a| a.ends_with("init"))
+    std::process::id() == 1
 }
 
 /// The facts of one boot, printed as the final `bootmark.run/1` record.
@@ -53,7 +56,6 @@ struct Boot {
 }
 
 pub fn main() -> ! {
-    let bring = bringup::bring_up("ttyS0");
     let mut boot = Boot {
         run_id: run::new_run_id(),
         started_unix_s: unix_s(),
@@ -64,43 +66,91 @@ pub fn main() -> ! {
         stick: None,
         after: None,
     };
+    let mut serial: Option<Serial> = None;
+    // Every phase is guarded: a panic anywhere becomes the error record, and
+    // a panic while writing that record still ends in power-off.
+    let outcome = guarded(|| start(&mut boot, &mut serial));
+    let after = guarded(|| Ok(finish(&mut boot, &mut serial, outcome))).unwrap_or(After::Poweroff);
+    power::finish(after)
+}
+
+/// Run `phase`, turning a panic into an error.
+fn guarded<T>(phase: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(phase))
+        .unwrap_or_else(|panic| Err(format!("bootmark panicked: {}", panic_text(&panic))))
+}
+
+/// Bring-up, the command line and the plan (all checked before any disk is
+/// touched), then the boot itself.
+fn start(boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
+    let bring = bringup::bring_up("ttyS0");
     boot.facts.insert("bringup".into(), json!(&bring));
-    let cmdline = std::env::var("BOOTMARK_CMDLINE")
-        .ok()
-        .or_else(|| crate::fsutil::read_trimmed("/proc/cmdline"))
-        .unwrap_or_default();
-    let parsed = cmdline::parse(&cmdline);
+    // BOOTMARK_CMDLINE stands in for /proc/cmdline in the fake boots (any bytes).
+    let raw = match std::env::var_os("BOOTMARK_CMDLINE") {
+        Some(line) => std::os::unix::ffi::OsStringExt::into_vec(line),
+        None => crate::fsutil::read_capped("/proc/cmdline", 64 << 10).unwrap_or_default(),
+    };
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    boot.facts.insert("cmdline".into(), json!(text.trim()));
+    let parsed = cmdline::from_bytes(&raw).and_then(|t| cmdline::parse(&t));
     let console_name = match &parsed {
         Ok(s) => s.console.clone(),
-        Err(_) => cmdline::console_hint(&cmdline).unwrap_or_else(|| "ttyS0".into()),
+        Err(_) => cmdline::console_hint(&text).unwrap_or_else(|| "ttyS0".into()),
     };
     let mut report = bringup::Report::default();
     bringup::ensure_char_nodes(Path::new("/dev"), &console_name, &mut report);
-    let mut serial = Serial::open(Path::new("/dev"), &console_name).ok();
-    say(&mut serial, &format!("bootmark {}: run {} starting as /init", env!("CARGO_PKG_VERSION"), boot.run_id));
+    *serial = match Serial::open(Path::new("/dev"), &console_name) {
+        Ok(s) => {
+            if let Some(why) = &s.fallback {
+                report.problems.push(format!("console not used ({why}); using /dev/console"));
+            }
+            boot.facts.insert("console".into(), json!({"asked": console_name, "fallback": s.fallback}));
+            Some(s)
+        }
+        Err(e) => {
+            report.problems.push(format!("no serial console: {e}"));
+            None
+        }
+    };
+    say(serial, &format!("bootmark {}: run {} starting as /init", env!("CARGO_PKG_VERSION"), boot.run_id));
     say(
-        &mut serial,
+        serial,
         &format!(
             "bootmark: bring-up: {}",
             bring.steps.iter().chain(&report.steps).cloned().collect::<Vec<_>>().join(", ")
         ),
     );
     for p in bring.problems.iter().chain(&report.problems) {
-        say(&mut serial, &format!("bootmark: bring-up problem: {p}"));
+        say(serial, &format!("bootmark: bring-up problem: {p}"));
     }
-
-    let outcome = match parsed {
-        Err(e) => Err(format!("bad kernel command line: {e}")),
-        Ok(settings) => {
-            boot.settings = Some(settings.clone());
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one_boot(&settings, &mut boot, &mut serial)))
-            {
-                Ok(r) => r,
-                Err(panic) => Err(format!("bootmark panicked: {}", panic_text(&panic))),
+    let settings = match parsed.and_then(|s| load_plan(&s).map(|plan| (s, plan))) {
+        Ok(ok) => ok,
+        Err(e) => {
+            // The stick is the user's other place to look: try to record the
+            // error there too, if the stick already holds a journal.
+            load_modules(boot, serial);
+            let spec = cmdline::results_hint(&text);
+            if let Ok(d) = devices::wait_for(&spec, Path::new("/sys"), Path::new("/dev"), 10.0) {
+                open_stick(&d, boot, serial, false);
             }
+            return Err(format!("bad kernel command line: {e}"));
         }
     };
-    finish(boot, serial, outcome)
+    boot.settings = Some(settings.0.clone());
+    one_boot(&settings.0, settings.1, boot, serial)
+}
+
+/// The plan named on the command line, from the built-ins or the image's
+/// /etc/bootmark/plans (a name, never a path), validated.
+fn load_plan(settings: &Settings) -> Result<Plan, String> {
+    let mut plan = Plan::load(&settings.plan).or_else(|e| {
+        let file = format!("/etc/bootmark/plans/{}.json", settings.plan);
+        if Path::new(&file).exists() { Plan::load(&file) } else { Err(e) }
+    })?;
+    if let Some(r) = settings.repeat {
+        plan.repeat = r;
+    }
+    Ok(plan)
 }
 
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
@@ -115,27 +165,13 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
 fn say(serial: &mut Option<Serial>, text: &str) {
     let written = serial.as_mut().is_some_and(|s| s.line(text).is_ok());
     if !written {
-        eprintln!("{text}");
+        crate::note!("{text}");
     }
 }
 
 /// Everything between bring-up and power-off; any Err becomes the error record.
-fn one_boot(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
-    let loaded = modules::load_all(Path::new(modules::LIST));
-    let failed: Vec<String> = loaded
-        .iter()
-        .filter(|l| !l.result.contains("loaded"))
-        .map(|l| format!("{} ({})", l.module, l.result))
-        .collect();
-    say(
-        serial,
-        &format!(
-            "bootmark: {} modules loaded{}",
-            loaded.len() - failed.len(),
-            if failed.is_empty() { String::new() } else { format!(", failed: {}", failed.join(", ")) }
-        ),
-    );
-    boot.facts.insert("modules".into(), json!(loaded));
+fn one_boot(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
+    load_modules(boot, serial);
 
     let sys = Path::new("/sys");
     let dev = Path::new("/dev");
@@ -150,7 +186,7 @@ fn one_boot(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -
         }
     };
     if let Some(r) = &results {
-        open_stick(r, boot, serial);
+        open_stick(r, boot, serial, true);
     }
     let step = match sequence_step(settings, boot, serial)? {
         SequenceStep::Stop => return Ok(()),
@@ -170,7 +206,7 @@ fn one_boot(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -
         }
         _ => settings,
     };
-    let result = boot_target(settings, boot, serial, results.as_ref());
+    let result = boot_target(settings, plan, boot, serial, results.as_ref());
     if let Some((mut seq, index, _)) = step {
         let root = Path::new(RESULTS_MOUNT);
         let next = seq.complete(index, result.is_ok() && boot.failed == 0);
@@ -191,6 +227,27 @@ fn one_boot(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -
         boot.facts.insert("sequence".into(), json!({"step": index, "of": seq.steps.len(), "states": seq.states}));
     }
     result
+}
+
+fn load_modules(boot: &mut Boot, serial: &mut Option<Serial>) {
+    if boot.facts.contains_key("modules") {
+        return;
+    }
+    let loaded = modules::load_all(Path::new(modules::LIST));
+    let failed: Vec<String> = loaded
+        .iter()
+        .filter(|l| !l.result.contains("loaded"))
+        .map(|l| format!("{} ({})", l.module, l.result))
+        .collect();
+    say(
+        serial,
+        &format!(
+            "bootmark: {} modules loaded{}",
+            loaded.len() - failed.len(),
+            if failed.is_empty() { String::new() } else { format!(", failed: {}", failed.join(", ")) }
+        ),
+    );
+    boot.facts.insert("modules".into(), json!(loaded));
 }
 
 /// Where a sequence on the stick puts this boot.
@@ -245,6 +302,7 @@ fn say_failed_step(serial: &mut Option<Serial>, failed: Option<usize>) {
 /// The target part of a boot: find it, check it, maybe format it, run the plan.
 fn boot_target(
     settings: &Settings,
+    plan: Plan,
     boot: &mut Boot,
     serial: &mut Option<Serial>,
     results: Option<&BlockDev>,
@@ -271,7 +329,7 @@ fn boot_target(
     })?;
     mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), &fs, &settings.mount_options)?;
     boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": describe(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some()}));
-    let result = run_plan(settings, boot, serial);
+    let result = run_plan(settings, plan, boot, serial);
     let _ = mount::unmount(Path::new(TARGET_MOUNT));
     result
 }
@@ -282,17 +340,42 @@ fn describe(d: &BlockDev) -> serde_json::Value {
            "uuid": d.fs.as_ref().and_then(|f| f.uuid.as_ref()), "partuuid": d.partuuid})
 }
 
-fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Option<Serial>) {
+/// Mount the results stick and open its journal. `may_create`: make a
+/// journal if the stick has none (never on the error path of a bad command
+/// line, whose stick spec is only a guess).
+fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Option<Serial>, may_create: bool) {
     let fs = results.fs.as_ref().map(|f| f.fs.clone()).unwrap_or_else(|| "vfat".into());
-    let opened = mount::mount_dev(&results.node, Path::new(RESULTS_MOUNT), &fs, "").and_then(|()| {
-        Stick::create(&Path::new(RESULTS_MOUNT).join("bootmark/results"), &boot.run_id).map_err(|e| e.to_string())
+    let root = Path::new(RESULTS_MOUNT);
+    // noatime: reading the journal's header must not rewrite a directory entry.
+    let opened = mount::mount_dev(&results.node, root, &fs, "noatime").and_then(|()| {
+        if !may_create && !root.join(crate::journal::PATH).exists() {
+            return Err(format!("no {} on it", crate::journal::PATH));
+        }
+        Stick::open(root, &results.node, results.size_bytes).map_err(|e| e.to_string())
     });
     match opened {
         Ok(stick) => {
-            say(serial, &format!("bootmark: results stick {} → {}", results.name, stick.path().display()));
+            let (at, of) = stick.position();
+            say(
+                serial,
+                &format!(
+                    "bootmark: results stick {} → {} ({} earlier entries, appending at block {at} of {of}{})",
+                    results.name,
+                    crate::journal::PATH,
+                    stick.found_entries,
+                    if stick.created { "; journal created" } else { "" }
+                ),
+            );
+            boot.facts.insert(
+                "results".into(),
+                json!({"device": results.name, "journal_block": at, "journal_blocks": of,
+                       "earlier_entries": stick.found_entries, "stray_blocks": stick.found_stray_blocks,
+                       "journal_created": stick.created}),
+            );
             boot.stick = Some(stick);
         }
         Err(e) => {
+            let _ = mount::unmount(root);
             say(
                 serial,
                 &format!(
@@ -305,16 +388,21 @@ fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Option<Serial>) 
     }
 }
 
-/// Format only an empty or marked filesystem (or none), with the image's mkfs.
+/// Format only a filesystem the probe recognises and finds empty or marked
+/// as ours, or a partition that is blank; anything else is refused by name.
 fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -> Result<(), String> {
-    if let Some(existing) = &target.fs {
-        let probe_point = Path::new("/mnt/check");
-        mount::mount_dev(&target.node, probe_point, &existing.fs, "ro")?;
-        let entries: Vec<String> = std::fs::read_dir(probe_point)
-            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-            .unwrap_or_default();
-        let _ = mount::unmount(probe_point);
-        safety::may_format(&entries)?;
+    match &target.fs {
+        Some(existing) => {
+            let probe_point = Path::new("/mnt/check");
+            mount::mount_dev(&target.node, probe_point, &existing.fs, "ro")?;
+            let entries: Vec<String> = std::fs::read_dir(probe_point)
+                .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .unwrap_or_default();
+            let _ = mount::unmount(probe_point);
+            safety::may_format(&entries)?;
+        }
+        None => signatures::check_blank(&target.node, target.size_bytes)
+            .map_err(|found| format!("refusing to format {}: {found}", target.name))?,
     }
     let tool = safety::mkfs_tool(fs, Path::new("/"))?;
     let label = target.fs.as_ref().and_then(|f| f.label.as_deref());
@@ -335,52 +423,47 @@ fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -> Re
     marked.map_err(|e| format!("cannot write the scratch marker: {e}"))
 }
 
-fn run_plan(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
-    let mut plan = Plan::load(&settings.plan)
-        .or_else(|e| Plan::load(&format!("/etc/bootmark/plans/{}.json", settings.plan)).map_err(|_| e))?;
-    if let Some(r) = settings.repeat {
-        plan.repeat = r;
+fn run_plan(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
+    let dir = Path::new(TARGET_MOUNT);
+    // Run directories left by a boot that was reset: removed only if they carry our marker.
+    for left in run::remove_leftovers(dir) {
+        say(serial, &format!("bootmark: removed {left}, left on the target by an earlier boot that did not finish"));
     }
-    let dir = Path::new(TARGET_MOUNT).join("bootmark");
-    // Left by an earlier boot that crashed: it is ours, clear it.
-    crate::fsutil::remove_tree(&dir).map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
-    std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let opts = Options {
         plan,
-        dir: dir.clone(),
+        dir: dir.to_path_buf(),
         keep: false,
         // The serial sink prints each record's summary line; heartbeats still go to the console.
         verbose: false,
-        deadline_ns: Some(mono_ns() + (settings.timeout_s * 1e9) as u64),
+        deadline_ns: Some(mono_ns().saturating_add((settings.timeout_s * 1e9) as u64)),
         run_id: Some(boot.run_id.clone()),
     };
     let mut serial_sink = serial.take();
-    let (result, stick_failed) = {
+    let (result, stick_failed, written, not_ok) = {
         let mut sinks: Vec<&mut dyn Sink> = Vec::new();
-        if let Some(s) = serial_sink.as_mut() {
-            sinks.push(s);
-        }
+        // The stick first: a record is on the stick, flushed, before it is
+        // printed, so whatever serial shows survives a reset.
         // A full or read-only stick must not stop the run: serial still gets everything.
         let mut stick = boot.stick.as_mut().map(|s| BestEffort { inner: s, name: "results stick", failed: None });
         if let Some(s) = stick.as_mut() {
             sinks.push(s);
         }
-        let r = run::run(&opts, &mut Tee { sinks });
-        (r, stick.and_then(|s| s.failed))
+        if let Some(s) = serial_sink.as_mut() {
+            sinks.push(s);
+        }
+        let mut tee = Tee { sinks };
+        let mut checked = checked_sink::CheckedSink::new(&mut tee);
+        let r = run::run(&opts, &mut checked);
+        let (written, not_ok) = (checked.written, checked.not_ok);
+        (r, stick.and_then(|s| s.failed), written, not_ok)
     };
     *serial = serial_sink;
     if let Some(e) = stick_failed {
         boot.facts.insert("results_error".into(), json!(e));
     }
-    let _ = crate::fsutil::remove_tree(&dir);
-    match result {
-        Ok(summary) => {
-            boot.records = summary.records;
-            boot.failed = summary.failed;
-            Ok(())
-        }
-        Err(e) => Err(e.to_string()),
-    }
+    boot.records = written;
+    boot.failed = not_ok;
+    result.map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// PID 1 inherits every orphan: collect the ones that ended (workers killed
@@ -394,9 +477,9 @@ fn reap_orphans() -> usize {
     n
 }
 
-/// The last document of every boot, then power-off. Never returns.
-fn finish(boot: Boot, mut serial: Option<Serial>, outcome: Result<(), String>) -> ! {
-    let mut boot = boot;
+/// The last document of every boot, on the stick and then on serial.
+/// Returns what to do next.
+fn finish(boot: &mut Boot, serial: &mut Option<Serial>, outcome: Result<(), String>) -> After {
     let reaped = reap_orphans();
     if reaped > 0 {
         boot.facts.insert("orphans_reaped".into(), json!(reaped));
@@ -422,22 +505,22 @@ fn finish(boot: Boot, mut serial: Option<Serial>, outcome: Result<(), String>) -
     });
     let bytes = serde_json::to_vec(&doc).unwrap_or_default();
     if let Err(e) = &outcome {
-        say(&mut serial, &format!("bootmark: ERROR: {e}"));
+        say(serial, &format!("bootmark: ERROR: {e}"));
+    }
+    if let Some(stick) = boot.stick.as_mut()
+        && let Err(e) = stick.append(&boot.run_id, boot.records, &bytes)
+    {
+        say(serial, &format!("bootmark: could not write the run record to the stick: {e}"));
     }
     if let Some(s) = serial.as_mut() {
         let _ = s.framed(&boot.run_id, boot.records, &bytes);
     }
-    if let Some(stick) = boot.stick.as_mut()
-        && let Err(e) = stick.append(&bytes)
-    {
-        say(&mut serial, &format!("bootmark: could not write the run record to the stick: {e}"));
-    }
-    if boot.stick.is_some() {
+    if boot.stick.take().is_some() {
         let _ = mount::unmount(Path::new(RESULTS_MOUNT));
     }
     say(
-        &mut serial,
+        serial,
         &format!("bootmark: run {} done ({} records, {} not ok); {after:?}", boot.run_id, boot.records, boot.failed),
     );
-    power::finish(after)
+    after
 }

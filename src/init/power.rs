@@ -14,11 +14,11 @@ pub fn finish(after: After) -> ! {
             After::Halt => nix::sys::reboot::RebootMode::RB_HALT_SYSTEM,
         };
         let err = nix::sys::reboot::reboot(mode).err();
-        eprintln!("bootmark: {after:?} failed ({err:?}); halting here — it is safe to switch the machine off");
+        crate::note!("bootmark: {after:?} failed ({err:?}); halting here — it is safe to switch the machine off");
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }
     }
-    eprintln!("bootmark: not PID 1, so not calling reboot(2); exiting");
+    crate::note!("bootmark: not PID 1, so not calling reboot(2); exiting");
     std::process::exit(0)
 }

@@ -29,7 +29,7 @@ pub fn check_target(target: &BlockDev, results: Option<&BlockDev>, devices: &[Bl
 
 /// Entries that an empty filesystem may contain.
 fn ignorable(name: &str) -> bool {
-    matches!(name, "lost+found" | SCRATCH_MARKER | "bootmark" | ".journal" | "System Volume Information")
+    matches!(name, "lost+found" | SCRATCH_MARKER | ".journal" | "System Volume Information")
 }
 
 /// May a filesystem whose root holds `entries` be formatted? Only when it is

@@ -121,6 +121,26 @@ fn raise_open_file_limit() {
     }
 }
 
+/// The file inside every run directory that says it is bootmark's: only a
+/// `bootmark-*` directory holding it is ever removed as a leftover.
+pub const RUN_MARKER: &str = ".bootmark-run";
+
+/// Remove run directories under `dir` that a run which never finished (a
+/// reset, a crash) left behind; returns their names. Anything else named
+/// `bootmark-*` is left alone.
+pub fn remove_leftovers(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        if name.starts_with("bootmark-") && path.join(RUN_MARKER).is_file() && fsutil::remove_tree(&path).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
 /// Run the plan; each record goes to `sink` as soon as its workload ends.
 pub fn run(opts: &Options, sink: &mut dyn Sink) -> Result<Summary, RunError> {
     let mem_total = evidence::mem_total_bytes();
@@ -132,13 +152,17 @@ pub fn run(opts: &Options, sink: &mut dyn Sink) -> Result<Summary, RunError> {
     std::fs::create_dir(&run_dir).map_err(|e| {
         RunError::Refused(format!("cannot create {} ({e}); is --dir writable by you?", run_dir.display()))
     })?;
+    if let Err(e) = std::fs::write(run_dir.join(RUN_MARKER), b"made by bootmark; removed at the end of the run\n") {
+        let _ = fsutil::remove_tree(&run_dir);
+        return Err(RunError::Refused(format!("cannot write in {} ({e})", run_dir.display())));
+    }
     let result = run_in(opts, sink, &run_id, &run_dir, mem_total);
     if !opts.keep {
         if let Err(e) = fsutil::remove_tree(&run_dir) {
-            eprintln!("bootmark: could not remove {}: {e}", run_dir.display());
+            crate::note!("bootmark: could not remove {}: {e}", run_dir.display());
         }
     } else if opts.verbose {
-        eprintln!("bootmark: kept the run's files in {}", run_dir.display());
+        crate::note!("bootmark: kept the run's files in {}", run_dir.display());
     }
     result
 }
@@ -166,7 +190,7 @@ fn run_in(
     let total = plan.repeat * plan.workloads.len() as u32;
     let mut summary = Summary { run_id: run_id.to_string(), records: 0, failed: 0 };
     if opts.verbose {
-        eprintln!(
+        crate::note!(
             "bootmark: run {run_id}, plan '{}' ({} workload runs) in {} [{}]",
             plan.name,
             total,
@@ -214,7 +238,7 @@ fn run_in(
             }
             let rec = build_record(run_id, seq, repetition, started_unix_s, plan, spec, &evidence, observed);
             if opts.verbose {
-                eprintln!("[{}/{}] {}", seq + 1, total, rec.summary_line());
+                crate::note!("[{}/{}] {}", seq + 1, total, rec.summary_line());
             }
             summary.records += 1;
             if rec.status != Status::Ok {

@@ -315,7 +315,7 @@ impl Watch<'_> {
             let eta = elapsed / fraction - elapsed;
             line += &format!(", {:.0}% done, ETA {:.0} s", fraction * 100.0, eta.max(0.0));
         }
-        eprintln!("{line}");
+        crate::note!("{line}");
     }
 
     /// Keep the probe running after the workload until it is back to its

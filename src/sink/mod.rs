@@ -72,7 +72,7 @@ impl Sink for BestEffort<'_> {
             return Ok(());
         }
         if let Err(e) = self.inner.write(record) {
-            eprintln!("bootmark: the {} failed ({e}); results continue on the serial console only", self.name);
+            crate::note!("bootmark: the {} failed ({e}); results continue on the serial console only", self.name);
             self.failed = Some(e.to_string());
         }
         Ok(())
@@ -97,7 +97,7 @@ impl Sink for Tee<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     struct Full;
@@ -107,7 +107,7 @@ mod tests {
         }
     }
 
-    fn record() -> Record {
+    pub(crate) fn record() -> Record {
         let text = r#"{"schema":"bootmark.result/1","run_id":"r","seq":0,"repetition":0,"status":"ok","started_unix_s":0,
             "bootmark":{"version":"x"},"plan":{"name":"p"},"workload":{"name":"idle","params":{}},
             "kernel":{},"host":{"cpus":1},"storage":{"dir":"/"},"vm":{},"times":{"wall_s":1,"user_s":0,"sys_s":0},

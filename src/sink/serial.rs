@@ -12,21 +12,31 @@ use std::path::Path;
 
 pub struct Serial {
     out: File,
+    /// Why the named device was not used and /dev/console was (None: it was used).
+    pub fallback: Option<String>,
 }
 
 const SYSLOG_ACTION_CONSOLE_LEVEL: libc::c_int = 8;
 
 impl Serial {
-    /// Open /dev/NAME (e.g. ttyS0), falling back to /dev/console.
+    /// Open /dev/NAME (e.g. ttyS0), falling back to /dev/console. Either
+    /// must be a terminal: a character device that answers tcgetattr. A
+    /// block device given as the console (`bootmark.console=sda`) would
+    /// otherwise get records written over its partition table, since
+    /// O_APPEND means nothing to a block device.
     pub fn open(dev_dir: &Path, name: &str) -> io::Result<Serial> {
-        let open = |p: &Path| OpenOptions::new().append(true).custom_flags(libc::O_NOCTTY).open(p);
-        let out = open(&dev_dir.join(name)).or_else(|_| open(&dev_dir.join("console")))?;
-        Ok(Serial { out })
+        match open_terminal(&dev_dir.join(name)) {
+            Ok(out) => Ok(Serial { out, fallback: None }),
+            Err(first) => match open_terminal(&dev_dir.join("console")) {
+                Ok(out) => Ok(Serial { out, fallback: Some(format!("/dev/{name}: {first}")) }),
+                Err(e) => Err(io::Error::other(format!("/dev/{name}: {first}; /dev/console: {e}"))),
+            },
+        }
     }
 
     /// Wrap any writable file (tests use a plain file).
     pub fn from_file(out: File) -> Serial {
-        Serial { out }
+        Serial { out, fallback: None }
     }
 
     pub fn line(&mut self, text: &str) -> io::Result<()> {
@@ -53,6 +63,25 @@ impl Sink for Serial {
         self.framed(&record.run_id, record.seq, &json)?;
         self.line(&format!("bootmark: {}", record.summary_line()))
     }
+}
+
+/// Open `path` for writing only if it is a terminal. O_NONBLOCK while
+/// opening, so a serial port without carrier cannot hang PID 1 here.
+fn open_terminal(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path)?;
+    if !meta.file_type().is_char_device() {
+        return Err(io::Error::other("not a character device, so not a serial console"));
+    }
+    let f = OpenOptions::new().write(true).custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK).open(path)?;
+    if nix::sys::termios::tcgetattr(&f).is_err() {
+        return Err(io::Error::other("not a terminal (tcgetattr fails), so not a serial console"));
+    }
+    // Back to blocking writes: a record must not be cut by a full UART buffer.
+    let fd = std::os::unix::io::AsRawFd::as_raw_fd(&f);
+    // SAFETY: F_GETFL/F_SETFL on a descriptor we own.
+    unsafe { libc::fcntl(fd, libc::F_SETFL, libc::fcntl(fd, libc::F_GETFL) & !libc::O_NONBLOCK) };
+    Ok(f)
 }
 
 /// Lowers the console loglevel to "emergencies only" and restores it on drop.
@@ -87,6 +116,23 @@ impl Drop for QuietConsole {
 mod tests {
     use super::*;
     use crate::framing::{Assembler, Fed, parse_line};
+
+    #[test]
+    fn only_a_terminal_is_a_console() {
+        let dir = std::env::temp_dir().join(format!("bootmark-console-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("ttyS0"), b"").unwrap();
+        std::os::unix::fs::symlink("/dev/null", dir.join("null")).unwrap();
+        let e = Serial::open(&dir, "ttyS0").err().unwrap().to_string();
+        assert!(e.contains("not a character device"), "{e}");
+        // /dev/null is a character device but not a terminal.
+        assert!(open_terminal(&dir.join("null")).unwrap_err().to_string().contains("not a terminal"));
+        // A pseudo-terminal is one.
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let name = nix::unistd::ttyname(&pty.slave).unwrap();
+        assert!(open_terminal(&name).is_ok());
+        crate::fsutil::remove_tree(&dir).unwrap();
+    }
 
     #[test]
     fn framed_output_decodes_to_the_same_bytes() {

@@ -37,8 +37,8 @@ impl Params {
 
     pub fn footprint(&self, mem_total: u64) -> Footprint {
         let inner = self.workload.footprint(mem_total);
-        let per_instance = inner.transient + inner.kept.iter().map(|(_, n)| n).sum::<u64>();
-        Footprint { transient: self.count as u64 * per_instance, kept: vec![] }
+        let per_instance = inner.kept.iter().fold(inner.transient, |a, (_, n)| a.saturating_add(*n));
+        Footprint { transient: (self.count as u64).saturating_mul(per_instance), kept: vec![] }
     }
 }
 

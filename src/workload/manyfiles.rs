@@ -54,7 +54,7 @@ impl Params {
     }
 
     pub fn footprint(&self) -> Footprint {
-        Footprint { transient: self.files as u64 * self.file_size.0, kept: vec![] }
+        Footprint { transient: (self.files as u64).saturating_mul(self.file_size.0), kept: vec![] }
     }
 }
 

@@ -164,11 +164,11 @@ impl WorkloadSpec {
     /// Bytes the workload will move, for progress and ETA.
     pub fn expected_bytes(&self, mem_total: u64) -> u64 {
         match self {
-            WorkloadSpec::Manyfiles(p) => p.files as u64 * p.file_size.0,
+            WorkloadSpec::Manyfiles(p) => (p.files as u64).saturating_mul(p.file_size.0),
             WorkloadSpec::Seqwrite(p) => p.size.0,
             WorkloadSpec::Seqread(p) => p.size.0,
-            WorkloadSpec::Sort(p) => p.input_size(mem_total) * 4,
-            WorkloadSpec::Instances(p) => p.count as u64 * p.workload.expected_bytes(mem_total),
+            WorkloadSpec::Sort(p) => p.input_size(mem_total).saturating_mul(4),
+            WorkloadSpec::Instances(p) => (p.count as u64).saturating_mul(p.workload.expected_bytes(mem_total)),
             WorkloadSpec::Idle(_) => 0,
         }
     }

@@ -61,7 +61,7 @@ impl Params {
 
     pub fn footprint(&self, mem_total: u64) -> Footprint {
         // input + runs + output exist together at the end of the merge.
-        Footprint { transient: 3 * self.input_size(mem_total), kept: vec![] }
+        Footprint { transient: self.input_size(mem_total).saturating_mul(3), kept: vec![] }
     }
 }
 

@@ -1,8 +1,10 @@
 //! Booting /init without a VM: the static binary as PID 1 of a new PID and
 //! mount namespace, chrooted into a fake root, with loop devices as the
-//! results stick (vfat) and the target (ext4), a regular file as the serial
-//! port, and optionally the simulated old-kernel syscall surface.
-//! Scenarios check the happy path and the refusals that protect user data.
+//! results stick (vfat, or ext2 where the host has no vfat), the target
+//! (ext4, or whatever a scenario puts there) and a bystander disk that must
+//! stay byte-identical, a pseudo-terminal as the serial port, and optionally
+//! the simulated old-kernel syscall surface. Scenarios check the happy path,
+//! hostile command lines and the refusals that protect user data.
 
 use crate::oldkernel::{self, LINUX_2_6_9, OldKernel};
 use crate::{Result, project_root, static_build};
@@ -26,7 +28,9 @@ pub fn pid1(root: &Path, old: Option<&str>) -> Result<()> {
     let croot = CString::new(root.to_string_lossy().as_bytes()).unwrap();
     // SAFETY: plain syscalls with valid C strings; exec replaces this process.
     unsafe {
-        if libc::mount(dev.as_ptr(), dev.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0
+        // Recursive: the pseudo-terminal bound onto dev/ttyS9 comes along.
+        if libc::mount(dev.as_ptr(), dev.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null())
+            != 0
             || libc::chroot(croot.as_ptr()) != 0
             || libc::chdir(c"/".as_ptr()) != 0
         {
@@ -47,19 +51,45 @@ struct Boot {
     serial: String,
     /// Documents decoded from the serial log (checksums verified).
     serial_docs: Vec<Value>,
+    /// Documents read back from the stick's journal (checksums verified).
     stick_docs: Vec<Value>,
+    /// Names at the top of an ext4 target (empty for other targets).
     target_root: Vec<String>,
+    /// The target's bytes did not change at all.
+    target_untouched: bool,
 }
 
 struct Scenario {
     name: &'static str,
+    /// Added to the command line; TARGET, TARGETDEV and RESULTS are replaced
+    /// by the target's label, the target's loop device and the stick's label.
     extra_cmdline: &'static str,
     with_target: bool,
     old_kernel: Option<OldKernel>,
     precious_file: bool,
     /// Put the host's mkfs.ext3 (and its libraries) into the fake root.
     mkfs: bool,
+    /// Something other than an empty ext4 on the target (a LUKS volume, swap…).
+    target: Option<fn(&Path) -> Result<()>>,
+    /// The stick starts without a journal (made by hand, or by an older bootmark).
+    stick_without_journal: bool,
     check: fn(&Boot) -> Result<()>,
+}
+
+impl Scenario {
+    const fn new(name: &'static str, check: fn(&Boot) -> Result<()>) -> Scenario {
+        Scenario {
+            name,
+            extra_cmdline: "",
+            with_target: true,
+            old_kernel: None,
+            precious_file: false,
+            mkfs: false,
+            target: None,
+            stick_without_journal: false,
+            check,
+        }
+    }
 }
 
 fn cmd(program: &str, args: &[&str]) -> Result<String> {
@@ -77,79 +107,50 @@ fn make_image(path: &Path, mib: u64) -> Result<()> {
 
 pub fn harness() -> Result<()> {
     let binary = static_build::build("x86_64")?;
+    let hostile =
+        |name, extra, check| Scenario { extra_cmdline: extra, precious_file: true, ..Scenario::new(name, check) };
+    let refuse_format = |name, target: fn(&Path) -> Result<()>, check| Scenario {
+        extra_cmdline: "bootmark.target=TARGETDEV bootmark.format=ext3 bootmark.format-confirm=TARGETDEV",
+        with_target: false,
+        mkfs: true,
+        target: Some(target),
+        ..Scenario::new(name, check)
+    };
     let scenarios = [
+        Scenario::new("happy path", check_happy),
+        Scenario { old_kernel: Some(LINUX_2_6_9), ..Scenario::new("happy path on simulated 2.6.9", check_happy) },
+        Scenario { stick_without_journal: true, ..Scenario::new("a stick without a journal gets one", check_happy) },
+        Scenario { with_target: false, ..Scenario::new("no target", check_no_target) },
+        Scenario { extra_cmdline: "bootmark.tagret=/dev/sda", ..Scenario::new("bad command line", check_bad_cmdline) },
+        hostile("hostile: plan=/dev/zero", "bootmark.plan=/dev/zero", check_plan_path),
+        hostile("hostile: plan=/dev/sda", "bootmark.plan=/dev/sda", check_plan_path),
+        hostile("hostile: huge timeout", "bootmark.timeout=99999999999999999999", check_huge_number),
+        hostile("hostile: timeout 1e300", "bootmark.timeout=1e300", check_huge_number),
+        hostile("hostile: duplicate key", "bootmark.plan=quick bootmark.plan=seed", check_duplicate),
+        hostile("hostile: non-UTF-8 byte", "bootmark.mount-options=noatime\u{fffd}", check_non_utf8),
+        hostile("hostile: console is the target disk", "bootmark.console=TARGETDEVNAME", check_console_block),
         Scenario {
-            name: "happy path",
-            extra_cmdline: "",
-            with_target: true,
-            old_kernel: None,
-            precious_file: false,
-            mkfs: false,
-            check: check_happy,
-        },
-        Scenario {
-            name: "happy path on simulated 2.6.9",
-            extra_cmdline: "",
-            with_target: true,
-            old_kernel: Some(LINUX_2_6_9),
-            precious_file: false,
-            mkfs: false,
-            check: check_happy,
-        },
-        Scenario {
-            name: "no target",
-            extra_cmdline: "",
-            with_target: false,
-            old_kernel: None,
-            precious_file: false,
-            mkfs: false,
-            check: check_no_target,
-        },
-        Scenario {
-            name: "bad command line",
-            extra_cmdline: "bootmark.tagret=/dev/sda",
-            with_target: true,
-            old_kernel: None,
-            precious_file: false,
-            mkfs: false,
-            check: check_bad_cmdline,
-        },
-        Scenario {
-            name: "format refused on a filesystem with data",
             extra_cmdline: "bootmark.format=ext3 bootmark.format-confirm=TARGET",
-            with_target: true,
-            old_kernel: None,
             precious_file: true,
-            mkfs: false,
-            check: check_format_refused,
+            ..Scenario::new("format refused on a filesystem with data", check_format_refused)
         },
+        refuse_format("format refused on LUKS", make_luks, |b| check_refused_untouched(b, "LUKS")),
+        refuse_format("format refused on LVM2", make_lvm, |b| check_refused_untouched(b, "LVM2")),
+        refuse_format("format refused on swap", make_swap, |b| check_refused_untouched(b, "swap")),
+        refuse_format("format refused on btrfs", make_btrfs, |b| check_refused_untouched(b, "btrfs")),
+        refuse_format("format refused on NTFS", make_ntfs, |b| check_refused_untouched(b, "NTFS")),
+        refuse_format("format refused on random data", make_random, |b| check_refused_untouched(b, "non-zero")),
         Scenario {
-            name: "target on the results disk refused",
             extra_cmdline: "bootmark.target=RESULTS",
             with_target: false,
-            old_kernel: None,
-            precious_file: false,
-            mkfs: false,
-            check: check_same_disk,
+            ..Scenario::new("target on the results disk refused", check_same_disk)
         },
         Scenario {
-            name: "confirmed format of an empty target",
             extra_cmdline: "bootmark.format=ext3 bootmark.format-confirm=TARGET",
-            with_target: true,
-            old_kernel: None,
-            precious_file: false,
             mkfs: true,
-            check: check_formatted,
+            ..Scenario::new("confirmed format of an empty target", check_formatted)
         },
-        Scenario {
-            name: "whole-run watchdog",
-            extra_cmdline: "bootmark.timeout=0.8",
-            with_target: true,
-            old_kernel: None,
-            precious_file: false,
-            mkfs: false,
-            check: check_watchdog,
-        },
+        Scenario { extra_cmdline: "bootmark.timeout=0.8", ..Scenario::new("whole-run watchdog", check_watchdog) },
     ];
     let (mut passed, mut failed) = (0, 0);
     for s in &scenarios {
@@ -177,7 +178,6 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
         std::fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
     }
     std::fs::copy(binary, root.join("init")).map_err(|e| e.to_string())?;
-    std::fs::write(root.join("dev/ttyS9"), b"").map_err(|e| e.to_string())?;
     if s.mkfs {
         for (path, data, mode) in crate::image::mkfs::files(&["ext3".to_string()])? {
             let dest = root.join(&path);
@@ -190,8 +190,10 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
     let (results_label, target_label) = (format!("BMR{id}").to_uppercase(), format!("BMT{id}").to_uppercase());
     let results_img = base.join("results.img");
     let target_img = base.join("target.img");
+    let bystander_img = base.join("bystander.img");
     make_image(&results_img, 64)?;
     make_image(&target_img, 256)?;
+    make_image(&bystander_img, 32)?;
     // Real sticks are vfat; a host kernel without vfat (this one boots with
     // `nomodule`) gets an ext2 stick: the same code path with another fs type.
     let stick_fs =
@@ -200,102 +202,214 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
         "vfat" => cmd("mkfs.vfat", &["-n", &results_label, results_img.to_str().unwrap()])?,
         _ => cmd("mkfs.ext2", &["-q", "-F", "-L", &results_label, results_img.to_str().unwrap()])?,
     };
-    cmd("mkfs.ext4", &["-q", "-F", "-L", &target_label, target_img.to_str().unwrap()])?;
+    if !s.stick_without_journal {
+        put_journal(&results_img, stick_fs, &base)?;
+    }
+    match s.target {
+        Some(prepare) => prepare(&target_img)?,
+        None => {
+            cmd("mkfs.ext4", &["-q", "-F", "-L", &target_label, target_img.to_str().unwrap()])?;
+        }
+    }
+    cmd("mkfs.ext4", &["-q", "-F", "-L", "BYSTANDER", bystander_img.to_str().unwrap()])?;
     if s.precious_file {
         let precious = base.join("precious.txt");
         std::fs::write(&precious, b"user data").map_err(|e| e.to_string())?;
-        cmd(
-            "debugfs",
-            &["-w", "-R", &format!("write {} precious.txt", precious.display()), target_img.to_str().unwrap()],
-        )?;
+        for img in [&target_img, &bystander_img] {
+            cmd(
+                "debugfs",
+                &["-w", "-R", &format!("write {} precious.txt", precious.display()), img.to_str().unwrap()],
+            )?;
+        }
     }
-    let results_loop = cmd("losetup", &["--find", "--show", results_img.to_str().unwrap()])?.trim().to_string();
-    let target_loop = cmd("losetup", &["--find", "--show", target_img.to_str().unwrap()]);
-    let outcome = target_loop.and_then(|target_loop| {
-        let r = boot(s, &root, &results_label, &target_label);
-        let _ = cmd("losetup", &["-d", target_loop.trim()]);
-        r
-    });
-    let _ = cmd("losetup", &["-d", &results_loop]);
+    let target_before = std::fs::read(&target_img).map_err(|e| e.to_string())?;
+    let bystander_before = std::fs::read(&bystander_img).map_err(|e| e.to_string())?;
+    let mut loops = Vec::new();
+    let outcome = (|| {
+        for img in [&results_img, &target_img, &bystander_img] {
+            loops.push(cmd("losetup", &["--find", "--show", img.to_str().unwrap()])?.trim().to_string());
+        }
+        boot(s, &root, &results_label, &target_label, &loops[1])
+    })();
+    for l in &loops {
+        let _ = cmd("losetup", &["-d", l]);
+    }
     let serial = outcome?;
-    let stick_docs = read_stick(&results_img, stick_fs)?;
-    let target_root = cmd("debugfs", &["-R", "ls -p /", target_img.to_str().unwrap()])?
-        .lines()
-        .filter_map(|l| l.split('/').nth(5).filter(|n| !n.is_empty() && *n != "." && *n != "..").map(String::from))
-        .collect();
-    let result =
-        (s.check)(&Boot { serial_docs: crate::e2e::serial_documents(&serial), serial, stick_docs, target_root });
+    if std::fs::read(&bystander_img).map_err(|e| e.to_string())? != bystander_before {
+        return Err("the bystander disk, named nowhere on the command line, changed".into());
+    }
+    let stick_docs = read_stick(&results_img, stick_fs, &base)?;
+    let target_after = std::fs::read(&target_img).map_err(|e| e.to_string())?;
+    let target_root = if s.target.is_none() {
+        cmd("debugfs", &["-R", "ls -p /", target_img.to_str().unwrap()])?
+            .lines()
+            .filter_map(|l| l.split('/').nth(5).filter(|n| !n.is_empty() && *n != "." && *n != "..").map(String::from))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // Outside the filesystem's own metadata: the first KiB (boot block), which ext4 never writes.
+    if target_after[..1024] != target_before[..1024] {
+        return Err("the target's first KiB (outside its filesystem) changed".into());
+    }
+    let result = (s.check)(&Boot {
+        serial_docs: crate::e2e::serial_documents(&serial),
+        serial,
+        stick_docs,
+        target_root,
+        target_untouched: target_after == target_before,
+    });
     if result.is_ok() {
         let _ = std::fs::remove_dir_all(&base);
     }
     result
 }
 
-fn boot(s: &Scenario, root: &Path, results_label: &str, target_label: &str) -> Result<String> {
+/// The journal the image builder puts on every stick, put on a test stick.
+fn put_journal(img: &Path, fs: &str, base: &Path) -> Result<()> {
+    let journal = base.join("journal.bin");
+    let mut data = bootmark::journal::header_block();
+    data.resize(4 << 20, 0);
+    std::fs::write(&journal, data).map_err(|e| e.to_string())?;
+    let (i, j) = (img.to_str().unwrap(), journal.to_str().unwrap());
+    if fs == "vfat" {
+        cmd("mmd", &["-i", i, "::bootmark"])?;
+        cmd("mcopy", &["-i", i, j, "::bootmark/journal.bin"])?;
+    } else {
+        // Not debugfs `write`: it leaves zero blocks as holes, which /init
+        // rightly refuses to write through (a hole has no place on the disk).
+        let point = base.join("stick-mount");
+        std::fs::create_dir_all(&point).map_err(|e| e.to_string())?;
+        cmd("mount", &["-o", "loop", i, point.to_str().unwrap()])?;
+        let copied = std::fs::create_dir_all(point.join("bootmark"))
+            .and_then(|()| std::fs::copy(&journal, point.join(bootmark::journal::PATH)))
+            .map_err(|e| e.to_string());
+        cmd("umount", &[point.to_str().unwrap()])?;
+        copied?;
+    }
+    Ok(())
+}
+
+/// Start /init in its namespaces with a pseudo-terminal as /dev/ttyS9; wait
+/// for it to power off; return what it printed.
+fn boot(s: &Scenario, root: &Path, results_label: &str, target_label: &str, target_dev: &str) -> Result<String> {
+    let console = if s.extra_cmdline.contains("bootmark.console=") { "" } else { "bootmark.console=ttyS9" };
     let mut cmdline = format!(
-        "console=ttyS0 bootmark.console=ttyS9 bootmark.results=LABEL={results_label} bootmark.device-wait=5 bootmark.plan=quick {}",
+        "console=ttyS0 {console} bootmark.results=LABEL={results_label} bootmark.device-wait=5 {}",
         s.extra_cmdline
+            .replace("TARGETDEVNAME", target_dev.trim_start_matches("/dev/"))
+            .replace("TARGETDEV", target_dev)
             .replace("TARGET", &format!("LABEL={target_label}"))
             .replace("RESULTS", &format!("LABEL={results_label}"))
     );
     if s.with_target {
         cmdline += &format!(" bootmark.target=LABEL={target_label}");
     }
+    // A raw byte that is not UTF-8 where the scenario put U+FFFD.
+    let cmdline: Vec<u8> =
+        cmdline.replace('\u{fffd}', "\u{1}").bytes().map(|b| if b == 1 { 0xff } else { b }).collect();
+    let console = Console::attach(&root.join("dev/ttyS9"))?;
+    // The target's node, so that a hostile bootmark.console= can name a real block device.
+    let name = target_dev.trim_start_matches("/dev/");
+    let rdev = std::os::unix::fs::MetadataExt::rdev(&std::fs::metadata(target_dev).map_err(|e| e.to_string())?);
+    let node = root.join("dev").join(name);
+    let _ = std::fs::remove_file(&node);
+    nix::sys::stat::mknod(&node, nix::sys::stat::SFlag::S_IFBLK, nix::sys::stat::Mode::from_bits_truncate(0o600), rdev)
+        .map_err(|e| format!("mknod {}: {e}", node.display()))?;
     let xtask = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut c = Command::new("unshare");
     c.args(["--pid", "--fork", "--mount", "--"]).arg(xtask).arg("pid1");
     if let Some(k) = s.old_kernel {
         c.args(["--old-kernel", k.name]);
     }
+    let cmdline = <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(cmdline);
     let mut child = c.arg(root).env("BOOTMARK_CMDLINE", &cmdline).spawn().map_err(|e| format!("unshare: {e}"))?;
     let started = Instant::now();
+    let mut out = Vec::new();
     loop {
+        console.drain(&mut out);
         if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+            console.drain(&mut out);
             break;
         }
         if started.elapsed() > Duration::from_secs(180) {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("the fake boot did not power off within 180 s; serial:\n{}", tail(root)));
+            return Err(format!("the fake boot did not power off within 180 s; serial:\n{}", tail(&out)));
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(20));
     }
-    std::fs::read_to_string(root.join("dev/ttyS9")).map_err(|e| e.to_string())
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-fn tail(root: &Path) -> String {
-    let s = std::fs::read_to_string(root.join("dev/ttyS9")).unwrap_or_default();
+/// A pseudo-terminal standing in for the serial port: its slave is bound
+/// onto the fake root's dev/ttyS9 (a terminal, as /init requires of a
+/// console), its master read here without blocking.
+struct Console {
+    master: std::fs::File,
+    /// Held open so reading the master never sees EIO between /init's opens.
+    _slave: std::os::fd::OwnedFd,
+    node: std::path::PathBuf,
+}
+
+impl Console {
+    fn attach(node: &Path) -> Result<Console> {
+        use nix::sys::termios;
+        let pty = nix::pty::openpty(None, None).map_err(|e| format!("openpty: {e}"))?;
+        let mut t = termios::tcgetattr(&pty.slave).map_err(|e| e.to_string())?;
+        termios::cfmakeraw(&mut t);
+        termios::tcsetattr(&pty.slave, termios::SetArg::TCSANOW, &t).map_err(|e| e.to_string())?;
+        let name = nix::unistd::ttyname(&pty.slave).map_err(|e| format!("ttyname: {e}"))?;
+        std::fs::write(node, b"").map_err(|e| e.to_string())?;
+        cmd("mount", &["--bind", name.to_str().unwrap(), node.to_str().unwrap()])?;
+        let master = std::fs::File::from(pty.master);
+        nix::fcntl::fcntl(&master, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK))
+            .map_err(|e| e.to_string())?;
+        Ok(Console { master, _slave: pty.slave, node: node.to_path_buf() })
+    }
+
+    fn drain(&self, out: &mut Vec<u8>) {
+        use std::io::Read;
+        let mut buf = [0u8; 65536];
+        while let Ok(n) = (&self.master).read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = cmd("umount", &[self.node.to_str().unwrap()]);
+    }
+}
+
+fn tail(serial: &[u8]) -> String {
+    let s = String::from_utf8_lossy(serial);
     s.lines().filter(|l| !l.contains("@BM1")).collect::<Vec<_>>().join("\n")
 }
 
-fn read_stick(img: &Path, fs: &str) -> Result<Vec<Value>> {
-    let i = img.to_str().unwrap();
-    let files: Vec<String> = if fs == "vfat" {
-        let listing =
-            Command::new("mdir").args(["-b", "-i", i, "::bootmark/results"]).env("MTOOLS_SKIP_CHECK", "1").output();
-        let listing = listing.map_err(|e| format!("mdir (mtools) is needed: {e}"))?;
-        String::from_utf8_lossy(&listing.stdout).lines().filter(|f| f.ends_with(".jsonl")).map(String::from).collect()
+/// The stick's journal, copied off the image and read by the collector:
+/// every document in it must verify (no torn entries, no stray blocks).
+fn read_stick(img: &Path, fs: &str, base: &Path) -> Result<Vec<Value>> {
+    let copy = base.join("journal-after.bin");
+    let (i, c) = (img.to_str().unwrap(), copy.to_str().unwrap());
+    let _ = std::fs::remove_file(&copy);
+    if fs == "vfat" {
+        cmd("mcopy", &["-n", "-i", i, "::bootmark/journal.bin", c])?;
     } else {
-        cmd("debugfs", &["-R", "ls -p /bootmark/results", i])?
-            .lines()
-            .filter_map(|l| {
-                l.split('/').nth(5).filter(|n| n.ends_with(".jsonl")).map(|n| format!("/bootmark/results/{n}"))
-            })
-            .collect()
-    };
-    let mut docs = Vec::new();
-    for file in files {
-        let text = if fs == "vfat" {
-            let out = Command::new("mtype").args(["-i", i, &file]).env("MTOOLS_SKIP_CHECK", "1").output();
-            String::from_utf8_lossy(&out.map_err(|e| e.to_string())?.stdout).into_owned()
-        } else {
-            cmd("debugfs", &["-R", &format!("cat {file}"), i])?
-        };
-        for l in text.lines() {
-            docs.push(serde_json::from_str(l).map_err(|e| format!("stick line is not JSON: {e}"))?);
-        }
+        cmd("debugfs", &["-R", &format!("dump /bootmark/journal.bin {c}"), i])?;
     }
-    Ok(docs)
+    if !copy.exists() {
+        return Ok(Vec::new());
+    }
+    let collected = bootmark::collect::collect(&[copy]);
+    if !collected.problems.is_empty() {
+        return Err(format!("the stick's journal has problems: {:?}", collected.problems));
+    }
+    Ok(collected.documents)
 }
 
 fn run_record(docs: &[Value]) -> Option<&Value> {
@@ -356,7 +470,103 @@ fn check_no_target(b: &Boot) -> Result<()> {
 }
 
 fn check_bad_cmdline(b: &Boot) -> Result<()> {
-    check_error(b, "unknown parameter bootmark.tagret", false)
+    check_error(b, "unknown parameter bootmark.tagret", true)
+}
+
+/// A refused command line: the error on serial and the stick, nothing run,
+/// the target's bytes unchanged (the bystander is checked for every scenario).
+fn check_refused(b: &Boot, expect: &str) -> Result<()> {
+    check_error(b, expect, true)?;
+    if !b.target_untouched {
+        return Err("the target changed although the boot was refused".into());
+    }
+    Ok(())
+}
+
+fn check_plan_path(b: &Boot) -> Result<()> {
+    check_refused(b, "no paths")
+}
+
+fn check_huge_number(b: &Boot) -> Result<()> {
+    check_refused(b, "seconds, from 0.1 to")
+}
+
+fn check_duplicate(b: &Boot) -> Result<()> {
+    check_refused(b, "given twice")
+}
+
+fn check_non_utf8(b: &Boot) -> Result<()> {
+    check_refused(b, "not UTF-8")
+}
+
+/// `bootmark.console=` naming the target's block device: refused as a
+/// console (not a terminal), /dev/console used instead; the run itself goes
+/// on and nothing is written to the device outside its filesystem.
+fn check_console_block(b: &Boot) -> Result<()> {
+    let run = run_record(&b.stick_docs).ok_or("no run record on the stick")?;
+    let fallback = run["facts"]["console"]["fallback"].as_str().unwrap_or("");
+    if !fallback.contains("not a character device") {
+        return Err(format!("the block device was not refused as a console: {}", run["facts"]["console"]));
+    }
+    if run["status"] != "ok" || b.stick_docs.len() != 7 {
+        return Err(format!("the run should go on with results on the stick: {} documents, {run}", b.stick_docs.len()));
+    }
+    Ok(())
+}
+
+/// Formatting refused on a partition holding something bootmark does not
+/// know as an empty scratch filesystem: named, and not one byte changed.
+fn check_refused_untouched(b: &Boot, what: &str) -> Result<()> {
+    check_refused(b, "refusing to format")?;
+    let error = run_record(&b.stick_docs).map(|r| r["error"].to_string()).unwrap_or_default();
+    if !error.contains(what) {
+        return Err(format!("the refusal does not name {what}: {error}"));
+    }
+    Ok(())
+}
+
+fn make_luks(img: &Path) -> Result<()> {
+    let key = img.with_extension("key");
+    std::fs::write(&key, b"not a real secret").map_err(|e| e.to_string())?;
+    let (k, i) = (key.to_str().unwrap(), img.to_str().unwrap());
+    let fast = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
+    cmd("cryptsetup", &[&["luksFormat", "--batch-mode", "--key-file", k][..], &fast, &[i]].concat()).map(|_| ())
+}
+
+fn make_lvm(img: &Path) -> Result<()> {
+    // pvcreate needs a block device: a loop device for the time it runs.
+    let dev = cmd("losetup", &["--find", "--show", img.to_str().unwrap()])?.trim().to_string();
+    let r = cmd("pvcreate", &["-qq", "--config", "devices { obtain_device_list_from_udev=0 }", "-ff", "-y", &dev]);
+    let _ = cmd("losetup", &["-d", &dev]);
+    r.map(|_| ())
+}
+
+fn make_swap(img: &Path) -> Result<()> {
+    cmd("mkswap", &[img.to_str().unwrap()]).map(|_| ())
+}
+
+fn make_btrfs(img: &Path) -> Result<()> {
+    cmd("mkfs.btrfs", &["-q", "-f", img.to_str().unwrap()]).map(|_| ())
+}
+
+fn make_ntfs(img: &Path) -> Result<()> {
+    cmd("mkfs.ntfs", &["-q", "-F", "-f", img.to_str().unwrap()]).map(|_| ())
+}
+
+/// Non-zero bytes with no known signature, at the start of the partition.
+fn make_random(img: &Path) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(img).map_err(|e| e.to_string())?;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let data: Vec<u8> = (0..1 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    f.write_all_at(&data, 0).map_err(|e| e.to_string())
 }
 
 fn check_format_refused(b: &Boot) -> Result<()> {

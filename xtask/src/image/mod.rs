@@ -68,9 +68,12 @@ pub struct Args {
     /// x86_64 initramfs images, for confirmed formatting on kernels 3.2+.
     #[arg(long, value_delimiter = ',', value_name = "FS,…")]
     pub mkfs: Vec<String>,
-    /// Stick image size in MiB (default: contents plus 128 MiB for results).
+    /// Stick image size in MiB (default: contents plus 128 MiB).
     #[arg(long)]
     pub size: Option<u64>,
+    /// Size of the results journal on the stick in MiB (default 32: thousands of records).
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub journal_mib: Option<u64>,
     /// Install missing host tools with apt-get (root, Debian/Ubuntu).
     #[arg(long)]
     pub install_deps: bool,
@@ -335,8 +338,13 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         menu::Menu { entries: &entries, default: args.default, serial_unit: unit, serial_speed: speed, timeout_s: 3 };
     write(&stage.join("syslinux.cfg"), &m.syslinux("/"))?;
     write(&stage.join("boot/grub/grub.cfg"), &m.grub(""))?;
-    std::fs::create_dir_all(stage.join("bootmark/results")).map_err(|e| e.to_string())?;
-    write(&stage.join("bootmark/results/README.txt"), "bootmark writes one <run-id>.jsonl per boot here.\r\n")?;
+    let journal_bytes = args.journal_mib.map_or(bootmark::journal::DEFAULT_SIZE, |m| m << 20);
+    write_journal(&stage.join(bootmark::journal::PATH), journal_bytes)?;
+    write(
+        &stage.join("bootmark/README.txt"),
+        "journal.bin holds every boot's results, written in place so that a reset cannot damage\r\n\
+         earlier ones. Read it with: bootmark collect /path/to/stick (or the stick image).\r\n",
+    )?;
     if let Some(repeat) = args.sequence {
         let seq = sequence(&entries, repeat, &args.sequence_fs, args.default);
         eprintln!("image: sequence of {} steps on the stick", seq.steps.len());
@@ -437,6 +445,16 @@ fn grub_efi(out: &Path, work: &Path) -> Result<()> {
             .arg(format!("boot/grub/grub.cfg={}", embedded.display())),
     )?;
     Ok(())
+}
+
+/// The results journal, zero-filled at its full size now, so that /init
+/// never changes the stick's FAT while it runs (see bootmark::journal).
+fn write_journal(path: &Path, bytes: u64) -> Result<()> {
+    use std::io::Write;
+    std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| e.to_string())?;
+    let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    f.write_all(&bootmark::journal::header_block()).map_err(|e| e.to_string())?;
+    f.set_len(bytes).map_err(|e| e.to_string())
 }
 
 /// The TFTP tree: pxelinux for BIOS, GRUB's netboot core for UEFI, the same entries.
@@ -545,7 +563,11 @@ mod tests {
             assert!(root.iter().any(|n| n == want), "{want} missing from {root:?}");
         }
         assert!(usb::list(&img, "EFI/BOOT").unwrap().contains(&"BOOTX64.EFI".to_string()));
-        assert!(usb::list(&img, "bootmark/results").unwrap().contains(&"README.txt".to_string()));
+        let journal = usb::list(&img, "bootmark").unwrap();
+        assert!(journal.contains(&"journal.bin".to_string()) && journal.contains(&"README.txt".to_string()));
+        // The empty journal reads back as a journal with nothing in it.
+        let collected = bootmark::collect::collect(std::slice::from_ref(&img));
+        assert!(collected.documents.is_empty() && collected.problems.is_empty(), "{:?}", collected.problems);
         assert_eq!(&data[510..512], &[0x55, 0xaa]);
         assert_eq!(&data[..440], &std::fs::read(usb::MBR_BIN).unwrap()[..440], "syslinux MBR code installed");
         let cfg = std::fs::read_to_string(out.join("pxe/pxelinux.cfg/default")).unwrap();
