@@ -36,19 +36,12 @@ pub fn serial_documents(serial: &str) -> Vec<Value> {
 
 /// Every JSONL document in bootmark/results/ of a stick image.
 pub fn stick_documents(img: &Path) -> Result<Vec<Value>> {
-    let mut docs = Vec::new();
-    for name in usb::list(img, "bootmark/results")?.into_iter().filter(|n| n.ends_with(".jsonl")) {
-        let text = image::tools::run(
-            Command::new("mtype")
-                .env("MTOOLS_SKIP_CHECK", "1")
-                .args(["-i", &usb::image_arg(img)])
-                .arg(format!("::bootmark/results/{name}")),
-        )?;
-        for l in text.lines() {
-            docs.push(serde_json::from_str(l).map_err(|e| format!("{name}: not JSON: {e}"))?);
-        }
+    // The collector reads the journal straight from the image and checks every SHA-256.
+    let collected = bootmark::collect::collect(&[img.to_path_buf()]);
+    if let Some(p) = collected.problems.first() {
+        return Err(format!("the stick's journal: {}: {}", p.file, p.why));
     }
-    Ok(docs)
+    Ok(collected.documents)
 }
 
 /// A scratch SATA disk with a filesystem labelled SCRATCH.
@@ -80,7 +73,7 @@ fn test_image(kernel_debs: Vec<String>, out: std::path::PathBuf, sequence: Optio
 }
 
 /// A BIOS boot of `image` with one SATA disk, serial to `log`.
-fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::path::PathBuf) -> qemu::Args {
+pub fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::path::PathBuf) -> qemu::Args {
     qemu::Args {
         image,
         entry: None,
@@ -122,6 +115,8 @@ pub fn harness() -> Result<()> {
     sequence_test(&package, &base)?;
     passed += 1;
     i686_test(&base)?;
+    passed += 1;
+    crate::resets::campaign(&out, &base, 22)?;
     passed += 1;
     println!("e2e: total {:.1} s", started.elapsed().as_secs_f64());
     println!("e2e boot test: {passed} passed, 0 failed");

@@ -10,6 +10,7 @@ mod fuzz;
 mod image;
 mod oldkernel;
 mod qemu;
+mod resets;
 mod static_build;
 mod test;
 

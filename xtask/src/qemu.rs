@@ -166,6 +166,19 @@ pub fn boot(args: &Args) -> Result<Booted> {
     Err("the sequence did not end after 64 boots".into())
 }
 
+/// Start QEMU for one boot with serial to `log`, and leave it running (the
+/// reset campaign kills it). `work` holds per-boot files (UEFI variables).
+pub fn spawn(args: &Args, log: &Path, work: &Path) -> Result<std::process::Child> {
+    tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
+    let _ = std::fs::remove_file(log);
+    qemu_command(args, log, work)?
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("qemu: {e}"))
+}
+
 /// One QEMU run until the guest powers off or reboots (both end QEMU).
 fn boot_once(args: &Args, log: &Path) -> Result<()> {
     let work = std::env::temp_dir().join(format!("bootmark-qemu-{}", std::process::id()));

@@ -100,7 +100,8 @@ fn walk(root: &Path, dir: &Path, dirs: &mut Vec<String>, files: &mut Vec<String>
     Ok(())
 }
 
-/// Names in a FAT directory of the image (for checks and tests).
+/// Names in a FAT directory of the image (for the image tests).
+#[cfg(test)]
 pub fn list(img: &Path, dir: &str) -> Result<Vec<String>> {
     let out = run(mtools("mdir").args(["-a", "-b", "-i", &image_arg(img)]).arg(format!("::{dir}")))?;
     Ok(out
