@@ -524,3 +524,22 @@ fn finish(boot: &mut Boot, serial: &mut Option<Serial>, outcome: Result<(), Stri
     );
     after
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_pid_1_acts_as_init() {
+        // A test process is never PID 1, whatever its name: an extracted
+        // ./init run on a workstation must not go looking for sticks.
+        assert!(!is_init());
+    }
+
+    #[test]
+    fn a_panic_in_any_phase_becomes_an_error() {
+        let r: Result<(), String> = guarded(|| panic!("boom at bring-up"));
+        assert_eq!(r.unwrap_err(), "bootmark panicked: boom at bring-up");
+        assert_eq!(guarded(|| Ok::<_, String>(7)), Ok(7));
+    }
+}

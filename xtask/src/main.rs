@@ -61,6 +61,11 @@ enum Task {
         old_kernel: Option<String>,
         root: std::path::PathBuf,
     },
+    /// The reset campaign alone, on the image `cargo xtask e2e` built (target/e2e/image).
+    Resets {
+        #[arg(long, default_value_t = 22)]
+        kills: usize,
+    },
     /// Compare bootmark with dd and fio on one filesystem; prints medians and ratios.
     Bench(bench::Args),
 }
@@ -77,6 +82,10 @@ fn main() -> ExitCode {
         Task::Fuzz { seconds } => fuzz::run(seconds),
         Task::BenchCollect(args) => bench_collect::run(&args),
         Task::E2e => e2e::harness(),
+        Task::Resets { kills } => {
+            let base = project_root().join("target/e2e");
+            resets::campaign(&base.join("image"), &base, kills)
+        }
         Task::FakeBoot => fakeboot::harness(),
         Task::Pid1 { old_kernel, root } => fakeboot::pid1(&root, old_kernel.as_deref()),
     };
