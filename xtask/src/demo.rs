@@ -78,6 +78,7 @@ pub fn run(args: &Args) -> Result<()> {
             memory: 1024,
             sequence: false,
             kvm: false,
+            disk_fault: None,
             install_deps: install,
         })?;
         eprintln!("demo: entry {i} powered off after {:.1} s", booted.elapsed.as_secs_f64());

@@ -85,6 +85,7 @@ pub fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::
         memory: 1024,
         sequence: false,
         kvm: false,
+        disk_fault: None,
         install_deps: crate::deps::can_install(),
     }
 }
@@ -115,6 +116,8 @@ pub fn harness() -> Result<()> {
     sequence_test(&package, &base)?;
     passed += 1;
     i686_test(&base)?;
+    passed += 1;
+    crate::failing_disk::test(&out, &base)?;
     passed += 1;
     crate::resets::campaign(&out, &base, 22)?;
     passed += 1;

@@ -5,6 +5,7 @@ mod bench_collect;
 mod demo;
 mod deps;
 mod e2e;
+mod failing_disk;
 mod fakeboot;
 mod fuzz;
 mod image;
@@ -61,6 +62,8 @@ enum Task {
         old_kernel: Option<String>,
         root: std::path::PathBuf,
     },
+    /// The failing-disk boot alone, on the image `cargo xtask e2e` built (target/e2e/image).
+    FailingDisk,
     /// The reset campaign alone, on the image `cargo xtask e2e` built (target/e2e/image).
     Resets {
         #[arg(long, default_value_t = 22)]
@@ -82,6 +85,10 @@ fn main() -> ExitCode {
         Task::Fuzz { seconds } => fuzz::run(seconds),
         Task::BenchCollect(args) => bench_collect::run(&args),
         Task::E2e => e2e::harness(),
+        Task::FailingDisk => {
+            let base = project_root().join("target/e2e");
+            failing_disk::test(&base.join("image"), &base)
+        }
         Task::Resets { kills } => {
             let base = project_root().join("target/e2e");
             resets::campaign(&base.join("image"), &base, kills)

@@ -52,6 +52,10 @@ pub struct Args {
     /// Install missing host tools with apt-get (root, Debian/Ubuntu).
     #[arg(long)]
     pub install_deps: bool,
+    /// Make the first --disk fail: QEMU blkdebug rules from this file (a
+    /// disk that dies mid-run, to see what the records say).
+    #[arg(long, value_name = "BLKDEBUG_CONFIG")]
+    pub disk_fault: Option<PathBuf>,
 }
 
 /// A boot that ended with the guest powering off.
@@ -105,7 +109,11 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
         if !d.exists() {
             return Err(format!("--disk {}: no such file", d.display()));
         }
-        c.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
+        let file = match (&args.disk_fault, i) {
+            (Some(rules), 0) => format!("blkdebug:{}:{}", rules.display(), d.display()),
+            _ => d.display().to_string(),
+        };
+        c.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={file}"));
         c.args(["-device", &format!("ide-hd,drive=d{i},bus=ahci.{i}")]);
     }
     if args.uefi {

@@ -66,8 +66,8 @@ pub fn campaign(image: &Path, base: &Path, kills: usize) -> Result<()> {
     // sector different): only what a kill adds beyond this is judged.
     let built = fsck_lines(&stick, &dir)?;
     let (mut printed, mut on_stick_total, mut torn) = (0, 0, 0);
+    let mut before = snapshot(&stick, &dir)?;
     for (k, at) in plan(kills).into_iter().enumerate() {
-        let before = snapshot(&stick, &dir)?;
         let log = dir.join(format!("serial-kill{k}.log"));
         let serial = boot_and_kill(&args, &log, &dir, at)?;
         let after = snapshot(&stick, &dir)?;
@@ -97,6 +97,7 @@ pub fn campaign(image: &Path, base: &Path, kills: usize) -> Result<()> {
             "resets: {what}: {} documents printed on serial, all on the stick; stick holds {on_stick_total}; fsck clean",
             docs.len()
         );
+        before = after;
     }
     println!(
         "resets: {kills} kills on one stick: {printed} documents printed on serial before the kills, all on the stick; \
