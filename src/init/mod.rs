@@ -484,6 +484,13 @@ fn finish(boot: &mut Boot, serial: &mut Option<Serial>, outcome: Result<(), Stri
     if reaped > 0 {
         boot.facts.insert("orphans_reaped".into(), json!(reaped));
     }
+    if let Some(stick) = boot.stick.as_ref()
+        && let Some(r) = boot.facts.get_mut("results").and_then(|r| r.as_object_mut())
+    {
+        // What writing the records to the stick cost (write + flush each).
+        r.insert("appended".into(), json!(stick.appended));
+        r.insert("append_s".into(), json!(stick.append_ns as f64 / 1e9));
+    }
     let klog = klog::summarize(&klog::read(), 200);
     let after = boot.after.or(boot.settings.as_ref().map(|s| s.after)).unwrap_or(After::Poweroff);
     let evidence = crate::measure::evidence::kernel();

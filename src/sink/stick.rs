@@ -41,6 +41,9 @@ pub struct Stick {
     /// Entries and stray blocks found when it was opened.
     pub found_entries: usize,
     pub found_stray_blocks: usize,
+    /// Entries appended by this boot, and the time they took (write + flush).
+    pub appended: u32,
+    pub append_ns: u64,
 }
 
 impl Stick {
@@ -74,8 +77,18 @@ impl Stick {
                 e.dev_off + e.len
             )));
         }
-        let mut stick =
-            Stick { dev, extents, blocks, next_block: 1, path, created, found_entries: 0, found_stray_blocks: 0 };
+        let mut stick = Stick {
+            dev,
+            extents,
+            blocks,
+            next_block: 1,
+            path,
+            created,
+            found_entries: 0,
+            found_stray_blocks: 0,
+            appended: 0,
+            append_ns: 0,
+        };
         let mut through_dev = vec![0u8; BLOCK];
         stick.read_block(0, &mut through_dev)?;
         if through_dev != head {
@@ -110,6 +123,7 @@ impl Stick {
                 self.next_block, self.blocks
             )));
         }
+        let started = crate::measure::clock::mono_ns();
         let mut off = self.next_block * BLOCK as u64;
         for piece in self.pieces(off, entry.len() as u64) {
             let (dev_off, len) = piece?;
@@ -119,6 +133,8 @@ impl Stick {
         }
         self.dev.sync_data()?;
         self.next_block += needed;
+        self.appended += 1;
+        self.append_ns += crate::measure::clock::mono_ns().saturating_sub(started);
         Ok(())
     }
 

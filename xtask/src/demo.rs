@@ -79,6 +79,7 @@ pub fn run(args: &Args) -> Result<()> {
             sequence: false,
             kvm: false,
             disk_fault: None,
+            stick_write_log: None,
             install_deps: install,
         })?;
         eprintln!("demo: entry {i} powered off after {:.1} s", booted.elapsed.as_secs_f64());

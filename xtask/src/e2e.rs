@@ -86,6 +86,7 @@ pub fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::
         sequence: false,
         kvm: false,
         disk_fault: None,
+        stick_write_log: None,
         install_deps: crate::deps::can_install(),
     }
 }
@@ -118,6 +119,8 @@ pub fn harness() -> Result<()> {
     i686_test(&base)?;
     passed += 1;
     crate::failing_disk::test(&out, &base)?;
+    passed += 1;
+    crate::write_log::test(&out, &base)?;
     passed += 1;
     crate::resets::campaign(&out, &base, 22)?;
     passed += 1;

@@ -14,6 +14,7 @@ mod qemu;
 mod resets;
 mod static_build;
 mod test;
+mod write_log;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -64,6 +65,8 @@ enum Task {
     },
     /// The failing-disk boot alone, on the image `cargo xtask e2e` built (target/e2e/image).
     FailingDisk,
+    /// The stick write-log replay alone, on the image `cargo xtask e2e` built (target/e2e/image).
+    WriteLog,
     /// The reset campaign alone, on the image `cargo xtask e2e` built (target/e2e/image).
     Resets {
         #[arg(long, default_value_t = 22)]
@@ -88,6 +91,10 @@ fn main() -> ExitCode {
         Task::FailingDisk => {
             let base = project_root().join("target/e2e");
             failing_disk::test(&base.join("image"), &base)
+        }
+        Task::WriteLog => {
+            let base = project_root().join("target/e2e");
+            write_log::test(&base.join("image"), &base)
         }
         Task::Resets { kills } => {
             let base = project_root().join("target/e2e");

@@ -52,6 +52,10 @@ pub struct Args {
     /// Install missing host tools with apt-get (root, Debian/Ubuntu).
     #[arg(long)]
     pub install_deps: bool,
+    /// Record every write the guest makes to the stick in this file (QEMU's
+    /// blklogwrites, the dm-log-writes format), to replay them later.
+    #[arg(long, value_name = "FILE")]
+    pub stick_write_log: Option<PathBuf>,
     /// Make the first --disk fail: QEMU blkdebug rules from this file (a
     /// disk that dies mid-run, to see what the records say).
     #[arg(long, value_name = "BLKDEBUG_CONFIG")]
@@ -91,7 +95,17 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     // A guest reboot ends QEMU; sequences start it again (a cold boot, as on real iron).
     c.arg("-no-reboot");
     c.args(["-device", "qemu-xhci,id=xhci"]);
-    c.arg("-drive").arg(format!("if=none,id=stick,format=raw,file={}", stick.display()));
+    match &args.stick_write_log {
+        None => c.arg("-drive").arg(format!("if=none,id=stick,format=raw,file={}", stick.display())),
+        Some(log) => {
+            std::fs::write(log, b"").map_err(|e| format!("{}: {e}", log.display()))?;
+            c.arg("-drive").arg(format!(
+                "if=none,id=stick,driver=blklogwrites,file.driver=file,file.filename={},log.driver=file,log.filename={},log-sector-size=512",
+                stick.display(),
+                log.display()
+            ))
+        }
+    };
     let stick_boot = if args.pxe { "" } else { ",bootindex=0" };
     c.args(["-device", &format!("usb-storage,bus=xhci.0,drive=stick{stick_boot}")]);
     if args.pxe {
