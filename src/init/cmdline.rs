@@ -97,7 +97,8 @@ pub const KEYS: [(&str, &str); 12] = [
     ("entry", "the boot menu entry this is (k0, k1, …; set by cargo xtask image)"),
 ];
 
-const FS_TYPES: [&str; 6] = ["ext2", "ext3", "ext4", "xfs", "reiserfs", "vfat"];
+/// Filesystems bootmark creates on a target (command line and sequence steps alike).
+pub const FS_TYPES: [&str; 6] = ["ext2", "ext3", "ext4", "xfs", "reiserfs", "vfat"];
 
 /// Parse `/proc/cmdline`. Errors name the parameter and what is allowed.
 pub fn parse(cmdline: &str) -> Result<Settings, String> {

@@ -112,7 +112,26 @@ pub fn load(stick_root: &Path) -> Result<Option<Sequence>, String> {
     if s.schema != SCHEMA || s.states.len() != s.steps.len() {
         return Err(format!("{}: not a {SCHEMA} file", path.display()));
     }
+    check_steps(&s).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(Some(s))
+}
+
+/// The stick is editable by anyone: a step's filesystem goes to mkfs and
+/// mount only if it is one bootmark creates, and its entry must be a name.
+fn check_steps(s: &Sequence) -> Result<(), String> {
+    for (i, step) in s.steps.iter().enumerate() {
+        if let Some(fs) = &step.fs
+            && !super::cmdline::FS_TYPES.contains(&fs.as_str())
+        {
+            return Err(format!("step {} wants filesystem '{fs}', which bootmark does not create", i + 1));
+        }
+        let plain =
+            !step.entry.is_empty() && step.entry.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if !plain {
+            return Err(format!("step {} names boot entry '{}', which is not a menu label", i + 1, step.entry));
+        }
+    }
+    Ok(())
 }
 
 pub fn save(stick_root: &Path, s: &Sequence) -> Result<(), String> {
@@ -126,6 +145,24 @@ mod tests {
     fn seq() -> Sequence {
         let step = |e: &str| Step { entry: e.into(), fs: None };
         Sequence::new(vec![step("k0"), step("k1"), step("k0")], "k0")
+    }
+
+    #[test]
+    fn a_stick_edited_to_format_with_anything_is_refused() {
+        let dir = std::env::temp_dir().join(format!("bootmark-seq-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("bootmark")).unwrap();
+        let mut s = seq();
+        s.steps[1].fs = Some("ext3".into());
+        save(&dir, &s).unwrap();
+        assert!(load(&dir).unwrap().is_some());
+        s.steps[1].fs = Some("../../sbin/evil".into());
+        save(&dir, &s).unwrap();
+        assert!(load(&dir).unwrap_err().contains("does not create"));
+        s.steps[1].fs = None;
+        s.steps[2].entry = "k0 init=/bin/sh".into();
+        save(&dir, &s).unwrap();
+        assert!(load(&dir).unwrap_err().contains("not a menu label"));
+        crate::fsutil::remove_tree(&dir).unwrap();
     }
 
     #[test]
