@@ -223,6 +223,7 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
         }
     }
     let target_before = std::fs::read(&target_img).map_err(|e| e.to_string())?;
+    let stick_head_before = std::fs::read(&results_img).map_err(|e| e.to_string())?[..1024].to_vec();
     let bystander_before = std::fs::read(&bystander_img).map_err(|e| e.to_string())?;
     let mut loops = Vec::new();
     let outcome = (|| {
@@ -237,6 +238,12 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
     let serial = outcome?;
     if std::fs::read(&bystander_img).map_err(|e| e.to_string())? != bystander_before {
         return Err("the bystander disk, named nowhere on the command line, changed".into());
+    }
+    // The stick's boot block (outside its filesystem: ext2's first KiB, FAT's reserved
+    // sectors before the boot sector's dirty flag) is never written.
+    let stick_head_after = std::fs::read(&results_img).map_err(|e| e.to_string())?[..1024].to_vec();
+    if stick_fs == "ext2" && stick_head_after != stick_head_before {
+        return Err("the stick's first KiB (outside its filesystem) changed".into());
     }
     let stick_docs = read_stick(&results_img, stick_fs, &base)?;
     let target_after = std::fs::read(&target_img).map_err(|e| e.to_string())?;
