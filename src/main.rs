@@ -36,7 +36,7 @@ enum Command {
         /// A directory on the filesystem under test.
         #[arg(long, short, value_name = "DIR")]
         dir: PathBuf,
-        /// Append records to this JSONL file instead of printing them on stdout.
+        /// Append records to this JSONL file instead of printing them on stdout (`-`: stdout).
         #[arg(long, short, value_name = "FILE")]
         out: Option<PathBuf>,
         /// Run the plan's workload list this many times (overrides the plan's `repeat`).
@@ -128,6 +128,7 @@ fn main() -> ExitCode {
                 return fail(&e);
             }
             let mut sink: Box<dyn Sink> = match &out {
+                Some(path) if path.as_os_str() == "-" => Box::new(Stdout),
                 Some(path) => match JsonlFile::append(path) {
                     Ok(s) => Box::new(s),
                     Err(e) => return fail(&format!("cannot open --out {}: {e}", path.display())),

@@ -292,3 +292,22 @@ fn plans_lists_builtins_and_prints_json() {
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(plan["name"], "seed");
 }
+
+/// `--out /dev/null` and `--out -` are ordinary destinations, not errors
+/// after the plan ran (a character device or a pipe cannot be fsync'ed).
+#[test]
+fn out_to_dev_null_or_stdout_works() {
+    let dir = scratch("out-devnull");
+    let plan = write_plan(
+        &dir,
+        r#"{"name":"idle","probe":{"enabled":false},"workloads":[{"name":"idle","params":{"seconds":0.1}}]}"#,
+    );
+    let (out, records) = run(&plan, &dir, &["--out", "/dev/null"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(records.is_empty(), "nothing on stdout with --out /dev/null");
+    let (out, records) = run(&plan, &dir, &["--out", "-"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["workload"]["name"], "idle");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

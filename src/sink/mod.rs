@@ -42,7 +42,12 @@ impl Sink for JsonlFile {
         let mut line = serde_json::to_vec(record)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
-        self.file.sync_data()
+        // Durable where that means something: a pipe, /dev/null or a terminal
+        // cannot be synced (EINVAL, ENOTSUP) and needs no sync.
+        match self.file.sync_data() {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOTSUP)) => Ok(()),
+            other => other,
+        }
     }
 }
 
