@@ -6,6 +6,7 @@
 //! archive, concatenated) → stage files → usb.img → pxe/ → manifest.
 //! Everything is built in OUT.tmp and renamed to OUT at the end.
 
+pub mod config;
 pub mod cpio;
 pub mod kernel;
 pub mod manifest;
@@ -24,9 +25,15 @@ pub struct Args {
     /// A prebuilt bzImage (repeatable); each becomes a boot entry.
     #[arg(long = "kernel", value_name = "PATH")]
     pub kernels: Vec<PathBuf>,
-    /// The lib/modules/<release> tree of the N-th --kernel (repeatable, in order).
+    /// The lib/modules/<release> tree of the N-th --kernel (repeatable, in order;
+    /// default: ../lib/modules/<release> beside a kernel taken from a /boot tree).
     #[arg(long = "modules", value_name = "DIR")]
     pub modules: Vec<PathBuf>,
+    /// The build config of the N-th --kernel (repeatable, in order; default:
+    /// config-<release> beside it): decides built-in drivers and --arch, and
+    /// refuses a kernel that cannot run the image.
+    #[arg(long = "kernel-config", value_name = "FILE")]
+    pub kernel_configs: Vec<PathBuf>,
     /// A Debian kernel package: a .deb path or a package name fetched with apt-get download (repeatable).
     #[arg(long = "kernel-deb", value_name = "NAME|PATH")]
     pub kernel_debs: Vec<String>,
@@ -93,6 +100,8 @@ struct Kernel {
     version: String,
     arch: String,
     modules: Option<PathBuf>,
+    /// Its build config, when one was given or found beside it.
+    config: Option<config::KernelConfig>,
     origin: Value,
 }
 
@@ -128,6 +137,12 @@ pub fn build(args: &Args) -> Result<PathBuf> {
     if args.modules.len() > args.kernels.len() {
         return Err("more --modules than --kernel: each --modules belongs to the --kernel in the same position".into());
     }
+    if args.kernel_configs.len() > args.kernels.len() {
+        return Err(
+            "more --kernel-config than --kernel: each --kernel-config belongs to the --kernel in the same position"
+                .into(),
+        );
+    }
     tools::ensure(&tools::IMAGE_TOOLS, args.install_deps, "--install-deps")?;
     let started = std::time::Instant::now();
     let root = project_root();
@@ -156,27 +171,42 @@ fn resolve_kernels(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     for (i, path) in args.kernels.iter().enumerate() {
         let data = std::fs::read(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
         let bz = kernel::parse_bzimage(&data, &path.display().to_string())?;
-        let arch = bz.arch.map(String::from).or_else(|| args.arch.clone()).ok_or_else(|| {
-            format!(
-                "{}: boot protocol {}.{:02} does not say whether it is 64-bit: add --arch x86_64 or --arch i686",
-                path.display(),
-                bz.protocol.0,
-                bz.protocol.1
-            )
-        })?;
-        let modules = args.modules.get(i).cloned();
+        let release = kernel::release_of(&bz.version);
+        let config_path = args.kernel_configs.get(i).cloned().or_else(|| config::find_beside(path, &release));
+        let config = config_path.as_deref().map(config::KernelConfig::read).transpose()?;
+        check_config(config.as_ref(), &path.display().to_string())?;
+        let arch = bz
+            .arch
+            .or_else(|| config.as_ref().and_then(|c| c.arch()))
+            .map(String::from)
+            .or_else(|| args.arch.clone())
+            .ok_or_else(|| {
+                format!(
+                    "{}: boot protocol {}.{:02} does not say whether it is 64-bit and no kernel config was found: add --kernel-config FILE or --arch x86_64|i686",
+                    path.display(),
+                    bz.protocol.0,
+                    bz.protocol.1
+                )
+            })?;
+        let modules = args.modules.get(i).cloned().or_else(|| config::modules_beside(path, &release));
         if let Some(m) = &modules
             && !m.join("kernel").is_dir()
         {
             return Err(format!("--modules {}: not a lib/modules/<release> tree (no kernel/ inside)", m.display()));
         }
-        eprintln!("image: kernel {} ({arch}) from {}", kernel::release_of(&bz.version), path.display());
+        eprintln!(
+            "image: kernel {release} ({arch}) from {}{}{}",
+            path.display(),
+            config.as_ref().map(|c| format!(", config {}", c.path.display())).unwrap_or_default(),
+            modules.as_ref().map(|m| format!(", modules {}", m.display())).unwrap_or_default()
+        );
         kernels.push(Kernel {
             vmlinuz: path.clone(),
-            release: kernel::release_of(&bz.version),
+            release,
             version: bz.version,
             arch,
             modules,
+            config,
             origin: json!({"file": path.display().to_string(), "sha256": manifest::sha256_file(path)?}),
         });
     }
@@ -186,16 +216,37 @@ fn resolve_kernels(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         let k = kernel::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
         let data = std::fs::read(&k.vmlinuz).map_err(|e| e.to_string())?;
         let bz = kernel::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
+        let config = config::find_beside(&k.vmlinuz, &k.release).map(|p| config::KernelConfig::read(&p)).transpose()?;
+        check_config(config.as_ref(), name)?;
         kernels.push(Kernel {
             vmlinuz: k.vmlinuz.clone(),
             release: k.release.clone(),
             version: bz.version,
             arch: k.arch.clone(),
             modules: Some(k.modules.clone()),
+            config,
             origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": manifest::sha256_file(&deb)?}),
         });
     }
     Ok(kernels)
+}
+
+/// Refuse a kernel whose config says it cannot run the image; print what
+/// only limits it.
+fn check_config(config: Option<&config::KernelConfig>, kernel: &str) -> Result<()> {
+    match config {
+        Some(c) => {
+            let warnings =
+                c.check_can_run_image().map_err(|e| format!("{kernel} cannot run a bootmark image:\n{e}"))?;
+            for w in warnings {
+                eprintln!("image: warning: {w}");
+            }
+        }
+        None => eprintln!(
+            "image: warning: no kernel config for {kernel} (give --kernel-config FILE): built-in drivers cannot be told from missing ones, and the kernel cannot be checked"
+        ),
+    }
+    Ok(())
 }
 
 /// The /init archive shared by every entry of one architecture.
@@ -227,7 +278,10 @@ fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize)> {
         return Ok((cpio::gzip(&a.to_bytes()), 0));
     };
     eprintln!("image: resolving modules of {}", k.release);
-    let index = modules::Index::scan(tree)?;
+    let mut index = modules::Index::scan(tree)?;
+    if let Some(c) = &k.config {
+        index.add_builtin(c.built_in_modules());
+    }
     let mut wanted = Vec::new();
     let mut params = std::collections::BTreeMap::new();
     let lists = project_root().join("image/modules");
@@ -241,6 +295,12 @@ fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize)> {
             }
             wanted.push((name, required));
         }
+    }
+    for name in index.unknown_required(&wanted) {
+        eprintln!(
+            "image: warning: module {name} is not in {} and, without modules.builtin or a kernel config, cannot be known to be built in: the image may miss a driver",
+            tree.display()
+        );
     }
     let order = index.closure(&wanted)?;
     let mut list = format!("# load order for {} (dependencies first), made by cargo xtask image\n", k.release);
@@ -329,6 +389,8 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         entry_facts.push(json!({
             "label": label, "title": title, "cmdline": line, "kernel_release": k.release, "kernel_version": k.version,
             "arch": k.arch, "origin": k.origin, "modules": count,
+            "kernel_config": k.config.as_ref().and_then(|c| c.path.file_name()).map(|n| n.to_string_lossy().into_owned()),
+            "kernel_config_sha256": k.config.as_ref().map(|c| manifest::sha256_file(&c.path)).transpose()?,
             "initramfs": {"common_gzip_bytes": common.len(), "modules_gzip_bytes": mods.len()},
             "bootmark_binary_sha256": bin_sha,
         }));

@@ -91,6 +91,10 @@ pub struct Index {
     pub modules: BTreeMap<String, ModInfo>,
     aliases: BTreeMap<String, Vec<String>>,
     builtin: BTreeSet<String>,
+    /// Whether anything says what is built in (modules.builtin, or a kernel
+    /// config through `add_builtin`). Without it a missing required module
+    /// may be built in or absent: a warning, not an error.
+    knows_builtins: bool,
 }
 
 impl Index {
@@ -120,13 +124,34 @@ impl Index {
                 aliases.entry(a.clone()).or_default().push(m.name.clone());
             }
         }
-        let builtin = std::fs::read_to_string(tree.join("modules.builtin"))
+        let listed = std::fs::read_to_string(tree.join("modules.builtin"));
+        let knows_builtins = listed.is_ok();
+        let builtin = listed
             .unwrap_or_default()
             .lines()
             .filter_map(|l| l.rsplit('/').next())
             .map(|f| normalize(f.trim_end_matches(".ko")))
             .collect();
-        Ok(Index { modules, aliases, builtin })
+        Ok(Index { modules, aliases, builtin, knows_builtins })
+    }
+
+    /// Modules a kernel config builds in (kernels before 2.6.33 have no modules.builtin).
+    pub fn add_builtin(&mut self, names: Vec<String>) {
+        self.builtin.extend(names.iter().map(|n| normalize(n)));
+        self.knows_builtins = true;
+    }
+
+    /// Required modules neither in the tree nor known to be built in, when
+    /// nothing says what is built in (they are skipped, with a warning).
+    pub fn unknown_required(&self, wanted: &[(String, bool)]) -> Vec<String> {
+        if self.knows_builtins {
+            return Vec::new();
+        }
+        wanted
+            .iter()
+            .filter(|(name, required)| *required && self.resolve(name).is_empty())
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     /// Module names a dependency word stands for: itself, or every module
@@ -147,7 +172,7 @@ impl Index {
         for (name, required) in wanted {
             let found = self.resolve(name);
             if found.is_empty() {
-                if *required && !self.builtin.contains(&normalize(name)) {
+                if *required && self.knows_builtins && !self.builtin.contains(&normalize(name)) {
                     return Err(format!(
                         "module {name} is neither in the kernel's modules nor built in: remove it from image/modules or mark it optional with '?'"
                     ));
@@ -235,7 +260,7 @@ mod tests {
         }
         let mut aliases: BTreeMap<String, Vec<String>> = BTreeMap::new();
         aliases.insert("crc32c".into(), vec!["crc32c_generic".into()]);
-        let idx = Index { modules, aliases, builtin: ["sd_mod".to_string()].into() };
+        let idx = Index { modules, aliases, builtin: ["sd_mod".to_string()].into(), knows_builtins: true };
         let want = |v: &[(&str, bool)]| v.iter().map(|(n, r)| (n.to_string(), *r)).collect::<Vec<_>>();
         let order: Vec<&str> = idx
             .closure(&want(&[("usb-storage", true), ("ext4", true), ("sd_mod", true), ("cciss", false)]))
@@ -245,6 +270,28 @@ mod tests {
             .collect();
         assert_eq!(order, ["usbcore", "usb_storage", "crc32c_generic", "jbd2", "mbcache", "ext4"]);
         assert!(idx.closure(&want(&[("nonexistent", true)])).unwrap_err().contains("nonexistent"));
+    }
+
+    /// A 2.6.9 tree: no modules.builtin. Without a config a missing required
+    /// module is a warning; with one, built-in drivers pass and absent ones fail.
+    #[test]
+    fn old_trees_use_the_config_to_tell_built_in_from_missing() {
+        let mut modules = BTreeMap::new();
+        let m = info("usb_storage", &[], &[], &[]);
+        modules.insert(m.name.clone(), m);
+        let mut idx = Index { modules, aliases: BTreeMap::new(), builtin: BTreeSet::new(), knows_builtins: false };
+        let wanted = vec![("usb_storage".to_string(), true), ("sd_mod".to_string(), true), ("vfat".to_string(), true)];
+        assert_eq!(idx.unknown_required(&wanted), ["sd_mod", "vfat"]);
+        assert_eq!(idx.closure(&wanted).unwrap().len(), 1, "without a config: skipped with a warning, not an error");
+        let config = crate::image::config::KernelConfig::parse(
+            "CONFIG_X86=y\nCONFIG_BLK_DEV_SD=y\nCONFIG_VFAT_FS=m\n",
+            std::path::Path::new("config-2.6.9"),
+        );
+        idx.add_builtin(config.built_in_modules());
+        assert!(idx.unknown_required(&wanted).is_empty());
+        let err = idx.closure(&wanted).unwrap_err();
+        assert!(err.contains("module vfat"), "=m but not in the tree: really missing: {err}");
+        assert_eq!(idx.closure(&wanted[..2]).unwrap().len(), 1, "sd_mod is built in");
     }
 
     #[test]
