@@ -99,6 +99,7 @@ pub fn harness() -> Result<()> {
     std::fs::create_dir_all(&base).map_err(|e| e.to_string())?;
     let out = image::build(&test_image(vec![package.clone()], base.join("image"), None))?;
     check_module_closure(&out)?;
+    check_config_found(&out)?;
     let mut passed = 0;
     for (name, uefi, pxe) in [("BIOS USB", false, false), ("UEFI USB", true, false), ("BIOS PXE", false, true)] {
         let disk = base.join("scratch.img");
@@ -164,6 +165,19 @@ fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
         ));
     }
     Ok(booted.elapsed.as_secs_f64())
+}
+
+/// Debian's own config was found in the package, passed the kernel check
+/// and is named in the manifest.
+fn check_config_found(out: &Path) -> Result<()> {
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    let config = m["entries"][0]["kernel_config"].as_str().unwrap_or("");
+    if !config.starts_with("config-6.") {
+        return Err(format!("the manifest names no kernel config for Debian's kernel: {}", m["entries"][0]));
+    }
+    Ok(())
 }
 
 /// The modules list inside the initramfs has the soft dependencies, before their users.
