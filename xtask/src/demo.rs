@@ -79,6 +79,8 @@ pub fn run(args: &Args) -> Result<()> {
             sequence: false,
             kvm: false,
             disk_fault: None,
+            disk_buses: Vec::new(),
+            machine: "modern".into(),
             stick_write_log: None,
             install_deps: install,
         })?;

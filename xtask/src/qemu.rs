@@ -23,9 +23,18 @@ pub struct Args {
     /// Boot this menu entry (0-based); it becomes the stick's default.
     #[arg(long)]
     pub entry: Option<usize>,
-    /// Scratch disk images attached as SATA disks (repeatable).
+    /// Scratch disk images attached to the machine (repeatable; SATA unless --disk-bus says).
     #[arg(long = "disk", value_name = "FILE")]
     pub disks: Vec<PathBuf>,
+    /// The bus of the N-th --disk (repeatable, in order): sata (AHCI), scsi (LSI 53C895A,
+    /// sym53c8xx), ide (PIIX) or virtio. Default: sata, or scsi with --machine old.
+    #[arg(long = "disk-bus", value_name = "BUS", value_parser = ["sata", "scsi", "ide", "virtio"])]
+    pub disk_buses: Vec<String>,
+    /// modern: the stick on xHCI, disks on AHCI. old: a 2006-era PC that a 2.6 kernel
+    /// knows: the stick on EHCI (USB 2.0), disks on an LSI SCSI HBA. Both have an Intel CPU
+    /// model (Linux before about 2.6.2x panics on QEMU's AMD-vendor default).
+    #[arg(long, default_value = "modern", value_parser = ["modern", "old"])]
+    pub machine: String,
     /// Boot firmware UEFI (OVMF) instead of BIOS.
     #[arg(long)]
     pub uefi: bool,
@@ -94,7 +103,8 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     c.args(["-nographic", "-monitor", "none", "-serial"]).arg(format!("file:{}", log.display()));
     // A guest reboot ends QEMU; sequences start it again (a cold boot, as on real iron).
     c.arg("-no-reboot");
-    c.args(["-device", "qemu-xhci,id=xhci"]);
+    let usb = if args.machine == "old" { "usb-ehci" } else { "qemu-xhci" };
+    c.args(["-device", &format!("{usb},id=usbhc")]);
     match &args.stick_write_log {
         None => c.arg("-drive").arg(format!("if=none,id=stick,format=raw,file={}", stick.display())),
         Some(log) => {
@@ -107,7 +117,7 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
         }
     };
     let stick_boot = if args.pxe { "" } else { ",bootindex=0" };
-    c.args(["-device", &format!("usb-storage,bus=xhci.0,drive=stick{stick_boot}")]);
+    c.args(["-device", &format!("usb-storage,bus=usbhc.0,drive=stick{stick_boot}")]);
     if args.pxe {
         let tftp = image.join("pxe");
         let bootfile = if args.uefi { "grub/x86_64-efi/core.efi" } else { "pxelinux.0" };
@@ -116,8 +126,14 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     } else {
         c.args(["-nic", "none"]);
     }
-    if !args.disks.is_empty() {
+    let default_bus = if args.machine == "old" { "scsi" } else { "sata" };
+    let buses: Vec<&str> =
+        (0..args.disks.len()).map(|i| args.disk_buses.get(i).map_or(default_bus, String::as_str)).collect();
+    if buses.contains(&"sata") {
         c.args(["-device", "ahci,id=ahci"]);
+    }
+    if buses.contains(&"scsi") {
+        c.args(["-device", "lsi53c895a,id=scsi0"]);
     }
     for (i, d) in args.disks.iter().enumerate() {
         if !d.exists() {
@@ -128,7 +144,14 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
             _ => d.display().to_string(),
         };
         c.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={file}"));
-        c.args(["-device", &format!("ide-hd,drive=d{i},bus=ahci.{i}")]);
+        let device = match buses[i] {
+            "scsi" => format!("scsi-hd,drive=d{i},bus=scsi0.0,scsi-id={i}"),
+            // The pc machine's PIIX IDE: two channels, master and slave each.
+            "ide" => format!("ide-hd,drive=d{i},bus=ide.{},unit={}", i / 2, i % 2),
+            "virtio" => format!("virtio-blk-pci,drive=d{i}"),
+            _ => format!("ide-hd,drive=d{i},bus=ahci.{i}"),
+        };
+        c.args(["-device", &device]);
     }
     if args.uefi {
         let vars = work.join("OVMF_VARS.fd");
