@@ -119,6 +119,8 @@ pub fn harness() -> Result<()> {
     }
     old_machine_test(&out, &base, &package)?;
     passed += 1;
+    crate::rpm_boot::test(&out, &package, &base)?;
+    passed += 1;
     sequence_test(&package, &base)?;
     passed += 1;
     i686_test(&base)?;
@@ -136,7 +138,7 @@ pub fn harness() -> Result<()> {
 
 /// Boot, then check the serial log and the stick hold the same six ok records
 /// and an ok run record. Returns the boot's duration.
-fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
+pub fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
     let stick_before = stick_documents(&args.image.join("usb.img"))?;
     let booted = qemu::boot(args)?;
     let serial = serial_documents(&booted.serial);
@@ -225,6 +227,11 @@ fn check_module_closure(out: &Path) -> Result<()> {
         pos(n)?;
     }
     Ok(())
+}
+
+/// A file's bytes from an initramfs (concatenated gzip'ed newc archives).
+pub fn file_in_initramfs(initrd: &[u8], name: &str) -> Result<Vec<u8>> {
+    find_in_cpio(&gunzip_all(initrd)?, name).ok_or_else(|| format!("no {name} in the initramfs"))
 }
 
 fn gunzip_all(data: &[u8]) -> Result<Vec<u8>> {

@@ -12,6 +12,7 @@ mod image;
 mod oldkernel;
 mod qemu;
 mod resets;
+mod rpm_boot;
 mod static_build;
 mod test;
 mod write_log;
@@ -63,6 +64,8 @@ enum Task {
         old_kernel: Option<String>,
         root: std::path::PathBuf,
     },
+    /// The kernel-RPM boot alone, on the image `cargo xtask e2e` built (target/e2e/image).
+    RpmBoot,
     /// The failing-disk boot alone, on the image `cargo xtask e2e` built (target/e2e/image).
     FailingDisk,
     /// The stick write-log replay alone, on the image `cargo xtask e2e` built (target/e2e/image).
@@ -88,6 +91,10 @@ fn main() -> ExitCode {
         Task::Fuzz { seconds } => fuzz::run(seconds),
         Task::BenchCollect(args) => bench_collect::run(&args),
         Task::E2e => e2e::harness(),
+        Task::RpmBoot => {
+            let base = project_root().join("target/e2e");
+            e2e::resolve_meta("linux-image-amd64").and_then(|p| rpm_boot::test(&base.join("image"), &p, &base))
+        }
         Task::FailingDisk => {
             let base = project_root().join("target/e2e");
             failing_disk::test(&base.join("image"), &base)

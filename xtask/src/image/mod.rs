@@ -13,6 +13,7 @@ pub mod manifest;
 pub mod menu;
 pub mod mkfs;
 pub mod modules;
+pub mod rpm;
 pub mod tools;
 pub mod usb;
 
@@ -37,6 +38,10 @@ pub struct Args {
     /// A Debian kernel package: a .deb path or a package name fetched with apt-get download (repeatable).
     #[arg(long = "kernel-deb", value_name = "NAME|PATH")]
     pub kernel_debs: Vec<String>,
+    /// A kernel RPM (SLES, RHEL/CentOS, Fedora; any age): its vmlinuz, config and
+    /// modules are taken, compressed modules decompressed (repeatable).
+    #[arg(long = "kernel-rpm", value_name = "PATH")]
+    pub kernel_rpms: Vec<PathBuf>,
     /// Build a kernel from source with a config in kernel-configs/ (not yet available).
     #[arg(long = "kernel-src", value_name = "DIR")]
     pub kernel_src: Vec<PathBuf>,
@@ -129,9 +134,9 @@ pub fn build(args: &Args) -> Result<PathBuf> {
     if !args.kernel_src.is_empty() {
         return Err("--kernel-src is not available yet (building kernels from kernel-configs/ is its own issue); use --kernel or --kernel-deb".into());
     }
-    if args.kernels.is_empty() && args.kernel_debs.is_empty() {
+    if args.kernels.is_empty() && args.kernel_debs.is_empty() && args.kernel_rpms.is_empty() {
         return Err(
-            "no kernel given: add --kernel PATH (a bzImage) or --kernel-deb NAME|PATH (e.g. linux-image-amd64)".into(),
+            "no kernel given: add --kernel PATH (a bzImage, e.g. /boot/vmlinuz-R), --kernel-deb NAME|PATH (e.g. linux-image-amd64) or --kernel-rpm PATH".into(),
         );
     }
     if args.modules.len() > args.kernels.len() {
@@ -226,6 +231,33 @@ fn resolve_kernels(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             modules: Some(k.modules.clone()),
             config,
             origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": manifest::sha256_file(&deb)?}),
+        });
+    }
+    for (i, path) in args.kernel_rpms.iter().enumerate() {
+        let k = rpm::unpack(path, &work.join(format!("rpm{i}")))?;
+        let data = std::fs::read(&k.vmlinuz).map_err(|e| e.to_string())?;
+        let bz = kernel::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
+        let release = kernel::release_of(&bz.version);
+        let config = config::find_beside(&k.vmlinuz, &release).map(|p| config::KernelConfig::read(&p)).transpose()?;
+        check_config(config.as_ref(), &path.display().to_string())?;
+        let arch = bz
+            .arch
+            .or_else(|| config.as_ref().and_then(|c| c.arch()))
+            .or((!k.arch.is_empty()).then_some(k.arch.as_str()))
+            .ok_or_else(|| format!("{}: cannot tell whether the kernel is 64-bit", path.display()))?
+            .to_string();
+        if k.modules_decompressed > 0 {
+            eprintln!("image: {} compressed modules of {} decompressed", k.modules_decompressed, k.name);
+        }
+        kernels.push(Kernel {
+            vmlinuz: k.vmlinuz.clone(),
+            release,
+            version: bz.version,
+            arch,
+            modules: k.modules.clone(),
+            config,
+            origin: json!({"rpm": path.file_name().map(|n| n.to_string_lossy().into_owned()), "package": k.name,
+                           "package_version": k.version, "rpm_sha256": manifest::sha256_file(path)?}),
         });
     }
     Ok(kernels)
