@@ -119,6 +119,20 @@ fn deb_field(deb: &Path, field: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// In an unpacked kernel package: `boot/vmlinuz-R`, the release R, and
+/// `lib/modules/R` (or `usr/lib/modules/R`) if it is there.
+pub fn find_kernel_files(dir: &Path, package: &str) -> Result<(PathBuf, String, Option<PathBuf>)> {
+    let vmlinuz = std::fs::read_dir(dir.join("boot"))
+        .map_err(|_| format!("{package} has no /boot: not a kernel image package"))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-")))
+        .ok_or_else(|| format!("{package} has no boot/vmlinuz-*"))?;
+    let release = vmlinuz.file_name().unwrap().to_string_lossy().trim_start_matches("vmlinuz-").to_string();
+    let modules = ["lib/modules", "usr/lib/modules"].iter().map(|d| dir.join(d).join(&release)).find(|p| p.is_dir());
+    Ok((vmlinuz, release, modules))
+}
+
 /// Unpack a kernel .deb into `dir` and find its vmlinuz and modules.
 pub fn unpack_deb(deb: &Path, dir: &Path) -> Result<DebKernel> {
     let package = deb_field(deb, "Package")?;
@@ -132,19 +146,10 @@ pub fn unpack_deb(deb: &Path, dir: &Path) -> Result<DebKernel> {
     if !st.success() {
         return Err(format!("dpkg-deb -x {} failed", deb.display()));
     }
-    let boot = dir.join("boot");
-    let vmlinuz = std::fs::read_dir(&boot)
-        .map_err(|_| format!("{package} has no /boot: it is a meta or -dbg package, not the kernel image; try its versioned dependency (apt-cache depends {package})"))?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-")))
-        .ok_or_else(|| format!("{package} has no boot/vmlinuz-*"))?;
-    let release = vmlinuz.file_name().unwrap().to_string_lossy().trim_start_matches("vmlinuz-").to_string();
-    let modules = ["lib/modules", "usr/lib/modules"]
-        .iter()
-        .map(|d| dir.join(d).join(&release))
-        .find(|p| p.exists())
-        .ok_or_else(|| format!("{package} has no lib/modules/{release}"))?;
+    let (vmlinuz, release, modules) = find_kernel_files(dir, &package).map_err(|e| {
+        format!("{e} (a meta or -dbg package is not the kernel image; try its versioned dependency: apt-cache depends {package})")
+    })?;
+    let modules = modules.ok_or_else(|| format!("{package} has no lib/modules/{release}"))?;
     let arch = match deb_field(deb, "Architecture")?.as_str() {
         "amd64" => "x86_64",
         "i386" => "i686",

@@ -168,14 +168,7 @@ pub fn unpack(path: &Path, dir: &Path) -> Result<RpmKernel> {
         std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| e.to_string())?;
         std::fs::write(&dest, bytes).map_err(|e| format!("{}: {e}", dest.display()))?;
     }
-    let vmlinuz = std::fs::read_dir(dir.join("boot"))
-        .map_err(|_| format!("{name} has no /boot: not a kernel image package"))?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-")))
-        .ok_or_else(|| format!("{name} has no boot/vmlinuz-*"))?;
-    let release = vmlinuz.file_name().unwrap().to_string_lossy().trim_start_matches("vmlinuz-").to_string();
-    let modules = ["lib/modules", "usr/lib/modules"].iter().map(|d| dir.join(d).join(&release)).find(|p| p.is_dir());
+    let (vmlinuz, _, modules) = super::kernel::find_kernel_files(dir, &name)?;
     let arch = match tag(TAG_ARCH).as_str() {
         "x86_64" | "amd64" => "x86_64",
         "i386" | "i486" | "i586" | "i686" | "athlon" => "i686",
