@@ -17,7 +17,7 @@ use crate::e2e::{scratch_disk, serial_documents};
 use crate::image::usb;
 use crate::{Result, qemu};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -49,18 +49,23 @@ fn plan(kills: usize) -> Vec<KillAt> {
         .collect()
 }
 
-pub fn campaign(image: &Path, base: &Path, kills: usize) -> Result<()> {
-    let started = Instant::now();
-    let dir = base.join("resets");
+/// A test's own copy of the image's stick (and manifest) in `base/name`,
+/// and a fresh ext3 scratch disk labelled SCRATCH: (dir, stick, disk).
+pub fn own_stick(image: &Path, base: &Path, name: &str) -> Result<(PathBuf, PathBuf, PathBuf)> {
+    let dir = base.join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    // The campaign's own stick: a copy of the image directory.
     for f in ["usb.img", "manifest.json"] {
         std::fs::copy(image.join(f), dir.join(f)).map_err(|e| format!("{f}: {e}"))?;
     }
-    let stick = dir.join("usb.img");
     let disk = dir.join("scratch.img");
     scratch_disk(&disk, "ext3", 512)?;
+    Ok((dir.clone(), dir.join("usb.img"), disk))
+}
+
+pub fn campaign(image: &Path, base: &Path, kills: usize) -> Result<()> {
+    let started = Instant::now();
+    let (dir, stick, disk) = own_stick(image, base, "resets")?;
     let args = crate::e2e::test_boot(dir.clone(), disk, dir.join("serial.log"));
     // What fsck says of the stick as built (syslinux leaves the backup boot
     // sector different): only what a kill adds beyond this is judged.

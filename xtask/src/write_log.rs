@@ -11,7 +11,7 @@
 //! - the collector accepts only documents the boot really wrote, rejects
 //!   nothing but a torn last entry, and never loses one it accepted before.
 
-use crate::e2e::{scratch_disk, test_boot};
+use crate::e2e::test_boot;
 use crate::{Result, qemu, resets};
 use std::path::Path;
 
@@ -62,16 +62,8 @@ pub fn parse(log: &[u8]) -> Result<Vec<Entry>> {
 
 pub fn test(image: &Path, base: &Path) -> Result<()> {
     let started = std::time::Instant::now();
-    let dir = base.join("write-log");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    for f in ["usb.img", "manifest.json"] {
-        std::fs::copy(image.join(f), dir.join(f)).map_err(|e| format!("{f}: {e}"))?;
-    }
-    let stick = dir.join("usb.img");
+    let (dir, stick, disk) = resets::own_stick(image, base, "write-log")?;
     let pristine = std::fs::read(&stick).map_err(|e| e.to_string())?;
-    let disk = dir.join("scratch.img");
-    scratch_disk(&disk, "ext3", 512)?;
     let log = dir.join("stick-writes.log");
     qemu::boot(&qemu::Args {
         stick_write_log: Some(log.clone()),
