@@ -98,17 +98,13 @@ fn run(c: &mut Command) -> Result<()> {
     image::tools::run(c).map(|_| ())
 }
 
-fn find_rpm(dir: &Path) -> Result<std::path::PathBuf> {
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rpm") {
-                return Ok(p);
-            }
-        }
-    }
-    Err(format!("rpmbuild left no .rpm under {}", dir.display()))
+/// rpmbuild puts the package in RPMS/<arch>/ (x86_64 here: `--target x86_64`).
+fn find_rpm(rpms: &Path) -> Result<std::path::PathBuf> {
+    let dir = rpms.join("x86_64");
+    std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "rpm"))
+        .ok_or_else(|| format!("rpmbuild left no .rpm in {}", dir.display()))
 }
