@@ -14,6 +14,7 @@ pub mod cmdline;
 pub mod devices;
 pub mod fsprobe;
 pub mod klog;
+pub mod modalias;
 pub mod modules;
 pub mod mount;
 pub mod power;
@@ -185,6 +186,7 @@ fn one_boot(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Optio
             None
         }
     };
+    say(serial, &block_devices_line(&devices::scan(sys, dev)));
     if let Some(r) = &results {
         open_stick(r, boot, serial, true);
     }
@@ -233,21 +235,71 @@ fn load_modules(boot: &mut Boot, serial: &mut Option<Serial>) {
     if boot.facts.contains_key("modules") {
         return;
     }
-    let loaded = modules::load_all(Path::new(modules::LIST));
-    let failed: Vec<String> = loaded
+    let report = modules::load_for_machine(Path::new(modules::SET), Path::new("/sys"));
+    say(serial, &modules_line(&report));
+    boot.facts.insert("modules".into(), json!(report));
+}
+
+/// Load the modules of filesystem `fs` before it is mounted (once per
+/// filesystem), recorded under the `modules` fact.
+fn load_filesystem(boot: &mut Boot, serial: &mut Option<Serial>, fs: &str) {
+    let Some(facts) = boot.facts.get_mut("modules").and_then(|m| m.as_object_mut()) else { return };
+    let loads = facts.entry("filesystems").or_insert_with(|| json!({}));
+    if loads.get(fs).is_some() {
+        return;
+    }
+    let r = modules::load_filesystem(Path::new(modules::SET), fs);
+    if !r.outcome.loaded.is_empty() || !r.outcome.failed.is_empty() {
+        let failed: Vec<String> = r.outcome.failed.iter().map(|(m, e)| format!("{m} ({e})")).collect();
+        let failed = if failed.is_empty() { String::new() } else { format!(", failed: {}", failed.join(", ")) };
+        say(serial, &format!("bootmark: {fs}: {} modules loaded in {} ms{failed}", r.outcome.loaded.len(), r.ms));
+    }
+    loads[fs] = json!(r);
+}
+
+/// One line that shows a missing driver at a glance.
+fn modules_line(r: &modules::Report) -> String {
+    if let Some(e) = &r.error {
+        return format!("bootmark: modules not loaded: {e}");
+    }
+    let failed: Vec<String> = r.outcome.failed.iter().map(|(m, e)| format!("{m} ({e})")).collect();
+    format!(
+        "bootmark: {} modules loaded in {} ms ({} passes over {} devices; {} drivers for absent devices skipped{}){}",
+        r.outcome.loaded.len(),
+        r.ms,
+        r.passes,
+        r.devices,
+        r.not_needed,
+        if r.outcome.declined.is_empty() {
+            String::new()
+        } else {
+            format!("; no hardware for {}", r.outcome.declined.join(", "))
+        },
+        if failed.is_empty() { String::new() } else { format!(", failed: {}", failed.join(", ")) }
+    )
+}
+
+/// The disks the kernel found: with the modules line, what a missing
+/// driver looks like in the serial log.
+fn block_devices_line(all: &[BlockDev]) -> String {
+    let disks: Vec<String> = all
         .iter()
-        .filter(|l| !l.result.contains("loaded"))
-        .map(|l| format!("{} ({})", l.module, l.result))
+        .filter(|d| d.partition.is_none())
+        .map(|d| {
+            let parts = all.iter().filter(|p| p.partition.is_some() && p.disk == d.name).count();
+            format!(
+                "{} ({}{}, {} partitions)",
+                d.name,
+                crate::size::human(d.size_bytes),
+                if d.removable { ", removable" } else { "" },
+                parts
+            )
+        })
         .collect();
-    say(
-        serial,
-        &format!(
-            "bootmark: {} modules loaded{}",
-            loaded.len() - failed.len(),
-            if failed.is_empty() { String::new() } else { format!(", failed: {}", failed.join(", ")) }
-        ),
-    );
-    boot.facts.insert("modules".into(), json!(loaded));
+    if disks.is_empty() {
+        return "bootmark: block devices: none (no driver found a disk: see the modules line)".into();
+    }
+    format!("bootmark: block devices: {}", disks.join(", "))
 }
 
 /// Where a sequence on the stick puts this boot.
@@ -321,12 +373,18 @@ fn boot_target(
     let mut target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
     safety::check_target(&target, results, &all)?;
     if let Some(fs) = &settings.format {
+        // The format check mounts what is there now, then the new filesystem is mounted.
+        if let Some(existing) = &target.fs {
+            load_filesystem(boot, serial, &existing.fs);
+        }
+        load_filesystem(boot, serial, fs);
         format_target(&target, fs, serial)?;
         target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
     }
     let fs = target.fs.as_ref().map(|f| f.fs.clone()).ok_or_else(|| {
         format!("the target {} has no filesystem bootmark recognises; format it (bootmark.format=ext3 with bootmark.format-confirm={spec})", target.name)
     })?;
+    load_filesystem(boot, serial, &fs);
     mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), &fs, &settings.mount_options)?;
     boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": describe(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some()}));
     let result = run_plan(settings, plan, boot, serial);
@@ -346,6 +404,7 @@ fn describe(d: &BlockDev) -> serde_json::Value {
 fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Option<Serial>, may_create: bool) {
     let fs = results.fs.as_ref().map(|f| f.fs.clone()).unwrap_or_else(|| "vfat".into());
     let root = Path::new(RESULTS_MOUNT);
+    load_filesystem(boot, serial, &fs);
     // noatime: reading the journal's header must not rewrite a directory entry.
     let opened = mount::mount_dev(&results.node, root, &fs, "noatime").and_then(|()| {
         if !may_create && !root.join(crate::journal::PATH).exists() {

@@ -1,55 +1,240 @@
-//! Loading the kernel modules the image builder put in the initramfs, in the
-//! order it recorded, with the parameters it recorded.
+//! Loading the kernel modules the image builder put in the initramfs: only
+//! the drivers of devices that are present, with what they need, in the
+//! order and with the parameters the builder recorded.
 //!
-//! The list (`/etc/bootmark/modules.list`) has one module per line:
-//! `path/inside/initramfs.ko [param=value …]`; `#` starts a comment.
+//! The builder writes `/etc/bootmark/modules.json` (a [`ModuleSet`]): every
+//! module in load order (dependencies first), what it needs, and when to
+//! load it. Controller drivers (PCI and virtio devices) load only when a
+//! present device matches one of their aliases; disk drivers, USB storage
+//! and filesystems always, since old kernels give SCSI disks no modalias and
+//! a USB stick appears only after its host controller's driver binds.
+//! Loading goes in passes until nothing new appears (virtio_pci's devices
+//! show up only once it is loaded; virtio_blk matches them in pass 2).
 //! finit_module (3.8+) is tried first, init_module (every kernel) after.
 
-use std::path::{Path, PathBuf};
+use super::modalias;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-pub const LIST: &str = "/etc/bootmark/modules.list";
+pub const SET: &str = "/etc/bootmark/modules.json";
+/// Passes of scan → load → settle; each pass loads only what the previous
+/// one's drivers brought into view, so a handful is plenty.
+const MAX_PASSES: usize = 5;
 
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Entry {
-    pub path: PathBuf,
+/// The modules of one kernel, as the image builder resolved them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModuleSet {
+    pub release: String,
+    /// Load order: every module after everything it needs.
+    pub modules: Vec<Module>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Module {
+    /// As the kernel names it (`usb_storage`).
+    pub name: String,
+    /// Inside the initramfs, without the leading '/'.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub params: String,
+    /// Modules that must be loaded before this one (depends + soft pre-dependencies).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
+    pub when: When,
+    /// Device patterns, for `When::Device`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Loaded {
-    pub module: String,
-    /// "loaded", "already loaded", or the error.
-    pub result: String,
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum When {
+    /// Always (disk drivers, USB storage, filesystems).
+    Always,
+    /// When a present device matches one of its aliases.
+    Device,
+    /// Only as something else's need.
+    Needed,
+    /// Just before a filesystem it provides is mounted; its aliases are
+    /// the filesystem names (`ext3`, `ext4`; old kernels: the module name).
+    Filesystem,
 }
 
-pub fn parse_list(text: &str, root: &Path) -> Vec<Entry> {
-    text.lines()
-        .map(|l| l.split('#').next().unwrap_or("").trim())
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let (path, params) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
-            Entry { path: root.join(path.trim_start_matches('/')), params: params.trim().to_string() }
-        })
-        .collect()
+/// What became of the modules /init tried to load.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Outcome {
+    /// In load order.
+    pub loaded: Vec<String>,
+    /// Built in or loaded before: the kernel said EEXIST.
+    pub already: Vec<String>,
+    /// Modules that found nothing to drive (ENODEV): CPU-specific variants
+    /// such as crc32c_intel on a CPU without SSE4.2, beside a generic one.
+    pub declined: Vec<String>,
+    /// Module → the error.
+    pub failed: BTreeMap<String, String>,
 }
 
-/// Load every module of the list; failures are reported, never fatal here.
-pub fn load_all(list: &Path) -> Vec<Loaded> {
-    let Ok(text) = std::fs::read_to_string(list) else { return Vec::new() };
-    parse_list(&text, Path::new("/")).iter().map(load_one).collect()
+impl Outcome {
+    fn note(&mut self, name: &str, result: std::io::Result<()>) {
+        let name = name.to_string();
+        match result {
+            Ok(()) => self.loaded.push(name),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => self.already.push(name),
+            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => self.declined.push(name),
+            Err(e) => {
+                self.failed.insert(name, e.to_string());
+            }
+        }
+    }
 }
 
-fn load_one(e: &Entry) -> Loaded {
-    let module = e.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let result = match load(&e.path, &e.params) {
-        Ok(()) => "loaded".to_string(),
-        Err(err) if err.raw_os_error() == Some(libc::EEXIST) => "already loaded".to_string(),
-        Err(err) => err.to_string(),
+/// What module loading did in this boot: the `modules` fact of the run record.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// Device drivers with no device here.
+    pub not_needed: usize,
+    pub passes: usize,
+    /// Devices (modaliases) seen in the last pass.
+    pub devices: usize,
+    /// From the first scan to the last module loaded.
+    pub ms: u64,
+    /// The problem with modules.json itself, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Load what this machine needs from the set at `path`, looking at devices
+/// under `sys`. Failures are reported, never fatal here.
+pub fn load_for_machine(path: &Path, sys: &Path) -> Report {
+    let set = match std::fs::read(path) {
+        // An image for a kernel with every driver built in, or a test root.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Report::default(),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+        Ok(b) => serde_json::from_slice::<ModuleSet>(&b).map_err(|e| format!("{}: {e}", path.display())),
     };
-    Loaded { module, result }
+    let set = match set {
+        Ok(set) => set,
+        Err(e) => return Report { error: Some(e), ..Report::default() },
+    };
+    load_in_passes(&set, sys, &mut |m| load(&Path::new("/").join(&m.path), &m.params))
 }
 
-fn load(path: &Path, params: &str) -> std::io::Result<()> {
+/// The passes, with the loader given (tests count instead of loading).
+pub fn load_in_passes(set: &ModuleSet, sys: &Path, loader: &mut dyn FnMut(&Module) -> std::io::Result<()>) -> Report {
+    let start = Instant::now();
+    let mut report = Report::default();
+    let mut tried = BTreeSet::new();
+    let mut devices = modalias::present(sys);
+    while report.passes < MAX_PASSES {
+        let wanted = wanted(set, &devices);
+        let new: Vec<&Module> =
+            set.modules.iter().filter(|m| wanted.contains(&m.name) && !tried.contains(&m.name)).collect();
+        if new.is_empty() {
+            break;
+        }
+        report.passes += 1;
+        for m in new {
+            tried.insert(m.name.clone());
+            report.outcome.note(&m.name, loader(m));
+        }
+        report.ms = start.elapsed().as_millis() as u64;
+        devices = settle(sys, devices);
+    }
+    report.devices = devices.len();
+    report.not_needed = set.modules.iter().filter(|m| m.when == When::Device && !tried.contains(&m.name)).count();
+    report
+}
+
+/// Modules to load for these devices: the always-loaded ones, the device
+/// drivers with a match, and everything they need.
+pub fn wanted(set: &ModuleSet, devices: &BTreeSet<String>) -> BTreeSet<String> {
+    let by_name: BTreeMap<&str, &Module> = set.modules.iter().map(|m| (m.name.as_str(), m)).collect();
+    let mut todo: Vec<&str> = set
+        .modules
+        .iter()
+        .filter(|m| match m.when {
+            When::Always => true,
+            When::Device => m.aliases.iter().any(|a| devices.iter().any(|d| modalias::matches(a, d))),
+            When::Needed | When::Filesystem => false,
+        })
+        .map(|m| m.name.as_str())
+        .collect();
+    let mut out = BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if out.insert(name.to_string())
+            && let Some(m) = by_name.get(name)
+        {
+            todo.extend(m.needs.iter().map(String::as_str));
+        }
+    }
+    out
+}
+
+/// What loading one filesystem's modules did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FsLoad {
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    pub ms: u64,
+}
+
+/// Load the modules that provide filesystem `fs` (if the image has them:
+/// it may be built in), with what they need, before mounting it.
+pub fn load_filesystem(path: &Path, fs: &str) -> FsLoad {
+    let Ok(set) =
+        std::fs::read(path).map_err(|_| ()).and_then(|b| serde_json::from_slice::<ModuleSet>(&b).map_err(|_| ()))
+    else {
+        return FsLoad::default();
+    };
+    load_filesystem_from(&set, fs, &mut |m| load(&Path::new("/").join(&m.path), &m.params))
+}
+
+pub fn load_filesystem_from(
+    set: &ModuleSet,
+    fs: &str,
+    loader: &mut dyn FnMut(&Module) -> std::io::Result<()>,
+) -> FsLoad {
+    let start = Instant::now();
+    let provides = |m: &Module| m.when == When::Filesystem && (m.name == fs || m.aliases.iter().any(|a| a == fs));
+    let by_name: BTreeMap<&str, &Module> = set.modules.iter().map(|m| (m.name.as_str(), m)).collect();
+    let mut todo: Vec<&str> = set.modules.iter().filter(|m| provides(m)).map(|m| m.name.as_str()).collect();
+    let mut wanted = BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if wanted.insert(name)
+            && let Some(m) = by_name.get(name)
+        {
+            todo.extend(m.needs.iter().map(String::as_str));
+        }
+    }
+    let mut out = FsLoad::default();
+    for m in set.modules.iter().filter(|m| wanted.contains(m.name.as_str())) {
+        out.outcome.note(&m.name, loader(m));
+    }
+    out.ms = start.elapsed().as_millis() as u64;
+    out
+}
+
+/// Wait until the drivers just loaded have brought their devices into view:
+/// the device list is the same twice in a row, 50 ms apart (at most 1 s).
+fn settle(sys: &Path, before: BTreeSet<String>) -> BTreeSet<String> {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let mut last = before;
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = modalias::present(sys);
+        if now == last || Instant::now() > deadline {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// Load one module file: finit_module, or init_module where that is ENOSYS.
+pub fn load(path: &Path, params: &str) -> std::io::Result<()> {
     let cparams = std::ffi::CString::new(params).map_err(|_| std::io::Error::other("NUL in parameters"))?;
     let file = std::fs::File::open(path)?;
     // SAFETY: finit_module(fd, params, flags) with a valid fd and C string.
@@ -72,20 +257,107 @@ fn load(path: &Path, params: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn list_format() {
-        let list = "# storage\nlib/modules/6.1/kernel/drivers/ata/ahci.ko\n\n/lib/modules/6.1/usb-storage.ko delay_use=0 quirks=x # stick\n";
-        let e = parse_list(list, Path::new("/"));
-        assert_eq!(e.len(), 2);
-        assert_eq!(e[0].path, PathBuf::from("/lib/modules/6.1/kernel/drivers/ata/ahci.ko"));
-        assert_eq!(e[0].params, "");
-        assert_eq!(e[1].params, "delay_use=0 quirks=x");
+    fn module(name: &str, when: When, needs: &[&str], aliases: &[&str]) -> Module {
+        Module {
+            name: name.into(),
+            path: format!("lib/modules/6.1/{name}.ko"),
+            params: String::new(),
+            needs: needs.iter().map(|s| s.to_string()).collect(),
+            when,
+            aliases: aliases.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn set() -> ModuleSet {
+        ModuleSet {
+            release: "6.1".into(),
+            modules: vec![
+                module("scsi_mod", When::Needed, &[], &[]),
+                module("sd_mod", When::Always, &["scsi_mod"], &[]),
+                module("libata", When::Needed, &["scsi_mod"], &[]),
+                module("ahci", When::Device, &["libata"], &["pci:v*d*sv*sd*bc01sc06i01*"]),
+                module("sym53c8xx", When::Device, &["scsi_mod"], &["pci:v00001000d00000012sv*sd*bc*sc*i*"]),
+                module("virtio_pci", When::Device, &[], &["pci:v00001AF4d*sv*sd*bc*sc*i*"]),
+                module("virtio_blk", When::Device, &[], &["virtio:d00000002v*"]),
+                module("jbd2", When::Needed, &[], &[]),
+                module("ext4", When::Filesystem, &["jbd2"], &["ext2", "ext3", "ext4"]),
+                module("xfs", When::Filesystem, &[], &["xfs"]),
+            ],
+        }
     }
 
     #[test]
-    fn a_module_that_is_not_there_is_reported_not_fatal() {
-        let r = load_one(&Entry { path: PathBuf::from("/nonexistent/x.ko"), params: String::new() });
-        assert_eq!(r.module, "x.ko");
-        assert!(r.result.contains("No such file"), "{}", r.result);
+    fn only_present_devices_drivers_load_with_what_they_need() {
+        let ahci = ["pci:v00008086d00002922sv00001AF4sd00001100bc01sc06i01".to_string()].into();
+        let w = wanted(&set(), &ahci);
+        assert_eq!(w, ["ahci", "libata", "scsi_mod", "sd_mod"].map(String::from).into());
+        let none = wanted(&set(), &BTreeSet::new());
+        assert_eq!(none, ["scsi_mod", "sd_mod"].map(String::from).into(), "disk drivers always");
+    }
+
+    /// virtio_pci's device is there from the start; virtio_blk's appears
+    /// only once virtio_pci is loaded: a second pass loads it.
+    #[test]
+    fn passes_go_on_until_nothing_new_appears() {
+        let sys = std::env::temp_dir().join(format!("bootmark-passes-{}", std::process::id()));
+        let pci = sys.join("bus/pci/devices/0000:00:04.0");
+        std::fs::create_dir_all(&pci).unwrap();
+        std::fs::write(pci.join("modalias"), "pci:v00001AF4d00001001sv00001AF4sd00000002bc01sc00i00\n").unwrap();
+        let mut order = Vec::new();
+        let report = load_in_passes(&set(), &sys, &mut |m| {
+            order.push(m.name.clone());
+            if m.name == "virtio_pci" {
+                let dev = sys.join("bus/virtio/devices/virtio0");
+                std::fs::create_dir_all(&dev)?;
+                std::fs::write(dev.join("modalias"), "virtio:d00000002v00001AF4\n")?;
+            }
+            if m.name == "sd_mod" { Err(std::io::Error::from_raw_os_error(libc::EEXIST)) } else { Ok(()) }
+        });
+        std::fs::remove_dir_all(&sys).unwrap();
+        assert_eq!(order, ["scsi_mod", "sd_mod", "virtio_pci", "virtio_blk"]);
+        assert_eq!(report.passes, 2);
+        assert_eq!(report.outcome.loaded, ["scsi_mod", "virtio_pci", "virtio_blk"]);
+        assert_eq!(report.outcome.already, ["sd_mod"]);
+        assert_eq!(report.not_needed, 2, "ahci and sym53c8xx: no such controller here");
+        assert_eq!(report.devices, 2);
+    }
+
+    /// Filesystems load only when one is about to be mounted: ext3 is
+    /// provided by ext4 on current kernels, xfs stays out.
+    #[test]
+    fn a_filesystem_loads_its_module_and_what_that_needs() {
+        let mut order = Vec::new();
+        let r = load_filesystem_from(&set(), "ext3", &mut |m| {
+            order.push(m.name.clone());
+            Ok(())
+        });
+        assert_eq!(order, ["jbd2", "ext4"]);
+        assert_eq!(r.outcome.loaded, order);
+        let none = load_filesystem_from(&set(), "btrfs", &mut |_| panic!("nothing provides btrfs"));
+        assert!(
+            none.outcome.loaded.is_empty() && none.outcome.failed.is_empty(),
+            "built in, or absent: mount will say"
+        );
+        assert!(!wanted(&set(), &BTreeSet::new()).contains("xfs"), "no filesystem at start-up");
+    }
+
+    #[test]
+    fn a_missing_or_broken_set_is_reported_not_fatal() {
+        let r = load_for_machine(Path::new("/nonexistent/modules.json"), Path::new("/sys"));
+        assert!(r.error.is_none() && r.outcome.loaded.is_empty(), "no set: nothing to load");
+        let broken = std::env::temp_dir().join(format!("bootmark-modules-{}.json", std::process::id()));
+        std::fs::write(&broken, b"{\"release\": 1").unwrap();
+        let r = load_for_machine(&broken, Path::new("/sys"));
+        std::fs::remove_file(&broken).unwrap();
+        assert!(r.error.unwrap().contains("bootmark-modules"), "a broken set is named");
+        assert!(load(Path::new("/nonexistent/x.ko"), "").unwrap_err().kind() == std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn the_set_round_trips_through_json() {
+        let s = set();
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains(r#""when":"device""#), "{text}");
+        assert_eq!(serde_json::from_str::<ModuleSet>(&text).unwrap(), s);
     }
 }

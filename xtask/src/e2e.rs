@@ -112,6 +112,9 @@ pub fn harness() -> Result<()> {
             ..test_boot(out.clone(), disk, base.join(format!("serial-{}.log", name.replace(' ', "-"))))
         };
         let seconds = boot_and_check(&boot_args, &package).map_err(|e| format!("{name} boot: {e}"))?;
+        let loaded = loaded_modules(boot_args.log.as_deref().unwrap());
+        check_drivers(&loaded, &["ahci", "xhci_pci", "usb_storage"], &["sym53c8xx", "ehci_pci", "virtio_blk"])
+            .map_err(|e| format!("{name} boot: {e}"))?;
         println!(
             "e2e: {name}: {package} booted in QEMU, 6 records + run record on serial and stick, identical ({seconds:.1} s)"
         );
@@ -154,6 +157,15 @@ pub fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
             return Err(format!("no run record on the serial log ({})\n{}", qemu::diagnose(&booted.serial), tail()));
         }
     }
+    let modules = &run.unwrap()["facts"]["modules"];
+    let filesystems = modules["filesystems"].as_object().cloned().unwrap_or_default();
+    let no_failures = |m: &Value| m["failed"].as_object().is_some_and(|f| f.is_empty());
+    if !no_failures(modules) || modules["ms"].as_u64().is_none() || !filesystems.values().all(no_failures) {
+        return Err(format!("module loading failed or was not reported: {modules}"));
+    }
+    if !filesystems.contains_key("ext3") {
+        return Err(format!("the target's filesystem modules were not loaded before mounting it: {modules}"));
+    }
     if records.len() != 6 || records.iter().any(|r| r["status"] != "ok") {
         return Err(format!("expected 6 ok records, got {}\n{}", records.len(), tail()));
     }
@@ -173,6 +185,26 @@ pub fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
     Ok(booted.elapsed.as_secs_f64())
 }
 
+/// The modules /init loaded in a boot, from the run record on its serial log.
+pub fn loaded_modules(serial_log: &Path) -> Vec<String> {
+    let serial = serial_documents(&std::fs::read_to_string(serial_log).unwrap_or_default());
+    let run = serial.iter().find(|d| d["schema"] == bootmark::init::RUN_SCHEMA);
+    let loaded = run.and_then(|r| r["facts"]["modules"]["loaded"].as_array().cloned()).unwrap_or_default();
+    loaded.iter().filter_map(|m| m.as_str().map(String::from)).collect()
+}
+
+/// Drivers `loaded` must have and must not have (those of absent devices).
+pub fn check_drivers(loaded: &[String], present: &[&str], absent: &[&str]) -> Result<()> {
+    let has = |n: &&str| loaded.iter().any(|l| l == n);
+    if let Some(n) = present.iter().find(|n| !has(n)) {
+        return Err(format!("driver {n} was not loaded: {loaded:?}"));
+    }
+    if let Some(n) = absent.iter().find(|n| has(n)) {
+        return Err(format!("driver {n} was loaded with no device for it: {loaded:?}"));
+    }
+    Ok(())
+}
+
 /// `--machine old`: the stick on EHCI and the target on an LSI 53C895A SCSI
 /// HBA (sym53c8xx), the hardware a 2.6-era kernel knows. Debian's current
 /// kernel has no old IDE drivers (removed in 5.14), so the `--disk-bus ide`
@@ -187,6 +219,9 @@ fn old_machine_test(image: &Path, base: &Path, package: &str) -> Result<()> {
     if !serial.contains("sym0: ") || !serial.contains("EHCI Host Controller") {
         return Err("the old machine's boot does not show the sym53c8xx and EHCI drivers at work".into());
     }
+    let loaded = loaded_modules(&base.join("serial-old.log"));
+    check_drivers(&loaded, &["sym53c8xx", "ehci_pci", "sd_mod"], &["ahci", "xhci_pci", "virtio_blk"])
+        .map_err(|e| format!("old machine boot: {e}"))?;
     println!(
         "e2e: old machine: {package} with the stick on EHCI and the target on SCSI (sym53c8xx): 6 records on serial and stick ({seconds:.1} s)"
     );
@@ -206,25 +241,35 @@ fn check_config_found(out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The modules list inside the initramfs has the soft dependencies, before their users.
-fn check_module_closure(out: &Path) -> Result<()> {
+/// The modules.json of an image's first entry (the image builder's output directory).
+pub fn module_set(out: &Path) -> Result<bootmark::init::modules::ModuleSet> {
     let initrd = std::fs::read(out.join("pxe/boot/k0/initrd.gz")).map_err(|e| e.to_string())?;
-    let cpio = gunzip_all(&initrd)?;
-    let list =
-        find_in_cpio(&cpio, "etc/bootmark/modules.list").ok_or("no etc/bootmark/modules.list in the initramfs")?;
-    let names: Vec<String> = String::from_utf8_lossy(&list)
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_whitespace().next())
-        .map(|p| p.rsplit('/').next().unwrap().trim_end_matches(".ko").replace('-', "_"))
-        .collect();
-    let pos = |n: &str| names.iter().position(|x| x == n).ok_or(format!("{n} missing from the module list: {names:?}"));
+    let json = file_in_initramfs(&initrd, "etc/bootmark/modules.json")?;
+    serde_json::from_slice(&json).map_err(|e| format!("etc/bootmark/modules.json: {e}"))
+}
+
+/// The module set inside the initramfs has the soft dependencies before
+/// their users, and says which drivers wait for their device.
+fn check_module_closure(out: &Path) -> Result<()> {
+    use bootmark::init::modules::When;
+    let set = module_set(out)?;
+    let names: Vec<&str> = set.modules.iter().map(|m| m.name.as_str()).collect();
+    let pos = |n: &str| names.iter().position(|x| *x == n).ok_or(format!("{n} missing from the module set: {names:?}"));
     // ext4 softdep: pre: crc32c (alias of crc32c_generic); crc-t10dif softdep: crct10dif.
     if pos("crc32c_generic")? > pos("ext4")? || pos("crct10dif_generic")? > pos("crc_t10dif")? {
         return Err("soft dependencies are not loaded before their users".into());
     }
-    for n in ["ahci", "sd_mod", "usb_storage", "xhci_pci", "vfat", "nls_cp437"] {
-        pos(n)?;
+    let when = |n: &str| pos(n).map(|i| set.modules[i].when);
+    for (n, w) in [("ahci", When::Device), ("xhci_pci", When::Device), ("virtio_blk", When::Device)]
+        .into_iter()
+        .chain([("sd_mod", When::Always), ("uas", When::Always), ("nls_cp437", When::Always)])
+        // uas needs usb_storage on current kernels; ext4 provides ext3 too.
+        .chain([("usb_storage", When::Needed), ("libata", When::Needed), ("scsi_mod", When::Needed)])
+        .chain([("vfat", When::Filesystem), ("ext4", When::Filesystem)])
+    {
+        if when(n)? != w {
+            return Err(format!("{n} is loaded {:?}, expected {w:?}", when(n)?));
+        }
     }
     Ok(())
 }

@@ -25,12 +25,11 @@ pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
     for f in [format!("vmlinuz-{release}"), format!("config-{release}")] {
         copy(&tree.join("boot").join(&f), &root.join("boot").join(&f))?;
     }
-    let list = std::fs::read_to_string(deb_image_modules_list(deb_image_out)?).map_err(|e| e.to_string())?;
+    let set = crate::e2e::module_set(deb_image_out)?;
     let mut files = vec![format!("/boot/vmlinuz-{release}"), format!("/boot/config-{release}")];
-    for line in list.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for m in &set.modules {
         // lib/modules/R/kernel/… .ko → the same path, xz-compressed, in the package.
-        let rel = line.split_whitespace().next().unwrap();
-        let inside = rel.trim_start_matches(&format!("lib/modules/{release}/"));
+        let inside = m.path.trim_start_matches(&format!("lib/modules/{release}/"));
         let dest = root.join(format!("lib/modules/{release}/{inside}.xz"));
         copy(&k.modules.join(inside), &dest.with_extension(""))?;
         run(Command::new("xz").arg("-f").arg(dest.with_extension("")))?;
@@ -78,15 +77,6 @@ pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
-}
-
-fn deb_image_modules_list(out: &Path) -> Result<std::path::PathBuf> {
-    // The modules.list the Debian image carries names exactly the modules the image needs.
-    let initrd = std::fs::read(out.join("pxe/boot/k0/initrd.gz")).map_err(|e| e.to_string())?;
-    let list = crate::e2e::file_in_initramfs(&initrd, "etc/bootmark/modules.list")?;
-    let path = out.with_extension("modules.list");
-    std::fs::write(&path, list).map_err(|e| e.to_string())?;
-    Ok(path)
 }
 
 fn copy(from: &Path, to: &Path) -> Result<()> {

@@ -302,12 +302,16 @@ fn common_archive(binary: &Path, mtime: u32, extra: &mkfs::Files) -> Result<Vec<
     Ok(cpio::gzip(&a.to_bytes()))
 }
 
-/// The modules archive of one kernel: the closure of image/modules/*.list.
-fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize)> {
+/// The modules archive of one kernel: the closure of image/modules/*.list,
+/// with /etc/bootmark/modules.json saying when /init loads each. Also
+/// returns where each listed module was found, for the manifest.
+fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize, modules::Whereabouts)> {
+    use bootmark::init::modules::{Module, ModuleSet};
     let mut a = cpio::Archive::new(mtime);
+    let mut set = ModuleSet { release: k.release.clone(), modules: Vec::new() };
     let Some(tree) = &k.modules else {
-        a.file("etc/bootmark/modules.list", b"# no modules: the kernel has its drivers built in\n".to_vec(), 0o644);
-        return Ok((cpio::gzip(&a.to_bytes()), 0));
+        a.file("etc/bootmark/modules.json", serde_json::to_vec_pretty(&set).map_err(|e| e.to_string())?, 0o644);
+        return Ok((cpio::gzip(&a.to_bytes()), 0, modules::Whereabouts::default()));
     };
     eprintln!("image: resolving modules of {}", k.release);
     let mut index = modules::Index::scan(tree)?;
@@ -335,15 +339,25 @@ fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize)> {
         );
     }
     let order = index.closure(&wanted)?;
-    let mut list = format!("# load order for {} (dependencies first), made by cargo xtask image\n", k.release);
-    for m in &order {
+    let whereabouts = index.whereabouts(&wanted);
+    let needs: Vec<Vec<String>> = order.iter().map(|m| index.needs(m)).collect();
+    for (m, needs_of_m) in order.iter().zip(&needs) {
         let rel = m.path.strip_prefix(tree).map_err(|e| e.to_string())?;
         let inside = format!("lib/modules/{}/{}", k.release, rel.display());
         a.file(&inside, std::fs::read(&m.path).map_err(|e| e.to_string())?, 0o644);
-        list += &format!("{inside} {}\n", params.get(&m.name).map(String::as_str).unwrap_or(""));
+        let library = needs.iter().any(|n| n.contains(&m.name));
+        let (when, aliases) = modules::when_to_load(m, whereabouts.found.contains(&m.name), library);
+        set.modules.push(Module {
+            name: m.name.clone(),
+            path: inside,
+            params: params.get(&m.name).cloned().unwrap_or_default(),
+            needs: needs_of_m.clone(),
+            when,
+            aliases,
+        });
     }
-    a.file("etc/bootmark/modules.list", list.into_bytes(), 0o644);
-    Ok((cpio::gzip(&a.to_bytes()), order.len()))
+    a.file("etc/bootmark/modules.json", serde_json::to_vec_pretty(&set).map_err(|e| e.to_string())?, 0o644);
+    Ok((cpio::gzip(&a.to_bytes()), order.len(), whereabouts))
 }
 
 fn cmdline(args: &Args) -> Result<String> {
@@ -409,7 +423,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         let dir = stage.join("boot").join(&label);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         std::fs::copy(&k.vmlinuz, dir.join("vmlinuz")).map_err(|e| e.to_string())?;
-        let (mods, count) = modules_archive(k, mtime)?;
+        let (mods, count, whereabouts) = modules_archive(k, mtime)?;
         let (common, bin_sha) = &commons[&k.arch];
         eprintln!("image: {label}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
         let mut initrd = common.clone();
@@ -420,7 +434,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         entries.push(menu::Entry { label: label.clone(), title: title.clone(), cmdline: line.clone() });
         entry_facts.push(json!({
             "label": label, "title": title, "cmdline": line, "kernel_release": k.release, "kernel_version": k.version,
-            "arch": k.arch, "origin": k.origin, "modules": count,
+            "arch": k.arch, "origin": k.origin, "modules": count, "listed_modules": whereabouts,
             "kernel_config": k.config.as_ref().and_then(|c| c.path.file_name()).map(|n| n.to_string_lossy().into_owned()),
             "kernel_config_sha256": k.config.as_ref().map(|c| manifest::sha256_file(&c.path)).transpose()?,
             "initramfs": {"common_gzip_bytes": common.len(), "modules_gzip_bytes": mods.len()},

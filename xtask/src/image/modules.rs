@@ -186,6 +186,36 @@ impl Index {
         Ok(order)
     }
 
+    /// What a module must have loaded before it, as module names in the tree.
+    pub fn needs(&self, m: &ModInfo) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for dep in m.softdep_pre.iter().chain(&m.depends).chain(&m.softdep_post) {
+            for d in self.resolve(dep) {
+                if !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+        }
+        out
+    }
+
+    /// Where each wanted module was found: in the tree, built into the
+    /// kernel, or nowhere (for the manifest).
+    pub fn whereabouts(&self, wanted: &[(String, bool)]) -> Whereabouts {
+        let mut w = Whereabouts::default();
+        for (name, _) in wanted {
+            let n = normalize(name);
+            if !self.resolve(name).is_empty() {
+                w.found.push(n);
+            } else if self.builtin.contains(&n) {
+                w.built_in.push(n);
+            } else {
+                w.missing.push(n);
+            }
+        }
+        w
+    }
+
     fn visit<'a>(&'a self, name: &str, seen: &mut BTreeSet<String>, order: &mut Vec<&'a ModInfo>) {
         if !seen.insert(name.to_string()) {
             return;
@@ -202,6 +232,45 @@ impl Index {
                 self.visit(&d, seen, order);
             }
         }
+    }
+}
+
+/// The manifest's account of the image/modules lists for one kernel.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Whereabouts {
+    pub found: Vec<String>,
+    pub built_in: Vec<String>,
+    /// Optional modules this kernel has neither as a module nor (as far as
+    /// anything says) built in; or, without a config, maybe built in.
+    pub missing: Vec<String>,
+}
+
+/// Buses whose devices the firmware enumerates before any driver is loaded
+/// (PCI) or that a loaded PCI driver brings up (virtio): their drivers are
+/// loaded only when a matching device is present.
+const DEVICE_BUSES: [&str; 2] = ["pci:", "virtio:"];
+
+/// When /init loads a module, and the aliases it is matched by. `listed`:
+/// named in image/modules (else it is only a dependency); `library`: some
+/// other module in the image needs it (ehci_hcd for ehci_pci, mptscsih for
+/// mptspi on current kernels), so it loads with its users, not by itself.
+pub fn when_to_load(m: &ModInfo, listed: bool, library: bool) -> (bootmark::init::modules::When, Vec<String>) {
+    use bootmark::init::modules::When;
+    let path = m.path.to_string_lossy();
+    if listed && path.contains("/kernel/fs/") && !path.contains("/kernel/fs/nls/") {
+        // fs-ext3 etc. since 3.9; before, the module is named after its filesystem.
+        let mut names: Vec<String> = m.aliases.iter().filter_map(|a| a.strip_prefix("fs-")).map(String::from).collect();
+        if !names.contains(&m.name) {
+            names.push(m.name.clone());
+        }
+        return (When::Filesystem, names);
+    }
+    let device: Vec<String> =
+        m.aliases.iter().filter(|a| DEVICE_BUSES.iter().any(|b| a.starts_with(b))).cloned().collect();
+    match (listed, device.is_empty()) {
+        (true, false) => (When::Device, device),
+        (true, true) if !library => (When::Always, Vec::new()),
+        _ => (When::Needed, Vec::new()),
     }
 }
 
@@ -292,6 +361,43 @@ mod tests {
         let err = idx.closure(&wanted).unwrap_err();
         assert!(err.contains("module vfat"), "=m but not in the tree: really missing: {err}");
         assert_eq!(idx.closure(&wanted[..2]).unwrap().len(), 1, "sd_mod is built in");
+    }
+
+    /// Controllers wait for their device, disk drivers and USB storage load
+    /// always, libraries with their users, filesystems before their mount.
+    #[test]
+    fn when_each_module_loads() {
+        use bootmark::init::modules::When;
+        let at = |path: &str, aliases: &[&str]| ModInfo {
+            path: PathBuf::from(path),
+            name: path.rsplit('/').next().unwrap().trim_end_matches(".ko").replace('-', "_"),
+            aliases: aliases.iter().map(|s| s.to_string()).collect(),
+            ..ModInfo::default()
+        };
+        let ahci = at("/m/kernel/drivers/ata/ahci.ko", &["pci:v*d*sv*sd*bc01sc06i01*"]);
+        assert_eq!(when_to_load(&ahci, true, false), (When::Device, ahci.aliases.clone()));
+        let virtio_blk = at("/m/kernel/drivers/block/virtio_blk.ko", &["virtio:d00000002v*"]);
+        assert_eq!(when_to_load(&virtio_blk, true, false).0, When::Device);
+        let sd = at("/m/kernel/drivers/scsi/sd_mod.ko", &["scsi:t-0x00*", "scsi:t-0x0e*"]);
+        assert_eq!(when_to_load(&sd, true, false), (When::Always, vec![]), "old kernels give disks no modalias");
+        let usb_storage = at("/m/kernel/drivers/usb/storage/usb-storage.ko", &["usb:v*p*d*dc*dsc*dp*ic08isc06ip50in*"]);
+        assert_eq!(when_to_load(&usb_storage, true, false).0, When::Always);
+        let ehci_hcd = at("/m/kernel/drivers/usb/host/ehci-hcd.ko", &[]);
+        assert_eq!(when_to_load(&ehci_hcd, true, true).0, When::Needed, "ehci_pci needs it on current kernels");
+        assert_eq!(when_to_load(&ahci, false, true).0, When::Needed, "not listed: only a dependency");
+        let ext4 = at("/m/kernel/fs/ext4/ext4.ko", &["fs-ext4", "ext3", "fs-ext3", "fs-ext2"]);
+        assert_eq!(
+            when_to_load(&ext4, true, false),
+            (When::Filesystem, vec!["ext4".into(), "ext3".into(), "ext2".into()])
+        );
+        let old_ext3 = at("/m/kernel/fs/ext3/ext3.ko", &[]);
+        assert_eq!(
+            when_to_load(&old_ext3, true, false),
+            (When::Filesystem, vec!["ext3".into()]),
+            "2.6.9: no fs- aliases"
+        );
+        let nls = at("/m/kernel/fs/nls/nls_cp437.ko", &[]);
+        assert_eq!(when_to_load(&nls, true, false).0, When::Always, "vfat asks for its codepage at mount");
     }
 
     #[test]
