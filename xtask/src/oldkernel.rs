@@ -328,6 +328,45 @@ mod tests {
         }
     }
 
+    /// Module loading on a kernel before 3.8: finit_module is ENOSYS, so
+    /// /init must read the (decompressed) module and call init_module. The
+    /// filter stands in for such a kernel and for its answer to init_module
+    /// (this host has no module support), with an errno nothing else
+    /// returns. Only module syscalls are changed: this test runs in the
+    /// glibc-linked xtask, whose open() is openat, which 2.6.9 lacks.
+    #[test]
+    fn modules_load_through_init_module_when_finit_module_is_enosys() {
+        let module = std::env::temp_dir().join(format!("bootmark-old-module-{}.ko", std::process::id()));
+        std::fs::write(&module, b"\x7fELF\x02\x01\x01 a decompressed module").unwrap();
+        let mut a = Asm::default();
+        a.stmt(LD_W_ABS, OFF_NR);
+        a.jump(JEQ_K, libc::SYS_finit_module as u32, to("enosys"), Jump::Next);
+        a.jump(JEQ_K, libc::SYS_init_module as u32, Jump::Next, to("allow"));
+        a.stmt(RET_K, RET_ERRNO | libc::EKEYREJECTED as u32);
+        a.label("enosys");
+        a.stmt(RET_K, RET_ERRNO | libc::ENOSYS as u32);
+        a.label("allow");
+        a.stmt(RET_K, RET_ALLOW);
+        let before_3_8 = a.finish();
+        let path = module.clone();
+        // SAFETY: the child installs the filter, loads one file and _exits.
+        let errno = unsafe {
+            let pid = libc::fork();
+            if pid == 0 {
+                if install(&before_3_8).is_err() {
+                    libc::_exit(200);
+                }
+                let r = bootmark::init::modules::load(&path, "delay_use=0");
+                libc::_exit(r.err().and_then(|e| e.raw_os_error()).unwrap_or(0));
+            }
+            let mut status = 0;
+            libc::waitpid(pid, &mut status, 0);
+            libc::WEXITSTATUS(status)
+        };
+        std::fs::remove_file(&module).unwrap();
+        assert_eq!(errno, libc::EKEYREJECTED, "init_module was not reached after finit_module's ENOSYS");
+    }
+
     #[test]
     fn syscalls_newer_than_the_kernel_get_enosys() {
         // getrandom (318) came in 3.17; unshare (272) in 2.6.16.
