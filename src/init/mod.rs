@@ -372,13 +372,14 @@ fn boot_target(
     };
     let mut target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
     safety::check_target(&target, results, &all)?;
+    let mut mkfs = None;
     if let Some(fs) = &settings.format {
         // The format check mounts what is there now, then the new filesystem is mounted.
         if let Some(existing) = &target.fs {
             load_filesystem(boot, serial, &existing.fs);
         }
         load_filesystem(boot, serial, fs);
-        format_target(&target, fs, serial)?;
+        mkfs = Some(format_target(&target, fs, serial)?);
         target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
     }
     let fs = target.fs.as_ref().map(|f| f.fs.clone()).ok_or_else(|| {
@@ -386,7 +387,7 @@ fn boot_target(
     })?;
     load_filesystem(boot, serial, &fs);
     mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), &fs, &settings.mount_options)?;
-    boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": describe(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some()}));
+    boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": describe(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some(), "mkfs": mkfs}));
     let result = run_plan(settings, plan, boot, serial);
     let _ = mount::unmount(Path::new(TARGET_MOUNT));
     result
@@ -449,7 +450,8 @@ fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Option<Serial>, 
 
 /// Format only a filesystem the probe recognises and finds empty or marked
 /// as ours, or a partition that is blank; anything else is refused by name.
-fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -> Result<(), String> {
+/// Returns how it was made: program, version, arguments.
+fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -> Result<serde_json::Value, String> {
     match &target.fs {
         Some(existing) => {
             let probe_point = Path::new("/mnt/check");
@@ -466,9 +468,11 @@ fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -> Re
     let tool = safety::mkfs_tool(fs, Path::new("/"))?;
     let label = target.fs.as_ref().and_then(|f| f.label.as_deref());
     let uuid = target.fs.as_ref().and_then(|f| f.uuid.as_deref());
-    say(serial, &format!("bootmark: formatting {} as {fs}", target.name));
+    let args = safety::mkfs_args(fs, label, uuid);
+    let version = mkfs_version(&tool);
+    say(serial, &format!("bootmark: formatting {} as {fs} ({version} {})", target.name, args.join(" ")));
     let status = std::process::Command::new(&tool)
-        .args(safety::mkfs_args(fs, label, uuid))
+        .args(&args)
         .arg(&target.node)
         .status()
         .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
@@ -479,7 +483,16 @@ fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -> Re
     mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), fs, "")?;
     let marked = std::fs::write(Path::new(TARGET_MOUNT).join(safety::SCRATCH_MARKER), b"formatted by bootmark\n");
     mount::unmount(Path::new(TARGET_MOUNT))?;
-    marked.map_err(|e| format!("cannot write the scratch marker: {e}"))
+    marked.map_err(|e| format!("cannot write the scratch marker: {e}"))?;
+    Ok(json!({"program": tool.display().to_string(), "version": version, "args": args}))
+}
+
+/// What an mkfs program says its version is (`mke2fs -V`, `mkfs.xfs -V`),
+/// first line; for the record of how the target was made.
+fn mkfs_version(tool: &Path) -> String {
+    let out = std::process::Command::new(tool).arg("-V").output();
+    let text = out.map(|o| [o.stdout, o.stderr].concat()).unwrap_or_default();
+    String::from_utf8_lossy(&text).lines().next().unwrap_or("version unknown").trim().to_string()
 }
 
 fn run_plan(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {

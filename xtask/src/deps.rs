@@ -14,6 +14,10 @@ use std::process::Command;
 /// means a file, anything else a command on PATH (or /sbin, /usr/sbin).
 pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("cc", "gcc"),                      // the musl targets link through cc
+    ("musl-gcc", "musl-tools"),         // the image's static mke2fs
+    ("curl", "curl"),                   // its pinned e2fsprogs source
+    ("make", "make"),
+    ("strip", "binutils"),
     ("g++", "g++"),                     // libFuzzer (cargo fuzz) is C++
     ("setpriv", "util-linux"),          // a test runs as an unprivileged user
     ("unshare", "util-linux"),          // fake boots: PID + mount namespaces

@@ -67,7 +67,7 @@ struct Scenario {
     with_target: bool,
     old_kernel: Option<OldKernel>,
     precious_file: bool,
-    /// Put the host's mkfs.ext3 (and its libraries) into the fake root.
+    /// Put the image's mkfs for ext3 (the static mke2fs) into the fake root.
     mkfs: bool,
     /// Something other than an empty ext4 on the target (a LUKS volume, swap…).
     target: Option<fn(&Path) -> Result<()>>,
@@ -150,6 +150,12 @@ pub fn harness() -> Result<()> {
             mkfs: true,
             ..Scenario::new("confirmed format of an empty target", check_formatted)
         },
+        Scenario {
+            extra_cmdline: "bootmark.format=ext3 bootmark.format-confirm=TARGET",
+            mkfs: true,
+            old_kernel: Some(LINUX_2_6_9),
+            ..Scenario::new("confirmed format on simulated 2.6.9", check_formatted)
+        },
         Scenario { extra_cmdline: "bootmark.timeout=0.8", ..Scenario::new("whole-run watchdog", check_watchdog) },
     ];
     let (mut passed, mut failed) = (0, 0);
@@ -179,7 +185,7 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
     }
     std::fs::copy(binary, root.join("init")).map_err(|e| e.to_string())?;
     if s.mkfs {
-        for (path, data, mode) in crate::image::mkfs::files(&["ext3".to_string()])? {
+        for (path, data, mode) in crate::image::mkfs::files(&["ext3".to_string()], crate::deps::can_install())? {
             let dest = root.join(&path);
             std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| e.to_string())?;
             std::fs::write(&dest, data).map_err(|e| e.to_string())?;
@@ -611,6 +617,14 @@ fn check_formatted(b: &Boot) -> Result<()> {
     check_happy_on(b, "ext3")?;
     if !b.target_root.iter().any(|n| n == bootmark::init::safety::SCRATCH_MARKER) {
         return Err(format!("no scratch marker after formatting: {:?}", b.target_root));
+    }
+    // The run record says how the target was made: the image's static mke2fs.
+    let run = run_record(&b.serial_docs).ok_or("no run record")?;
+    let mkfs = &run["facts"]["target"]["mkfs"];
+    let version = mkfs["version"].as_str().unwrap_or("");
+    let pinned = format!("mke2fs {}", crate::image::static_mkfs::E2FSPROGS.version);
+    if mkfs["program"] != "/sbin/mke2fs" || !version.starts_with(&pinned) || mkfs["args"][1] != "ext3" {
+        return Err(format!("the run record does not show the static mke2fs making ext3: {mkfs}"));
     }
     Ok(())
 }

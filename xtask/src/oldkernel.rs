@@ -209,6 +209,17 @@ pub fn harness() -> Result<()> {
             }
         }
     }
+    let label = "the image's static mke2fs formatting ext3 on simulated Linux 2.6.9";
+    match check_static_mke2fs(LINUX_2_6_9) {
+        Ok(figures) => {
+            passed += 1;
+            eprintln!("old-kernel: ok   {label}: {figures}");
+        }
+        Err(e) => {
+            failed += 1;
+            eprintln!("old-kernel: FAIL {label}: {e}");
+        }
+    }
     println!("old-kernel harness: {passed} passed, {failed} failed");
     if failed > 0 { Err(format!("{failed} old-kernel runs failed")) } else { Ok(()) }
 }
@@ -237,6 +248,52 @@ fn check_quick_plan(kernel: OldKernel, binary: &Path) -> Result<String> {
         return Err(format!("exit status {status:#x}; records so far:\n{text}"));
     }
     check_records(&text, usage, wall)
+}
+
+/// The mke2fs `--mkfs ext3` puts in the image formats a file under the old
+/// kernel's syscall surface, with the arguments /init gives it, into an
+/// ext3 that kernel mounts. The host's glibc mke2fs must fail there: if it
+/// did not, the filter would not be simulating the old kernel.
+fn check_static_mke2fs(kernel: OldKernel) -> Result<String> {
+    let mke2fs = crate::image::static_mkfs::mke2fs(crate::deps::can_install())?;
+    let img = project_root().join(format!("target/oldkernel-mke2fs-{}.img", std::process::id()));
+    let format = |program: &Path| -> Result<bool> {
+        std::fs::write(&img, b"")
+            .and_then(|()| std::fs::File::create(&img)?.set_len(64 << 20))
+            .map_err(|e| e.to_string())?;
+        let status = command_under(kernel, program)
+            .args(bootmark::init::safety::mkfs_args("ext3", Some("OLDKERNEL"), None))
+            .arg(&img)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+        Ok(status.success())
+    };
+    let host = Path::new("/sbin/mke2fs");
+    let host_ran = host.exists() && format(host)?;
+    let ours_ran = format(&mke2fs)?;
+    let summary = crate::image::tools::run(Command::new("dumpe2fs").arg("-h").arg(&img));
+    let _ = std::fs::remove_file(&img);
+    if host_ran {
+        return Err("the host's glibc mke2fs ran under the filter: the simulation is too lenient".into());
+    }
+    if !ours_ran {
+        return Err(format!("{} failed", mke2fs.display()));
+    }
+    let summary = summary?;
+    let field = |name: &str| {
+        summary.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default()
+    };
+    let features = field("Filesystem features:");
+    // What 2.6.9's ext3 refuses: incompatible features it does not know.
+    let unknown_to_2_6_9 = ["extent", "64bit", "metadata_csum", "flex_bg", "huge_file", "orphan_file", "inline_data"];
+    if !features.contains("has_journal") || features.split_whitespace().any(|f| unknown_to_2_6_9.contains(&f)) {
+        return Err(format!("not an ext3 Linux 2.6.9 mounts: features {features}"));
+    }
+    if field("Filesystem volume name:") != "OLDKERNEL" {
+        return Err(format!("the label is not kept:\n{summary}"));
+    }
+    Ok(format!("features {features}; inode size {}; the host's glibc mke2fs fails there", field("Inode size:")))
 }
 
 fn wait4(pid: i32) -> Result<(i32, f64)> {

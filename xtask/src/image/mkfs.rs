@@ -1,7 +1,10 @@
-//! `--mkfs`: the host's mkfs programs, with the shared libraries they load,
-//! put into the initramfs so /init can format the target (confirmed
-//! formatting, sequences over filesystems). They are the host's glibc
-//! binaries: they run on kernels that glibc supports (3.2+ for Debian 12),
+//! `--mkfs`: mkfs programs put into the initramfs so /init can format the
+//! target (confirmed formatting, sequences over filesystems).
+//!
+//! ext2/ext3/ext4 get a static mke2fs built from pinned e2fsprogs sources
+//! (`static_mkfs`), which runs on every kernel from 2.6 on. xfs, reiserfs
+//! and vfat get the host's programs with the shared libraries they load:
+//! glibc binaries, which run on kernels glibc supports (3.2+ for Debian 12),
 //! not on 2.6 kernels — format those targets beforehand.
 
 use super::tools::run;
@@ -44,7 +47,7 @@ fn libraries(program: &Path) -> Result<Vec<PathBuf>> {
         .collect())
 }
 
-pub fn files(filesystems: &[String]) -> Result<Files> {
+pub fn files(filesystems: &[String], install_deps: bool) -> Result<Files> {
     let mut out: Files = Vec::new();
     let mut add = |inside: String, from: &Path, mode: u32| -> Result<()> {
         if !out.iter().any(|(p, _, _)| *p == inside) {
@@ -54,16 +57,23 @@ pub fn files(filesystems: &[String]) -> Result<Files> {
         Ok(())
     };
     for fs in filesystems {
+        if is_ext(fs) {
+            add("sbin/mke2fs".into(), &super::static_mkfs::mke2fs(install_deps)?, 0o755)?;
+            continue;
+        }
         let tool = find_tool(fs)?;
         add(format!("sbin/mkfs.{fs}"), &tool, 0o755)?;
         for lib in libraries(&tool)? {
             add(lib.to_string_lossy().trim_start_matches('/').to_string(), &lib, 0o755)?;
         }
     }
-    if Path::new("/etc/mke2fs.conf").exists() && filesystems.iter().any(|f| f.starts_with("ext")) {
-        add("etc/mke2fs.conf".into(), Path::new("/etc/mke2fs.conf"), 0o644)?;
-    }
+    // No /etc/mke2fs.conf: the static mke2fs's built-in profile is the one
+    // of its pinned version, the same on every build host.
     Ok(out)
+}
+
+fn is_ext(fs: &str) -> bool {
+    matches!(fs, "ext2" | "ext3" | "ext4")
 }
 
 #[cfg(test)]
@@ -71,13 +81,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mkfs_ext4_comes_with_its_libraries_and_interpreter() {
-        let f = files(&["ext4".into()]).unwrap();
+    fn host_mkfs_comes_with_its_libraries_and_interpreter() {
+        let f = files(&["xfs".into()], false).unwrap();
         let paths: Vec<&str> = f.iter().map(|(p, _, _)| p.as_str()).collect();
-        assert!(paths.contains(&"sbin/mkfs.ext4"), "{paths:?}");
-        assert!(paths.iter().any(|p| p.contains("libext2fs.so")), "{paths:?}");
+        assert!(paths.contains(&"sbin/mkfs.xfs"), "{paths:?}");
         assert!(paths.iter().any(|p| p.contains("ld-linux")), "the ELF interpreter: {paths:?}");
         assert!(f.iter().all(|(_, data, _)| !data.is_empty()));
-        assert!(files(&["nosuchfs".into()]).unwrap_err().contains("no mkfs.nosuchfs"));
+        assert!(files(&["nosuchfs".into()], false).unwrap_err().contains("no mkfs.nosuchfs"));
     }
 }

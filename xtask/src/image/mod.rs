@@ -14,6 +14,7 @@ pub mod menu;
 pub mod mkfs;
 pub mod modules;
 pub mod rpm;
+pub mod static_mkfs;
 pub mod tools;
 pub mod usb;
 
@@ -76,8 +77,10 @@ pub struct Args {
     /// Allow formatting the target: must repeat --target exactly.
     #[arg(long, value_name = "TARGET")]
     pub format_confirm: Option<String>,
-    /// Put the host's mkfs for these filesystems (and their libraries) into
-    /// x86_64 initramfs images, for confirmed formatting on kernels 3.2+.
+    /// Put mkfs programs for these filesystems into x86_64 initramfs images,
+    /// for confirmed formatting: ext2/ext3/ext4 a static mke2fs built from
+    /// pinned e2fsprogs sources (runs on 2.6 kernels too); others the host's
+    /// programs (kernels 3.2+)
     #[arg(long, value_delimiter = ',', value_name = "FS,…")]
     pub mkfs: Vec<String>,
     /// Stick image size in MiB (default: contents plus 128 MiB).
@@ -403,11 +406,11 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         let mut needed: Vec<String> = args.mkfs.clone();
         needed.extend(args.sequence_fs.iter().filter(|f| !needed.contains(f)).cloned().collect::<Vec<_>>());
         let extra = if arch == "x86_64" && !needed.is_empty() {
-            mkfs::files(&needed)?
+            mkfs::files(&needed, args.install_deps)?
         } else {
             if !needed.is_empty() {
                 eprintln!(
-                    "image: no mkfs for {arch} entries (the host's tools are x86_64): format their targets beforehand"
+                    "image: no mkfs for {arch} entries (the static mke2fs and the host's tools are x86_64): format their targets beforehand"
                 );
             }
             Vec::new()
