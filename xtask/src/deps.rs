@@ -13,9 +13,9 @@ use std::process::Command;
 /// Every host tool the tests use, with its Debian package. A leading '/'
 /// means a file, anything else a command on PATH (or /sbin, /usr/sbin).
 pub const TEST_TOOLS: &[(&str, &str)] = &[
-    ("cc", "gcc"),                      // the musl targets link through cc
-    ("musl-gcc", "musl-tools"),         // the image's static mke2fs
-    ("curl", "curl"),                   // its pinned e2fsprogs source
+    ("cc", "gcc"),              // the musl targets link through cc
+    ("musl-gcc", "musl-tools"), // the image's static mke2fs
+    ("curl", "curl"),           // its pinned e2fsprogs source
     ("make", "make"),
     ("strip", "binutils"),
     ("g++", "g++"),                     // libFuzzer (cargo fuzz) is C++

@@ -191,26 +191,8 @@ pub fn command_under(k: OldKernel, program: &Path) -> Command {
 
 /// `cargo xtask old-kernel`: both static binaries, both kernels, the quick plan.
 pub fn harness() -> Result<()> {
-    let mut passed = 0;
-    let mut failed = 0;
-    for arch in ["x86_64", "i686"] {
-        let binary = static_build::build(arch)?;
-        for kernel in [LINUX_2_6_9, LINUX_2_6_16] {
-            let label = format!("{arch} binary on simulated Linux {}", kernel.name);
-            match check_quick_plan(kernel, &binary) {
-                Ok(figures) => {
-                    passed += 1;
-                    eprintln!("old-kernel: ok   {label}: {figures}");
-                }
-                Err(e) => {
-                    failed += 1;
-                    eprintln!("old-kernel: FAIL {label}: {e}");
-                }
-            }
-        }
-    }
-    let label = "the image's static mke2fs formatting ext3 on simulated Linux 2.6.9";
-    match check_static_mke2fs(LINUX_2_6_9) {
+    let (mut passed, mut failed) = (0, 0);
+    let mut report = |label: &str, outcome: Result<String>| match outcome {
         Ok(figures) => {
             passed += 1;
             eprintln!("old-kernel: ok   {label}: {figures}");
@@ -219,7 +201,14 @@ pub fn harness() -> Result<()> {
             failed += 1;
             eprintln!("old-kernel: FAIL {label}: {e}");
         }
+    };
+    for arch in ["x86_64", "i686"] {
+        let binary = static_build::build(arch)?;
+        for kernel in [LINUX_2_6_9, LINUX_2_6_16] {
+            report(&format!("{arch} binary on simulated Linux {}", kernel.name), check_quick_plan(kernel, &binary));
+        }
     }
+    report("the image's static mke2fs formatting ext3 on simulated Linux 2.6.9", check_static_mke2fs(LINUX_2_6_9));
     println!("old-kernel harness: {passed} passed, {failed} failed");
     if failed > 0 { Err(format!("{failed} old-kernel runs failed")) } else { Ok(()) }
 }
