@@ -15,7 +15,10 @@ use std::process::Command;
 pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("cc", "gcc"),              // the musl targets link through cc
     ("musl-gcc", "musl-tools"), // the image's static mke2fs
-    ("curl", "curl"),           // its pinned e2fsprogs source
+    // …and its i686 build (the 32-bit libgcc it also needs is named by
+    // static_mkfs, from the host gcc's version).
+    ("/usr/lib/i386-linux-musl/libc.a", "musl-dev:i386"),
+    ("curl", "curl"), // its pinned e2fsprogs source
     ("make", "make"),
     ("strip", "binutils"),
     ("g++", "g++"),                     // libFuzzer (cargo fuzz) is C++
@@ -84,7 +87,7 @@ pub fn ensure_test_tools() -> Result<()> {
     tools::ensure(TEST_TOOLS, install, "sudo (as root `cargo xtask test` installs them itself)")
 }
 
-fn add_i386_architecture() -> Result<()> {
+pub fn add_i386_architecture() -> Result<()> {
     let known = tools::run(Command::new("dpkg").arg("--print-foreign-architectures"))?;
     if !known.lines().any(|l| l.trim() == "i386") {
         eprintln!("xtask: dpkg --add-architecture i386 (the 32-bit boot test uses Debian's 686 kernel)");

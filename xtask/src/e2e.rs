@@ -375,18 +375,31 @@ fn sequence_test(package: &str, base: &Path) -> Result<()> {
 
 /// A 32-bit machine: Debian's i386 686 kernel, the i686 static /init,
 /// qemu-system-i386. Needs the i386 architecture in dpkg (.ci/run adds it).
-fn i686_test(base: &Path) -> Result<()> {
+pub fn i686_test(base: &Path) -> Result<()> {
     let package = resolve_meta("linux-image-686:i386").or_else(|_| resolve_meta("linux-image-686")).map_err(|e| {
         format!("{e}\nthe i686 test needs Debian's i386 packages: dpkg --add-architecture i386 && apt-get update")
     })?;
     let package = if package.contains(':') { package } else { format!("{package}:i386") };
-    let out = image::build(&test_image(vec![package.clone()], base.join("image686"), None))?;
+    // The target is formatted in this boot, by the image's static i686 mke2fs.
+    let image_args = image::Args {
+        mkfs: vec!["ext3".into()],
+        append: "bootmark.format=ext3 bootmark.format-confirm=LABEL=SCRATCH".into(),
+        ..test_image(vec![package.clone()], base.join("image686"), None)
+    };
+    let out = image::build(&image_args)?;
     let disk = base.join("scratch.img");
     scratch_disk(&disk, "ext3", 512)?;
-    let args = test_boot(out, disk, base.join("serial-i686.log"));
+    let log = base.join("serial-i686.log");
+    let args = test_boot(out, disk, log.clone());
     let seconds = boot_and_check(&args, &package)?;
+    let serial = serial_documents(&std::fs::read_to_string(&log).unwrap_or_default());
+    let run = serial.iter().find(|d| d["schema"] == bootmark::init::RUN_SCHEMA).ok_or("no run record")?;
+    let mkfs = &run["facts"]["target"]["mkfs"];
+    if mkfs["program"] != "/sbin/mke2fs" || !mkfs["version"].as_str().unwrap_or("").starts_with("mke2fs 1.47.0") {
+        return Err(format!("i686 boot: the target was not formatted by the static mke2fs: {mkfs}"));
+    }
     println!(
-        "e2e: i686: {package} on qemu-system-i386 with the i686 /init: 6 records on serial and stick ({seconds:.1} s)"
+        "e2e: i686: {package} on qemu-system-i386 with the i686 /init, target formatted by the static i686 mke2fs: 6 records on serial and stick ({seconds:.1} s)"
     );
     Ok(())
 }

@@ -185,7 +185,9 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
     }
     std::fs::copy(binary, root.join("init")).map_err(|e| e.to_string())?;
     if s.mkfs {
-        for (path, data, mode) in crate::image::mkfs::files(&["ext3".to_string()], crate::deps::can_install())? {
+        for (path, data, mode) in
+            crate::image::mkfs::files(&["ext3".to_string()], "x86_64", crate::deps::can_install())?
+        {
             let dest = root.join(&path);
             std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| e.to_string())?;
             std::fs::write(&dest, data).map_err(|e| e.to_string())?;

@@ -66,6 +66,8 @@ enum Task {
     },
     /// The kernel-RPM boot alone, on the image `cargo xtask e2e` built (target/e2e/image).
     RpmBoot,
+    /// The 32-bit boot alone (Debian's 686 kernel, the i686 /init and mke2fs).
+    I686Boot,
     /// The failing-disk boot alone, on the image `cargo xtask e2e` built (target/e2e/image).
     FailingDisk,
     /// The stick write-log replay alone, on the image `cargo xtask e2e` built (target/e2e/image).
@@ -95,6 +97,7 @@ fn main() -> ExitCode {
             let base = project_root().join("target/e2e");
             e2e::resolve_meta("linux-image-amd64").and_then(|p| rpm_boot::test(&base.join("image"), &p, &base))
         }
+        Task::I686Boot => e2e::i686_test(&project_root().join("target/e2e")),
         Task::FailingDisk => {
             let base = project_root().join("target/e2e");
             failing_disk::test(&base.join("image"), &base)

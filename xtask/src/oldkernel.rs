@@ -208,7 +208,12 @@ pub fn harness() -> Result<()> {
             report(&format!("{arch} binary on simulated Linux {}", kernel.name), check_quick_plan(kernel, &binary));
         }
     }
-    report("the image's static mke2fs formatting ext3 on simulated Linux 2.6.9", check_static_mke2fs(LINUX_2_6_9));
+    for arch in ["x86_64", "i686"] {
+        report(
+            &format!("the image's static {arch} mke2fs formatting ext3 on simulated Linux 2.6.9"),
+            check_static_mke2fs(LINUX_2_6_9, arch),
+        );
+    }
     println!("old-kernel harness: {passed} passed, {failed} failed");
     if failed > 0 { Err(format!("{failed} old-kernel runs failed")) } else { Ok(()) }
 }
@@ -243,9 +248,9 @@ fn check_quick_plan(kernel: OldKernel, binary: &Path) -> Result<String> {
 /// kernel's syscall surface, with the arguments /init gives it, into an
 /// ext3 that kernel mounts. The host's glibc mke2fs must fail there: if it
 /// did not, the filter would not be simulating the old kernel.
-fn check_static_mke2fs(kernel: OldKernel) -> Result<String> {
-    let mke2fs = crate::image::static_mkfs::mke2fs(crate::deps::can_install())?;
-    let img = project_root().join(format!("target/oldkernel-mke2fs-{}.img", std::process::id()));
+fn check_static_mke2fs(kernel: OldKernel, arch: &str) -> Result<String> {
+    let mke2fs = crate::image::static_mkfs::mke2fs(arch, crate::deps::can_install())?;
+    let img = project_root().join(format!("target/oldkernel-mke2fs-{arch}-{}.img", std::process::id()));
     let format = |program: &Path| -> Result<bool> {
         std::fs::write(&img, b"")
             .and_then(|()| std::fs::File::create(&img)?.set_len(64 << 20))

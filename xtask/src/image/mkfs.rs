@@ -2,10 +2,11 @@
 //! target (confirmed formatting, sequences over filesystems).
 //!
 //! ext2/ext3/ext4 get a static mke2fs built from pinned e2fsprogs sources
-//! (`static_mkfs`), which runs on every kernel from 2.6 on. xfs, reiserfs
-//! and vfat get the host's programs with the shared libraries they load:
-//! glibc binaries, which run on kernels glibc supports (3.2+ for Debian 12),
-//! not on 2.6 kernels — format those targets beforehand.
+//! (`static_mkfs`) for the image's architecture, which runs on every kernel
+//! from 2.6 on. xfs, reiserfs and vfat get the host's programs with the
+//! shared libraries they load: x86_64 glibc binaries, which run on kernels
+//! glibc supports (3.2+ for Debian 12), not on 2.6 kernels — format those
+//! targets beforehand.
 
 use super::tools::run;
 use crate::Result;
@@ -47,7 +48,10 @@ fn libraries(program: &Path) -> Result<Vec<PathBuf>> {
         .collect())
 }
 
-pub fn files(filesystems: &[String], install_deps: bool) -> Result<Files> {
+/// The mkfs files for an `arch` initramfs. The host's programs are x86_64,
+/// so an i686 image gets only the static mke2fs: its other filesystems are
+/// named in the warning this prints.
+pub fn files(filesystems: &[String], arch: &str, install_deps: bool) -> Result<Files> {
     let mut out: Files = Vec::new();
     let mut add = |inside: String, from: &Path, mode: u32| -> Result<()> {
         if !out.iter().any(|(p, _, _)| *p == inside) {
@@ -58,7 +62,13 @@ pub fn files(filesystems: &[String], install_deps: bool) -> Result<Files> {
     };
     for fs in filesystems {
         if is_ext(fs) {
-            add("sbin/mke2fs".into(), &super::static_mkfs::mke2fs(install_deps)?, 0o755)?;
+            add("sbin/mke2fs".into(), &super::static_mkfs::mke2fs(arch, install_deps)?, 0o755)?;
+            continue;
+        }
+        if arch != "x86_64" {
+            eprintln!(
+                "image: no mkfs.{fs} for {arch} entries (the host's is x86_64): format their {fs} targets beforehand"
+            );
             continue;
         }
         let tool = find_tool(fs)?;
@@ -82,11 +92,12 @@ mod tests {
 
     #[test]
     fn host_mkfs_comes_with_its_libraries_and_interpreter() {
-        let f = files(&["xfs".into()], false).unwrap();
+        let f = files(&["xfs".into()], "x86_64", false).unwrap();
         let paths: Vec<&str> = f.iter().map(|(p, _, _)| p.as_str()).collect();
         assert!(paths.contains(&"sbin/mkfs.xfs"), "{paths:?}");
         assert!(paths.iter().any(|p| p.contains("ld-linux")), "the ELF interpreter: {paths:?}");
         assert!(f.iter().all(|(_, data, _)| !data.is_empty()));
-        assert!(files(&["nosuchfs".into()], false).unwrap_err().contains("no mkfs.nosuchfs"));
+        assert!(files(&["nosuchfs".into()], "x86_64", false).unwrap_err().contains("no mkfs.nosuchfs"));
+        assert!(files(&["xfs".into()], "i686", false).unwrap().is_empty(), "no x86_64 program in an i686 image");
     }
 }

@@ -77,10 +77,10 @@ pub struct Args {
     /// Allow formatting the target: must repeat --target exactly.
     #[arg(long, value_name = "TARGET")]
     pub format_confirm: Option<String>,
-    /// Put mkfs programs for these filesystems into x86_64 initramfs images,
-    /// for confirmed formatting: ext2/ext3/ext4 a static mke2fs built from
-    /// pinned e2fsprogs sources (runs on 2.6 kernels too); others the host's
-    /// programs (kernels 3.2+)
+    /// Put mkfs programs for these filesystems into the initramfs, for
+    /// confirmed formatting: ext2/ext3/ext4 a static mke2fs built from pinned
+    /// e2fsprogs sources (x86_64 and i686; runs on 2.6 kernels too); others
+    /// the host's programs (x86_64 images, kernels 3.2+)
     #[arg(long, value_delimiter = ',', value_name = "FS,…")]
     pub mkfs: Vec<String>,
     /// Stick image size in MiB (default: contents plus 128 MiB).
@@ -405,16 +405,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         };
         let mut needed: Vec<String> = args.mkfs.clone();
         needed.extend(args.sequence_fs.iter().filter(|f| !needed.contains(f)).cloned().collect::<Vec<_>>());
-        let extra = if arch == "x86_64" && !needed.is_empty() {
-            mkfs::files(&needed, args.install_deps)?
-        } else {
-            if !needed.is_empty() {
-                eprintln!(
-                    "image: no mkfs for {arch} entries (the static mke2fs and the host's tools are x86_64): format their targets beforehand"
-                );
-            }
-            Vec::new()
-        };
+        let extra = mkfs::files(&needed, arch, args.install_deps)?;
         let common = common_archive(&bin, mtime, &extra)?;
         eprintln!("image: common initramfs for {arch}: {} gzip", bootmark::size::human(common.len() as u64));
         commons.insert(arch.to_string(), (common, manifest::sha256_file(&bin)?));

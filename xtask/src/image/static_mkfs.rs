@@ -29,23 +29,58 @@ pub const E2FSPROGS: Source = Source {
     sha256: "6667afde56eef0c6af26684974400e4d2288ea49e9441bf5e6229195d51a3578",
 };
 
-/// What building them needs on the host.
-pub const BUILD_TOOLS: [(&str, &str); 4] =
+/// What building for x86_64 needs on the host.
+const BUILD_TOOLS: [(&str, &str); 4] =
     [("musl-gcc", "musl-tools"), ("curl", "curl"), ("make", "make"), ("strip", "binutils")];
 
-/// The static x86_64 mke2fs (ext2, ext3, ext4), built if not cached.
-pub fn mke2fs(install_deps: bool) -> Result<PathBuf> {
-    let dir = project_root().join("target/cache/static-mkfs").join(format!("{}-{}", E2FSPROGS.name, E2FSPROGS.version));
+/// The C compiler command for `arch`: musl's gcc wrapper for x86_64; for
+/// i686, gcc -m32 with musl's i386 specs (Debian's musl-dev:i386) and the
+/// 32-bit linker mode, which those specs' link line would otherwise drop.
+fn compiler(arch: &str) -> Result<&'static str> {
+    match arch {
+        "x86_64" => Ok("musl-gcc"),
+        "i686" => Ok("gcc -m32 -specs /usr/lib/i386-linux-musl/musl-gcc.specs -Wl,-melf_i386"),
+        other => Err(format!("no static mke2fs for {other}: x86_64 or i686")),
+    }
+}
+
+/// Install (or name) what building for `arch` needs.
+fn ensure_build_tools(arch: &str, install_deps: bool) -> Result<()> {
+    tools::ensure(&BUILD_TOOLS, install_deps, "--install-deps")?;
+    if arch != "i686" {
+        return Ok(());
+    }
+    // gcc -m32 links with the 32-bit libgcc of the host's gcc version.
+    let major =
+        tools::run(Command::new("gcc").arg("-dumpversion"))?.trim().split('.').next().unwrap_or("12").to_string();
+    let libgcc: &'static str = Box::leak(format!("/usr/lib/gcc/x86_64-linux-gnu/{major}/32/libgcc.a").into_boxed_str());
+    let package: &'static str = Box::leak(format!("lib32gcc-{major}-dev").into_boxed_str());
+    if install_deps {
+        crate::deps::add_i386_architecture()?;
+    }
+    tools::ensure(
+        &[("/usr/lib/i386-linux-musl/libc.a", "musl-dev:i386"), (libgcc, package)],
+        install_deps,
+        "--install-deps",
+    )
+}
+
+/// The static mke2fs (ext2, ext3, ext4) for `arch`, built if not cached.
+pub fn mke2fs(arch: &str, install_deps: bool) -> Result<PathBuf> {
+    let cc = compiler(arch)?;
+    let dir = project_root()
+        .join("target/cache/static-mkfs")
+        .join(format!("{}-{}-{arch}", E2FSPROGS.name, E2FSPROGS.version));
     let program = dir.join("mke2fs");
     if program.exists() {
         return Ok(program);
     }
-    tools::ensure(&BUILD_TOOLS, install_deps, "--install-deps")?;
-    let tarball = fetch(&E2FSPROGS, &dir)?;
+    ensure_build_tools(arch, install_deps)?;
+    let tarball = fetch(&E2FSPROGS, &project_root().join("target/cache/static-mkfs"))?;
     let src = dir.join("src");
     let _ = std::fs::remove_dir_all(&src);
     std::fs::create_dir_all(&src).map_err(|e| e.to_string())?;
-    eprintln!("image: building a static mke2fs from {} {} with musl", E2FSPROGS.name, E2FSPROGS.version);
+    eprintln!("image: building a static {arch} mke2fs from {} {} with musl", E2FSPROGS.name, E2FSPROGS.version);
     tools::run(Command::new("tar").arg("xzf").arg(&tarball).arg("-C").arg(&src).arg("--strip-components=1"))?;
     // Only the libraries and mke2fs: no NLS (no locale files in the image),
     // nothing that needs more than libc.
@@ -66,7 +101,7 @@ pub fn mke2fs(install_deps: bool) -> Result<PathBuf> {
     let jobs = format!("-j{}", std::thread::available_parallelism().map_or(2, |n| n.get()));
     let in_src = |program: &str| {
         let mut c = Command::new(program);
-        c.current_dir(&src).env("CC", "musl-gcc").env("LDFLAGS", "-static");
+        c.current_dir(&src).env("CC", cc).env("LDFLAGS", "-static");
         c
     };
     tools::run(in_src("./configure").arg("--quiet").args(configure))?;
@@ -113,34 +148,60 @@ fn check_static(program: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Whether an ELF64 file has a PT_INTERP program header.
+/// Whether an ELF file (32- or 64-bit, little-endian) has a PT_INTERP
+/// program header. Anything unreadable counts as having one.
 fn has_interpreter(elf: &[u8]) -> bool {
     let u16at = |o: usize| elf.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
+    let u32at = |o: usize| elf.get(o..o + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize);
     let u64at = |o: usize| elf.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize);
-    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64at(0x20), u16at(0x36), u16at(0x38)) else { return true };
-    (0..phnum).any(|i| elf.get(phoff + i * phentsize..phoff + i * phentsize + 4) == Some(&3u32.to_le_bytes()[..]))
+    let headers = match elf.get(4) {
+        Some(1) => (u32at(0x1c), u16at(0x2a), u16at(0x2c)),
+        Some(2) => (u64at(0x20), u16at(0x36), u16at(0x38)),
+        _ => return true,
+    };
+    let (Some(phoff), Some(phentsize), Some(phnum)) = headers else { return true };
+    // A truncated table is not trusted as static either.
+    (0..phnum).any(|i| u32at(phoff + i * phentsize).is_none_or(|p_type| p_type == 3))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// An ELF64 header with one program header of type `p_type`.
-    fn elf_with(p_type: u32) -> Vec<u8> {
+    /// An ELF header (64- or 32-bit) with one program header of type `p_type`.
+    fn elf_with(class64: bool, p_type: u32) -> Vec<u8> {
         let mut elf = vec![0u8; 64 + 56];
         elf[..4].copy_from_slice(b"\x7fELF");
-        elf[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
-        elf[0x36..0x38].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
-        elf[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
-        elf[64..68].copy_from_slice(&p_type.to_le_bytes());
+        if class64 {
+            elf[4] = 2;
+            elf[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+            elf[0x36..0x38].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+            elf[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+        } else {
+            elf[4] = 1;
+            elf[0x1c..0x20].copy_from_slice(&52u32.to_le_bytes());
+            elf[0x2a..0x2c].copy_from_slice(&32u16.to_le_bytes());
+            elf[0x2c..0x2e].copy_from_slice(&1u16.to_le_bytes());
+        }
+        let at = if class64 { 64 } else { 52 };
+        elf[at..at + 4].copy_from_slice(&p_type.to_le_bytes());
         elf
     }
 
     #[test]
     fn a_program_with_an_elf_interpreter_is_not_static() {
         assert!(has_interpreter(&std::fs::read("/bin/sh").unwrap()), "/bin/sh is dynamically linked on Debian");
-        assert!(has_interpreter(&elf_with(3)), "PT_INTERP");
-        assert!(!has_interpreter(&elf_with(1)), "PT_LOAD only: static");
-        assert!(has_interpreter(b"\x7fELF"), "a truncated file is not trusted as static");
+        for class64 in [true, false] {
+            assert!(has_interpreter(&elf_with(class64, 3)), "PT_INTERP");
+            assert!(!has_interpreter(&elf_with(class64, 1)), "PT_LOAD only: static");
+        }
+        assert!(has_interpreter(b"\x7fELF\x02"), "a truncated file is not trusted as static");
+    }
+
+    #[test]
+    fn only_x86_64_and_i686_have_a_compiler() {
+        assert_eq!(compiler("x86_64").unwrap(), "musl-gcc");
+        assert!(compiler("i686").unwrap().contains("-m32"));
+        assert!(compiler("arm64").unwrap_err().contains("x86_64 or i686"));
     }
 }
