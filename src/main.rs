@@ -83,7 +83,8 @@ enum Command {
         /// Group by these (comma-separated): kernel, fs, host, plan, scheduler, device, or a record field path.
         #[arg(long, default_value = "kernel,fs,host", value_delimiter = ',')]
         by: Vec<String>,
-        /// Rows whose first --by value contains this are the baseline (default: the first seen).
+        /// Rows whose first --by value is this, or the only value starting with it, are the
+        /// baseline (default: the first seen). "vs baseline" compares mean real times.
         #[arg(long)]
         baseline: Option<String>,
     },
@@ -234,7 +235,10 @@ fn report(
         return fail("no result records in the inputs");
     }
     let opts = bootmark::report::Options { by, baseline };
-    let rows = bootmark::report::rows(&c.documents, &opts);
+    let rows = match bootmark::report::rows(&c.documents, &opts) {
+        Ok(rows) => rows,
+        Err(e) => return fail(&e),
+    };
     match format {
         "csv" => print!("{}", bootmark::report::csv(&rows, &opts.by)),
         "json" => println!("{}", serde_json::to_string_pretty(&rows).unwrap()),

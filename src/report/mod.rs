@@ -47,7 +47,7 @@ pub struct Row {
     pub max_stall_ms: Option<f64>,
     pub stalls_over_1s: Option<Summary>,
     pub recovery_s: Option<Summary>,
-    /// Against the baseline row of the same workload: baseline real / this real.
+    /// Against the baseline row of the same workload: baseline mean real / this mean real.
     pub speedup: Option<f64>,
     pub significant: bool,
     pub baseline: bool,
@@ -56,7 +56,8 @@ pub struct Row {
 
 pub struct Options {
     pub by: Vec<String>,
-    /// A value of the first --by dimension (substring match) whose rows are the baseline.
+    /// A value of the first --by dimension whose rows are the baseline: the
+    /// whole value, or a prefix that only one value has.
     pub baseline: Option<String>,
 }
 
@@ -65,7 +66,8 @@ fn nums(records: &[&Value], pointer: &str) -> Vec<f64> {
 }
 
 /// Group and summarise result records (other documents are ignored).
-pub fn rows(records: &[Value], opts: &Options) -> Vec<Row> {
+/// Fails only when --baseline names no value, or more than one.
+pub fn rows(records: &[Value], opts: &Options) -> Result<Vec<Row>, String> {
     // (dimension values, workload, params) → the records of that group, in first-seen order
     type GroupKey = (Vec<String>, String, String);
     let mut groups: Vec<(GroupKey, Vec<&Value>)> = Vec::new();
@@ -81,8 +83,37 @@ pub fn rows(records: &[Value], opts: &Options) -> Vec<Row> {
     }
     let mut rows: Vec<Row> =
         groups.into_iter().map(|((key, workload, params), recs)| row(key, workload, &params, &recs)).collect();
-    mark_baselines(&mut rows, opts);
-    rows
+    let baseline = match &opts.baseline {
+        Some(wanted) => {
+            let values: Vec<&str> = rows.iter().filter_map(|r| r.key.first().map(String::as_str)).collect();
+            Some(baseline_value(&values, wanted, opts.by.first().map_or("kernel", String::as_str))?)
+        }
+        None => None,
+    };
+    mark_baselines(&mut rows, baseline.as_deref());
+    Ok(rows)
+}
+
+/// The one value `wanted` names: itself, or the only value it is a prefix
+/// of. `6.1` must not also pick `2.6.16.1`, nor `2.6.9` quietly pick one of
+/// `2.6.9-42.EL` and `2.6.9-55.EL`.
+pub fn baseline_value(values: &[&str], wanted: &str, dimension: &str) -> Result<String, String> {
+    let mut distinct: Vec<&str> = values.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.contains(&wanted) {
+        return Ok(wanted.to_string());
+    }
+    let prefixed: Vec<&str> = distinct.iter().copied().filter(|v| v.starts_with(wanted)).collect();
+    match prefixed[..] {
+        [one] => Ok(one.to_string()),
+        [] => {
+            Err(format!("--baseline {wanted}: no {dimension} is or starts with it; there are: {}", distinct.join(", ")))
+        }
+        _ => {
+            Err(format!("--baseline {wanted} is ambiguous: {} all start with it; give one whole", prefixed.join(", ")))
+        }
+    }
 }
 
 fn row(key: Vec<String>, workload: String, params: &str, recs: &[&Value]) -> Row {
@@ -123,8 +154,10 @@ fn row(key: Vec<String>, workload: String, params: &str, recs: &[&Value]) -> Row
 }
 
 /// The baseline of each workload (+ the other --by dimensions) is the row whose
-/// first dimension matches --baseline, or the first such row seen.
-fn mark_baselines(rows: &mut [Row], opts: &Options) {
+/// first dimension is `baseline`, or the first such row seen. Speedup and
+/// significance both compare means (of real time): the test is on means,
+/// so the ratio beside it is too.
+fn mark_baselines(rows: &mut [Row], baseline: Option<&str>) {
     for i in 0..rows.len() {
         let peers: Vec<usize> = (0..rows.len())
             .filter(|&j| {
@@ -133,17 +166,17 @@ fn mark_baselines(rows: &mut [Row], opts: &Options) {
                     && rows[j].key.get(1..) == rows[i].key.get(1..)
             })
             .collect();
-        let base = match &opts.baseline {
-            Some(b) => peers.iter().copied().find(|&j| rows[j].key.first().is_some_and(|k| k.contains(b.as_str()))),
+        let base = match baseline {
+            Some(b) => peers.iter().copied().find(|&j| rows[j].key.first().is_some_and(|k| k == b)),
             None => peers.first().copied(),
         };
         let Some(b) = base else { continue };
         rows[i].baseline = b == i;
         if let (Some(this), Some(base)) = (&rows[i].real_s, &rows[b].real_s)
             && b != i
-            && this.median > 0.0
+            && this.mean > 0.0
         {
-            rows[i].speedup = Some(base.median / this.median);
+            rows[i].speedup = Some(base.mean / this.mean);
             rows[i].significant = stats::significant(this, base);
         }
     }
@@ -181,7 +214,7 @@ pub const COLUMNS: [&str; 12] = [
     "max stall ms",
     "stalls >1s",
     "recovery s",
-    "vs baseline",
+    "vs baseline (means)",
     "notes",
 ];
 
@@ -264,7 +297,7 @@ mod tests {
             rec("2.6.16.1", 114.0, 5),
         ];
         let opts = Options { by: vec!["kernel".into(), "fs".into()], baseline: Some("2.6.9".into()) };
-        let rows = rows(&records, &opts);
+        let rows = rows(&records, &opts).unwrap();
         assert_eq!(rows.len(), 2);
         assert!(rows[0].baseline);
         let new = &rows[1];
@@ -279,6 +312,25 @@ mod tests {
         assert!(csv.lines().nth(2).unwrap().starts_with("2.6.16.1,ext3,seqwrite,3,0,112,"));
     }
 
+    /// `6.1` must not match `2.6.16.1`; a prefix picks a value only when it
+    /// is the only one with it.
+    #[test]
+    fn the_baseline_is_a_whole_value_or_an_unambiguous_prefix() {
+        let values = ["2.6.16.1", "6.1.0-50-amd64", "2.6.9-42.EL", "2.6.9-55.EL", "6.1.0-50-amd64"];
+        assert_eq!(baseline_value(&values, "6.1", "kernel").unwrap(), "6.1.0-50-amd64");
+        assert_eq!(baseline_value(&values, "2.6.16.1", "kernel").unwrap(), "2.6.16.1");
+        let err = baseline_value(&values, "2.6.9", "kernel").unwrap_err();
+        assert!(err.contains("ambiguous") && err.contains("2.6.9-42.EL, 2.6.9-55.EL"), "{err}");
+        let err = baseline_value(&values, "16.1", "kernel").unwrap_err();
+        assert!(err.contains("no kernel is or starts with it"), "substrings do not count: {err}");
+        let records = vec![rec("2.6.16.1", 100.0, 0), rec("6.1.0-50-amd64", 50.0, 1)];
+        let opts = Options { by: vec!["kernel".into()], baseline: Some("6.1".into()) };
+        let rows = rows(&records, &opts).unwrap();
+        assert!(rows[1].baseline && !rows[0].baseline, "6.1 picked 6.1.0-50-amd64, not 2.6.16.1");
+        let opts = Options { by: vec!["kernel".into()], baseline: Some("5.10".into()) };
+        assert!(super::rows(&records, &opts).is_err());
+    }
+
     #[test]
     fn html_has_the_table_a_chart_per_workload_and_the_worst_timeline() {
         let mut records = vec![rec("2.6.9", 300.0, 0), rec("2.6.16.1", 110.0, 1)];
@@ -288,7 +340,7 @@ mod tests {
                                    "probe_t_s": [0.1, 0.2], "probe_response_ms": [1.0, 5000.0], "workload_start_s": 0.1, "workload_end_s": 0.4});
         }
         let opts = Options { by: vec!["kernel".into()], baseline: None };
-        let rows = rows(&records, &opts);
+        let rows = rows(&records, &opts).unwrap();
         let chosen = html::pick_timeline(&records, None).unwrap();
         assert_eq!(chosen["seq"], 0, "the worst stall is drawn by default");
         assert_eq!(html::pick_timeline(&records, Some("r:1")).unwrap()["seq"], 1);
@@ -306,7 +358,7 @@ mod tests {
         let mut bad = rec("6.1", 9999.0, 1);
         bad["status"] = json!("timeout");
         bad["error"] = json!("the workload ran past its deadline");
-        let rows = rows(&[rec("6.1", 10.0, 0), bad], &Options { by: vec!["kernel".into()], baseline: None });
+        let rows = rows(&[rec("6.1", 10.0, 0), bad], &Options { by: vec!["kernel".into()], baseline: None }).unwrap();
         assert_eq!((rows[0].n, rows[0].not_ok), (2, 1));
         assert_eq!(rows[0].real_s.as_ref().unwrap().median, 10.0);
         assert!(rows[0].notes[0].contains("timeout: the workload ran past its deadline"));
