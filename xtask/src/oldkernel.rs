@@ -463,8 +463,48 @@ mod tests {
         assert_eq!(errno_under(LINUX_2_6_9, monotonic), 0);
     }
 
+    /// The quick plan's six records as a healthy run writes them, with `edit`
+    /// applied; returned as JSON lines.
+    fn quick_run(edit: impl Fn(&mut Vec<serde_json::Value>)) -> String {
+        let mut records: Vec<serde_json::Value> = ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle"]
+            .iter()
+            .map(|name| {
+                serde_json::json!({"workload": {"name": name}, "status": "ok",
+                    "kernel": {"release": "2.6.9"}, "storage": {"fs": "ext3"},
+                    "times": {"wall_s": 1.0, "user_s": 0.01, "sys_s": 0.02},
+                    "responsiveness": {"p99_ms": 3.0, "baseline_samples": 20, "probe_cpu_s": 0.002},
+                    "timeline": {"t_s": [0.0]}})
+            })
+            .collect();
+        edit(&mut records);
+        records.iter().map(|r| format!("{r}\n")).collect()
+    }
+
+    /// Each check fails for the reason it names, and a healthy run passes.
     #[test]
     fn record_checks_catch_a_spinning_runner_and_missing_records() {
+        let healthy = quick_run(|_| {});
+        let (cpu, wall) = (6.0 * 0.03 + 6.0 * 0.002 + 0.1, 8.0);
+        assert!(check_records(&healthy, cpu, wall).is_ok(), "{:?}", check_records(&healthy, cpu, wall));
+        assert!(check_records(&healthy, cpu + 0.5 * wall, wall).unwrap_err().contains("the runner used"));
         assert!(check_records("", 0.0, 1.0).unwrap_err().contains("six records"));
+        type Edit = fn(&mut Vec<serde_json::Value>);
+        let cases: [(&str, Edit); 6] = [
+            ("six records", |r| {
+                r.pop();
+            }),
+            ("status", |r| r[1]["status"] = "error".into()),
+            ("/storage/fs is missing", |r| r[2]["storage"]["fs"] = serde_json::Value::Null),
+            ("the idle workload used", |r| r[5]["times"]["user_s"] = 0.9.into()),
+            ("no CPU time", |r| {
+                r[3]["times"]["user_s"] = 0.0.into();
+                r[3]["times"]["sys_s"] = 0.0.into();
+            }),
+            ("the probe used", |r| r[0]["responsiveness"]["probe_cpu_s"] = 2.0.into()),
+        ];
+        for (reason, edit) in cases {
+            let err = check_records(&quick_run(edit), cpu + 2.0, wall).unwrap_err();
+            assert!(err.contains(reason), "expected '{reason}', got: {err}");
+        }
     }
 }
