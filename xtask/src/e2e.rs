@@ -102,41 +102,57 @@ pub fn harness() -> Result<()> {
     let out = image::build(&test_image(vec![package.clone()], base.join("image"), None))?;
     check_module_closure(&out)?;
     check_config_found(&out)?;
-    let mut passed = 0;
+    // Every boot runs even when one fails: a failure is reported by name at the end.
+    let mut tally = Tally::default();
     for (name, uefi, pxe) in [("BIOS USB", false, false), ("UEFI USB", true, false), ("BIOS PXE", false, true)] {
-        let disk = base.join("scratch.img");
-        scratch_disk(&disk, "ext3", 512)?;
-        let boot_args = qemu::Args {
-            uefi,
-            pxe,
-            ..test_boot(out.clone(), disk, base.join(format!("serial-{}.log", name.replace(' ', "-"))))
+        let boot = || -> Result<()> {
+            let disk = base.join("scratch.img");
+            scratch_disk(&disk, "ext3", 512)?;
+            let log = base.join(format!("serial-{}.log", name.replace(' ', "-")));
+            let boot_args = qemu::Args { uefi, pxe, ..test_boot(out.clone(), disk, log.clone()) };
+            let seconds = boot_and_check(&boot_args, &package)?;
+            let loaded = loaded_modules(&log);
+            check_drivers(&loaded, &["ahci", "xhci_pci", "usb_storage"], &["sym53c8xx", "ehci_pci", "virtio_blk"])?;
+            println!(
+                "e2e: {name}: {package} booted in QEMU, 6 records + run record on serial and stick, identical ({seconds:.1} s)"
+            );
+            Ok(())
         };
-        let seconds = boot_and_check(&boot_args, &package).map_err(|e| format!("{name} boot: {e}"))?;
-        let loaded = loaded_modules(boot_args.log.as_deref().unwrap());
-        check_drivers(&loaded, &["ahci", "xhci_pci", "usb_storage"], &["sym53c8xx", "ehci_pci", "virtio_blk"])
-            .map_err(|e| format!("{name} boot: {e}"))?;
-        println!(
-            "e2e: {name}: {package} booted in QEMU, 6 records + run record on serial and stick, identical ({seconds:.1} s)"
-        );
-        passed += 1;
+        tally.add(name, boot());
     }
-    old_machine_test(&out, &base, &package)?;
-    passed += 1;
-    crate::rpm_boot::test(&out, &package, &base)?;
-    passed += 1;
-    sequence_test(&package, &base)?;
-    passed += 1;
-    i686_test(&base)?;
-    passed += 1;
-    crate::failing_disk::test(&out, &base)?;
-    passed += 1;
-    crate::write_log::test(&out, &base)?;
-    passed += 1;
-    crate::resets::campaign(&out, &base, 22)?;
-    passed += 1;
+    tally.add("old machine", old_machine_test(&out, &base, &package));
+    tally.add("kernel RPM", crate::rpm_boot::test(&out, &package, &base));
+    tally.add("sequence", sequence_test(&package, &base));
+    tally.add("i686", i686_test(&base));
+    tally.add("failing disk", crate::failing_disk::test(&out, &base));
+    tally.add("stick write log", crate::write_log::test(&out, &base));
+    tally.add("reset campaign", crate::resets::campaign(&out, &base, 22));
     println!("e2e: total {:.1} s", started.elapsed().as_secs_f64());
-    println!("e2e boot test: {passed} passed, 0 failed");
-    Ok(())
+    tally.finish("e2e boot test")
+}
+
+/// Passed and failed test cases, by name.
+#[derive(Default)]
+pub struct Tally {
+    passed: usize,
+    failed: Vec<String>,
+}
+
+impl Tally {
+    pub fn add(&mut self, name: &str, outcome: Result<()>) {
+        match outcome {
+            Ok(()) => self.passed += 1,
+            Err(e) => {
+                println!("e2e: FAIL {name}: {e}");
+                self.failed.push(name.to_string());
+            }
+        }
+    }
+
+    pub fn finish(self, what: &str) -> Result<()> {
+        println!("{what}: {} passed, {} failed", self.passed, self.failed.len());
+        if self.failed.is_empty() { Ok(()) } else { Err(format!("{what} failed: {}", self.failed.join(", "))) }
+    }
 }
 
 /// Boot, then check the serial log and the stick hold the same six ok records
