@@ -1,8 +1,8 @@
 //! bootmark: run the same disk benchmark under many kernels and compare.
 //!
-//! The image side (workloads, measurements, records, sinks; later /init)
-//! and the workstation side (later: collect, report) meet in [`record`].
-//! See ARCHITECTURE.md for the data flow and the module map.
+//! The image side (workloads, measurements, records, sinks, /init) and the
+//! workstation side (collect, report) meet in [`record`], [`framing`] and
+//! [`journal`]. See ARCHITECTURE.md for the data flow and the module map.
 
 /// `eprintln!` that never panics: PID 1 must outlive a console whose
 /// writes fail (eprintln! panics on any error but EBADF). Image-side code

@@ -1,10 +1,10 @@
 //! Workloads: what a plan asks the machine to do, one module each.
 //!
-//! Every workload runs inside a worker process (see `runner`), writes only
+//! Every workload runs inside a worker process (see `run::watch`), writes only
 //! below the directory it is given, and returns an [`Outcome`]: the bytes it
 //! moved, its phase times and the latency of every read()/write() it made.
-//! Resource usage (user/sys, faults, switches) is measured by the runner from
-//! outside, with wait4, so workloads do not measure themselves.
+//! Resource usage (user/sys, faults, switches) is measured by `run::watch`
+//! from outside, with wait4, so workloads do not measure themselves.
 
 pub mod cache;
 pub mod idle;

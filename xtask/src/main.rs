@@ -15,6 +15,7 @@ mod resets;
 mod rpm_boot;
 mod static_build;
 mod test;
+mod tidy;
 mod write_log;
 
 use clap::{Parser, Subcommand};

@@ -1,8 +1,8 @@
 //! Simulated old kernels: a seccomp filter that makes this kernel answer like
 //! Linux 2.6.9 or 2.6.16, and the harness that runs bootmark under it.
 //!
-//! We cannot boot 2.6.9 here, so we remove what it lacks (see
-//! ../shared/notes/old-kernels.md): syscalls past its table return ENOSYS;
+//! We cannot boot 2.6.9 here, so we remove what it lacks (README, "Old
+//! kernels"): syscalls past its table return ENOSYS;
 //! futex ops with FUTEX_PRIVATE_FLAG or newer than its last op return ENOSYS;
 //! F_DUPFD_CLOEXEC and SOCK_CLOEXEC/NONBLOCK return EINVAL; clock ids ≥ 4
 //! return EINVAL. Both x86_64 and i386 syscall tables are covered, so the

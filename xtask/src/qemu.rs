@@ -3,8 +3,8 @@
 //! OVMF), scratch disks on AHCI (SATA, like the seed's servers), the serial
 //! console captured to a log — and wait for the guest to power off.
 //!
-//! TCG only by default: KVM on these machines hangs stock kernels (see
-//! ../shared/notes/boot-facts.md). `--kvm` tries it when asked.
+//! TCG only by default: on the machines this project is developed on, KVM
+//! hangs stock kernels early in boot. `--kvm` tries it when asked.
 
 use crate::Result;
 use crate::image::tools;
