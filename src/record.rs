@@ -9,7 +9,11 @@ use crate::measure::sampler::Timeline;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The schema of a result record: one workload run.
 pub const SCHEMA: &str = "bootmark.result/1";
+/// The schema of a run record: the last document of every boot of the
+/// image (its facts, status and error; see docs/record-format.md).
+pub const RUN_SCHEMA: &str = "bootmark.run/1";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -50,6 +54,42 @@ pub struct Record {
     /// Workload-specific facts (cache state for seqread, per-instance figures, sort phases).
     pub details: serde_json::Value,
     pub notes: Vec<String>,
+}
+
+/// The last document of every boot of the image: how the boot went, what
+/// it found and did (`facts`), and the kernel's log. Fields in
+/// docs/record-format.md, "Run record".
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub schema: String,
+    pub run_id: String,
+    /// After the boot's result records: their count.
+    pub seq: u32,
+    /// `ok`, or `error` (the boot stopped early; `error` says why).
+    pub status: Status,
+    pub error: Option<String>,
+    pub started_unix_s: f64,
+    pub finished_unix_s: f64,
+    pub bootmark: Tool,
+    pub kernel: Kernel,
+    pub host: Host,
+    /// Result records this boot emitted, and how many of them were not ok.
+    pub records: u32,
+    pub failed_records: u32,
+    /// What the boot found and did, one key per topic (bring-up, modules,
+    /// devices, target, results stick, sequence…): see the docs.
+    pub facts: serde_json::Map<String, serde_json::Value>,
+    pub kernel_log: KernelLog,
+}
+
+/// The kernel's log at the end of a boot, summarised.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct KernelLog {
+    pub lines: usize,
+    /// Lines per kind of trouble (I/O errors, hung tasks, OOM, oops…).
+    pub counts: BTreeMap<String, usize>,
+    /// The last lines (the whole log would not fit a serial record).
+    pub tail: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -134,5 +174,44 @@ impl Record {
             s += &format!(" [{n}]");
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/record-format.md's run record table names exactly the fields
+    /// a RunRecord serialises to.
+    #[test]
+    fn the_run_record_docs_name_every_field_and_no_other() {
+        let doc = RunRecord {
+            schema: RUN_SCHEMA.into(),
+            run_id: "r".into(),
+            seq: 0,
+            status: Status::Ok,
+            error: None,
+            started_unix_s: 0.0,
+            finished_unix_s: 0.0,
+            bootmark: Tool { version: "0".into() },
+            kernel: Kernel::default(),
+            host: Host::default(),
+            records: 0,
+            failed_records: 0,
+            facts: serde_json::Map::new(),
+            kernel_log: KernelLog::default(),
+        };
+        let fields: std::collections::BTreeSet<String> =
+            serde_json::to_value(&doc).unwrap().as_object().unwrap().keys().cloned().collect();
+        let docs = include_str!("../docs/record-format.md");
+        let table = docs.split("# Run record").nth(1).unwrap().split("`facts` keys").next().unwrap();
+        let documented: std::collections::BTreeSet<String> = table
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .flat_map(|l| {
+                l.split(" | ").next().unwrap().split('`').skip(1).step_by(2).map(String::from).collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(documented, fields);
     }
 }

@@ -54,7 +54,7 @@ pub struct Collected {
 }
 
 pub const RESULT_SCHEMA: &str = crate::record::SCHEMA;
-pub const RUN_SCHEMA: &str = "bootmark.run/1";
+pub use crate::record::RUN_SCHEMA;
 
 type Key = (String, String, u64);
 

@@ -1,8 +1,6 @@
 //! The kernel's message buffer (dmesg) via syslog(2), with the lines that
 //! explain a slow or failed run counted: hung tasks, I/O errors, OOM, panics.
 
-use serde::Serialize;
-
 const SYSLOG_ACTION_READ_ALL: libc::c_int = 3;
 const SYSLOG_ACTION_SIZE_BUFFER: libc::c_int = 10;
 
@@ -18,13 +16,7 @@ const PATTERNS: [(&str, &str); 8] = [
     ("bug", "BUG:"),
 ];
 
-#[derive(Debug, Default, Serialize)]
-pub struct KernelLog {
-    pub lines: usize,
-    pub counts: std::collections::BTreeMap<String, usize>,
-    /// The last lines (the whole log would not fit a serial record).
-    pub tail: Vec<String>,
-}
+pub use crate::record::KernelLog;
 
 /// The most of the ring buffer ever read (its usual size is 16 KiB–1 MiB).
 const MAX_READ: usize = 8 << 20;

@@ -35,7 +35,7 @@ use std::path::Path;
 
 const RESULTS_MOUNT: &str = "/results";
 const TARGET_MOUNT: &str = "/mnt/target";
-pub const RUN_SCHEMA: &str = "bootmark.run/1";
+use crate::record::{RUN_SCHEMA, RunRecord, Status, Tool};
 
 /// Should this process act as /init? Only as PID 1: an extracted `./init`
 /// run by root on a workstation must not go looking for sticks to write.
@@ -565,23 +565,22 @@ fn finish(boot: &mut Boot, serial: &mut Option<Serial>, outcome: Result<(), Stri
     }
     let klog = klog::summarize(&klog::read(), 200);
     let after = boot.after.or(boot.settings.as_ref().map(|s| s.after)).unwrap_or(After::Poweroff);
-    let evidence = crate::measure::evidence::kernel();
-    let doc = json!({
-        "schema": RUN_SCHEMA,
-        "run_id": boot.run_id,
-        "seq": boot.records,
-        "status": if outcome.is_ok() { "ok" } else { "error" },
-        "error": outcome.as_ref().err(),
-        "started_unix_s": boot.started_unix_s,
-        "finished_unix_s": unix_s(),
-        "bootmark": {"version": env!("CARGO_PKG_VERSION")},
-        "kernel": evidence,
-        "host": crate::measure::evidence::host(),
-        "records": boot.records,
-        "failed_records": boot.failed,
-        "facts": boot.facts,
-        "kernel_log": klog,
-    });
+    let doc = RunRecord {
+        schema: RUN_SCHEMA.into(),
+        run_id: boot.run_id.clone(),
+        seq: boot.records,
+        status: if outcome.is_ok() { Status::Ok } else { Status::Error },
+        error: outcome.as_ref().err().cloned(),
+        started_unix_s: boot.started_unix_s,
+        finished_unix_s: unix_s(),
+        bootmark: Tool { version: env!("CARGO_PKG_VERSION").into() },
+        kernel: crate::measure::evidence::kernel(),
+        host: crate::measure::evidence::host(),
+        records: boot.records,
+        failed_records: boot.failed,
+        facts: std::mem::take(&mut boot.facts),
+        kernel_log: klog,
+    };
     let bytes = serde_json::to_vec(&doc).unwrap_or_default();
     if let Err(e) = &outcome {
         say(serial, &format!("bootmark: ERROR: {e}"));

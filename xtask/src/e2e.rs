@@ -163,17 +163,20 @@ pub fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
     let serial = serial_documents(&booted.serial);
     let stick: Vec<Value> =
         stick_documents(&args.image.join("usb.img"))?.into_iter().filter(|d| !stick_before.contains(d)).collect();
-    let records: Vec<&Value> = serial.iter().filter(|d| d["schema"] == "bootmark.result/1").collect();
-    let run = serial.iter().find(|d| d["schema"] == bootmark::init::RUN_SCHEMA);
+    let records: Vec<&Value> = serial.iter().filter(|d| d["schema"] == bootmark::record::SCHEMA).collect();
     let tail = || qemu::tail(&booted.serial, 25);
-    match run {
-        Some(r) if r["status"] == "ok" => {}
-        Some(r) => return Err(format!("the run failed: {}\n{}", r["error"], tail())),
+    // The run record must be a RunRecord (the typed contract), not just JSON.
+    let run = match serial.iter().find(|d| d["schema"] == bootmark::record::RUN_SCHEMA) {
+        Some(d) => serde_json::from_value::<bootmark::record::RunRecord>(d.clone())
+            .map_err(|e| format!("the run record is not a RunRecord: {e}"))?,
         None => {
             return Err(format!("no run record on the serial log ({})\n{}", qemu::diagnose(&booted.serial), tail()));
         }
+    };
+    if run.status != bootmark::record::Status::Ok {
+        return Err(format!("the run failed: {}\n{}", run.error.unwrap_or_default(), tail()));
     }
-    let modules = &run.unwrap()["facts"]["modules"];
+    let modules = run.facts.get("modules").unwrap_or(&Value::Null);
     let filesystems = modules["filesystems"].as_object().cloned().unwrap_or_default();
     let no_failures = |m: &Value| m["failed"].as_object().is_some_and(|f| f.is_empty());
     if !no_failures(modules) || modules["ms"].as_u64().is_none() || !filesystems.values().all(no_failures) {
@@ -204,7 +207,7 @@ pub fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
 /// The modules /init loaded in a boot, from the run record on its serial log.
 pub fn loaded_modules(serial_log: &Path) -> Vec<String> {
     let serial = serial_documents(&std::fs::read_to_string(serial_log).unwrap_or_default());
-    let run = serial.iter().find(|d| d["schema"] == bootmark::init::RUN_SCHEMA);
+    let run = serial.iter().find(|d| d["schema"] == bootmark::record::RUN_SCHEMA);
     let loaded = run.and_then(|r| r["facts"]["modules"]["loaded"].as_array().cloned()).unwrap_or_default();
     loaded.iter().filter_map(|m| m.as_str().map(String::from)).collect()
 }
@@ -364,7 +367,7 @@ fn sequence_test(package: &str, base: &Path) -> Result<()> {
         ..test_boot(out.clone(), disk, base.join("serial-sequence.log"))
     })?;
     let docs = serial_documents(&booted.serial);
-    let runs: Vec<&Value> = docs.iter().filter(|d| d["schema"] == bootmark::init::RUN_SCHEMA).collect();
+    let runs: Vec<&Value> = docs.iter().filter(|d| d["schema"] == bootmark::record::RUN_SCHEMA).collect();
     let records = docs.iter().filter(|d| d["schema"] == "bootmark.result/1").count();
     let seq = seq_on_stick(&img)?;
     use bootmark::init::sequence::State::{Done, Failed};
@@ -409,7 +412,7 @@ pub fn i686_test(base: &Path) -> Result<()> {
     let args = test_boot(out, disk, log.clone());
     let seconds = boot_and_check(&args, &package)?;
     let serial = serial_documents(&std::fs::read_to_string(&log).unwrap_or_default());
-    let run = serial.iter().find(|d| d["schema"] == bootmark::init::RUN_SCHEMA).ok_or("no run record")?;
+    let run = serial.iter().find(|d| d["schema"] == bootmark::record::RUN_SCHEMA).ok_or("no run record")?;
     let mkfs = &run["facts"]["target"]["mkfs"];
     if mkfs["program"] != "/sbin/mke2fs" || !mkfs["version"].as_str().unwrap_or("").starts_with("mke2fs 1.47.0") {
         return Err(format!("i686 boot: the target was not formatted by the static mke2fs: {mkfs}"));

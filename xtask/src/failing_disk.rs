@@ -43,7 +43,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     let docs = serial_documents(&booted.serial);
     let run = docs
         .iter()
-        .find(|d| d["schema"] == bootmark::init::RUN_SCHEMA)
+        .find(|d| d["schema"] == bootmark::record::RUN_SCHEMA)
         .ok_or_else(|| format!("no run record\n{}", qemu::tail(&booted.serial, 30)))?;
     let records: Vec<&Value> = docs.iter().filter(|d| d["schema"] == "bootmark.result/1").collect();
     let failed: Vec<&&Value> = records.iter().filter(|r| r["status"] != "ok").collect();

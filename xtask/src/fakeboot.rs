@@ -428,7 +428,7 @@ fn read_stick(img: &Path, fs: &str, base: &Path) -> Result<Vec<Value>> {
 }
 
 fn run_record(docs: &[Value]) -> Option<&Value> {
-    docs.iter().find(|d| d["schema"] == bootmark::init::RUN_SCHEMA)
+    docs.iter().find(|d| d["schema"] == bootmark::record::RUN_SCHEMA)
 }
 
 fn check_happy(b: &Boot) -> Result<()> {
