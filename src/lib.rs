@@ -23,6 +23,7 @@ pub mod fsutil;
 pub mod init;
 pub mod journal;
 pub mod measure;
+pub mod partition_table;
 pub mod plan;
 pub mod process;
 pub mod record;

@@ -1,5 +1,6 @@
-//! Fuzz the serial log reader with two properties:
-//! - any bytes in: no panic;
+//! Fuzz the serial log reader (and the partition table parser) with two
+//! properties:
+//! - any bytes in, as a serial log or as a disk: no panic;
 //! - a real log (three framed records among printk noise) damaged where the
 //!   fuzzer says: every document accepted is one of the three records,
 //!   byte-for-byte the same JSON (a damaged record is dropped, never
@@ -44,6 +45,11 @@ fuzz_target!(|data: &[u8]| {
     bootmark::collect::serial::collect_reader(data, "fuzz", &mut c).unwrap();
     for line in String::from_utf8_lossy(data).lines() {
         let _ = bootmark::framing::parse_line(line);
+    }
+    // The same bytes as a disk: its partition tables must never panic either
+    // (hand-written, and read by /init from disks it did not make).
+    for sector in [512, 4096] {
+        let _ = bootmark::partition_table::partition_uuids(&mut bootmark::partition_table::slice_reader(data), sector);
     }
 
     // A real log, damaged: each 3 bytes of input overwrite one byte of it.

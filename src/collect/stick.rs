@@ -138,17 +138,16 @@ impl Write for Partition {
 }
 
 /// Where the FAT filesystem starts: the first FAT-type MBR partition, or 0
-/// for a partition image (a FAT boot sector at the start).
+/// for a partition image (a FAT boot sector at the start). Stick images
+/// have 512-byte sectors.
 fn fat_offset(head: &[u8; 512]) -> Option<u64> {
     let fat_boot_sector = &head[0x52..0x57] == b"FAT32" || &head[0x36..0x39] == b"FAT";
     if fat_boot_sector {
         return Some(0);
     }
-    (0..4).find_map(|i| {
-        let e = &head[446 + 16 * i..462 + 16 * i];
-        let lba = u32::from_le_bytes(e[8..12].try_into().unwrap()) as u64;
-        matches!(e[4], 0x01 | 0x04 | 0x06 | 0x0b | 0x0c | 0x0e).then_some(lba * 512)
-    })
+    let (_, parts) = crate::partition_table::mbr(head)?;
+    let fat = parts.iter().find(|p| matches!(p.kind, 0x01 | 0x04 | 0x06 | 0x0b | 0x0c | 0x0e))?;
+    Some(fat.start_sector * 512)
 }
 
 pub fn collect_image(path: &Path, c: &mut Collector) -> io::Result<()> {

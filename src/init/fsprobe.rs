@@ -110,50 +110,16 @@ fn probe_reiserfs(f: &File) -> Option<FsInfo> {
 /// MBR: `<disk signature>-<nn>`; GPT: the partition's unique GUID.
 pub fn partition_uuids(disk: &Path) -> io::Result<Vec<(u32, String)>> {
     let f = File::open(disk)?;
-    let mbr = read_at(&f, 0, 512)?;
-    if mbr[510] != 0x55 || mbr[511] != 0xAA {
-        return Ok(Vec::new());
-    }
-    if mbr[446 + 4] == 0xEE {
-        return gpt_uuids(&f);
-    }
-    let sig = u32::from_le_bytes(mbr[440..444].try_into().unwrap());
-    Ok((0..4)
-        .filter(|i| mbr[446 + 16 * i + 4] != 0)
-        .map(|i| (i as u32 + 1, format!("{sig:08x}-{:02x}", i + 1)))
-        .collect())
+    let sector = logical_sector_size(&f);
+    crate::partition_table::partition_uuids(&mut |at, len| read_at(&f, at, len), sector)
 }
 
-fn gpt_uuids(f: &File) -> io::Result<Vec<(u32, String)>> {
-    let hdr = read_at(f, 512, 92)?;
-    if &hdr[0..8] != b"EFI PART" {
-        return Ok(Vec::new());
-    }
-    let lba = u64::from_le_bytes(hdr[72..80].try_into().unwrap());
-    let count = u32::from_le_bytes(hdr[80..84].try_into().unwrap()).min(256);
-    let size = u32::from_le_bytes(hdr[84..88].try_into().unwrap()) as u64;
-    let mut out = Vec::new();
-    for i in 0..count as u64 {
-        let e = read_at(f, lba * 512 + i * size, 32)?;
-        if e[0..16].iter().all(|&b| b == 0) {
-            continue;
-        }
-        let g = &e[16..32];
-        // GUIDs store the first three fields little-endian.
-        let guid = format!(
-            "{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{}-{}",
-            g[3],
-            g[2],
-            g[1],
-            g[0],
-            g[5],
-            g[4],
-            g[7],
-            g[6],
-            hex(&g[8..10]),
-            hex(&g[10..16])
-        );
-        out.push((i as u32 + 1, guid));
-    }
-    Ok(out)
+/// The disk's logical sector size (BLKSSZGET, every 2.6 kernel); 512 for
+/// an image file.
+fn logical_sector_size(f: &File) -> u64 {
+    const BLKSSZGET: libc::c_ulong = 0x1268;
+    let mut size: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int; on a regular file it fails with ENOTTY.
+    let r = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(f), BLKSSZGET as _, &mut size) };
+    if r == 0 && size >= 512 { size as u64 } else { 512 }
 }
