@@ -18,7 +18,7 @@ pub fn triple(arch: &str) -> Result<&'static str> {
 
 /// Where the static binary for `arch` ends up.
 pub fn binary_path(arch: &str) -> Result<PathBuf> {
-    Ok(project_root().join("target").join(triple(arch)?).join("release/bootmark"))
+    Ok(project_root().join("target").join(triple(arch)?).join("image/bootmark"))
 }
 
 pub fn ensure_target(sh: &Shell, triple: &str) -> Result<()> {
@@ -43,7 +43,7 @@ pub fn build(arch: &str) -> Result<PathBuf> {
     }
     eprintln!("xtask: building static bootmark for {triple}");
     // Without the workstation features (collect, report): /init does not need them.
-    cmd!(sh, "cargo build --release --package bootmark --bin bootmark --no-default-features --target {triple}")
+    cmd!(sh, "cargo build --profile image --package bootmark --bin bootmark --no-default-features --target {triple}")
         .env("RUSTFLAGS", &flags)
         .run()
         .map_err(|e| format!("static build for {triple} failed: {e}"))?;

@@ -623,7 +623,7 @@ mod tests {
     }
 
     fn static_binary() -> PathBuf {
-        let p = project_root().join("target/x86_64-unknown-linux-musl/release/bootmark");
+        let p = crate::static_build::binary_path("x86_64").unwrap();
         assert!(p.exists(), "{} is missing: run `cargo xtask static` first (cargo xtask test does)", p.display());
         p
     }
