@@ -72,15 +72,18 @@ fn table(rows: &[Row], by: &[String]) -> String {
         t += &format!("<th>{}</th>", esc(h));
     }
     t += "</tr>";
-    let md = super::markdown(rows, by);
-    for (row, line) in rows.iter().zip(md.lines().skip(2)) {
+    for row in rows {
         t += "<tr>";
-        let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        let cells = super::cells(row);
+        let (versus, notes) = (cells.len() - 2, cells.len() - 1);
         for (i, c) in cells.iter().enumerate() {
-            let text = esc(c.trim_matches('*'));
-            let class = if i <= by.len() || i == cells.len() - 1 { " class=\"l\"" } else { "" };
-            let sig = if row.significant && c.starts_with("**") { " class=\"sig\"" } else { class };
-            t += &format!("<td{sig}>{text}</td>");
+            // Text columns (the --by values, workload, notes) align left.
+            let class = match i {
+                _ if i == versus && super::stands_out(row) => " class=\"sig\"",
+                _ if i <= by.len() || i == notes => " class=\"l\"",
+                _ => "",
+            };
+            t += &format!("<td{class}>{}</td>", esc(c));
         }
         t += "</tr>";
     }

@@ -197,9 +197,34 @@ fn versus(r: &Row) -> String {
         Some(x) if (x - 1.0).abs() < 0.005 => "same".into(),
         Some(x) => {
             let word = if x >= 1.0 { format!("{x:.2}× faster") } else { format!("{:.2}× slower", 1.0 / x) };
-            if r.significant { format!("**{word}**") } else { format!("{word} (not significant)") }
+            if r.significant { word } else { format!("{word} (not significant)") }
         }
     }
+}
+
+/// Whether a row's "vs baseline" cell states a significant difference
+/// (Markdown bolds it, HTML colours it).
+pub fn stands_out(r: &Row) -> bool {
+    r.significant && !r.baseline && r.speedup.is_some_and(|x| (x - 1.0).abs() >= 0.005)
+}
+
+/// One table row as text, for every format that draws the table: the --by
+/// values, then one cell per entry of COLUMNS.
+pub fn cells(r: &Row) -> Vec<String> {
+    let mut cells = r.key.clone();
+    cells.push(r.workload.clone());
+    cells.push(if r.not_ok > 0 { format!("{} ({} not ok)", r.n, r.not_ok) } else { r.n.to_string() });
+    cells.push(cell(&r.real_s, 2));
+    cells.push(cell(&r.user_s, 2));
+    cells.push(cell(&r.sys_s, 2));
+    cells.push(cell(&r.throughput_mib_s, 1));
+    cells.push(cell(&r.probe_p99_ms, 1));
+    cells.push(r.max_stall_ms.map(|m| format!("{m:.0}")).unwrap_or("—".into()));
+    cells.push(cell(&r.stalls_over_1s, 0));
+    cells.push(cell(&r.recovery_s, 1));
+    cells.push(versus(r));
+    cells.push(r.notes.join("; "));
+    cells
 }
 
 /// The table's columns after the --by dimensions (Markdown and HTML alike).
@@ -224,19 +249,11 @@ pub fn markdown(rows: &[Row], by: &[String]) -> String {
     head.extend(COLUMNS.map(String::from));
     let mut out = format!("| {} |\n|{}|\n", head.join(" | "), head.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
     for r in rows {
-        let mut cells = r.key.clone();
-        cells.push(r.workload.clone());
-        cells.push(if r.not_ok > 0 { format!("{} ({} not ok)", r.n, r.not_ok) } else { r.n.to_string() });
-        cells.push(cell(&r.real_s, 2));
-        cells.push(cell(&r.user_s, 2));
-        cells.push(cell(&r.sys_s, 2));
-        cells.push(cell(&r.throughput_mib_s, 1));
-        cells.push(cell(&r.probe_p99_ms, 1));
-        cells.push(r.max_stall_ms.map(|m| format!("{m:.0}")).unwrap_or("—".into()));
-        cells.push(cell(&r.stalls_over_1s, 0));
-        cells.push(cell(&r.recovery_s, 1));
-        cells.push(versus(r));
-        cells.push(r.notes.join("; ").replace('|', "/"));
+        let mut cells: Vec<String> = cells(r).into_iter().map(|c| c.replace('|', "/")).collect();
+        let versus = cells.len() - 2;
+        if stands_out(r) {
+            cells[versus] = format!("**{}**", cells[versus]);
+        }
         out += &format!("| {} |\n", cells.join(" | "));
     }
     out
@@ -307,6 +324,9 @@ mod tests {
         let md = markdown(&rows, &opts.by);
         assert!(md.contains("| 2.6.16.1 | ext3 | seqwrite | 3 | 112.00 (110.00–114.00)"), "{md}");
         assert!(md.contains("**2.81× faster**"), "{md}");
+        let page = html::render(&rows, &opts.by, None).unwrap();
+        assert!(page.contains("<td class=\"sig\">2.81× faster</td>"), "HTML marks the same cell: {page}");
+        assert_eq!(page.matches("class=\"sig\"").count(), 1, "only the significant comparison");
         let csv = csv(&rows, &opts.by);
         assert_eq!(csv.lines().count(), 3);
         assert!(csv.lines().nth(2).unwrap().starts_with("2.6.16.1,ext3,seqwrite,3,0,112,"));
