@@ -147,7 +147,7 @@ pub fn kill(pid: libc::pid_t, sig: libc::c_int) {
 }
 
 /// Read a child's whole report, then reap it.
-pub fn finish(mut child: Child) -> io::Result<(Vec<u8>, Exit)> {
+pub fn collect_report(mut child: Child) -> io::Result<(Vec<u8>, Exit)> {
     let mut out = Vec::new();
     child.output.read_to_end(&mut out)?;
     let exit = wait(child.pid)?;
@@ -171,7 +171,7 @@ mod tests {
             7
         })
         .unwrap();
-        let (out, exit) = finish(child).unwrap();
+        let (out, exit) = collect_report(child).unwrap();
         assert_eq!(out, b"hello from child");
         assert!(libc::WIFEXITED(exit.status));
         assert_eq!(libc::WEXITSTATUS(exit.status), 7);

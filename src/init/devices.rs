@@ -45,7 +45,7 @@ pub fn scan(sys: &Path, dev: &Path) -> Vec<BlockDev> {
             continue;
         }
         let removable = read_trimmed(disk_dir.join("removable")).as_deref() == Some("1");
-        let Some(disk_dev) = describe(&disk_dir, &disk, &disk, removable, None, dev) else { continue };
+        let Some(disk_dev) = block_dev_at(&disk_dir, &disk, &disk, removable, None, dev) else { continue };
         let partuuids = fsprobe::partition_uuids(&disk_dev.node).unwrap_or_default();
         found.push(disk_dev);
         let mut parts: Vec<_> =
@@ -59,7 +59,7 @@ pub fn scan(sys: &Path, dev: &Path) -> Vec<BlockDev> {
             let number = read_trimmed(part_dir.join("partition"))
                 .and_then(|p| p.parse().ok())
                 .or_else(|| trailing_number(&name));
-            if let Some(mut p) = describe(&part_dir, &name, &disk, removable, number, dev) {
+            if let Some(mut p) = block_dev_at(&part_dir, &name, &disk, removable, number, dev) {
                 p.partuuid = number.and_then(|n| partuuids.iter().find(|(i, _)| *i == n).map(|(_, u)| u.clone()));
                 found.push(p);
             }
@@ -73,7 +73,7 @@ fn trailing_number(name: &str) -> Option<u32> {
     digits.chars().rev().collect::<String>().parse().ok()
 }
 
-fn describe(
+fn block_dev_at(
     dir: &Path,
     name: &str,
     disk: &str,

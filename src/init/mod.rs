@@ -71,8 +71,8 @@ pub fn main() -> ! {
     // Every phase is guarded: a panic anywhere becomes the error record, and
     // a panic while writing that record still ends in power-off.
     let outcome = guarded(|| start(&mut boot, &mut serial));
-    let after = guarded(|| Ok(finish(&mut boot, &mut serial, outcome))).unwrap_or(After::Poweroff);
-    power::finish(after)
+    let after = guarded(|| Ok(write_run_record(&mut boot, &mut serial, outcome))).unwrap_or(After::Poweroff);
+    power::end_boot(after)
 }
 
 /// Run `phase`, turning a panic into an error.
@@ -362,7 +362,7 @@ fn boot_target(
     let sys = Path::new("/sys");
     let dev = Path::new("/dev");
     let all = devices::scan(sys, dev);
-    boot.facts.insert("devices".into(), json!(all.iter().map(describe).collect::<Vec<_>>()));
+    boot.facts.insert("devices".into(), json!(all.iter().map(device_facts).collect::<Vec<_>>()));
 
     let Some(spec) = &settings.target else {
         return Err(format!(
@@ -387,13 +387,13 @@ fn boot_target(
     })?;
     load_filesystem(boot, serial, &fs);
     mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), &fs, &settings.mount_options)?;
-    boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": describe(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some(), "mkfs": mkfs}));
+    boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": device_facts(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some(), "mkfs": mkfs}));
     let result = run_plan(settings, plan, boot, serial);
     let _ = mount::unmount(Path::new(TARGET_MOUNT));
     result
 }
 
-fn describe(d: &BlockDev) -> serde_json::Value {
+fn device_facts(d: &BlockDev) -> serde_json::Value {
     json!({"name": d.name, "disk": d.disk, "size_bytes": d.size_bytes, "removable": d.removable,
            "fs": d.fs.as_ref().map(|f| &f.fs), "label": d.fs.as_ref().and_then(|f| f.label.as_ref()),
            "uuid": d.fs.as_ref().and_then(|f| f.uuid.as_ref()), "partuuid": d.partuuid})
@@ -551,7 +551,7 @@ fn reap_orphans() -> usize {
 
 /// The last document of every boot, on the stick and then on serial.
 /// Returns what to do next.
-fn finish(boot: &mut Boot, serial: &mut Option<Serial>, outcome: Result<(), String>) -> After {
+fn write_run_record(boot: &mut Boot, serial: &mut Option<Serial>, outcome: Result<(), String>) -> After {
     let reaped = reap_orphans();
     if reaped > 0 {
         boot.facts.insert("orphans_reaped".into(), json!(reaped));

@@ -3,7 +3,7 @@
 
 use super::cmdline::After;
 
-pub fn finish(after: After) -> ! {
+pub fn end_boot(after: After) -> ! {
     // SAFETY: sync(2) cannot fail.
     unsafe { libc::sync() };
     // Only the real PID 1 may do this; anywhere else (a test, a shell) it is refused.

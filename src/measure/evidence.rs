@@ -237,12 +237,12 @@ pub fn device_of(dev: u64, sys: &Path) -> Option<Device> {
         let disk_dir = disk.path();
         let disk_name = disk.file_name().to_string_lossy().replace('!', "/");
         if read_trimmed(disk_dir.join("dev")).as_deref() == Some(&wanted) {
-            return Some(describe(&disk_dir, &disk_name, &disk_name, major, minor));
+            return Some(device_at(&disk_dir, &disk_name, &disk_name, major, minor));
         }
         for part in std::fs::read_dir(&disk_dir).ok()?.flatten() {
             if read_trimmed(part.path().join("dev")).as_deref() == Some(&wanted) {
                 let part_name = part.file_name().to_string_lossy().replace('!', "/");
-                let mut d = describe(&disk_dir, &part_name, &disk_name, major, minor);
+                let mut d = device_at(&disk_dir, &part_name, &disk_name, major, minor);
                 d.size_bytes =
                     read_trimmed(part.path().join("size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512);
                 return Some(d);
@@ -252,7 +252,7 @@ pub fn device_of(dev: u64, sys: &Path) -> Option<Device> {
     None
 }
 
-fn describe(disk_dir: &Path, name: &str, disk: &str, major: u32, minor: u32) -> Device {
+fn device_at(disk_dir: &Path, name: &str, disk: &str, major: u32, minor: u32) -> Device {
     let vendor = read_trimmed(disk_dir.join("device/vendor"));
     let model = read_trimmed(disk_dir.join("device/model"));
     Device {

@@ -31,7 +31,7 @@ pub struct Options {
 
 /// How a run ended, for the exit code.
 #[derive(Debug, PartialEq)]
-pub struct Summary {
+pub struct RunOutcome {
     pub run_id: String,
     pub records: u32,
     pub failed: u32,
@@ -142,7 +142,7 @@ pub fn remove_leftovers(dir: &Path) -> Vec<String> {
 }
 
 /// Run the plan; each record goes to `sink` as soon as its workload ends.
-pub fn run(opts: &Options, sink: &mut dyn Sink) -> Result<Summary, RunError> {
+pub fn run(opts: &Options, sink: &mut dyn Sink) -> Result<RunOutcome, RunError> {
     let mem_total = evidence::mem_total_bytes();
     preflight(&opts.plan, &opts.dir, mem_total)?;
     raise_open_file_limit();
@@ -173,7 +173,7 @@ fn run_in(
     run_id: &str,
     run_dir: &Path,
     mem_total: u64,
-) -> Result<Summary, RunError> {
+) -> Result<RunOutcome, RunError> {
     let plan = &opts.plan;
     let evidence = evidence::gather(&opts.dir);
     let device = evidence.storage.device.as_ref().map(|d| d.name.clone());
@@ -188,7 +188,7 @@ fn run_in(
     };
     let progress = Progress::new().map_err(|e| RunError::Refused(format!("cannot map shared memory: {e}")))?;
     let total = plan.repeat * plan.workloads.len() as u32;
-    let mut summary = Summary { run_id: run_id.to_string(), records: 0, failed: 0 };
+    let mut summary = RunOutcome { run_id: run_id.to_string(), records: 0, failed: 0 };
     if opts.verbose {
         crate::note!(
             "bootmark: run {run_id}, plan '{}' ({} workload runs) in {} [{}]",

@@ -86,7 +86,7 @@ pub fn run(p: &Params, ctx: &Context) -> std::io::Result<Outcome> {
     let mut total = Outcome { start_ns: start, ..Outcome::default() };
     let mut failures = Vec::new();
     for (i, child) in children.into_iter().enumerate() {
-        let (bytes, exit) = process::finish(child)?;
+        let (bytes, exit) = process::collect_report(child)?;
         match super::receive_outcome(&bytes, &exit.describe()) {
             Ok(o) => {
                 write.merge(&Histogram::from_sparse(&o.write_latency));
