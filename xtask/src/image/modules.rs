@@ -23,35 +23,13 @@ pub fn normalize(name: &str) -> String {
     name.replace('-', "_")
 }
 
-/// The `.modinfo` section of an ELF32/ELF64 little-endian object.
+/// The `.modinfo` section of a kernel module (ELF32 or ELF64), read with
+/// the `object` crate: this runs on the workstation, where a maintained
+/// ELF reader is worth more than a few kilobytes.
 pub fn modinfo_section(elf: &[u8]) -> Option<&[u8]> {
-    if elf.get(..4)? != b"\x7fELF" || elf[5] != 1 {
-        return None;
-    }
-    let is64 = elf[4] == 2;
-    let u16at = |o: usize| Some(u16::from_le_bytes(elf.get(o..o + 2)?.try_into().ok()?) as usize);
-    let u32at = |o: usize| Some(u32::from_le_bytes(elf.get(o..o + 4)?.try_into().ok()?) as usize);
-    let u64at = |o: usize| Some(u64::from_le_bytes(elf.get(o..o + 8)?.try_into().ok()?) as usize);
-    let (shoff, shentsize, shnum, shstrndx) = if is64 {
-        (u64at(0x28)?, u16at(0x3a)?, u16at(0x3c)?, u16at(0x3e)?)
-    } else {
-        (u32at(0x20)?, u16at(0x2e)?, u16at(0x30)?, u16at(0x32)?)
-    };
-    let section = |i: usize| -> Option<(usize, usize, usize)> {
-        let h = shoff + i * shentsize;
-        if is64 {
-            Some((u32at(h)?, u64at(h + 0x18)?, u64at(h + 0x20)?))
-        } else {
-            Some((u32at(h)?, u32at(h + 0x10)?, u32at(h + 0x14)?))
-        }
-    };
-    let (_, str_off, str_size) = section(shstrndx)?;
-    let names = elf.get(str_off..str_off + str_size)?;
-    (0..shnum).find_map(|i| {
-        let (name_off, off, size) = section(i)?;
-        let name: Vec<u8> = names.get(name_off..)?.iter().take_while(|&&b| b != 0).copied().collect();
-        (name == b".modinfo").then(|| elf.get(off..off + size)).flatten()
-    })
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(elf).ok()?;
+    file.section_by_name(".modinfo")?.data().ok()
 }
 
 /// Parse `key=value\0…` into a ModInfo.

@@ -148,20 +148,23 @@ fn check_static(program: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Whether an ELF file (32- or 64-bit, little-endian) has a PT_INTERP
-/// program header. Anything unreadable counts as having one.
+/// Whether an ELF file has a PT_INTERP program header (needs a loader).
+/// Anything that does not parse counts as having one.
 fn has_interpreter(elf: &[u8]) -> bool {
-    let u16at = |o: usize| elf.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
-    let u32at = |o: usize| elf.get(o..o + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize);
-    let u64at = |o: usize| elf.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize);
-    let headers = match elf.get(4) {
-        Some(1) => (u32at(0x1c), u16at(0x2a), u16at(0x2c)),
-        Some(2) => (u64at(0x20), u16at(0x36), u16at(0x38)),
-        _ => return true,
-    };
-    let (Some(phoff), Some(phentsize), Some(phnum)) = headers else { return true };
-    // A truncated table is not trusted as static either.
-    (0..phnum).any(|i| u32at(phoff + i * phentsize).is_none_or(|p_type| p_type == 3))
+    use object::elf::{FileHeader32, FileHeader64, PT_INTERP};
+    use object::read::elf::{FileHeader, ProgramHeader};
+    fn interp<H: FileHeader<Endian = object::Endianness>>(elf: &[u8]) -> Option<bool> {
+        let header = H::parse(elf).ok()?;
+        let endian = header.endian().ok()?;
+        let headers = header.program_headers(endian, elf).ok()?;
+        Some(headers.iter().any(|p| p.p_type(endian) == PT_INTERP))
+    }
+    match elf.get(4) {
+        Some(1) => interp::<FileHeader32<object::Endianness>>(elf),
+        Some(2) => interp::<FileHeader64<object::Endianness>>(elf),
+        _ => None,
+    }
+    .unwrap_or(true)
 }
 
 #[cfg(test)]
@@ -172,6 +175,8 @@ mod tests {
     fn elf_with(class64: bool, p_type: u32) -> Vec<u8> {
         let mut elf = vec![0u8; 64 + 56];
         elf[..4].copy_from_slice(b"\x7fELF");
+        elf[5] = 1; // little-endian
+        elf[6] = 1; // ELF version 1
         if class64 {
             elf[4] = 2;
             elf[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
