@@ -323,3 +323,60 @@ fn out_to_dev_null_or_stdout_works() {
     assert_eq!(records[0]["workload"]["name"], "idle");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The dotted field paths docs/record-format.md's result table documents
+/// (`kernel.release`, `.version` → `kernel.version`).
+fn documented_fields() -> std::collections::BTreeSet<String> {
+    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/record-format.md")).unwrap();
+    let table = docs.split("## Wall time per workload").next().unwrap();
+    let mut out = std::collections::BTreeSet::new();
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.split(" | ").next().unwrap();
+        let mut parent = String::new();
+        for name in first.split('`').skip(1).step_by(2) {
+            let full = match name.strip_prefix('.') {
+                Some(rel) => format!("{parent}.{rel}"),
+                None => name.to_string(),
+            };
+            parent = full.rsplit_once('.').map(|(p, _)| p.to_string()).unwrap_or_default();
+            out.insert(full);
+        }
+    }
+    out
+}
+
+/// Every field of a real record is documented (itself or an enclosing
+/// object), and every documented field is in the record.
+#[test]
+fn the_record_docs_and_real_records_agree() {
+    let documented = documented_fields();
+    assert!(documented.len() > 40, "{documented:?}");
+    let dir = scratch("docs");
+    let plan = write_plan(&dir, SMALL);
+    let (out, recs) = run(&plan, &dir, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    fn walk(v: &Value, path: &str, documented: &std::collections::BTreeSet<String>, missing: &mut Vec<String>) {
+        if documented.contains(path) {
+            return;
+        }
+        match v.as_object() {
+            Some(o) if !path.is_empty() || !o.is_empty() => {
+                for (k, child) in o {
+                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    walk(child, &p, documented, missing);
+                }
+            }
+            _ => missing.push(path.to_string()),
+        }
+    }
+    for r in &recs {
+        let mut undocumented = Vec::new();
+        walk(r, "", &documented, &mut undocumented);
+        assert!(undocumented.is_empty(), "fields docs/record-format.md does not describe: {undocumented:?}");
+        for d in &documented {
+            let pointer = format!("/{}", d.replace('.', "/"));
+            // `error` is present only when a workload failed.
+            assert!(r.pointer(&pointer).is_some() || d == "error", "documented but not in a record: {d}");
+        }
+    }
+}
