@@ -171,6 +171,29 @@ pub fn wait_for(spec: &DiskSpec, sys: &Path, dev: &Path, wait_s: f64) -> Result<
     }
 }
 
+/// The disks the kernel found: with the modules line, what a missing
+/// driver looks like in the serial log.
+pub fn summary_line(all: &[BlockDev]) -> String {
+    let disks: Vec<String> = all
+        .iter()
+        .filter(|d| d.partition.is_none())
+        .map(|d| {
+            let parts = all.iter().filter(|p| p.partition.is_some() && p.disk == d.name).count();
+            format!(
+                "{} ({}{}, {} partitions)",
+                d.name,
+                crate::size::human(d.size_bytes),
+                if d.removable { ", removable" } else { "" },
+                parts
+            )
+        })
+        .collect();
+    if disks.is_empty() {
+        return "bootmark: block devices: none (no driver found a disk: see the modules line)".into();
+    }
+    format!("bootmark: block devices: {}", disks.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

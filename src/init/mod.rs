@@ -12,6 +12,7 @@ pub mod bringup;
 pub mod checked_sink;
 pub mod cmdline;
 pub mod devices;
+pub mod format;
 pub mod fsprobe;
 pub mod klog;
 pub mod modalias;
@@ -34,7 +35,7 @@ use serde_json::json;
 use std::path::Path;
 
 const RESULTS_MOUNT: &str = "/results";
-const TARGET_MOUNT: &str = "/mnt/target";
+pub(crate) const TARGET_MOUNT: &str = "/mnt/target";
 use crate::record::{RUN_SCHEMA, RunRecord, Status, Tool};
 
 /// Should this process act as /init? Only as PID 1: an extracted `./init`
@@ -163,7 +164,7 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
 
 /// A line for the person watching: on the serial port if it is open, else
 /// stderr (/dev/console). Not both: they are usually the same wire.
-fn say(serial: &mut Option<Serial>, text: &str) {
+pub(crate) fn say(serial: &mut Option<Serial>, text: &str) {
     let written = serial.as_mut().is_some_and(|s| s.line(text).is_ok());
     if !written {
         crate::note!("{text}");
@@ -186,7 +187,7 @@ fn one_boot(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Optio
             None
         }
     };
-    say(serial, &block_devices_line(&devices::scan(sys, dev)));
+    say(serial, &devices::summary_line(&devices::scan(sys, dev)));
     if let Some(r) = &results {
         open_stick(r, boot, serial, true);
     }
@@ -236,7 +237,7 @@ fn load_modules(boot: &mut Boot, serial: &mut Option<Serial>) {
         return;
     }
     let report = modules::load_for_machine(Path::new(modules::SET), Path::new("/sys"));
-    say(serial, &modules_line(&report));
+    say(serial, &report.summary_line());
     boot.facts.insert("modules".into(), json!(report));
 }
 
@@ -255,51 +256,6 @@ fn load_filesystem(boot: &mut Boot, serial: &mut Option<Serial>, fs: &str) {
         say(serial, &format!("bootmark: {fs}: {} modules loaded in {} ms{failed}", r.outcome.loaded.len(), r.ms));
     }
     loads[fs] = json!(r);
-}
-
-/// One line that shows a missing driver at a glance.
-fn modules_line(r: &modules::Report) -> String {
-    if let Some(e) = &r.error {
-        return format!("bootmark: modules not loaded: {e}");
-    }
-    let failed: Vec<String> = r.outcome.failed.iter().map(|(m, e)| format!("{m} ({e})")).collect();
-    format!(
-        "bootmark: {} modules loaded in {} ms ({} passes over {} devices; {} drivers for absent devices skipped{}){}",
-        r.outcome.loaded.len(),
-        r.ms,
-        r.passes,
-        r.devices,
-        r.not_needed,
-        if r.outcome.declined.is_empty() {
-            String::new()
-        } else {
-            format!("; no hardware for {}", r.outcome.declined.join(", "))
-        },
-        if failed.is_empty() { String::new() } else { format!(", failed: {}", failed.join(", ")) }
-    )
-}
-
-/// The disks the kernel found: with the modules line, what a missing
-/// driver looks like in the serial log.
-fn block_devices_line(all: &[BlockDev]) -> String {
-    let disks: Vec<String> = all
-        .iter()
-        .filter(|d| d.partition.is_none())
-        .map(|d| {
-            let parts = all.iter().filter(|p| p.partition.is_some() && p.disk == d.name).count();
-            format!(
-                "{} ({}{}, {} partitions)",
-                d.name,
-                crate::size::human(d.size_bytes),
-                if d.removable { ", removable" } else { "" },
-                parts
-            )
-        })
-        .collect();
-    if disks.is_empty() {
-        return "bootmark: block devices: none (no driver found a disk: see the modules line)".into();
-    }
-    format!("bootmark: block devices: {}", disks.join(", "))
 }
 
 /// Where a sequence on the stick puts this boot.
@@ -379,7 +335,7 @@ fn boot_target(
             load_filesystem(boot, serial, &existing.fs);
         }
         load_filesystem(boot, serial, fs);
-        mkfs = Some(format_target(&target, fs, serial)?);
+        mkfs = Some(format::format_target(&target, fs, serial)?);
         target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
     }
     let fs = target.fs.as_ref().map(|f| f.fs.clone()).ok_or_else(|| {
@@ -446,53 +402,6 @@ fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Option<Serial>, 
             boot.facts.insert("results_error".into(), json!(e));
         }
     }
-}
-
-/// Format only a filesystem the probe recognises and finds empty or marked
-/// as ours, or a partition that is blank; anything else is refused by name.
-/// Returns how it was made: program, version, arguments.
-fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -> Result<serde_json::Value, String> {
-    match &target.fs {
-        Some(existing) => {
-            let probe_point = Path::new("/mnt/check");
-            mount::mount_dev(&target.node, probe_point, &existing.fs, "ro")?;
-            let entries: Vec<String> = std::fs::read_dir(probe_point)
-                .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-                .unwrap_or_default();
-            let _ = mount::unmount(probe_point);
-            safety::may_format(&entries)?;
-        }
-        None => signatures::check_blank(&target.node, target.size_bytes)
-            .map_err(|found| format!("refusing to format {}: {found}", target.name))?,
-    }
-    let tool = safety::mkfs_tool(fs, Path::new("/"))?;
-    let label = target.fs.as_ref().and_then(|f| f.label.as_deref());
-    let uuid = target.fs.as_ref().and_then(|f| f.uuid.as_deref());
-    let args = safety::mkfs_args(fs, label, uuid);
-    let version = mkfs_version(&tool);
-    say(serial, &format!("bootmark: formatting {} as {fs} ({version} {})", target.name, args.join(" ")));
-    let status = std::process::Command::new(&tool)
-        .args(&args)
-        .arg(&target.node)
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
-    if !status.success() {
-        return Err(format!("{} {} failed ({status})", tool.display(), target.node.display()));
-    }
-    // Mark it as bootmark's, so a later boot may format it again.
-    mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), fs, "")?;
-    let marked = std::fs::write(Path::new(TARGET_MOUNT).join(safety::SCRATCH_MARKER), b"formatted by bootmark\n");
-    mount::unmount(Path::new(TARGET_MOUNT))?;
-    marked.map_err(|e| format!("cannot write the scratch marker: {e}"))?;
-    Ok(json!({"program": tool.display().to_string(), "version": version, "args": args}))
-}
-
-/// What an mkfs program says its version is (`mke2fs -V`, `mkfs.xfs -V`),
-/// first line; for the record of how the target was made.
-fn mkfs_version(tool: &Path) -> String {
-    let out = std::process::Command::new(tool).arg("-V").output();
-    let text = out.map(|o| [o.stdout, o.stderr].concat()).unwrap_or_default();
-    String::from_utf8_lossy(&text).lines().next().unwrap_or("version unknown").trim().to_string()
 }
 
 fn run_plan(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {

@@ -107,6 +107,30 @@ pub struct Report {
     pub error: Option<String>,
 }
 
+impl Report {
+    /// One line that shows a missing driver at a glance.
+    pub fn summary_line(&self) -> String {
+        if let Some(e) = &self.error {
+            return format!("bootmark: modules not loaded: {e}");
+        }
+        let failed: Vec<String> = self.outcome.failed.iter().map(|(m, e)| format!("{m} ({e})")).collect();
+        format!(
+            "bootmark: {} modules loaded in {} ms ({} passes over {} devices; {} drivers for absent devices skipped{}){}",
+            self.outcome.loaded.len(),
+            self.ms,
+            self.passes,
+            self.devices,
+            self.not_needed,
+            if self.outcome.declined.is_empty() {
+                String::new()
+            } else {
+                format!("; no hardware for {}", self.outcome.declined.join(", "))
+            },
+            if failed.is_empty() { String::new() } else { format!(", failed: {}", failed.join(", ")) }
+        )
+    }
+}
+
 /// Load what this machine needs from the set at `path`, looking at devices
 /// under `sys`. Failures are reported, never fatal here.
 pub fn load_for_machine(path: &Path, sys: &Path) -> Report {
