@@ -6,8 +6,10 @@
 //! archive, concatenated) → stage files → usb.img → pxe/ → manifest.
 //! Everything is built in OUT.tmp and renamed to OUT at the end.
 
+pub mod bootloaders;
 pub mod config;
 pub mod cpio;
+pub mod initramfs;
 pub mod kernel;
 pub mod manifest;
 pub mod menu;
@@ -102,14 +104,14 @@ pub struct Args {
 
 /// A kernel ready to become a boot entry.
 #[derive(Clone, Debug)]
-struct Kernel {
+pub(crate) struct Kernel {
     vmlinuz: PathBuf,
-    release: String,
+    pub(crate) release: String,
     version: String,
     arch: String,
-    modules: Option<PathBuf>,
+    pub(crate) modules: Option<PathBuf>,
     /// Its build config, when one was given or found beside it.
-    config: Option<config::KernelConfig>,
+    pub(crate) config: Option<config::KernelConfig>,
     origin: Value,
 }
 
@@ -284,85 +286,6 @@ fn check_config(config: Option<&config::KernelConfig>, kernel: &str) -> Result<(
     Ok(())
 }
 
-/// The /init archive shared by every entry of one architecture.
-fn common_archive(binary: &Path, mtime: u32, extra: &mkfs::Files) -> Result<Vec<u8>> {
-    let mut a = cpio::Archive::new(mtime);
-    for (path, data, mode) in extra {
-        a.file(path, data.clone(), *mode);
-    }
-    a.file("init", std::fs::read(binary).map_err(|e| e.to_string())?, 0o755);
-    // Old kernels need these before /init runs (no devtmpfs, fds 0-2 open on /dev/console).
-    a.char_dev("dev/console", 5, 1, 0o600);
-    a.char_dev("dev/null", 1, 3, 0o666);
-    for d in ["proc", "sys", "mnt", "results", "tmp"] {
-        a.dir(d);
-    }
-    let plans = project_root().join("image/plans");
-    for e in std::fs::read_dir(&plans).map_err(|e| e.to_string())?.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        a.file(&format!("etc/bootmark/plans/{name}"), std::fs::read(e.path()).map_err(|e| e.to_string())?, 0o644);
-    }
-    Ok(cpio::gzip(&a.to_bytes()))
-}
-
-/// The modules archive of one kernel: the closure of image/modules/*.list,
-/// with /etc/bootmark/modules.json saying when /init loads each. Also
-/// returns where each listed module was found, for the manifest.
-fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize, modules::Whereabouts)> {
-    use bootmark::init::modules::{Module, ModuleSet};
-    let mut a = cpio::Archive::new(mtime);
-    let mut set = ModuleSet { release: k.release.clone(), modules: Vec::new() };
-    let Some(tree) = &k.modules else {
-        a.file("etc/bootmark/modules.json", serde_json::to_vec_pretty(&set).map_err(|e| e.to_string())?, 0o644);
-        return Ok((cpio::gzip(&a.to_bytes()), 0, modules::Whereabouts::default()));
-    };
-    eprintln!("image: resolving modules of {}", k.release);
-    let mut index = modules::Index::scan(tree)?;
-    if let Some(c) = &k.config {
-        index.add_builtin(c.built_in_modules());
-    }
-    let mut wanted = Vec::new();
-    let mut params = std::collections::BTreeMap::new();
-    let lists = project_root().join("image/modules");
-    let mut names: Vec<PathBuf> =
-        std::fs::read_dir(&lists).map_err(|e| e.to_string())?.flatten().map(|e| e.path()).collect();
-    names.sort();
-    for list in names {
-        for (name, required, p) in modules::parse_list(&std::fs::read_to_string(&list).map_err(|e| e.to_string())?) {
-            if !p.is_empty() {
-                params.insert(modules::normalize(&name), p);
-            }
-            wanted.push((name, required));
-        }
-    }
-    for name in index.unknown_required(&wanted) {
-        eprintln!(
-            "image: warning: module {name} is not in {} and, without modules.builtin or a kernel config, cannot be known to be built in: the image may miss a driver",
-            tree.display()
-        );
-    }
-    let order = index.closure(&wanted)?;
-    let whereabouts = index.whereabouts(&wanted);
-    let needs: Vec<Vec<String>> = order.iter().map(|m| index.needs(m)).collect();
-    for (m, needs_of_m) in order.iter().zip(&needs) {
-        let rel = m.path.strip_prefix(tree).map_err(|e| e.to_string())?;
-        let inside = format!("lib/modules/{}/{}", k.release, rel.display());
-        a.file(&inside, std::fs::read(&m.path).map_err(|e| e.to_string())?, 0o644);
-        let library = needs.iter().any(|n| n.contains(&m.name));
-        let (when, aliases) = modules::when_to_load(m, whereabouts.found.contains(&m.name), library);
-        set.modules.push(Module {
-            name: m.name.clone(),
-            path: inside,
-            params: params.get(&m.name).cloned().unwrap_or_default(),
-            needs: needs_of_m.clone(),
-            when,
-            aliases,
-        });
-    }
-    a.file("etc/bootmark/modules.json", serde_json::to_vec_pretty(&set).map_err(|e| e.to_string())?, 0o644);
-    Ok((cpio::gzip(&a.to_bytes()), order.len(), whereabouts))
-}
-
 fn cmdline(args: &Args) -> Result<String> {
     if !args.sequence_fs.is_empty() && (args.target.is_none() || args.format_confirm != args.target) {
         return Err(
@@ -406,7 +329,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         let mut needed: Vec<String> = args.mkfs.clone();
         needed.extend(args.sequence_fs.iter().filter(|f| !needed.contains(f)).cloned().collect::<Vec<_>>());
         let extra = mkfs::files(&needed, arch, args.install_deps)?;
-        let common = common_archive(&bin, mtime, &extra)?;
+        let common = initramfs::common_archive(&bin, mtime, &extra)?;
         eprintln!("image: common initramfs for {arch}: {} gzip", bootmark::size::human(common.len() as u64));
         commons.insert(arch.to_string(), (common, manifest::sha256_file(&bin)?));
     }
@@ -417,7 +340,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         let dir = stage.join("boot").join(&label);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         std::fs::copy(&k.vmlinuz, dir.join("vmlinuz")).map_err(|e| e.to_string())?;
-        let (mods, count, whereabouts) = modules_archive(k, mtime)?;
+        let (mods, count, whereabouts) = initramfs::modules_archive(k, mtime)?;
         let (common, bin_sha) = &commons[&k.arch];
         eprintln!("image: {label}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
         let mut initrd = common.clone();
@@ -452,7 +375,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         eprintln!("image: sequence of {} steps on the stick", seq.steps.len());
         write(&stage.join(bootmark::init::sequence::FILE), &serde_json::to_string_pretty(&seq).unwrap())?;
     }
-    grub_efi(&stage.join("EFI/BOOT/BOOTX64.EFI"), &work)?;
+    bootloaders::grub_efi(&stage.join("EFI/BOOT/BOOTX64.EFI"), &work)?;
     set_mtimes(&stage, mtime)?;
 
     let size = args.size.unwrap_or_else(|| (dir_size(&stage) >> 20) * 5 / 4 + 128).max(64);
@@ -465,7 +388,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     eprintln!("image: assembling usb.img ({size} MiB)");
     usb::build(&out.join("usb.img"), &stage, size, 0x0b00_7a00 ^ mtime)?;
     eprintln!("image: writing pxe/");
-    pxe_tree(&out.join("pxe"), &stage, &m)?;
+    bootloaders::pxe_tree(&out.join("pxe"), &stage, &m)?;
     std::fs::remove_dir_all(&work).map_err(|e| e.to_string())?;
     let manifest = json!({
         "schema": "bootmark.image/1",
@@ -510,7 +433,7 @@ fn serial_unit(serial: &str) -> Result<(u32, u32)> {
     Ok((unit, speed))
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write(path: &Path, text: &str) -> Result<()> {
     if let Some(p) = path.parent() {
         std::fs::create_dir_all(p).map_err(|e| e.to_string())?;
     }
@@ -533,22 +456,6 @@ fn set_mtimes(dir: &Path, mtime: u32) -> Result<()> {
     Ok(())
 }
 
-/// GRUB as a standalone EFI binary with a tiny config that finds the stick by label.
-fn grub_efi(out: &Path, work: &Path) -> Result<()> {
-    std::fs::create_dir_all(out.parent().unwrap()).map_err(|e| e.to_string())?;
-    let embedded = work.join("grub-embedded.cfg");
-    write(&embedded, &menu::grub_embedded(usb::LABEL))?;
-    tools::run(
-        std::process::Command::new("grub-mkstandalone")
-            .args(["-O", "x86_64-efi", "--locales=", "--themes=", "--fonts="])
-            .arg("--modules=part_msdos fat search search_label serial terminal linux normal efi_gop echo configfile")
-            .arg("-o")
-            .arg(out)
-            .arg(format!("boot/grub/grub.cfg={}", embedded.display())),
-    )?;
-    Ok(())
-}
-
 /// The results journal, zero-filled at its full size now, so that /init
 /// never changes the stick's FAT while it runs (see bootmark::journal).
 fn write_journal(path: &Path, bytes: u64) -> Result<()> {
@@ -557,47 +464,6 @@ fn write_journal(path: &Path, bytes: u64) -> Result<()> {
     let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
     f.write_all(&bootmark::journal::header_block()).map_err(|e| e.to_string())?;
     f.set_len(bytes).map_err(|e| e.to_string())
-}
-
-/// The TFTP tree: pxelinux for BIOS, GRUB's netboot core for UEFI, the same entries.
-fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu) -> Result<()> {
-    let copy = |from: &Path, to: &Path| -> Result<()> {
-        std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
-        std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("{}: {e}", from.display()))
-    };
-    copy(Path::new("/usr/lib/PXELINUX/pxelinux.0"), &pxe.join("pxelinux.0"))?;
-    copy(Path::new("/usr/lib/syslinux/modules/bios/ldlinux.c32"), &pxe.join("ldlinux.c32"))?;
-    for e in m.entries {
-        for f in ["vmlinuz", "initrd.gz"] {
-            copy(&stage.join("boot").join(&e.label).join(f), &pxe.join("boot").join(&e.label).join(f))?;
-        }
-    }
-    write(&pxe.join("pxelinux.cfg/default"), &m.syslinux(""))?;
-    let uefi = tools::run(
-        std::process::Command::new("grub-mknetdir").arg(format!("--net-directory={}", pxe.display())).args([
-            "--subdir=grub",
-            "-d",
-            "/usr/lib/grub/x86_64-efi",
-        ]),
-    );
-    let uefi_line = match uefi {
-        Ok(_) => {
-            write(&pxe.join("grub/grub.cfg"), &m.grub("(tftp)"))?;
-            "dhcp-match=set:efi64,option:client-arch,7\ndhcp-boot=tag:efi64,grub/x86_64-efi/core.efi\n"
-        }
-        Err(e) => {
-            eprintln!("image: no UEFI network boot in pxe/ ({e})");
-            ""
-        }
-    };
-    write(
-        &pxe.join("README.txt"),
-        &format!(
-            "Serve this directory over TFTP and point DHCP at it. With dnsmasq:\n\n  enable-tftp\n  tftp-root={}\n  dhcp-boot=pxelinux.0\n{}\nOver PXE there is no results stick: results come from the serial console only.\n",
-            pxe.display(),
-            uefi_line.lines().map(|l| format!("  {l}\n")).collect::<String>()
-        ),
-    )
 }
 
 #[cfg(test)]

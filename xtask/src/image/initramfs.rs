@@ -1,0 +1,87 @@
+//! The initramfs of an entry: a common archive per architecture (the
+//! static /init, device nodes old kernels need, the plans, mkfs programs)
+//! and a per-kernel archive of modules with /etc/bootmark/modules.json,
+//! concatenated (the kernel unpacks gzip'ed newc archives one after another).
+
+use super::{Kernel, cpio, mkfs, modules};
+use crate::{Result, project_root};
+use std::path::{Path, PathBuf};
+
+/// The /init archive shared by every entry of one architecture.
+pub fn common_archive(binary: &Path, mtime: u32, extra: &mkfs::Files) -> Result<Vec<u8>> {
+    let mut a = cpio::Archive::new(mtime);
+    for (path, data, mode) in extra {
+        a.file(path, data.clone(), *mode);
+    }
+    a.file("init", std::fs::read(binary).map_err(|e| e.to_string())?, 0o755);
+    // Old kernels need these before /init runs (no devtmpfs, fds 0-2 open on /dev/console).
+    a.char_dev("dev/console", 5, 1, 0o600);
+    a.char_dev("dev/null", 1, 3, 0o666);
+    for d in ["proc", "sys", "mnt", "results", "tmp"] {
+        a.dir(d);
+    }
+    let plans = project_root().join("image/plans");
+    for e in std::fs::read_dir(&plans).map_err(|e| e.to_string())?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        a.file(&format!("etc/bootmark/plans/{name}"), std::fs::read(e.path()).map_err(|e| e.to_string())?, 0o644);
+    }
+    Ok(cpio::gzip(&a.to_bytes()))
+}
+
+/// The modules archive of one kernel: the closure of image/modules/*.list,
+/// with /etc/bootmark/modules.json saying when /init loads each. Also
+/// returns where each listed module was found, for the manifest.
+pub fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize, modules::Whereabouts)> {
+    use bootmark::init::modules::{Module, ModuleSet};
+    let mut a = cpio::Archive::new(mtime);
+    let mut set = ModuleSet { release: k.release.clone(), modules: Vec::new() };
+    let Some(tree) = &k.modules else {
+        a.file("etc/bootmark/modules.json", serde_json::to_vec_pretty(&set).map_err(|e| e.to_string())?, 0o644);
+        return Ok((cpio::gzip(&a.to_bytes()), 0, modules::Whereabouts::default()));
+    };
+    eprintln!("image: resolving modules of {}", k.release);
+    let mut index = modules::Index::scan(tree)?;
+    if let Some(c) = &k.config {
+        index.add_builtin(c.built_in_modules());
+    }
+    let mut wanted = Vec::new();
+    let mut params = std::collections::BTreeMap::new();
+    let lists = project_root().join("image/modules");
+    let mut names: Vec<PathBuf> =
+        std::fs::read_dir(&lists).map_err(|e| e.to_string())?.flatten().map(|e| e.path()).collect();
+    names.sort();
+    for list in names {
+        for (name, required, p) in modules::parse_list(&std::fs::read_to_string(&list).map_err(|e| e.to_string())?) {
+            if !p.is_empty() {
+                params.insert(modules::normalize(&name), p);
+            }
+            wanted.push((name, required));
+        }
+    }
+    for name in index.unknown_required(&wanted) {
+        eprintln!(
+            "image: warning: module {name} is not in {} and, without modules.builtin or a kernel config, cannot be known to be built in: the image may miss a driver",
+            tree.display()
+        );
+    }
+    let order = index.closure(&wanted)?;
+    let whereabouts = index.whereabouts(&wanted);
+    let needs: Vec<Vec<String>> = order.iter().map(|m| index.needs(m)).collect();
+    for (m, needs_of_m) in order.iter().zip(&needs) {
+        let rel = m.path.strip_prefix(tree).map_err(|e| e.to_string())?;
+        let inside = format!("lib/modules/{}/{}", k.release, rel.display());
+        a.file(&inside, std::fs::read(&m.path).map_err(|e| e.to_string())?, 0o644);
+        let library = needs.iter().any(|n| n.contains(&m.name));
+        let (when, aliases) = modules::when_to_load(m, whereabouts.found.contains(&m.name), library);
+        set.modules.push(Module {
+            name: m.name.clone(),
+            path: inside,
+            params: params.get(&m.name).cloned().unwrap_or_default(),
+            needs: needs_of_m.clone(),
+            when,
+            aliases,
+        });
+    }
+    a.file("etc/bootmark/modules.json", serde_json::to_vec_pretty(&set).map_err(|e| e.to_string())?, 0o644);
+    Ok((cpio::gzip(&a.to_bytes()), order.len(), whereabouts))
+}
