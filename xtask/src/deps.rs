@@ -18,7 +18,8 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     // …and its i686 build (the 32-bit libgcc it also needs is named by
     // static_mkfs, from the host gcc's version).
     ("/usr/lib/i386-linux-musl/libc.a", "musl-dev:i386"),
-    ("curl", "curl"), // its pinned e2fsprogs source
+    ("/usr/include/linux/major.h", "linux-libc-dev"), // the static mkreiserfs
+    ("curl", "curl"),                                 // its pinned e2fsprogs source
     ("make", "make"),
     ("strip", "binutils"),
     ("g++", "g++"),                     // libFuzzer (cargo fuzz) is C++

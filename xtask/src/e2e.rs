@@ -158,6 +158,11 @@ impl Tally {
 /// Boot, then check the serial log and the stick hold the same six ok records
 /// and an ok run record. Returns the boot's duration.
 pub fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
+    boot_and_check_on(args, package, "ext3")
+}
+
+/// As `boot_and_check`, with the target's filesystem `fs` when the records are made.
+pub fn boot_and_check_on(args: &qemu::Args, package: &str, fs: &str) -> Result<f64> {
     let stick_before = stick_documents(&args.image.join("usb.img"))?;
     let booted = qemu::boot(args)?;
     let serial = serial_documents(&booted.serial);
@@ -182,7 +187,7 @@ pub fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
     if !no_failures(modules) || modules["ms"].as_u64().is_none() || !filesystems.values().all(no_failures) {
         return Err(format!("module loading failed or was not reported: {modules}"));
     }
-    if !filesystems.contains_key("ext3") {
+    if !filesystems.contains_key(fs) {
         return Err(format!("the target's filesystem modules were not loaded before mounting it: {modules}"));
     }
     if records.len() != 6 || records.iter().any(|r| r["status"] != "ok") {
@@ -190,9 +195,9 @@ pub fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
     }
     if records
         .iter()
-        .any(|r| r["storage"]["fs"] != "ext3" || !r["kernel"]["release"].as_str().unwrap_or("").starts_with("6."))
+        .any(|r| r["storage"]["fs"] != fs || !r["kernel"]["release"].as_str().unwrap_or("").starts_with("6."))
     {
-        return Err(format!("records do not show {package} and the ext3 scratch disk"));
+        return Err(format!("records do not show {package} and the {fs} scratch disk"));
     }
     if stick != serial {
         return Err(format!(
@@ -399,10 +404,12 @@ pub fn i686_test(base: &Path) -> Result<()> {
         format!("{e}\nthe i686 test needs Debian's i386 packages: dpkg --add-architecture i386 && apt-get update")
     })?;
     let package = if package.contains(':') { package } else { format!("{package}:i386") };
-    // The target is formatted in this boot, by the image's static i686 mke2fs.
+    // The target is formatted in this boot as reiserfs (SLES 9's filesystem),
+    // by the image's static i686 mkreiserfs, and mounted with the module
+    // loaded for it.
     let image_args = image::Args {
-        mkfs: vec!["ext3".into()],
-        append: "bootmark.format=ext3 bootmark.format-confirm=LABEL=SCRATCH".into(),
+        mkfs: vec!["reiserfs".into()],
+        append: "bootmark.format=reiserfs bootmark.format-confirm=LABEL=SCRATCH".into(),
         ..test_image(vec![package.clone()], base.join("image686"), None)
     };
     let out = image::build(&image_args)?;
@@ -410,15 +417,17 @@ pub fn i686_test(base: &Path) -> Result<()> {
     scratch_disk(&disk, "ext3", 512)?;
     let log = base.join("serial-i686.log");
     let args = test_boot(out, disk, log.clone());
-    let seconds = boot_and_check(&args, &package)?;
+    let seconds = boot_and_check_on(&args, &package, "reiserfs")?;
     let serial = serial_documents(&std::fs::read_to_string(&log).unwrap_or_default());
     let run = serial.iter().find(|d| d["schema"] == bootmark::record::RUN_SCHEMA).ok_or("no run record")?;
     let mkfs = &run["facts"]["target"]["mkfs"];
-    if mkfs["program"] != "/sbin/mke2fs" || !mkfs["version"].as_str().unwrap_or("").starts_with("mke2fs 1.47.0") {
-        return Err(format!("i686 boot: the target was not formatted by the static mke2fs: {mkfs}"));
+    // It names itself after argv[0]: "mkfs.reiserfs 3.6.27".
+    let pinned = format!("mkfs.reiserfs {}", image::static_mkfs::REISERFSPROGS.version);
+    if mkfs["program"] != "/sbin/mkfs.reiserfs" || mkfs["version"] != pinned.as_str() {
+        return Err(format!("i686 boot: the target was not formatted by the static mkreiserfs: {mkfs}"));
     }
     println!(
-        "e2e: i686: {package} on qemu-system-i386 with the i686 /init, target formatted by the static i686 mke2fs: 6 records on serial and stick ({seconds:.1} s)"
+        "e2e: i686: {package} on qemu-system-i386 with the i686 /init, target formatted as reiserfs by the static i686 mkreiserfs: 6 records on serial and stick ({seconds:.1} s)"
     );
     Ok(())
 }

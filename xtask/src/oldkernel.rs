@@ -209,10 +209,12 @@ pub fn harness() -> Result<()> {
         }
     }
     for arch in ["x86_64", "i686"] {
-        report(
-            &format!("the image's static {arch} mke2fs formatting ext3 on simulated Linux 2.6.9"),
-            check_static_mke2fs(LINUX_2_6_9, arch),
-        );
+        for fs in ["ext3", "reiserfs"] {
+            report(
+                &format!("the image's static {arch} mkfs formatting {fs} on simulated Linux 2.6.9"),
+                check_static_mkfs(LINUX_2_6_9, arch, fs),
+            );
+        }
     }
     println!("old-kernel harness: {passed} passed, {failed} failed");
     if failed > 0 { Err(format!("{failed} old-kernel runs failed")) } else { Ok(()) }
@@ -244,37 +246,46 @@ fn check_quick_plan(kernel: OldKernel, binary: &Path) -> Result<String> {
     check_records(&text, usage, wall)
 }
 
-/// The mke2fs `--mkfs ext3` puts in the image formats a file under the old
-/// kernel's syscall surface, with the arguments /init gives it, into an
-/// ext3 that kernel mounts. The host's glibc mke2fs must fail there: if it
-/// did not, the filter would not be simulating the old kernel.
-fn check_static_mke2fs(kernel: OldKernel, arch: &str) -> Result<String> {
-    let mke2fs = crate::image::static_mkfs::mke2fs(arch, crate::deps::can_install())?;
-    let img = project_root().join(format!("target/oldkernel-mke2fs-{arch}-{}.img", std::process::id()));
+/// The mkfs program `--mkfs FS` puts in the image formats a file under the
+/// old kernel's syscall surface, with the arguments /init gives it, into a
+/// filesystem that kernel mounts. The host's glibc program must fail there:
+/// if it did not, the filter would not be simulating the old kernel.
+fn check_static_mkfs(kernel: OldKernel, arch: &str, fs: &str) -> Result<String> {
+    let install = crate::deps::can_install();
+    let (ours, host) = match fs {
+        "ext3" => (crate::image::static_mkfs::mke2fs(arch, install)?, "/sbin/mke2fs"),
+        _ => (crate::image::static_mkfs::mkreiserfs(arch, install)?, "/sbin/mkfs.reiserfs"),
+    };
+    let img = project_root().join(format!("target/oldkernel-mkfs-{fs}-{arch}-{}.img", std::process::id()));
     let format = |program: &Path| -> Result<bool> {
         std::fs::write(&img, b"")
             .and_then(|()| std::fs::File::create(&img)?.set_len(64 << 20))
             .map_err(|e| e.to_string())?;
         let status = command_under(kernel, program)
-            .args(bootmark::init::safety::mkfs_args("ext3", Some("OLDKERNEL"), None))
+            .args(bootmark::init::safety::mkfs_args(fs, Some("OLDKERNEL"), None))
             .arg(&img)
+            .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .status()
             .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
         Ok(status.success())
     };
-    let host = Path::new("/sbin/mke2fs");
-    let host_ran = host.exists() && format(host)?;
-    let ours_ran = format(&mke2fs)?;
-    let summary = crate::image::tools::run(Command::new("dumpe2fs").arg("-h").arg(&img));
+    let host_ran = Path::new(host).exists() && format(Path::new(host))?;
+    let ours_ran = format(&ours)?;
+    let checked = if fs == "ext3" { check_ext3(&img) } else { check_reiserfs(&img) };
     let _ = std::fs::remove_file(&img);
     if host_ran {
-        return Err("the host's glibc mke2fs ran under the filter: the simulation is too lenient".into());
+        return Err(format!("the host's glibc {host} ran under the filter: the simulation is too lenient"));
     }
     if !ours_ran {
-        return Err(format!("{} failed", mke2fs.display()));
+        return Err(format!("{} failed", ours.display()));
     }
-    let summary = summary?;
+    Ok(format!("{}; the host's glibc program fails there", checked?))
+}
+
+/// An ext3 Linux 2.6.9 mounts, labelled OLDKERNEL.
+fn check_ext3(img: &Path) -> Result<String> {
+    let summary = crate::image::tools::run(Command::new("dumpe2fs").arg("-h").arg(img))?;
     let field = |name: &str| {
         summary.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default()
     };
@@ -287,7 +298,18 @@ fn check_static_mke2fs(kernel: OldKernel, arch: &str) -> Result<String> {
     if field("Filesystem volume name:") != "OLDKERNEL" {
         return Err(format!("the label is not kept:\n{summary}"));
     }
-    Ok(format!("features {features}; inode size {}; the host's glibc mke2fs fails there", field("Inode size:")))
+    Ok(format!("features {features}; inode size {}", field("Inode size:")))
+}
+
+/// A clean reiserfs 3.6 (the format 2.6 kernels mount) labelled OLDKERNEL.
+fn check_reiserfs(img: &Path) -> Result<String> {
+    let summary = crate::image::tools::run(Command::new("debugreiserfs").arg(img))?;
+    if !summary.contains("format 3.6 with standard journal") || !summary.contains("LABEL: OLDKERNEL") {
+        return Err(format!("not a labelled reiserfs 3.6:\n{summary}"));
+    }
+    crate::image::tools::run(Command::new("reiserfsck").args(["--check", "--yes", "--quiet"]).arg(img))
+        .map_err(|e| format!("reiserfsck: {e}"))?;
+    Ok("reiserfs 3.6 with standard journal, label kept, reiserfsck clean".into())
 }
 
 fn wait4(pid: i32) -> Result<(i32, f64)> {

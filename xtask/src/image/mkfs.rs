@@ -1,12 +1,12 @@
 //! `--mkfs`: mkfs programs put into the initramfs so /init can format the
 //! target (confirmed formatting, sequences over filesystems).
 //!
-//! ext2/ext3/ext4 get a static mke2fs built from pinned e2fsprogs sources
-//! (`static_mkfs`) for the image's architecture, which runs on every kernel
-//! from 2.6 on. xfs, reiserfs and vfat get the host's programs with the
-//! shared libraries they load: x86_64 glibc binaries, which run on kernels
-//! glibc supports (3.2+ for Debian 12), not on 2.6 kernels — format those
-//! targets beforehand.
+//! ext2/ext3/ext4 get a static mke2fs and reiserfs a static mkreiserfs,
+//! built from pinned sources (`static_mkfs`) for the image's architecture;
+//! they run on every kernel from 2.6 on. xfs and vfat get the host's
+//! programs with the shared libraries they load: x86_64 glibc binaries,
+//! which run on kernels glibc supports (3.2+ for Debian 12), not on 2.6
+//! kernels — format those targets beforehand.
 
 use super::tools::run;
 use crate::Result;
@@ -63,6 +63,10 @@ pub fn files(filesystems: &[String], arch: &str, install_deps: bool) -> Result<F
     for fs in filesystems {
         if is_ext(fs) {
             add("sbin/mke2fs".into(), &super::static_mkfs::mke2fs(arch, install_deps)?, 0o755)?;
+            continue;
+        }
+        if fs == "reiserfs" {
+            add("sbin/mkfs.reiserfs".into(), &super::static_mkfs::mkreiserfs(arch, install_deps)?, 0o755)?;
             continue;
         }
         if arch != "x86_64" {

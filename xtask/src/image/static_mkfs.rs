@@ -2,11 +2,14 @@
 //! sources with musl. The host's mkfs programs are glibc binaries, which
 //! refuse to start on kernels before 3.2 ("FATAL: kernel too old"); a static
 //! musl binary runs on every kernel from 2.6 on, so one program formats the
-//! target under Linux 2.6.9 and 6.x alike.
+//! target under Linux 2.6.9 and 6.x alike: mke2fs (ext2/3/4) from
+//! e2fsprogs and mkreiserfs (reiserfs 3.6, SLES 9's filesystem) from
+//! reiserfsprogs, which links e2fsprogs' com_err and uuid libraries.
 //!
 //! Sources come from Debian's archive (a package registry this project may
-//! reach), checked against a SHA-256 pinned here, and the build is cached
-//! in target/cache/static-mkfs/ (about 30 s the first time).
+//! reach), checked against SHA-256s pinned here; both programs are built
+//! together and cached per architecture in target/cache/static-mkfs/
+//! (about a minute the first time).
 
 use super::tools;
 use crate::{Result, project_root};
@@ -29,9 +32,51 @@ pub const E2FSPROGS: Source = Source {
     sha256: "6667afde56eef0c6af26684974400e4d2288ea49e9441bf5e6229195d51a3578",
 };
 
+/// reiserfsprogs 3.6.27, as Debian 12 ships it.
+pub const REISERFSPROGS: Source = Source {
+    name: "reiserfsprogs",
+    version: "3.6.27",
+    url: "http://deb.debian.org/debian/pool/main/r/reiserfsprogs/reiserfsprogs_3.6.27.orig.tar.gz",
+    sha256: "9bd5849dec1d0f9016e6c4ebae4794086b01fc1e01f591c2d813b09e135d8257",
+};
+
 /// What building for x86_64 needs on the host.
-const BUILD_TOOLS: [(&str, &str); 4] =
-    [("musl-gcc", "musl-tools"), ("curl", "curl"), ("make", "make"), ("strip", "binutils")];
+const BUILD_TOOLS: [(&str, &str); 5] = [
+    ("musl-gcc", "musl-tools"),
+    ("curl", "curl"),
+    ("make", "make"),
+    ("strip", "binutils"),
+    ("/usr/include/linux/major.h", "linux-libc-dev"),
+];
+
+/// glibc-isms reiserfsprogs relies on, supplied for musl: included first
+/// in every file it compiles.
+const COMPAT_H: &str = "#define _GNU_SOURCE 1
+#include <sys/types.h>
+typedef off_t loff_t;
+typedef int (*__compar_fn_t)(const void *, const void *);
+typedef __compar_fn_t comparison_fn_t;
+";
+
+/// glibc's printf extension, as far as reiserfsprogs uses it (custom
+/// conversions for keys and items in debugging messages): registering them
+/// does nothing here, so such a message prints without the value. mkreiserfs
+/// never prints one on its normal path.
+const PRINTF_H: &str = "#ifndef BOOTMARK_PRINTF_H
+#define BOOTMARK_PRINTF_H
+#include <stdio.h>
+#include <stddef.h>
+struct printf_info { int width; unsigned int left; };
+#define PA_FLAG_PTR (1 << 11)
+typedef int printf_function(FILE *, const struct printf_info *, const void *const *);
+typedef int printf_arginfo_function(const struct printf_info *, size_t, int *);
+static inline int register_printf_function(int s, printf_function *f, printf_arginfo_function *a)
+{
+	(void)s; (void)f; (void)a;
+	return 0;
+}
+#endif
+";
 
 /// The C compiler command for `arch`: musl's gcc wrapper for x86_64; for
 /// i686, gcc -m32 with musl's i386 specs (Debian's musl-dev:i386) and the
@@ -40,7 +85,7 @@ fn compiler(arch: &str) -> Result<&'static str> {
     match arch {
         "x86_64" => Ok("musl-gcc"),
         "i686" => Ok("gcc -m32 -specs /usr/lib/i386-linux-musl/musl-gcc.specs -Wl,-melf_i386"),
-        other => Err(format!("no static mke2fs for {other}: x86_64 or i686")),
+        other => Err(format!("no static mkfs programs for {other}: x86_64 or i686")),
     }
 }
 
@@ -67,23 +112,52 @@ fn ensure_build_tools(arch: &str, install_deps: bool) -> Result<()> {
 
 /// The static mke2fs (ext2, ext3, ext4) for `arch`, built if not cached.
 pub fn mke2fs(arch: &str, install_deps: bool) -> Result<PathBuf> {
+    Ok(build(arch, install_deps)?.join("mke2fs"))
+}
+
+/// The static mkreiserfs (reiserfs 3.6) for `arch`, built if not cached.
+pub fn mkreiserfs(arch: &str, install_deps: bool) -> Result<PathBuf> {
+    Ok(build(arch, install_deps)?.join("mkreiserfs"))
+}
+
+/// Build both programs for `arch` (once): the directory holding them.
+fn build(arch: &str, install_deps: bool) -> Result<PathBuf> {
     let cc = compiler(arch)?;
-    let dir = project_root()
-        .join("target/cache/static-mkfs")
-        .join(format!("{}-{}-{arch}", E2FSPROGS.name, E2FSPROGS.version));
-    let program = dir.join("mke2fs");
-    if program.exists() {
-        return Ok(program);
+    let cache = project_root().join("target/cache/static-mkfs");
+    let dir = cache.join(format!(
+        "{arch}-{}-{}-{}-{}",
+        E2FSPROGS.name, E2FSPROGS.version, REISERFSPROGS.name, REISERFSPROGS.version
+    ));
+    if dir.join("mke2fs").exists() && dir.join("mkreiserfs").exists() {
+        return Ok(dir);
     }
     ensure_build_tools(arch, install_deps)?;
-    let tarball = fetch(&E2FSPROGS, &project_root().join("target/cache/static-mkfs"))?;
-    let src = dir.join("src");
-    let _ = std::fs::remove_dir_all(&src);
-    std::fs::create_dir_all(&src).map_err(|e| e.to_string())?;
-    eprintln!("image: building a static {arch} mke2fs from {} {} with musl", E2FSPROGS.name, E2FSPROGS.version);
-    tools::run(Command::new("tar").arg("xzf").arg(&tarball).arg("-C").arg(&src).arg("--strip-components=1"))?;
-    // Only the libraries and mke2fs: no NLS (no locale files in the image),
-    // nothing that needs more than libc.
+    let work = dir.join("build");
+    let _ = std::fs::remove_dir_all(&work);
+    let e2fs = unpack(&fetch(&E2FSPROGS, &cache)?, &work.join("e2fsprogs"))?;
+    let reiserfs = unpack(&fetch(&REISERFSPROGS, &cache)?, &work.join("reiserfsprogs"))?;
+    eprintln!("image: building static {arch} mke2fs and mkreiserfs with musl");
+    build_mke2fs(&e2fs, cc)?;
+    install_program(&e2fs.join("misc/mke2fs"), &dir.join("mke2fs"))?;
+    build_mkreiserfs(&reiserfs, &e2fs, &work.join("shim"), cc)?;
+    install_program(&reiserfs.join("mkreiserfs/mkreiserfs"), &dir.join("mkreiserfs"))?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(dir)
+}
+
+fn unpack(tarball: &Path, into: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(into).map_err(|e| e.to_string())?;
+    tools::run(Command::new("tar").arg("xzf").arg(tarball).arg("-C").arg(into).arg("--strip-components=1"))?;
+    Ok(into.to_path_buf())
+}
+
+fn jobs() -> String {
+    format!("-j{}", std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
+
+/// e2fsprogs' libraries and mke2fs: no NLS (no locale files in the
+/// image), nothing that needs more than libc.
+fn build_mke2fs(src: &Path, cc: &str) -> Result<()> {
     let configure = [
         "--disable-nls",
         "--disable-fuse2fs",
@@ -98,19 +172,71 @@ pub fn mke2fs(arch: &str, install_deps: bool) -> Result<PathBuf> {
         "--enable-libuuid",
         "--enable-libblkid",
     ];
-    let jobs = format!("-j{}", std::thread::available_parallelism().map_or(2, |n| n.get()));
     let in_src = |program: &str| {
         let mut c = Command::new(program);
-        c.current_dir(&src).env("CC", cc).env("LDFLAGS", "-static");
+        c.current_dir(src).env("CC", cc).env("LDFLAGS", "-static");
         c
     };
     tools::run(in_src("./configure").arg("--quiet").args(configure))?;
-    tools::run(in_src("make").args([jobs.as_str(), "libs"]))?;
-    tools::run(in_src("make").args([jobs.as_str(), "-C", "misc", "mke2fs"]))?;
-    tools::run(Command::new("strip").arg("-o").arg(&program).arg(src.join("misc/mke2fs")))?;
-    check_static(&program)?;
-    let _ = std::fs::remove_dir_all(&src);
-    Ok(program)
+    tools::run(in_src("make").args([jobs().as_str(), "libs"]))?;
+    tools::run(in_src("make").args([jobs().as_str(), "-C", "misc", "mke2fs"]))?;
+    Ok(())
+}
+
+/// reiserfsprogs' libraries and mkreiserfs, against e2fsprogs' com_err and
+/// uuid (built in `e2fs`), with the compatibility headers in `shim` and
+/// the kernel's UAPI headers (musl-gcc leaves /usr/include out).
+fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()> {
+    let write = |rel: &str, text: &str| -> Result<()> {
+        let p = shim.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    write("compat.h", COMPAT_H)?;
+    write("printf.h", PRINTF_H)?;
+    // Included by code mkreiserfs does not use; nothing of libacl is needed.
+    write("sys/acl.h", "/* empty: see bootmark's static_mkfs.rs */\n")?;
+    for (name, target) in [
+        ("linux", "/usr/include/linux"),
+        ("asm-generic", "/usr/include/asm-generic"),
+        ("asm", "/usr/include/x86_64-linux-gnu/asm"),
+    ] {
+        std::os::unix::fs::symlink(target, shim.join(name)).map_err(|e| e.to_string())?;
+    }
+    let et = e2fs.join("lib/et");
+    let lib = e2fs.join("lib");
+    let cflags = format!(
+        "-O2 -include {} -I{} -I{} -I{}",
+        shim.join("compat.h").display(),
+        shim.display(),
+        lib.display(),
+        et.display()
+    );
+    let path = format!("{}:{}", et.display(), std::env::var("PATH").unwrap_or_default());
+    let in_src = |program: &str| {
+        let mut c = Command::new(program);
+        // compile_et from the e2fsprogs build tree, with its templates.
+        c.current_dir(src).env("CC", cc).env("CFLAGS", &cflags).env("PATH", &path).env("_ET_DIR_OVERRIDE", &et);
+        c
+    };
+    let ldflags = format!("-L{}", lib.display());
+    tools::run(
+        in_src("./configure")
+            .args(["--quiet", "--disable-shared", "--enable-static"])
+            .env("LDFLAGS", format!("-static {ldflags}")),
+    )?;
+    for dir in ["lib", "reiserfscore"] {
+        tools::run(in_src("make").args([jobs().as_str(), "-C", dir]))?;
+    }
+    // libtool links programs statically only when told -all-static.
+    tools::run(in_src("make").args(["-C", "mkreiserfs"]).arg(format!("LDFLAGS=-all-static {ldflags}")))?;
+    Ok(())
+}
+
+/// Strip a built program into the cache and check it needs no loader.
+fn install_program(built: &Path, to: &Path) -> Result<()> {
+    tools::run(Command::new("strip").arg("-o").arg(to).arg(built))?;
+    check_static(to)
 }
 
 /// Download `source` into `dir` (once) and check its SHA-256.
