@@ -18,6 +18,7 @@ macro_rules! note {
 pub mod bootmenu;
 #[cfg(feature = "workstation")]
 pub mod collect;
+pub mod contract;
 pub mod framing;
 pub mod fsutil;
 pub mod init;

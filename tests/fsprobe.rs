@@ -2,7 +2,7 @@
 //! tools (e2fsprogs, dosfstools, xfsprogs, reiserfsprogs) and partition
 //! tables made by sfdisk, checked against blkid.
 
-use bootmark::init::fsprobe::{partition_uuids, probe};
+use bootmark::contract::fsprobe::{partition_uuids, probe};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

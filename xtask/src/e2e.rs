@@ -266,7 +266,7 @@ fn check_config_found(out: &Path) -> Result<()> {
 }
 
 /// The modules.json of an image's first entry (the image builder's output directory).
-pub fn module_set(out: &Path) -> Result<bootmark::init::modules::ModuleSet> {
+pub fn module_set(out: &Path) -> Result<bootmark::contract::modules::ModuleSet> {
     let initrd = std::fs::read(out.join("pxe/boot/k0/initrd.gz")).map_err(|e| e.to_string())?;
     let json = file_in_initramfs(&initrd, "etc/bootmark/modules.json")?;
     serde_json::from_slice(&json).map_err(|e| format!("etc/bootmark/modules.json: {e}"))
@@ -275,7 +275,7 @@ pub fn module_set(out: &Path) -> Result<bootmark::init::modules::ModuleSet> {
 /// The module set inside the initramfs has the soft dependencies before
 /// their users, and says which drivers wait for their device.
 fn check_module_closure(out: &Path) -> Result<()> {
-    use bootmark::init::modules::When;
+    use bootmark::contract::modules::When;
     let set = module_set(out)?;
     let names: Vec<&str> = set.modules.iter().map(|m| m.name.as_str()).collect();
     let pos = |n: &str| names.iter().position(|x| *x == n).ok_or(format!("{n} missing from the module set: {names:?}"));
@@ -341,7 +341,7 @@ fn sequence_test(package: &str, base: &Path) -> Result<()> {
     let out =
         image::build(&test_image(vec![package.to_string(), package.to_string()], base.join("seq-image"), Some(2)))?;
     let img = out.join("usb.img");
-    let seq_on_stick = |img: &Path| -> Result<bootmark::init::sequence::Sequence> {
+    let seq_on_stick = |img: &Path| -> Result<bootmark::contract::sequence::Sequence> {
         let text = image::tools::run(Command::new("mtype").env("MTOOLS_SKIP_CHECK", "1").args([
             "-i",
             &usb::image_arg(img),
@@ -353,7 +353,7 @@ fn sequence_test(package: &str, base: &Path) -> Result<()> {
     if seq.steps.iter().map(|s| s.entry.as_str()).collect::<Vec<_>>() != ["k0", "k1", "k0", "k1"] {
         return Err(format!("unexpected steps {:?}", seq.steps));
     }
-    seq.states[0] = bootmark::init::sequence::State::Attempted;
+    seq.states[0] = bootmark::contract::sequence::State::Attempted;
     let edited = base.join("sequence.json");
     std::fs::write(&edited, serde_json::to_string(&seq).unwrap()).map_err(|e| e.to_string())?;
     image::tools::run(
@@ -375,7 +375,7 @@ fn sequence_test(package: &str, base: &Path) -> Result<()> {
     let runs: Vec<&Value> = docs.iter().filter(|d| d["schema"] == bootmark::record::RUN_SCHEMA).collect();
     let records = docs.iter().filter(|d| d["schema"] == "bootmark.result/1").count();
     let seq = seq_on_stick(&img)?;
-    use bootmark::init::sequence::State::{Done, Failed};
+    use bootmark::contract::sequence::State::{Done, Failed};
     if seq.states != [Failed, Done, Done, Done] || !seq.finished() {
         return Err(format!("sequence states on the stick: {:?}\n{}", seq.states, qemu::tail(&booted.serial, 30)));
     }

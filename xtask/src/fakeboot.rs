@@ -459,7 +459,7 @@ fn check_happy_on(b: &Boot, fs: &str) -> Result<()> {
     if !b.serial.contains("bootmark: manyfiles") {
         return Err("no human summary lines on serial".into());
     }
-    if b.target_root.iter().any(|n| n != "lost+found" && n != bootmark::init::safety::SCRATCH_MARKER) {
+    if b.target_root.iter().any(|n| n != "lost+found" && n != bootmark::contract::formatting::SCRATCH_MARKER) {
         return Err(format!("the target was not left clean: {:?}", b.target_root));
     }
     Ok(())
@@ -617,7 +617,7 @@ fn check_watchdog(b: &Boot) -> Result<()> {
 /// target that was ext4, and the target carries the scratch marker.
 fn check_formatted(b: &Boot) -> Result<()> {
     check_happy_on(b, "ext3")?;
-    if !b.target_root.iter().any(|n| n == bootmark::init::safety::SCRATCH_MARKER) {
+    if !b.target_root.iter().any(|n| n == bootmark::contract::formatting::SCRATCH_MARKER) {
         return Err(format!("no scratch marker after formatting: {:?}", b.target_root));
     }
     // The run record says how the target was made: the image's static mke2fs.

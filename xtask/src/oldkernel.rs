@@ -262,7 +262,7 @@ fn check_static_mkfs(kernel: OldKernel, arch: &str, fs: &str) -> Result<String> 
             .and_then(|()| std::fs::File::create(&img)?.set_len(64 << 20))
             .map_err(|e| e.to_string())?;
         let status = command_under(kernel, program)
-            .args(bootmark::init::safety::mkfs_args(fs, Some("OLDKERNEL"), None))
+            .args(bootmark::contract::formatting::mkfs_args(fs, Some("OLDKERNEL"), None))
             .arg(&img)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -429,7 +429,7 @@ mod tests {
                 if install(&before_3_8).is_err() {
                     libc::_exit(200);
                 }
-                let r = bootmark::init::modules::load(&path, "delay_use=0");
+                let r = bootmark::contract::modules::load(&path, "delay_use=0");
                 libc::_exit(r.err().and_then(|e| e.raw_os_error()).unwrap_or(0));
             }
             let mut status = 0;

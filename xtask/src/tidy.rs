@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn the_readme_lists_exactly_the_boot_parameters_bootmark_reads() {
-        let reference: BTreeSet<String> = bootmark::init::cmdline::reference()
+        let reference: BTreeSet<String> = bootmark::contract::cmdline::reference()
             .lines()
             .filter_map(|l| l.trim_start().strip_prefix("bootmark."))
             .map(|l| l.split_whitespace().next().unwrap().to_string())
@@ -216,6 +216,20 @@ mod tests {
                 if let Some(b) = banned.iter().find(|b| line.contains(*b)) {
                     panic!("{file}:{}: image-side code uses {b}: {line}", i + 1);
                 }
+            }
+        }
+    }
+
+    /// Other crates reach the image side only through `bootmark::contract`
+    /// (and the record, framing and journal modules), never `init::` itself.
+    #[test]
+    fn the_workstation_side_uses_the_contract_not_init_internals() {
+        let outside: Vec<String> = sources().into_iter().filter(|f| !f.starts_with("src/")).collect();
+        assert!(outside.iter().any(|f| f == "xtask/src/e2e.rs"), "{outside:?}");
+        let internal = ["bootmark::", "init::"].concat();
+        for file in outside.iter().filter(|f| *f != "xtask/src/tidy.rs") {
+            for (i, line) in read(file).lines().enumerate() {
+                assert!(!line.contains(&internal), "{file}:{}: uses {internal} directly: {line}", i + 1);
             }
         }
     }

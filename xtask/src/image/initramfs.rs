@@ -32,7 +32,7 @@ pub fn common_archive(binary: &Path, mtime: u32, extra: &mkfs::Files) -> Result<
 /// with /etc/bootmark/modules.json saying when /init loads each. Also
 /// returns where each listed module was found, for the manifest.
 pub fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize, modules::Whereabouts)> {
-    use bootmark::init::modules::{Module, ModuleSet};
+    use bootmark::contract::modules::{Module, ModuleSet};
     let mut a = cpio::Archive::new(mtime);
     let mut set = ModuleSet { release: k.release.clone(), modules: Vec::new() };
     let Some(tree) = &k.modules else {

@@ -295,7 +295,7 @@ fn cmdline(args: &Args) -> Result<String> {
     let (dev, baud) = args.serial.split_once(',').unwrap_or((&args.serial, "115200"));
     let mut c = format!("console={dev},{baud} panic=30 bootmark.console={dev} bootmark.plan={}", args.plan);
     if let Some(t) = &args.target {
-        bootmark::init::cmdline::DiskSpec::parse(t).map_err(|e| format!("--target: {e}"))?;
+        bootmark::contract::cmdline::DiskSpec::parse(t).map_err(|e| format!("--target: {e}"))?;
         c += &format!(" bootmark.target={t}");
     }
     if let (Some(fs), Some(confirm)) = (args.sequence_fs.first(), &args.format_confirm) {
@@ -305,7 +305,8 @@ fn cmdline(args: &Args) -> Result<String> {
         c += " ";
         c += &args.append;
     }
-    bootmark::init::cmdline::parse(&c).map_err(|e| format!("the kernel command line would be refused at boot: {e}"))?;
+    bootmark::contract::cmdline::parse(&c)
+        .map_err(|e| format!("the kernel command line would be refused at boot: {e}"))?;
     Ok(c)
 }
 
@@ -373,7 +374,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     if let Some(repeat) = args.sequence {
         let seq = sequence(&entries, repeat, &args.sequence_fs, args.default);
         eprintln!("image: sequence of {} steps on the stick", seq.steps.len());
-        write(&stage.join(bootmark::init::sequence::FILE), &serde_json::to_string_pretty(&seq).unwrap())?;
+        write(&stage.join(bootmark::contract::sequence::FILE), &serde_json::to_string_pretty(&seq).unwrap())?;
     }
     bootloaders::grub_efi(&stage.join("EFI/BOOT/BOOTX64.EFI"), &work)?;
     set_mtimes(&stage, mtime)?;
@@ -409,8 +410,8 @@ fn sequence(
     repeat: u32,
     fss: &[String],
     default: usize,
-) -> bootmark::init::sequence::Sequence {
-    use bootmark::init::sequence::{Sequence, Step};
+) -> bootmark::contract::sequence::Sequence {
+    use bootmark::contract::sequence::{Sequence, Step};
     let fss: Vec<Option<String>> = if fss.is_empty() { vec![None] } else { fss.iter().cloned().map(Some).collect() };
     let mut steps = Vec::new();
     for _ in 0..repeat.max(1) {
@@ -524,7 +525,7 @@ mod tests {
         std::fs::write(&part, &data[2048 * 512..]).unwrap();
         let fsck = Command::new("fsck.fat").arg("-n").arg(&part).output().unwrap();
         assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stdout));
-        let info = bootmark::init::fsprobe::probe(&part).unwrap().unwrap();
+        let info = bootmark::contract::fsprobe::probe(&part).unwrap().unwrap();
         assert_eq!((info.fs.as_str(), info.label.as_deref()), ("vfat", Some("BOOTMARK")));
         let root = usb::list(&img, "").unwrap();
         for want in ["ldlinux.sys", "ldlinux.c32", "syslinux.cfg", "boot", "EFI", "bootmark"] {

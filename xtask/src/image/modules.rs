@@ -232,8 +232,8 @@ const DEVICE_BUSES: [&str; 2] = ["pci:", "virtio:"];
 /// named in image/modules (else it is only a dependency); `library`: some
 /// other module in the image needs it (ehci_hcd for ehci_pci, mptscsih for
 /// mptspi on current kernels), so it loads with its users, not by itself.
-pub fn when_to_load(m: &ModInfo, listed: bool, library: bool) -> (bootmark::init::modules::When, Vec<String>) {
-    use bootmark::init::modules::When;
+pub fn when_to_load(m: &ModInfo, listed: bool, library: bool) -> (bootmark::contract::modules::When, Vec<String>) {
+    use bootmark::contract::modules::When;
     let path = m.path.to_string_lossy();
     if listed && path.contains("/kernel/fs/") && !path.contains("/kernel/fs/nls/") {
         // fs-ext3 etc. since 3.9; before, the module is named after its filesystem.
@@ -345,7 +345,7 @@ mod tests {
     /// always, libraries with their users, filesystems before their mount.
     #[test]
     fn when_each_module_loads() {
-        use bootmark::init::modules::When;
+        use bootmark::contract::modules::When;
         let at = |path: &str, aliases: &[&str]| ModInfo {
             path: PathBuf::from(path),
             name: path.rsplit('/').next().unwrap().trim_end_matches(".ko").replace('-', "_"),

@@ -1,0 +1,39 @@
+//! What the workstation side (xtask, the tests, the fuzzer) may use of the
+//! image side, in one place: the formats /init reads from the image and the
+//! stick, and the rules it applies to them, so that the image builder and
+//! the checks agree with /init by construction. Everything else under
+//! `init::` is /init's own; a tidy test keeps other crates off it.
+//!
+//! The records themselves (result and run records, their schema names) are
+//! in [`crate::record`]; the serial framing and the stick's journal in
+//! [`crate::framing`] and [`crate::journal`].
+
+/// The module set the image builder writes to /etc/bootmark/modules.json
+/// and /init loads from, and the loader itself (finit_module, then
+/// init_module).
+pub mod modules {
+    pub use crate::init::modules::{Module, ModuleSet, When, load};
+}
+
+/// The unattended sequence on the stick (bootmark/sequence.json).
+pub mod sequence {
+    pub use crate::init::sequence::{FILE, Sequence, State, Step};
+}
+
+/// The `bootmark.*` kernel command line: parsing it as /init will, and the
+/// reference `bootmark boot-params` prints.
+pub mod cmdline {
+    pub use crate::init::cmdline::{DiskSpec, Settings, parse, reference};
+}
+
+/// Formatting: the arguments /init gives mkfs, and the marker that lets a
+/// later boot format the target again.
+pub mod formatting {
+    pub use crate::init::safety::{SCRATCH_MARKER, mkfs_args};
+}
+
+/// Identifying a filesystem and partitions as /init does, from what is on
+/// the disk.
+pub mod fsprobe {
+    pub use crate::init::fsprobe::{FsInfo, partition_uuids, probe};
+}
