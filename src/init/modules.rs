@@ -176,17 +176,17 @@ pub fn load_in_passes(set: &ModuleSet, sys: &Path, loader: &mut dyn FnMut(&Modul
 /// Modules to load for these devices: the always-loaded ones, the device
 /// drivers with a match, and everything they need.
 pub fn wanted(set: &ModuleSet, devices: &BTreeSet<String>) -> BTreeSet<String> {
+    with_needs(set, |m| match m.when {
+        When::Always => true,
+        When::Device => m.aliases.iter().any(|a| devices.iter().any(|d| modalias::matches(a, d))),
+        When::Needed | When::Filesystem => false,
+    })
+}
+
+/// The modules `root` picks, and everything they need, by name.
+fn with_needs(set: &ModuleSet, root: impl Fn(&Module) -> bool) -> BTreeSet<String> {
     let by_name: BTreeMap<&str, &Module> = set.modules.iter().map(|m| (m.name.as_str(), m)).collect();
-    let mut todo: Vec<&str> = set
-        .modules
-        .iter()
-        .filter(|m| match m.when {
-            When::Always => true,
-            When::Device => m.aliases.iter().any(|a| devices.iter().any(|d| modalias::matches(a, d))),
-            When::Needed | When::Filesystem => false,
-        })
-        .map(|m| m.name.as_str())
-        .collect();
+    let mut todo: Vec<&str> = set.modules.iter().filter(|m| root(m)).map(|m| m.name.as_str()).collect();
     let mut out = BTreeSet::new();
     while let Some(name) = todo.pop() {
         if out.insert(name.to_string())
@@ -223,19 +223,9 @@ pub fn load_filesystem_from(
     loader: &mut dyn FnMut(&Module) -> std::io::Result<()>,
 ) -> FsLoad {
     let start = Instant::now();
-    let provides = |m: &Module| m.when == When::Filesystem && (m.name == fs || m.aliases.iter().any(|a| a == fs));
-    let by_name: BTreeMap<&str, &Module> = set.modules.iter().map(|m| (m.name.as_str(), m)).collect();
-    let mut todo: Vec<&str> = set.modules.iter().filter(|m| provides(m)).map(|m| m.name.as_str()).collect();
-    let mut wanted = BTreeSet::new();
-    while let Some(name) = todo.pop() {
-        if wanted.insert(name)
-            && let Some(m) = by_name.get(name)
-        {
-            todo.extend(m.needs.iter().map(String::as_str));
-        }
-    }
+    let wanted = with_needs(set, |m| m.when == When::Filesystem && (m.name == fs || m.aliases.iter().any(|a| a == fs)));
     let mut out = FsLoad::default();
-    for m in set.modules.iter().filter(|m| wanted.contains(m.name.as_str())) {
+    for m in set.modules.iter().filter(|m| wanted.contains(&m.name)) {
         out.outcome.note(&m.name, loader(m));
     }
     out.ms = start.elapsed().as_millis() as u64;
