@@ -235,7 +235,7 @@ fn report(
         return fail("no result records in the inputs");
     }
     let opts = bootmark::report::Options { by, baseline };
-    let rows = match bootmark::report::rows(&c.documents, &opts) {
+    let rows = match bootmark::report::rows(c.results(), &opts) {
         Ok(rows) => rows,
         Err(e) => return fail(&e),
     };
@@ -243,7 +243,7 @@ fn report(
         "csv" => print!("{}", bootmark::report::csv(&rows, &opts.by)),
         "json" => println!("{}", serde_json::to_string_pretty(&rows).unwrap()),
         "html" => {
-            let chosen = bootmark::report::html::pick_timeline(&c.documents, timeline);
+            let chosen = bootmark::report::html::pick_timeline(c.results(), timeline);
             if timeline.is_some() && chosen.is_none() {
                 return fail(&format!(
                     "--timeline {}: no such record (give RUN_ID:SEQ of a result record)",

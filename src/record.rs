@@ -2,10 +2,12 @@
 //! the image side (which writes records) and the workstation side (which
 //! collects and compares them). Every field and unit is in docs/record-format.md.
 
-use crate::measure::evidence::{Host, Kernel, Storage};
-use crate::measure::histogram::LatencySummary;
-use crate::measure::probe::Responsiveness;
-use crate::measure::sampler::Timeline;
+// The parts of a record that the measurements define, re-exported so that a
+// reader of records finds every type of the schema here.
+pub use crate::measure::evidence::{Device, Host, Kernel, Storage};
+pub use crate::measure::histogram::LatencySummary;
+pub use crate::measure::probe::Responsiveness;
+pub use crate::measure::sampler::Timeline;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -23,7 +25,18 @@ pub enum Status {
     Error,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+impl Status {
+    /// As the record spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Timeout => "timeout",
+            Status::Error => "error",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     pub schema: String,
     pub run_id: String,
@@ -56,10 +69,84 @@ pub struct Record {
     pub notes: Vec<String>,
 }
 
+/// One document as the image emits it: a result record or a run record.
+/// Serialised as the record itself (each carries its `schema`); read back
+/// with [`Document::from_json`], which picks the type by `schema` and says
+/// exactly what does not fit.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Document {
+    Result(Box<Record>),
+    Run(Box<RunRecord>),
+}
+
+impl Document {
+    /// Parse a document's JSON bytes as the type its `schema` names.
+    pub fn from_json(bytes: &[u8]) -> Result<Document, String> {
+        #[derive(Deserialize)]
+        struct Head {
+            schema: Option<String>,
+        }
+        let head: Head = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
+        match head.schema.as_deref() {
+            Some(SCHEMA) => serde_json::from_slice(bytes)
+                .map(|r| Document::Result(Box::new(r)))
+                .map_err(|e| format!("not a valid {SCHEMA} record: {e}")),
+            Some(RUN_SCHEMA) => serde_json::from_slice(bytes)
+                .map(|r| Document::Run(Box::new(r)))
+                .map_err(|e| format!("not a valid {RUN_SCHEMA} record: {e}")),
+            Some(other) => Err(format!("not a bootmark document (schema {other})")),
+            None => Err("a document without a schema".into()),
+        }
+    }
+
+    pub fn result(&self) -> Option<&Record> {
+        match self {
+            Document::Result(r) => Some(r),
+            Document::Run(_) => None,
+        }
+    }
+
+    pub fn run(&self) -> Option<&RunRecord> {
+        match self {
+            Document::Run(r) => Some(r),
+            Document::Result(_) => None,
+        }
+    }
+
+    pub fn schema(&self) -> &str {
+        match self {
+            Document::Result(r) => &r.schema,
+            Document::Run(r) => &r.schema,
+        }
+    }
+
+    pub fn run_id(&self) -> &str {
+        match self {
+            Document::Result(r) => &r.run_id,
+            Document::Run(r) => &r.run_id,
+        }
+    }
+
+    pub fn seq(&self) -> u32 {
+        match self {
+            Document::Result(r) => r.seq,
+            Document::Run(r) => r.seq,
+        }
+    }
+}
+
+impl std::fmt::Display for Document {
+    /// The document as one line of JSON, as a stick's journal holds it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&serde_json::to_string(self).map_err(|_| std::fmt::Error)?)
+    }
+}
+
 /// The last document of every boot of the image: how the boot went, what
 /// it found and did (`facts`), and the kernel's log. Fields in
 /// docs/record-format.md, "Run record".
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub schema: String,
     pub run_id: String,
@@ -83,7 +170,7 @@ pub struct RunRecord {
 }
 
 /// The kernel's log at the end of a boot, summarised.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelLog {
     pub lines: usize,
     /// Lines per kind of trouble (I/O errors, hung tasks, OOM, oops…).
@@ -92,23 +179,23 @@ pub struct KernelLog {
     pub tail: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
     pub version: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanRef {
     pub name: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadRef {
     pub name: String,
     pub params: serde_json::Value,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Times {
     pub wall_s: f64,
     pub user_s: f64,
@@ -118,7 +205,7 @@ pub struct Times {
     pub durable_s: Option<f64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Every write() syscall the workload made.
     pub write: LatencySummary,
@@ -126,7 +213,7 @@ pub struct Latency {
     pub read: LatencySummary,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counters {
     pub voluntary_switches: u64,
     pub involuntary_switches: u64,
@@ -144,6 +231,38 @@ pub fn mib_per_s(bytes: u64, seconds: f64) -> f64 {
 }
 
 impl Record {
+    /// An `ok` record of run `run_id` with nothing measured: what tests (here,
+    /// in xtask and in tests/) start from and fill in, so that each states
+    /// only the fields it is about and stays a whole, valid record.
+    pub fn blank(run_id: &str, seq: u32) -> Record {
+        Record {
+            schema: SCHEMA.into(),
+            run_id: run_id.into(),
+            seq,
+            repetition: 0,
+            status: Status::Ok,
+            error: None,
+            started_unix_s: 0.0,
+            bootmark: Tool { version: env!("CARGO_PKG_VERSION").into() },
+            plan: PlanRef { name: "test".into() },
+            workload: WorkloadRef { name: "idle".into(), params: serde_json::json!({}) },
+            kernel: Kernel::default(),
+            host: Host::default(),
+            storage: Storage::default(),
+            vm: BTreeMap::new(),
+            times: Times::default(),
+            bytes_written: 0,
+            bytes_read: 0,
+            throughput_mib_s: 0.0,
+            latency: Latency::default(),
+            responsiveness: None,
+            counters: Counters::default(),
+            timeline: Timeline::default(),
+            details: serde_json::Value::Null,
+            notes: Vec::new(),
+        }
+    }
+
     /// One line for people watching a terminal or a serial console.
     pub fn summary_line(&self) -> String {
         let mut s = format!(
@@ -178,8 +297,13 @@ impl Record {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A valid result record with nothing in it, for tests to fill in.
+    pub(crate) fn record() -> Record {
+        Record::blank("r", 0)
+    }
 
     /// docs/record-format.md's run record table names exactly the fields
     /// a RunRecord serialises to.

@@ -3,16 +3,31 @@
 //! sequences. Not one corrupted record may be accepted; every record whose
 //! lines survived intact somewhere must be recovered.
 
-use bootmark::collect::collect;
+use bootmark::collect::{Document, collect};
 use bootmark::framing::encode;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
+/// A complete result record (every required field), of a size that varies with `seq`.
 fn record(run: &str, seq: u32) -> Value {
-    json!({"schema": "bootmark.result/1", "run_id": run, "seq": seq, "status": "ok",
+    let nothing = json!({"count": 0, "mean_ms": 0, "min_ms": 0, "p50_ms": 0, "p90_ms": 0, "p99_ms": 0,
+                         "p99_9_ms": 0, "max_ms": 0});
+    json!({"schema": "bootmark.result/1", "run_id": run, "seq": seq, "repetition": 0, "status": "ok",
+           "started_unix_s": 0, "bootmark": {"version": "test"}, "plan": {"name": "quick"},
            "workload": {"name": "seqwrite", "params": {"size": 1 << 20}},
-           "kernel": {"release": format!("6.1.{seq}")}, "times": {"wall_s": 1.5 + seq as f64},
-           "padding": "x".repeat(300 + 37 * seq as usize)})
+           "kernel": {"release": format!("6.1.{seq}")}, "host": {"cpus": 1}, "storage": {"dir": "/mnt"}, "vm": {},
+           "times": {"wall_s": 1.5 + seq as f64, "user_s": 0, "sys_s": 0.5},
+           "bytes_written": 1 << 20, "bytes_read": 0, "throughput_mib_s": 1.0 / (1.5 + seq as f64),
+           "latency": {"write": nothing, "read": nothing}, "responsiveness": null,
+           "counters": {"voluntary_switches": 0, "involuntary_switches": 0, "minor_faults": 0, "major_faults": 0,
+                        "vmstat_delta": {}, "disk_delta": null},
+           "timeline": {"interval_s": 0.25, "t_s": [], "series": {}},
+           "details": {"padding": "x".repeat(300 + 37 * seq as usize)}, "notes": []})
+}
+
+/// The document the collector should make of a record it accepted.
+fn documents(records: &[Value]) -> Vec<Document> {
+    records.iter().map(|r| Document::from_json(r.to_string().as_bytes()).unwrap()).collect()
 }
 
 /// A boot's console: banner, kernel noise, the framed records.
@@ -52,7 +67,7 @@ fn a_clean_log_with_crlf_and_escapes_gives_every_record() {
     let recs: Vec<Value> = (0..5).map(|s| record("runA", s)).collect();
     let text: String = boot_log("runA", &recs).iter().map(|l| format!("\x1b[0m{l}\r\n")).collect();
     let c = collect(&[write("clean", &text)]);
-    assert_eq!(c.documents, recs);
+    assert_eq!(c.documents, documents(&recs));
     assert!(c.problems.is_empty(), "{:?}", c.problems);
     assert_eq!(c.boots.len(), 1);
     assert_eq!(c.boots[0].kernel.as_deref(), Some("6.1.0-57-amd64"));
@@ -60,8 +75,9 @@ fn a_clean_log_with_crlf_and_escapes_gives_every_record() {
 
 #[test]
 fn mutated_logs_never_yield_a_corrupted_record() {
-    let originals: Vec<Value> = (0..8).map(|s| record("runB", s)).collect();
-    let clean = boot_log("runB", &originals);
+    let sent: Vec<Value> = (0..8).map(|s| record("runB", s)).collect();
+    let clean = boot_log("runB", &sent);
+    let originals = documents(&sent);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for round in 0..200 {
         let mut lines = clean.clone();
@@ -99,12 +115,12 @@ fn mutated_logs_never_yield_a_corrupted_record() {
         }
         if round % 7 != 0 {
             // Records none of whose lines were touched must all come back.
-            for r in &originals {
+            for (r, doc) in sent.iter().zip(&originals) {
                 let framed = encode("runB", r["seq"].as_u64().unwrap() as u32, r.to_string().as_bytes());
                 let intact =
                     framed.iter().all(|f| lines.iter().enumerate().any(|(i, l)| l == f && !touched.contains(&i)));
                 if intact {
-                    assert!(c.documents.contains(r), "round {round}: an intact record was lost (seq {})", r["seq"]);
+                    assert!(c.documents.contains(doc), "round {round}: an intact record was lost (seq {})", r["seq"]);
                 }
             }
         }
@@ -124,8 +140,8 @@ fn a_second_copy_repairs_a_damaged_first_and_boots_are_told_apart() {
     let text = [first, crashed.to_vec(), boot_log("runC", &recs)].concat().join("\n");
     let c = collect(&[write("repeat", &text)]);
     let mut got = c.documents.clone();
-    got.sort_by_key(|d| d["seq"].as_u64());
-    assert_eq!(got, recs, "all three recovered, once each (seq 1 from the second boot)");
+    got.sort_by_key(Document::seq);
+    assert_eq!(got, documents(&recs), "all three recovered, once each (seq 1 from the second boot)");
     assert_eq!(c.problems.len(), 1, "only the damaged line: {:?}", c.problems);
     assert_eq!(c.problems[0].line, Some(victim as u64 + 1));
     assert_eq!(c.boots.len(), 3);
@@ -144,10 +160,29 @@ fn stick_files_and_serial_agree_or_the_difference_is_reported() {
     changed["times"]["wall_s"] = json!(99.0);
     std::fs::write(results.join("runD.jsonl"), format!("{}\n{}\n{{not json\n", recs[0], changed)).unwrap();
     let c = collect(&[log, dir.clone()]);
-    assert_eq!(c.documents, recs, "serial came first and is kept");
+    assert_eq!(c.documents, documents(&recs), "serial came first and is kept");
     assert_eq!(c.duplicates, 1);
     let whys: Vec<&str> = c.problems.iter().map(|p| p.why.as_str()).collect();
     assert!(whys.iter().any(|w| w.contains("different document")), "{whys:?}");
     assert!(whys.iter().any(|w| w.contains("not valid JSON")), "{whys:?}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A framed document whose checksums are right but which is not a whole
+/// record of its schema (a field missing, a field of the wrong type) is a
+/// problem that names the field, not a row with holes in the report.
+#[test]
+fn a_record_that_does_not_fit_its_schema_is_rejected_by_name() {
+    let mut no_times = record("runE", 0);
+    no_times.as_object_mut().unwrap().remove("times");
+    let mut bad_status = record("runE", 1);
+    bad_status["status"] = json!("fine");
+    let good = record("runE", 2);
+    let text = boot_log("runE", &[no_times, bad_status, good.clone()]).join("\n");
+    let c = collect(&[write("schema", &text)]);
+    assert_eq!(c.documents, documents(&[good]));
+    let whys: Vec<&str> = c.problems.iter().map(|p| p.why.as_str()).collect();
+    assert_eq!(whys.len(), 2, "{whys:?}");
+    assert!(whys[0].contains("not a valid bootmark.result/1 record") && whys[0].contains("`times`"), "{whys:?}");
+    assert!(whys[1].contains("unknown variant `fine`"), "{whys:?}");
 }

@@ -8,22 +8,26 @@
 //!   still accepted.
 #![no_main]
 
+use bootmark::collect::Document;
+use bootmark::record::Record;
 use libfuzzer_sys::fuzz_target;
-use serde_json::{Value, json};
 
-fn records() -> Vec<Value> {
+fn records() -> Vec<Document> {
     (0..3)
         .map(|seq| {
-            json!({"schema": "bootmark.result/1", "run_id": "20060101-000000-fuzz", "seq": seq,
-                   "workload": {"name": "seqwrite", "params": {"mib": 1024 * (seq + 1)}},
-                   "status": "ok", "times": {"wall_s": 112.5 + seq as f64}, "notes": ["ü ✓"]})
+            let mut r = Record::blank("20060101-000000-fuzz", seq);
+            r.workload.name = "seqwrite".into();
+            r.workload.params = serde_json::json!({"mib": 1024 * (seq + 1)});
+            r.times.wall_s = 112.5 + seq as f64;
+            r.notes = vec!["ü ✓".into()];
+            Document::Result(Box::new(r))
         })
         .collect()
 }
 
 /// The log: noise, then each record's framed lines with a kernel message
 /// between them. Returns the text and each record's byte range in it.
-fn log(records: &[Value]) -> (Vec<u8>, Vec<std::ops::Range<usize>>) {
+fn log(records: &[Document]) -> (Vec<u8>, Vec<std::ops::Range<usize>>) {
     let mut text = b"[    2.4] Run /init as init process\n".to_vec();
     let mut ranges = Vec::new();
     for (seq, r) in records.iter().enumerate() {

@@ -12,8 +12,9 @@
 pub mod serial;
 pub mod stick;
 
+pub use crate::record::Document;
+use crate::record::{Record, RunRecord};
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -46,21 +47,24 @@ pub struct BootSeen {
 #[derive(Debug, Default, Serialize)]
 pub struct Collected {
     /// Accepted documents, in the order first seen.
-    pub documents: Vec<Value>,
+    pub documents: Vec<Document>,
     pub problems: Vec<Problem>,
     pub boots: Vec<BootSeen>,
     /// Documents seen more than once with identical content.
     pub duplicates: usize,
 }
 
-pub const RESULT_SCHEMA: &str = crate::record::SCHEMA;
-pub use crate::record::RUN_SCHEMA;
-
-type Key = (String, String, u64);
+type Key = (String, String, u32);
 
 impl Collected {
-    pub fn results(&self) -> impl Iterator<Item = &Value> {
-        self.documents.iter().filter(|d| d["schema"] == RESULT_SCHEMA)
+    /// The result records accepted, in the order first seen.
+    pub fn results(&self) -> impl Iterator<Item = &Record> {
+        self.documents.iter().filter_map(Document::result)
+    }
+
+    /// The run records accepted (one per boot that finished), in the order first seen.
+    pub fn runs(&self) -> impl Iterator<Item = &RunRecord> {
+        self.documents.iter().filter_map(Document::run)
     }
 }
 
@@ -95,26 +99,15 @@ impl<'a> Collector<'a> {
     }
 
     /// Add a document given as its JSON bytes (as recovered from a log or a
-    /// stick file), deduplicating against earlier sources. Streaming writes
-    /// the bytes as they are: no parse into a tree, no re-serialization.
+    /// stick file), deduplicating against earlier sources. Every document is
+    /// read as its typed record (a record that does not fit its schema is a
+    /// problem, not a row with holes); streaming writes the bytes as they are.
     pub fn accept_bytes(&mut self, bytes: &[u8], file: &str, line: Option<u64>) {
-        #[derive(serde::Deserialize)]
-        struct Head {
-            schema: Option<String>,
-            run_id: Option<String>,
-            seq: Option<u64>,
-        }
         let bad = |why: String| Problem { file: file.into(), line, run_id: None, seq: None, why };
-        let head: Head = match serde_json::from_slice(bytes) {
-            Ok(h) => h,
-            Err(e) => return self.collected.problems.push(bad(format!("not valid JSON: {e}"))),
+        let doc = match Document::from_json(bytes) {
+            Ok(d) => d,
+            Err(why) => return self.collected.problems.push(bad(why)),
         };
-        let (Some(schema), Some(run_id), Some(seq)) = (head.schema, head.run_id, head.seq) else {
-            return self.collected.problems.push(bad("a document without schema/run_id/seq".into()));
-        };
-        if schema != RESULT_SCHEMA && schema != RUN_SCHEMA {
-            return self.collected.problems.push(bad(format!("not a bootmark document (schema {schema})")));
-        }
         // Only to tell identical copies from different ones: a fast 64-bit hash
         // (SipHash with fixed keys) is enough, the SHA-256 was checked already.
         let digest = {
@@ -123,14 +116,14 @@ impl<'a> Collector<'a> {
             bytes.hash(&mut h);
             h.finish()
         };
-        let k = (schema, run_id, seq);
+        let k = (doc.schema().to_string(), doc.run_id().to_string(), doc.seq());
         match self.seen.get(&k) {
             Some(d) if *d == digest => self.collected.duplicates += 1,
             Some(_) => self.collected.problems.push(Problem {
                 file: file.into(),
                 line,
                 run_id: Some(k.1.clone()),
-                seq: Some(k.2 as u32),
+                seq: Some(k.2),
                 why: "a different document with the same run id and seq was seen in another source: the first is used"
                     .into(),
             }),
@@ -143,10 +136,7 @@ impl<'a> Collector<'a> {
                             self.collected.problems.push(bad(format!("cannot write the output: {e}")));
                         }
                     }
-                    None => match serde_json::from_slice(bytes) {
-                        Ok(doc) => self.collected.documents.push(doc),
-                        Err(e) => self.collected.problems.push(bad(format!("not valid JSON: {e}"))),
-                    },
+                    None => self.collected.documents.push(doc),
                 }
             }
         }

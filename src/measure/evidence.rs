@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Kernel {
     pub release: Option<String>,
     pub version: Option<String>,
@@ -17,7 +17,7 @@ pub struct Kernel {
     pub arch: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Host {
     pub hostname: Option<String>,
     pub cpu_model: Option<String>,
@@ -31,7 +31,7 @@ pub struct Host {
     pub dmi_product: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Device {
     /// Kernel name of the block device holding the directory (e.g. sda1).
     pub name: String,
@@ -44,7 +44,7 @@ pub struct Device {
     pub size_bytes: Option<u64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Storage {
     pub dir: String,
     pub fs: Option<String>,
@@ -60,7 +60,7 @@ pub struct Storage {
 }
 
 /// Everything but the per-run parts, gathered once per run.
-#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Evidence {
     pub kernel: Kernel,
     pub host: Host,

@@ -17,7 +17,7 @@ const VMSTAT: [&str; 5] = ["nr_dirty", "nr_writeback", "pgpgout", "allocstall", 
 
 /// Columns of samples: `t_s[i]` is when sample i was taken; each series has
 /// one entry per sample, null where the kernel did not report the value.
-#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Timeline {
     pub interval_s: f64,
     pub t_s: Vec<f64>,

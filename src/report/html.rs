@@ -5,8 +5,8 @@
 //! memory, and the probe's response time, with the workload's span marked.
 
 use super::Row;
+use crate::record::{Record, Timeline};
 use plotters::prelude::*;
-use serde_json::Value;
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -14,23 +14,24 @@ fn esc(s: &str) -> String {
 
 /// The record whose timeline is drawn: `choice` is "RUN_ID:SEQ"; by default
 /// the record with the worst probe stall (the most interesting one).
-pub fn pick_timeline<'a>(records: &'a [Value], choice: Option<&str>) -> Option<&'a Value> {
+pub fn pick_timeline<'a>(records: impl IntoIterator<Item = &'a Record>, choice: Option<&str>) -> Option<&'a Record> {
     // Only records that carry the probe's per-tick timeline can show a stall building up.
-    let results = records.iter().filter(|r| r["schema"] == crate::record::SCHEMA && !floats(r, "probe_t_s").is_empty());
+    let mut results = records.into_iter().filter(|r| !r.timeline.probe_t_s.is_empty());
     match choice {
         Some(c) => {
             let (run, seq) = c.split_once(':')?;
-            let seq: u64 = seq.parse().ok()?;
-            results.into_iter().find(|r| r["run_id"] == run && r["seq"] == seq)
+            let seq: u32 = seq.parse().ok()?;
+            results.find(|r| r.run_id == run && r.seq == seq)
         }
-        None => results.max_by(|a, b| {
-            let m = |r: &Value| r.pointer("/responsiveness/max_ms").and_then(Value::as_f64).unwrap_or(0.0);
-            m(a).total_cmp(&m(b))
-        }),
+        None => results.max_by(|a, b| worst_stall_ms(a).total_cmp(&worst_stall_ms(b))),
     }
 }
 
-pub fn render(rows: &[Row], by: &[String], timeline: Option<&Value>) -> Result<String, String> {
+fn worst_stall_ms(r: &Record) -> f64 {
+    r.responsiveness.as_ref().map_or(0.0, |p| p.max_ms)
+}
+
+pub fn render(rows: &[Row], by: &[String], timeline: Option<&Record>) -> Result<String, String> {
     let mut html = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>bootmark report</title><style>\
          body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;font-size:13px}\
@@ -55,12 +56,12 @@ pub fn render(rows: &[Row], by: &[String], timeline: Option<&Value>) -> Result<S
     if let Some(r) = timeline {
         html += &format!(
             "<h2>Timeline of {} (run {}, seq {}, kernel {})</h2>",
-            esc(r["workload"]["name"].as_str().unwrap_or("?")),
-            esc(r["run_id"].as_str().unwrap_or("?")),
-            r["seq"],
-            esc(r.pointer("/kernel/release").and_then(Value::as_str).unwrap_or("?"))
+            esc(&r.workload.name),
+            esc(&r.run_id),
+            r.seq,
+            esc(r.kernel.release.as_deref().unwrap_or("?"))
         );
-        html += &timeline_chart(r)?;
+        html += &timeline_chart(&r.timeline)?;
     }
     html += "</body></html>\n";
     Ok(html)
@@ -147,18 +148,9 @@ fn throughput_chart(workload: &str, rows: &[&Row]) -> Result<String, String> {
     Ok(svg)
 }
 
-fn column(r: &Value, key: &str) -> Vec<Option<f64>> {
-    r.pointer(&format!("/timeline/series/{key}"))
-        .and_then(Value::as_array)
-        .map(|a| a.iter().map(Value::as_f64).collect())
-        .unwrap_or_default()
-}
-
-fn floats(r: &Value, key: &str) -> Vec<f64> {
-    r.pointer(&format!("/timeline/{key}"))
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_f64).collect())
-        .unwrap_or_default()
+/// A /proc series of the timeline, as floats (null where the kernel had no value).
+fn column(t: &Timeline, key: &str) -> Vec<Option<f64>> {
+    t.series.get(key).map(|c| c.iter().map(|v| v.map(|v| v as f64)).collect()).unwrap_or_default()
 }
 
 type TimeChart<'a, 'b> = ChartContext<
@@ -191,16 +183,14 @@ fn time_panel<'a, 'b>(
     Ok(chart)
 }
 
-fn timeline_chart(r: &Value) -> Result<String, String> {
+fn timeline_chart(timeline: &Timeline) -> Result<String, String> {
     let e = |e: DrawingAreaErrorKind<std::io::Error>| e.to_string();
-    let t = floats(r, "t_s");
-    let dirty = column(r, "dirty_kib");
-    let writeback = column(r, "writeback_kib");
-    let probe_t = floats(r, "probe_t_s");
-    let probe = floats(r, "probe_response_ms");
-    let start = r.pointer("/timeline/workload_start_s").and_then(Value::as_f64).unwrap_or(0.0);
-    let end = r.pointer("/timeline/workload_end_s").and_then(Value::as_f64).unwrap_or(0.0);
-    let x_max = t.iter().chain(&probe_t).copied().fold(1.0, f64::max);
+    let t = &timeline.t_s;
+    let dirty = column(timeline, "dirty_kib");
+    let writeback = column(timeline, "writeback_kib");
+    let (probe_t, probe) = (&timeline.probe_t_s, &timeline.probe_response_ms);
+    let (start, end) = (timeline.workload_start_s, timeline.workload_end_s);
+    let x_max = t.iter().chain(probe_t).copied().fold(1.0, f64::max);
     let mib = |v: &Option<f64>| v.map(|k| k / 1024.0);
     let mem_max = dirty.iter().chain(&writeback).filter_map(mib).fold(1.0, f64::max) * 1.1;
     let probe_max = probe.iter().copied().fold(1.0, f64::max) * 1.1;

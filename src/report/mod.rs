@@ -6,24 +6,36 @@
 pub mod html;
 pub mod stats;
 
+use crate::record::{Record, Responsiveness, Status};
 use serde::Serialize;
 use serde_json::Value;
 use stats::Summary;
 
-/// What a grouping dimension reads from a record.
-pub fn dimension(record: &Value, name: &str) -> String {
-    let s = |p: &str| record.pointer(p).and_then(Value::as_str).map(String::from);
+/// What a grouping dimension reads from a record: one of [`DIMENSIONS`], or
+/// any field by its dotted path (`vm.dirty_ratio`, `workload.params.files`).
+pub fn dimension(record: &Record, name: &str) -> String {
+    let device = record.storage.device.as_ref();
+    let (host, storage) = (&record.host, &record.storage);
     match name {
-        "kernel" => s("/kernel/release"),
-        "fs" => s("/storage/fs"),
-        "host" => s("/host/dmi_product").or_else(|| s("/host/cpu_model")).or_else(|| s("/host/hostname")),
-        "plan" => s("/plan/name"),
-        "scheduler" => s("/storage/scheduler"),
-        "device" => s("/storage/device/model").or_else(|| s("/storage/device/name")),
-        other => s(&format!("/{}", other.replace('.', "/")))
-            .or_else(|| record.pointer(&format!("/{}", other.replace('.', "/"))).map(|v| v.to_string())),
+        "kernel" => record.kernel.release.clone(),
+        "fs" => storage.fs.clone(),
+        "host" => host.dmi_product.clone().or_else(|| host.cpu_model.clone()).or_else(|| host.hostname.clone()),
+        "plan" => Some(record.plan.name.clone()),
+        "scheduler" => storage.scheduler.clone(),
+        "device" => device.and_then(|d| d.model.clone()).or_else(|| device.map(|d| d.name.clone())),
+        other => field_by_path(record, other),
     }
     .unwrap_or_else(|| "?".into())
+}
+
+/// A field named by its dotted path, as text (strings without quotes).
+fn field_by_path(record: &Record, path: &str) -> Option<String> {
+    let tree = serde_json::to_value(record).ok()?;
+    let pointer = format!("/{}", path.replace('.', "/"));
+    tree.pointer(&pointer).filter(|v| !v.is_null()).map(|v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
 }
 
 pub const DIMENSIONS: [&str; 6] = ["kernel", "fs", "host", "plan", "scheduler", "device"];
@@ -61,20 +73,26 @@ pub struct Options {
     pub baseline: Option<String>,
 }
 
-fn nums(records: &[&Value], pointer: &str) -> Vec<f64> {
-    records.iter().filter_map(|r| r.pointer(pointer).and_then(Value::as_f64)).collect()
+/// One figure of every record that has it.
+fn nums(records: &[&Record], figure: impl Fn(&Record) -> Option<f64>) -> Vec<f64> {
+    records.iter().filter_map(|r| figure(r)).collect()
 }
 
-/// Group and summarise result records (other documents are ignored).
+/// The probe's figure of a record (none when the plan turned the probe off).
+fn probed(figure: impl Fn(&Responsiveness) -> Option<f64>) -> impl Fn(&Record) -> Option<f64> {
+    move |r| r.responsiveness.as_ref().and_then(&figure)
+}
+
+/// Group and summarise result records.
 /// Fails only when --baseline names no value, or more than one.
-pub fn rows(records: &[Value], opts: &Options) -> Result<Vec<Row>, String> {
+pub fn rows<'a>(records: impl IntoIterator<Item = &'a Record>, opts: &Options) -> Result<Vec<Row>, String> {
     // (dimension values, workload, params) → the records of that group, in first-seen order
     type GroupKey = (Vec<String>, String, String);
-    let mut groups: Vec<(GroupKey, Vec<&Value>)> = Vec::new();
-    for r in records.iter().filter(|r| r["schema"] == crate::record::SCHEMA) {
+    let mut groups: Vec<(GroupKey, Vec<&Record>)> = Vec::new();
+    for r in records {
         let key: Vec<String> = opts.by.iter().map(|d| dimension(r, d)).collect();
-        let workload = r["workload"]["name"].as_str().unwrap_or("?").to_string();
-        let params = r["workload"]["params"].to_string();
+        let workload = r.workload.name.clone();
+        let params = r.workload.params.to_string();
         let k = (key, workload, params);
         match groups.iter_mut().find(|(g, _)| *g == k) {
             Some((_, v)) => v.push(r),
@@ -116,36 +134,34 @@ pub fn baseline_value(values: &[&str], wanted: &str, dimension: &str) -> Result<
     }
 }
 
-fn row(key: Vec<String>, workload: String, params: &str, recs: &[&Value]) -> Row {
-    let ok: Vec<&Value> = recs.iter().copied().filter(|r| r["status"] == "ok").collect();
+fn row(key: Vec<String>, workload: String, params: &str, recs: &[&Record]) -> Row {
+    let ok: Vec<&Record> = recs.iter().copied().filter(|r| r.status == Status::Ok).collect();
     let mut notes: Vec<String> = Vec::new();
-    for r in recs.iter().filter(|r| r["status"] != "ok") {
-        notes.push(format!("{}: {}", r["status"].as_str().unwrap_or("?"), r["error"].as_str().unwrap_or("")));
+    for r in recs.iter().filter(|r| r.status != Status::Ok) {
+        notes.push(format!("{}: {}", r.status.name(), r.error.as_deref().unwrap_or("")));
     }
-    for r in &ok {
-        for n in r["notes"].as_array().into_iter().flatten().filter_map(Value::as_str) {
-            if !notes.iter().any(|x| x == n) {
-                notes.push(n.to_string());
-            }
+    for n in ok.iter().flat_map(|r| &r.notes) {
+        if !notes.contains(n) {
+            notes.push(n.clone());
         }
     }
-    let throughput = nums(&ok, "/throughput_mib_s");
+    let throughput = nums(&ok, |r| Some(r.throughput_mib_s));
     Row {
         key,
         workload,
         params: serde_json::from_str(params).unwrap_or(Value::Null),
         n: recs.len(),
         not_ok: recs.len() - ok.len(),
-        real_s: stats::summarize(&nums(&ok, "/times/wall_s")),
-        user_s: stats::summarize(&nums(&ok, "/times/user_s")),
-        sys_s: stats::summarize(&nums(&ok, "/times/sys_s")),
-        durable_s: stats::summarize(&nums(&ok, "/times/durable_s")),
+        real_s: stats::summarize(&nums(&ok, |r| Some(r.times.wall_s))),
+        user_s: stats::summarize(&nums(&ok, |r| Some(r.times.user_s))),
+        sys_s: stats::summarize(&nums(&ok, |r| Some(r.times.sys_s))),
+        durable_s: stats::summarize(&nums(&ok, |r| r.times.durable_s)),
         throughput_harmonic_mean: stats::harmonic_mean(&throughput),
         throughput_mib_s: stats::summarize(&throughput),
-        probe_p99_ms: stats::summarize(&nums(&ok, "/responsiveness/p99_ms")),
-        max_stall_ms: nums(recs, "/responsiveness/max_ms").into_iter().reduce(f64::max),
-        stalls_over_1s: stats::summarize(&nums(&ok, "/responsiveness/stalls_over_1s")),
-        recovery_s: stats::summarize(&nums(&ok, "/responsiveness/recovery_s")),
+        probe_p99_ms: stats::summarize(&nums(&ok, probed(|p| Some(p.p99_ms)))),
+        max_stall_ms: nums(recs, probed(|p| Some(p.max_ms))).into_iter().reduce(f64::max),
+        stalls_over_1s: stats::summarize(&nums(&ok, probed(|p| Some(p.stalls_over_1s as f64)))),
+        recovery_s: stats::summarize(&nums(&ok, probed(|p| p.recovery_s))),
         speedup: None,
         significant: false,
         baseline: false,
@@ -293,14 +309,24 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn rec(kernel: &str, wall: f64, seq: u32) -> Value {
-        json!({"schema": "bootmark.result/1", "run_id": "r", "seq": seq, "status": "ok",
-               "kernel": {"release": kernel}, "storage": {"fs": "ext3"}, "host": {"hostname": "h"},
-               "workload": {"name": "seqwrite", "params": {"size": 1073741824}},
-               "times": {"wall_s": wall, "user_s": 0.1, "sys_s": 2.0},
-               "throughput_mib_s": 1024.0 / wall,
-               "responsiveness": {"p99_ms": 10.0, "max_ms": 5000.0, "stalls_over_1s": 3, "recovery_s": 1.5},
-               "notes": []})
+    fn rec(kernel: &str, wall: f64, seq: u32) -> Record {
+        let mut r = crate::record::tests::record();
+        r.seq = seq;
+        r.kernel.release = Some(kernel.into());
+        r.storage.fs = Some("ext3".into());
+        r.host.hostname = Some("h".into());
+        r.workload.name = "seqwrite".into();
+        r.workload.params = json!({"size": 1073741824});
+        r.times = crate::record::Times { wall_s: wall, user_s: 0.1, sys_s: 2.0, ..Default::default() };
+        r.throughput_mib_s = 1024.0 / wall;
+        r.responsiveness = Some(Responsiveness {
+            p99_ms: 10.0,
+            max_ms: 5000.0,
+            stalls_over_1s: 3,
+            recovery_s: Some(1.5),
+            ..Default::default()
+        });
+        r
     }
 
     #[test]
@@ -355,15 +381,17 @@ mod tests {
     fn html_has_the_table_a_chart_per_workload_and_the_worst_timeline() {
         let mut records = vec![rec("2.6.9", 300.0, 0), rec("2.6.16.1", 110.0, 1)];
         for (i, r) in records.iter_mut().enumerate() {
-            r["responsiveness"]["max_ms"] = json!(if i == 0 { 5000.0 } else { 40.0 });
-            r["timeline"] = json!({"interval_s": 0.25, "t_s": [0.0, 0.25, 0.5], "series": {"dirty_kib": [0, 204800, null], "writeback_kib": [0, 1024, 0]},
-                                   "probe_t_s": [0.1, 0.2], "probe_response_ms": [1.0, 5000.0], "workload_start_s": 0.1, "workload_end_s": 0.4});
+            r.responsiveness.as_mut().unwrap().max_ms = if i == 0 { 5000.0 } else { 40.0 };
+            r.timeline = serde_json::from_value(json!({"interval_s": 0.25, "t_s": [0.0, 0.25, 0.5],
+                "series": {"dirty_kib": [0, 204800, null], "writeback_kib": [0, 1024, 0]},
+                "probe_t_s": [0.1, 0.2], "probe_response_ms": [1.0, 5000.0], "workload_start_s": 0.1, "workload_end_s": 0.4}))
+            .unwrap();
         }
         let opts = Options { by: vec!["kernel".into()], baseline: None };
         let rows = rows(&records, &opts).unwrap();
         let chosen = html::pick_timeline(&records, None).unwrap();
-        assert_eq!(chosen["seq"], 0, "the worst stall is drawn by default");
-        assert_eq!(html::pick_timeline(&records, Some("r:1")).unwrap()["seq"], 1);
+        assert_eq!(chosen.seq, 0, "the worst stall is drawn by default");
+        assert_eq!(html::pick_timeline(&records, Some("r:1")).unwrap().seq, 1);
         assert!(html::pick_timeline(&records, Some("nope:9")).is_none());
         let page = html::render(&rows, &opts.by, Some(chosen)).unwrap();
         assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>\n"));
@@ -373,11 +401,28 @@ mod tests {
         assert!(!page.contains("<script"), "self-contained, no scripts");
     }
 
+    /// The named dimensions read typed fields; any other is a dotted path
+    /// into the record, and a missing one is `?`, not an error.
+    #[test]
+    fn dimensions_read_named_fields_and_dotted_paths() {
+        let mut r = rec("2.6.16.1", 10.0, 0);
+        r.vm.insert("dirty_ratio".into(), Some(40));
+        r.storage.scheduler = Some("anticipatory".into());
+        assert_eq!(dimension(&r, "kernel"), "2.6.16.1");
+        assert_eq!(dimension(&r, "scheduler"), "anticipatory");
+        assert_eq!(dimension(&r, "host"), "h", "no DMI, no CPU model: the hostname");
+        assert_eq!(dimension(&r, "device"), "?", "no block device");
+        assert_eq!(dimension(&r, "vm.dirty_ratio"), "40");
+        assert_eq!(dimension(&r, "workload.params.size"), "1073741824");
+        assert_eq!(dimension(&r, "workload.name"), "seqwrite", "strings without quotes");
+        assert_eq!(dimension(&r, "vm.nonexistent"), "?");
+    }
+
     #[test]
     fn failed_runs_are_counted_and_explained_not_averaged() {
         let mut bad = rec("6.1", 9999.0, 1);
-        bad["status"] = json!("timeout");
-        bad["error"] = json!("the workload ran past its deadline");
+        bad.status = Status::Timeout;
+        bad.error = Some("the workload ran past its deadline".into());
         let rows = rows(&[rec("6.1", 10.0, 0), bad], &Options { by: vec!["kernel".into()], baseline: None }).unwrap();
         assert_eq!((rows[0].n, rows[0].not_ok), (2, 1));
         assert_eq!(rows[0].real_s.as_ref().unwrap().median, 10.0);

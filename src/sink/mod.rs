@@ -102,24 +102,15 @@ impl Sink for Tee<'_> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::record::tests::record;
 
     struct Full;
     impl Sink for Full {
         fn write(&mut self, _: &Record) -> io::Result<()> {
             Err(io::Error::other("No space left on device"))
         }
-    }
-
-    pub(crate) fn record() -> Record {
-        let text = r#"{"schema":"bootmark.result/1","run_id":"r","seq":0,"repetition":0,"status":"ok","started_unix_s":0,
-            "bootmark":{"version":"x"},"plan":{"name":"p"},"workload":{"name":"idle","params":{}},
-            "kernel":{},"host":{"cpus":1},"storage":{"dir":"/"},"vm":{},"times":{"wall_s":1,"user_s":0,"sys_s":0},
-            "bytes_written":0,"bytes_read":0,"throughput_mib_s":0,"latency":{"write":{"count":0,"mean_ms":0,"min_ms":0,"p50_ms":0,"p90_ms":0,"p99_ms":0,"p99_9_ms":0,"max_ms":0},"read":{"count":0,"mean_ms":0,"min_ms":0,"p50_ms":0,"p90_ms":0,"p99_ms":0,"p99_9_ms":0,"max_ms":0}},
-            "responsiveness":null,"counters":{"voluntary_switches":0,"involuntary_switches":0,"minor_faults":0,"major_faults":0,"vmstat_delta":{},"disk_delta":null},
-            "timeline":{"interval_s":0.25,"t_s":[],"series":{}},"details":null,"notes":[]}"#;
-        serde_json::from_str(text).unwrap()
     }
 
     #[test]

@@ -163,9 +163,9 @@ fn bootmark(binary: &Path, dir: &Path, plan: &str) -> Result<Figures> {
     let (stdout, _, cpu) =
         timed(Command::new(binary).args(["run", "--quiet", "--plan"]).arg(&plan_file).arg("--dir").arg(dir))?;
     let _ = std::fs::remove_file(&plan_file);
-    let r: serde_json::Value = serde_json::from_str(stdout.trim()).map_err(|e| format!("bootmark record: {e}"))?;
-    let num = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
-    Ok(Figures { wall: num(&r["times"]["wall_s"]), cpu })
+    let r: bootmark::record::Record =
+        serde_json::from_str(stdout.trim()).map_err(|e| format!("bootmark record: {e}"))?;
+    Ok(Figures { wall: r.times.wall_s, cpu })
 }
 
 fn dd(dir: &Path, bytes: u64) -> Result<Figures> {

@@ -22,12 +22,17 @@ pub struct Args {
 /// Write a log of about `mib` MiB: boots with kernel messages and 7 framed documents each.
 fn generate(path: &Path, mib: u64) -> Result<u64> {
     let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(|e| e.to_string())?);
+    // Whole records (the collector rejects any that do not fit the schema),
+    // with the timeline a 100 s workload carries.
     let record = |run: &str, seq: u32| {
-        serde_json::json!({"schema": "bootmark.result/1", "run_id": run, "seq": seq, "status": "ok",
-            "workload": {"name": "seqwrite", "params": {"size": 1u64 << 30}}, "kernel": {"release": "2.6.9-42.ELsmp"},
-            "times": {"wall_s": 315.2, "user_s": 0.1, "sys_s": 9.3}, "throughput_mib_s": 3.2,
-            "timeline": {"t_s": (0..400).map(|i| i as f64 * 0.25).collect::<Vec<_>>()}})
-        .to_string()
+        let mut r = bootmark::record::Record::blank(run, seq);
+        r.workload.name = "seqwrite".into();
+        r.workload.params = serde_json::json!({"size": 1u64 << 30});
+        r.kernel.release = Some("2.6.9-42.ELsmp".into());
+        r.times = bootmark::record::Times { wall_s: 315.2, user_s: 0.1, sys_s: 9.3, ..Default::default() };
+        r.throughput_mib_s = 3.2;
+        r.timeline.t_s = (0..400).map(|i| i as f64 * 0.25).collect();
+        serde_json::to_string(&r).expect("a record serialises")
     };
     let mut written = 0u64;
     let mut boot = 0u32;

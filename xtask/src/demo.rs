@@ -109,7 +109,7 @@ pub fn run(args: &Args) -> Result<()> {
     let text: String = merged.documents.iter().map(|d| format!("{d}\n")).collect();
     std::fs::write(&records, text).map_err(|e| e.to_string())?;
     let opts = bootmark::report::Options { by: vec!["kernel".into(), "fs".into()], baseline: None };
-    let rows = bootmark::report::rows(&merged.documents, &opts)?;
+    let rows = bootmark::report::rows(merged.results(), &opts)?;
     println!("\n{}", bootmark::report::markdown(&rows, &opts.by));
     println!(
         "{} records from {} boots; serial and stick {}.",

@@ -5,7 +5,9 @@
 use crate::image::{self, usb};
 use crate::qemu;
 use crate::{Result, project_root};
+use bootmark::collect::Document;
 use bootmark::framing::{self, Assembler, Fed};
+use bootmark::record::{Record, RunRecord, Status};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -20,22 +22,40 @@ pub fn resolve_meta(meta: &str) -> Result<String> {
         .ok_or_else(|| format!("apt-cache depends {meta} names no linux-image package: run apt-get update?"))
 }
 
-/// Documents (records and run records) decoded from a serial log, checksums verified.
-pub fn serial_documents(serial: &str) -> Vec<Value> {
+/// Documents (records and run records) decoded from a serial log, checksums
+/// verified, each read as its typed record (one that does not fit is left out).
+pub fn serial_documents(serial: &str) -> Vec<Document> {
     let mut asm = Assembler::default();
     let mut docs = Vec::new();
     for line in serial.lines() {
         if let Some(Ok(l)) = framing::parse_line(line)
             && let Fed::Record(_, _, bytes) = asm.feed(l)
         {
-            docs.extend(serde_json::from_slice(&bytes).ok());
+            docs.extend(Document::from_json(&bytes).ok());
         }
     }
     docs
 }
 
-/// Every JSONL document in bootmark/results/ of a stick image.
-pub fn stick_documents(img: &Path) -> Result<Vec<Value>> {
+/// The result records among `docs`.
+pub fn results(docs: &[Document]) -> Vec<&Record> {
+    docs.iter().filter_map(Document::result).collect()
+}
+
+/// The (first) run record among `docs`.
+pub fn run_record(docs: &[Document]) -> Option<&RunRecord> {
+    docs.iter().find_map(Document::run)
+}
+
+/// A fact of a run record by its path (`target.mkfs`), null when absent.
+pub fn fact<'a>(run: &'a RunRecord, path: &str) -> &'a Value {
+    let mut parts = path.split('.');
+    let first = run.facts.get(parts.next().unwrap_or("")).unwrap_or(&Value::Null);
+    parts.fold(first, |v, p| v.get(p).unwrap_or(&Value::Null))
+}
+
+/// Every document in the journal of a stick image.
+pub fn stick_documents(img: &Path) -> Result<Vec<Document>> {
     // The collector reads the journal straight from the image and checks every SHA-256.
     let collected = bootmark::collect::collect(&[img.to_path_buf()]);
     if let Some(p) = collected.problems.first() {
@@ -166,22 +186,18 @@ pub fn boot_and_check_on(args: &qemu::Args, package: &str, fs: &str) -> Result<f
     let stick_before = stick_documents(&args.image.join("usb.img"))?;
     let booted = qemu::boot(args)?;
     let serial = serial_documents(&booted.serial);
-    let stick: Vec<Value> =
+    let stick: Vec<Document> =
         stick_documents(&args.image.join("usb.img"))?.into_iter().filter(|d| !stick_before.contains(d)).collect();
-    let records: Vec<&Value> = serial.iter().filter(|d| d["schema"] == bootmark::record::SCHEMA).collect();
+    let records = results(&serial);
     let tail = || qemu::tail(&booted.serial, 25);
-    // The run record must be a RunRecord (the typed contract), not just JSON.
-    let run = match serial.iter().find(|d| d["schema"] == bootmark::record::RUN_SCHEMA) {
-        Some(d) => serde_json::from_value::<bootmark::record::RunRecord>(d.clone())
-            .map_err(|e| format!("the run record is not a RunRecord: {e}"))?,
-        None => {
-            return Err(format!("no run record on the serial log ({})\n{}", qemu::diagnose(&booted.serial), tail()));
-        }
+    // Documents that do not fit their typed record were left out: no run record then.
+    let Some(run) = run_record(&serial) else {
+        return Err(format!("no run record on the serial log ({})\n{}", qemu::diagnose(&booted.serial), tail()));
     };
-    if run.status != bootmark::record::Status::Ok {
-        return Err(format!("the run failed: {}\n{}", run.error.unwrap_or_default(), tail()));
+    if run.status != Status::Ok {
+        return Err(format!("the run failed: {}\n{}", run.error.as_deref().unwrap_or_default(), tail()));
     }
-    let modules = run.facts.get("modules").unwrap_or(&Value::Null);
+    let modules = fact(run, "modules");
     let filesystems = modules["filesystems"].as_object().cloned().unwrap_or_default();
     let no_failures = |m: &Value| m["failed"].as_object().is_some_and(|f| f.is_empty());
     if !no_failures(modules) || modules["ms"].as_u64().is_none() || !filesystems.values().all(no_failures) {
@@ -190,12 +206,12 @@ pub fn boot_and_check_on(args: &qemu::Args, package: &str, fs: &str) -> Result<f
     if !filesystems.contains_key(fs) {
         return Err(format!("the target's filesystem modules were not loaded before mounting it: {modules}"));
     }
-    if records.len() != 6 || records.iter().any(|r| r["status"] != "ok") {
+    if records.len() != 6 || records.iter().any(|r| r.status != Status::Ok) {
         return Err(format!("expected 6 ok records, got {}\n{}", records.len(), tail()));
     }
     if records
         .iter()
-        .any(|r| r["storage"]["fs"] != fs || !r["kernel"]["release"].as_str().unwrap_or("").starts_with("6."))
+        .any(|r| r.storage.fs.as_deref() != Some(fs) || !r.kernel.release.as_deref().unwrap_or("").starts_with("6."))
     {
         return Err(format!("records do not show {package} and the {fs} scratch disk"));
     }
@@ -212,8 +228,7 @@ pub fn boot_and_check_on(args: &qemu::Args, package: &str, fs: &str) -> Result<f
 /// The modules /init loaded in a boot, from the run record on its serial log.
 pub fn loaded_modules(serial_log: &Path) -> Vec<String> {
     let serial = serial_documents(&std::fs::read_to_string(serial_log).unwrap_or_default());
-    let run = serial.iter().find(|d| d["schema"] == bootmark::record::RUN_SCHEMA);
-    let loaded = run.and_then(|r| r["facts"]["modules"]["loaded"].as_array().cloned()).unwrap_or_default();
+    let loaded = run_record(&serial).and_then(|r| fact(r, "modules.loaded").as_array().cloned()).unwrap_or_default();
     loaded.iter().filter_map(|m| m.as_str().map(String::from)).collect()
 }
 
@@ -372,8 +387,8 @@ fn sequence_test(package: &str, base: &Path) -> Result<()> {
         ..test_boot(out.clone(), disk, base.join("serial-sequence.log"))
     })?;
     let docs = serial_documents(&booted.serial);
-    let runs: Vec<&Value> = docs.iter().filter(|d| d["schema"] == bootmark::record::RUN_SCHEMA).collect();
-    let records = docs.iter().filter(|d| d["schema"] == "bootmark.result/1").count();
+    let runs: Vec<&RunRecord> = docs.iter().filter_map(Document::run).collect();
+    let records = results(&docs).len();
     let seq = seq_on_stick(&img)?;
     use bootmark::contract::sequence::State::{Done, Failed};
     if seq.states != [Failed, Done, Done, Done] || !seq.finished() {
@@ -419,8 +434,8 @@ pub fn i686_test(base: &Path) -> Result<()> {
     let args = test_boot(out, disk, log.clone());
     let seconds = boot_and_check_on(&args, &package, "reiserfs")?;
     let serial = serial_documents(&std::fs::read_to_string(&log).unwrap_or_default());
-    let run = serial.iter().find(|d| d["schema"] == bootmark::record::RUN_SCHEMA).ok_or("no run record")?;
-    let mkfs = &run["facts"]["target"]["mkfs"];
+    let run = run_record(&serial).ok_or("no run record")?;
+    let mkfs = fact(run, "target.mkfs");
     // It names itself after argv[0]: "mkfs.reiserfs 3.6.27".
     let pinned = format!("mkfs.reiserfs {}", image::static_mkfs::REISERFSPROGS.version);
     if mkfs["program"] != "/sbin/mkfs.reiserfs" || mkfs["version"] != pinned.as_str() {

@@ -5,9 +5,10 @@
 //! and no record may claim `ok` for a workload during which the kernel
 //! reported the errors: their status is `error` with the kernel's lines.
 
-use crate::e2e::{scratch_disk, serial_documents, stick_documents, test_boot};
+use crate::e2e::{results, run_record, scratch_disk, serial_documents, stick_documents, test_boot};
 use crate::{Result, qemu};
-use serde_json::Value;
+use bootmark::collect::Document;
+use bootmark::record::{Record, Status};
 use std::path::Path;
 
 /// blkdebug rules: a chain of states advanced by every write, then EIO on
@@ -41,13 +42,10 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     })
     .map_err(|e| format!("a failing disk must still end in power-off: {e}"))?;
     let docs = serial_documents(&booted.serial);
-    let run = docs
-        .iter()
-        .find(|d| d["schema"] == bootmark::record::RUN_SCHEMA)
-        .ok_or_else(|| format!("no run record\n{}", qemu::tail(&booted.serial, 30)))?;
-    let records: Vec<&Value> = docs.iter().filter(|d| d["schema"] == "bootmark.result/1").collect();
-    let failed: Vec<&&Value> = records.iter().filter(|r| r["status"] != "ok").collect();
-    let io_errors = run["kernel_log"]["counts"]["io_error"].as_u64().unwrap_or(0);
+    let run = run_record(&docs).ok_or_else(|| format!("no run record\n{}", qemu::tail(&booted.serial, 30)))?;
+    let records = results(&docs);
+    let failed: Vec<&&Record> = records.iter().filter(|r| r.status != Status::Ok).collect();
+    let io_errors = run.kernel_log.counts.get("io_error").copied().unwrap_or(0);
     if io_errors == 0 {
         return Err(format!(
             "the kernel log shows no I/O errors: the fault was not injected\n{}",
@@ -60,21 +58,21 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
             records.len()
         ));
     }
-    let with_evidence = failed.iter().filter(|r| r["notes"].to_string().contains("storage errors")).count();
-    if with_evidence == 0 && run["status"] == "ok" {
+    let with_evidence = failed.iter().filter(|r| r.notes.iter().any(|n| n.contains("storage errors"))).count();
+    if with_evidence == 0 && run.status == Status::Ok {
         return Err("failed records carry no kernel evidence and the run says ok".into());
     }
-    if run["records"].as_u64() != Some(records.len() as u64) {
-        return Err(format!("the run record counts {} records, serial shows {}", run["records"], records.len()));
+    if run.records as usize != records.len() {
+        return Err(format!("the run record counts {} records, serial shows {}", run.records, records.len()));
     }
-    let stick: Vec<Value> =
+    let stick: Vec<Document> =
         stick_documents(&image.join("usb.img"))?.into_iter().filter(|d| !stick_before.contains(d)).collect();
     if stick != docs {
         return Err(format!("the stick holds {} new documents, serial {}", stick.len(), docs.len()));
     }
     println!(
         "e2e: failing disk: powered off with a run record ({}); {} of {} records not ok, {with_evidence} with the kernel's lines; {io_errors} I/O error lines ({:.1} s)",
-        run["status"],
+        run.status.name(),
         failed.len(),
         records.len(),
         started.elapsed().as_secs_f64()

@@ -6,9 +6,11 @@
 //! the simulated old-kernel syscall surface. Scenarios check the happy path,
 //! hostile command lines and the refusals that protect user data.
 
+use crate::e2e::{fact, results, run_record};
 use crate::oldkernel::{self, LINUX_2_6_9, OldKernel};
 use crate::{Result, project_root, static_build};
-use serde_json::Value;
+use bootmark::collect::Document;
+use bootmark::record::Status;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -50,9 +52,9 @@ pub fn pid1(root: &Path, old: Option<&str>) -> Result<()> {
 struct Boot {
     serial: String,
     /// Documents decoded from the serial log (checksums verified).
-    serial_docs: Vec<Value>,
+    serial_docs: Vec<Document>,
     /// Documents read back from the stick's journal (checksums verified).
-    stick_docs: Vec<Value>,
+    stick_docs: Vec<Document>,
     /// Names at the top of an ext4 target (empty for other targets).
     target_root: Vec<String>,
     /// The target's bytes did not change at all.
@@ -408,7 +410,7 @@ fn tail(serial: &[u8]) -> String {
 
 /// The stick's journal, copied off the image and read by the collector:
 /// every document in it must verify (no torn entries, no stray blocks).
-fn read_stick(img: &Path, fs: &str, base: &Path) -> Result<Vec<Value>> {
+fn read_stick(img: &Path, fs: &str, base: &Path) -> Result<Vec<Document>> {
     let copy = base.join("journal-after.bin");
     let (i, c) = (img.to_str().unwrap(), copy.to_str().unwrap());
     let _ = std::fs::remove_file(&copy);
@@ -427,30 +429,25 @@ fn read_stick(img: &Path, fs: &str, base: &Path) -> Result<Vec<Value>> {
     Ok(collected.documents)
 }
 
-fn run_record(docs: &[Value]) -> Option<&Value> {
-    docs.iter().find(|d| d["schema"] == bootmark::record::RUN_SCHEMA)
-}
-
 fn check_happy(b: &Boot) -> Result<()> {
     check_happy_on(b, "ext4")
 }
 
 fn check_happy_on(b: &Boot, fs: &str) -> Result<()> {
-    let workloads: Vec<&Value> = b.serial_docs.iter().filter(|d| d["schema"] == "bootmark.result/1").collect();
+    let workloads = results(&b.serial_docs);
     let run = run_record(&b.serial_docs).ok_or_else(|| format!("no run record on serial:\n{}", b.serial))?;
-    if run["status"] != "ok" {
-        return Err(format!("run status {}: {}", run["status"], run["error"]));
+    if run.status != Status::Ok {
+        return Err(format!("run status {}: {}", run.status.name(), run.error.as_deref().unwrap_or("")));
     }
-    if workloads.len() != 6 || workloads.iter().any(|r| r["status"] != "ok") {
+    if workloads.len() != 6 || workloads.iter().any(|r| r.status != Status::Ok) {
         return Err(format!("expected 6 ok records on serial, got {}", workloads.len()));
     }
-    if workloads
-        .iter()
-        .any(|r| r["storage"]["fs"] != fs || !r["storage"]["mount_options"].as_str().unwrap_or("").contains("noatime"))
-    {
+    if workloads.iter().any(|r| {
+        r.storage.fs.as_deref() != Some(fs) || !r.storage.mount_options.as_deref().unwrap_or("").contains("noatime")
+    }) {
         return Err(format!("records do not show the {fs} target mounted noatime"));
     }
-    if b.stick_docs.len() != 7 || b.stick_docs[..6] != workloads.iter().map(|v| (*v).clone()).collect::<Vec<_>>()[..] {
+    if b.stick_docs.len() != 7 || results(&b.stick_docs[..6]) != workloads {
         return Err(format!(
             "the stick holds {} documents, not the same 6 records + run record as serial",
             b.stick_docs.len()
@@ -467,11 +464,11 @@ fn check_happy_on(b: &Boot, fs: &str) -> Result<()> {
 
 fn check_error(b: &Boot, expect: &str, stick_expected: bool) -> Result<()> {
     let run = run_record(&b.serial_docs).ok_or_else(|| format!("no run record on serial:\n{}", b.serial))?;
-    let error = run["error"].as_str().unwrap_or("");
-    if run["status"] != "error" || !error.contains(expect) {
-        return Err(format!("expected an error record containing '{expect}', got {run}"));
+    let error = run.error.as_deref().unwrap_or("");
+    if run.status != Status::Error || !error.contains(expect) {
+        return Err(format!("expected an error record containing '{expect}', got {}: {error}", run.status.name()));
     }
-    if b.serial_docs.iter().any(|d| d["schema"] == "bootmark.result/1") {
+    if !results(&b.serial_docs).is_empty() {
         return Err("workloads ran although the boot was refused".into());
     }
     if stick_expected != run_record(&b.stick_docs).is_some() {
@@ -519,12 +516,13 @@ fn check_non_utf8(b: &Boot) -> Result<()> {
 /// on and nothing is written to the device outside its filesystem.
 fn check_console_block(b: &Boot) -> Result<()> {
     let run = run_record(&b.stick_docs).ok_or("no run record on the stick")?;
-    let fallback = run["facts"]["console"]["fallback"].as_str().unwrap_or("");
+    let fallback = fact(run, "console.fallback").as_str().unwrap_or("");
     if !fallback.contains("not a character device") {
-        return Err(format!("the block device was not refused as a console: {}", run["facts"]["console"]));
+        return Err(format!("the block device was not refused as a console: {}", fact(run, "console")));
     }
-    if run["status"] != "ok" || b.stick_docs.len() != 7 {
-        return Err(format!("the run should go on with results on the stick: {} documents, {run}", b.stick_docs.len()));
+    if run.status != Status::Ok || b.stick_docs.len() != 7 {
+        let why = run.error.as_deref().unwrap_or("");
+        return Err(format!("the run should go on with results on the stick: {} documents, {why}", b.stick_docs.len()));
     }
     Ok(())
 }
@@ -533,7 +531,7 @@ fn check_console_block(b: &Boot) -> Result<()> {
 /// know as an empty scratch filesystem: named, and not one byte changed.
 fn check_refused_untouched(b: &Boot, what: &str) -> Result<()> {
     check_refused(b, "refusing to format")?;
-    let error = run_record(&b.stick_docs).map(|r| r["error"].to_string()).unwrap_or_default();
+    let error = run_record(&b.stick_docs).and_then(|r| r.error.clone()).unwrap_or_default();
     if !error.contains(what) {
         return Err(format!("the refusal does not name {what}: {error}"));
     }
@@ -600,10 +598,10 @@ fn check_same_disk(b: &Boot) -> Result<()> {
 /// the run record says why it stopped, the target is cleaned up.
 fn check_watchdog(b: &Boot) -> Result<()> {
     let run = run_record(&b.serial_docs).ok_or_else(|| format!("no run record on serial:\n{}", b.serial))?;
-    if run["status"] != "error" || !run["error"].as_str().unwrap_or("").contains("timeout") {
-        return Err(format!("expected a timeout error, got {run}"));
+    if run.status != Status::Error || !run.error.as_deref().unwrap_or("").contains("timeout") {
+        return Err(format!("expected a timeout error, got {}: {:?}", run.status.name(), run.error));
     }
-    let records: Vec<&Value> = b.serial_docs.iter().filter(|d| d["schema"] == "bootmark.result/1").collect();
+    let records = results(&b.serial_docs);
     if records.len() >= 6 {
         return Err("the whole plan ran despite a 0.8 s timeout".into());
     }
@@ -622,7 +620,7 @@ fn check_formatted(b: &Boot) -> Result<()> {
     }
     // The run record says how the target was made: the image's static mke2fs.
     let run = run_record(&b.serial_docs).ok_or("no run record")?;
-    let mkfs = &run["facts"]["target"]["mkfs"];
+    let mkfs = fact(run, "target.mkfs");
     let version = mkfs["version"].as_str().unwrap_or("");
     let pinned = format!("mke2fs {}", crate::image::static_mkfs::E2FSPROGS.version);
     if mkfs["program"] != "/sbin/mke2fs" || !version.starts_with(&pinned) || mkfs["args"][1] != "ext3" {

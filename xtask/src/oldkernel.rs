@@ -10,6 +10,7 @@
 //! (clock reads through it never reach seccomp) and missing /proc, /sys files.
 
 use crate::{Result, project_root, static_build};
+use bootmark::record::{Record, Status};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -325,45 +326,49 @@ fn wait4(pid: i32) -> Result<(i32, f64)> {
 
 /// The checks on one run's records; returns a line of figures.
 pub fn check_records(text: &str, total_cpu: f64, wall: f64) -> Result<String> {
-    let records: Vec<serde_json::Value> = text
+    let records: Vec<Record> = text
         .lines()
         .map(serde_json::from_str)
         .collect::<std::result::Result<_, _>>()
-        .map_err(|e| format!("bad record: {e}"))?;
-    let names: Vec<&str> = records.iter().filter_map(|r| r["workload"]["name"].as_str()).collect();
+        .map_err(|e| format!("not a {} record: {e}", bootmark::record::SCHEMA))?;
+    let names: Vec<&str> = records.iter().map(|r| r.workload.name.as_str()).collect();
     if names != ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle"] {
         return Err(format!("expected the quick plan's six records, got {names:?}"));
     }
+    let cpu = |r: &Record| r.times.user_s + r.times.sys_s;
     let mut accounted = 0.0;
+    let mut probe_cpu = 0.0;
     for r in &records {
-        let name = r["workload"]["name"].as_str().unwrap_or("?");
-        if r["status"] != "ok" {
-            return Err(format!("{name}: status {} ({})", r["status"], r["error"]));
+        let name = &r.workload.name;
+        if r.status != Status::Ok {
+            return Err(format!("{name}: status {} ({})", r.status.name(), r.error.as_deref().unwrap_or("")));
         }
-        for field in ["/kernel/release", "/storage/fs", "/times/wall_s", "/responsiveness/p99_ms", "/timeline/t_s/0"] {
-            if r.pointer(field).is_none_or(|v| v.is_null()) {
-                return Err(format!("{name}: {field} is missing"));
-            }
+        // What an old kernel is most likely to leave empty.
+        let missing = [
+            ("kernel.release", r.kernel.release.is_none()),
+            ("storage.fs", r.storage.fs.is_none()),
+            ("timeline.t_s", r.timeline.t_s.is_empty()),
+        ];
+        if let Some((field, _)) = missing.iter().find(|(_, m)| *m) {
+            return Err(format!("{name}: {field} is missing"));
         }
-        if r["responsiveness"]["baseline_samples"].as_u64().unwrap_or(0) == 0 {
+        let probe = r.responsiveness.as_ref().ok_or_else(|| format!("{name}: the probe did not run"))?;
+        if probe.baseline_samples == 0 {
             return Err(format!("{name}: the probe took no baseline samples"));
         }
-        let cpu = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
-        accounted += cpu(&r["times"]["user_s"]) + cpu(&r["times"]["sys_s"]) + cpu(&r["responsiveness"]["probe_cpu_s"]);
+        accounted += cpu(r) + probe.probe_cpu_s;
+        probe_cpu += probe.probe_cpu_s;
     }
     let idle = &records[5];
-    let idle_cpu = idle["times"]["user_s"].as_f64().unwrap() + idle["times"]["sys_s"].as_f64().unwrap();
-    let idle_wall = idle["times"]["wall_s"].as_f64().unwrap();
+    let (idle_cpu, idle_wall) = (cpu(idle), idle.times.wall_s);
     if idle_cpu > 0.05 * idle_wall {
         return Err(format!("the idle workload used {idle_cpu:.3} s CPU in {idle_wall:.3} s: something spins"));
     }
     // CPU figures must be real: sorting 8 MiB takes measurable CPU (a wrong
     // rusage layout once made every figure zero on i686).
-    let sort = &records[3];
-    if sort["times"]["user_s"].as_f64().unwrap_or(0.0) + sort["times"]["sys_s"].as_f64().unwrap_or(0.0) <= 0.0 {
+    if cpu(&records[3]) <= 0.0 {
         return Err("the sort record reports no CPU time: rusage is not being read correctly".into());
     }
-    let probe_cpu: f64 = records.iter().map(|r| r["responsiveness"]["probe_cpu_s"].as_f64().unwrap_or(0.0)).sum();
     if probe_cpu > 0.05 * wall {
         return Err(format!("the probe used {probe_cpu:.3} s CPU in a {wall:.1} s run: it spins"));
     }
@@ -487,19 +492,28 @@ mod tests {
 
     /// The quick plan's six records as a healthy run writes them, with `edit`
     /// applied; returned as JSON lines.
-    fn quick_run(edit: impl Fn(&mut Vec<serde_json::Value>)) -> String {
-        let mut records: Vec<serde_json::Value> = ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle"]
+    fn quick_run(edit: impl Fn(&mut Vec<Record>)) -> String {
+        let mut records: Vec<Record> = ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle"]
             .iter()
-            .map(|name| {
-                serde_json::json!({"workload": {"name": name}, "status": "ok",
-                    "kernel": {"release": "2.6.9"}, "storage": {"fs": "ext3"},
-                    "times": {"wall_s": 1.0, "user_s": 0.01, "sys_s": 0.02},
-                    "responsiveness": {"p99_ms": 3.0, "baseline_samples": 20, "probe_cpu_s": 0.002},
-                    "timeline": {"t_s": [0.0]}})
+            .enumerate()
+            .map(|(seq, name)| {
+                let mut r = Record::blank("old", seq as u32);
+                r.workload.name = name.to_string();
+                r.kernel.release = Some("2.6.9".into());
+                r.storage.fs = Some("ext3".into());
+                r.times = bootmark::record::Times { wall_s: 1.0, user_s: 0.01, sys_s: 0.02, ..Default::default() };
+                r.responsiveness = Some(bootmark::record::Responsiveness {
+                    p99_ms: 3.0,
+                    baseline_samples: 20,
+                    probe_cpu_s: 0.002,
+                    ..Default::default()
+                });
+                r.timeline.t_s = vec![0.0];
+                r
             })
             .collect();
         edit(&mut records);
-        records.iter().map(|r| format!("{r}\n")).collect()
+        records.iter().map(|r| format!("{}\n", serde_json::to_string(r).unwrap())).collect()
     }
 
     /// Each check fails for the reason it names, and a healthy run passes.
@@ -510,19 +524,21 @@ mod tests {
         assert!(check_records(&healthy, cpu, wall).is_ok(), "{:?}", check_records(&healthy, cpu, wall));
         assert!(check_records(&healthy, cpu + 0.5 * wall, wall).unwrap_err().contains("the runner used"));
         assert!(check_records("", 0.0, 1.0).unwrap_err().contains("six records"));
-        type Edit = fn(&mut Vec<serde_json::Value>);
-        let cases: [(&str, Edit); 6] = [
+        type Edit = fn(&mut Vec<Record>);
+        let cases: [(&str, Edit); 8] = [
             ("six records", |r| {
                 r.pop();
             }),
-            ("status", |r| r[1]["status"] = "error".into()),
-            ("/storage/fs is missing", |r| r[2]["storage"]["fs"] = serde_json::Value::Null),
-            ("the idle workload used", |r| r[5]["times"]["user_s"] = 0.9.into()),
+            ("status", |r| r[1].status = Status::Error),
+            ("storage.fs is missing", |r| r[2].storage.fs = None),
+            ("the probe did not run", |r| r[4].responsiveness = None),
+            ("no baseline samples", |r| r[4].responsiveness.as_mut().unwrap().baseline_samples = 0),
+            ("the idle workload used", |r| r[5].times.user_s = 0.9),
             ("no CPU time", |r| {
-                r[3]["times"]["user_s"] = 0.0.into();
-                r[3]["times"]["sys_s"] = 0.0.into();
+                r[3].times.user_s = 0.0;
+                r[3].times.sys_s = 0.0;
             }),
-            ("the probe used", |r| r[0]["responsiveness"]["probe_cpu_s"] = 2.0.into()),
+            ("the probe used", |r| r[0].responsiveness.as_mut().unwrap().probe_cpu_s = 2.0),
         ];
         for (reason, edit) in cases {
             let err = check_records(&quick_run(edit), cpu + 2.0, wall).unwrap_err();

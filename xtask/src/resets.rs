@@ -90,7 +90,8 @@ pub fn campaign(image: &Path, base: &Path, kills: usize) -> Result<()> {
         if let Some(missing) = docs.iter().find(|d| !collected.documents.contains(d)) {
             return Err(format!(
                 "{what}: a record printed on serial is not on the stick: run {} seq {}",
-                missing["run_id"], missing["seq"]
+                missing.run_id(),
+                missing.seq()
             ));
         }
         if collected.documents.len() < before.documents {

@@ -102,7 +102,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
             return Err(format!("{what}: {}", p.why));
         }
         if let Some(d) = c.documents.iter().find(|d| !final_docs.contains(d)) {
-            return Err(format!("{what}: accepted a document the boot did not write: {} {}", d["run_id"], d["seq"]));
+            return Err(format!("{what}: accepted a document the boot did not write: {} {}", d.run_id(), d.seq()));
         }
         if c.documents.len() < most {
             return Err(format!("{what}: {} documents, fewer than the {most} accepted before", c.documents.len()));
