@@ -33,4 +33,5 @@ pub mod report;
 pub mod run;
 pub mod sink;
 pub mod size;
+pub mod sysfs_block;
 pub mod workload;

@@ -6,101 +6,47 @@
 
 use super::cmdline::DiskSpec;
 use super::fsprobe::{self, FsInfo};
-use crate::fsutil::read_trimmed;
+use crate::sysfs_block;
 use std::path::{Path, PathBuf};
 
+/// A disk or partition /init may use: its sysfs entry (name, disk, numbers,
+/// size; read through `Deref`) and what /init learned of it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlockDev {
-    /// Kernel name (sda, sda1, cciss/c0d0p1).
-    pub name: String,
-    /// The whole disk this is or belongs to.
-    pub disk: String,
-    pub major: u32,
-    pub minor: u32,
-    pub partition: Option<u32>,
-    pub removable: bool,
-    pub size_bytes: u64,
+    pub sysfs: sysfs_block::Entry,
     /// The node in /dev.
     pub node: PathBuf,
     pub fs: Option<FsInfo>,
     pub partuuid: Option<String>,
 }
 
-fn parse_dev(s: &str) -> Option<(u32, u32)> {
-    let (a, b) = s.split_once(':')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
+impl std::ops::Deref for BlockDev {
+    type Target = sysfs_block::Entry;
+    fn deref(&self) -> &sysfs_block::Entry {
+        &self.sysfs
+    }
 }
 
 /// Every disk and partition in `sys`/block, with its node under `dev`
 /// (created if missing) and what is on it.
 pub fn scan(sys: &Path, dev: &Path) -> Vec<BlockDev> {
-    let mut found = Vec::new();
-    let Ok(disks) = std::fs::read_dir(sys.join("block")) else { return found };
-    let mut disks: Vec<_> = disks.flatten().map(|e| e.path()).collect();
-    disks.sort();
-    for disk_dir in disks {
-        let disk = disk_dir.file_name().unwrap().to_string_lossy().replace('!', "/");
-        // Skip devices that never hold user filesystems.
-        if ["ram", "fd", "sr", "zram", "nbd"].iter().any(|p| disk.starts_with(p)) {
+    let mut found: Vec<BlockDev> = Vec::new();
+    let mut partuuids = Vec::new();
+    for entry in sysfs_block::walk(sys) {
+        // Devices that never hold user filesystems, and empty ones (card reader
+        // slots without a card, unattached loop devices).
+        if ["ram", "fd", "sr", "zram", "nbd"].iter().any(|p| entry.disk.starts_with(p)) || entry.size_bytes == 0 {
             continue;
         }
-        let removable = read_trimmed(disk_dir.join("removable")).as_deref() == Some("1");
-        let Some(disk_dev) = block_dev_at(&disk_dir, &disk, &disk, removable, None, dev) else { continue };
-        let partuuids = fsprobe::partition_uuids(&disk_dev.node).unwrap_or_default();
-        found.push(disk_dev);
-        let mut parts: Vec<_> =
-            std::fs::read_dir(&disk_dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
-        parts.sort();
-        for part_dir in parts {
-            if !part_dir.join("dev").exists() {
-                continue;
-            }
-            let name = part_dir.file_name().unwrap().to_string_lossy().replace('!', "/");
-            let number = read_trimmed(part_dir.join("partition"))
-                .and_then(|p| p.parse().ok())
-                .or_else(|| trailing_number(&name));
-            if let Some(mut p) = block_dev_at(&part_dir, &name, &disk, removable, number, dev) {
-                p.partuuid = number.and_then(|n| partuuids.iter().find(|(i, _)| *i == n).map(|(_, u)| u.clone()));
-                found.push(p);
-            }
+        let node = dev.join(&entry.name);
+        ensure_block_node(&node, entry.major, entry.minor);
+        if entry.partition.is_none() {
+            partuuids = fsprobe::partition_uuids(&node).unwrap_or_default();
         }
+        let partuuid = entry.partition.and_then(|n| partuuids.iter().find(|(i, _)| *i == n).map(|(_, u)| u.clone()));
+        found.push(BlockDev { fs: fsprobe::probe(&node).ok().flatten(), sysfs: entry, node, partuuid });
     }
     found
-}
-
-fn trailing_number(name: &str) -> Option<u32> {
-    let digits: String = name.chars().rev().take_while(char::is_ascii_digit).collect();
-    digits.chars().rev().collect::<String>().parse().ok()
-}
-
-fn block_dev_at(
-    dir: &Path,
-    name: &str,
-    disk: &str,
-    removable: bool,
-    partition: Option<u32>,
-    dev: &Path,
-) -> Option<BlockDev> {
-    let (major, minor) = parse_dev(&read_trimmed(dir.join("dev"))?)?;
-    let size_bytes = read_trimmed(dir.join("size")).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0) * 512;
-    if size_bytes == 0 {
-        return None; // empty card reader slots, unattached loop devices
-    }
-    let node = dev.join(name);
-    ensure_block_node(&node, major, minor);
-    let fs = fsprobe::probe(&node).ok().flatten();
-    Some(BlockDev {
-        name: name.into(),
-        disk: disk.into(),
-        major,
-        minor,
-        partition,
-        removable,
-        size_bytes,
-        node,
-        fs,
-        partuuid: None,
-    })
 }
 
 /// Make a block device node if none is there (no devtmpfs before 2.6.32).
@@ -252,13 +198,16 @@ mod tests {
     fn two_disks_with_one_label_are_refused() {
         let fs = |label: &str| Some(FsInfo { fs: "ext3".into(), label: Some(label.into()), uuid: None });
         let d = |name: &str, label: &str| BlockDev {
-            name: name.into(),
-            disk: name.into(),
-            major: 8,
-            minor: 0,
-            partition: None,
-            removable: false,
-            size_bytes: 1,
+            sysfs: sysfs_block::Entry {
+                name: name.into(),
+                disk: name.into(),
+                major: 8,
+                minor: 0,
+                partition: None,
+                removable: false,
+                size_bytes: 1,
+                disk_dir: PathBuf::from("/sys/block").join(name),
+            },
             node: PathBuf::from("/dev").join(name),
             fs: fs(label),
             partuuid: None,

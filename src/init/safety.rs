@@ -109,13 +109,16 @@ mod tests {
 
     fn dev(name: &str, disk: &str, part: Option<u32>) -> BlockDev {
         BlockDev {
-            name: name.into(),
-            disk: disk.into(),
-            major: 8,
-            minor: 0,
-            partition: part,
-            removable: false,
-            size_bytes: 1 << 30,
+            sysfs: crate::sysfs_block::Entry {
+                name: name.into(),
+                disk: disk.into(),
+                major: 8,
+                minor: 0,
+                partition: part,
+                removable: false,
+                size_bytes: 1 << 30,
+                disk_dir: PathBuf::from("/sys/block").join(disk),
+            },
             node: PathBuf::from("/dev").join(name),
             fs: None,
             partuuid: None,

@@ -4,6 +4,7 @@
 
 use super::procstat;
 use crate::fsutil::read_trimmed;
+use crate::sysfs_block;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -190,7 +191,9 @@ pub fn storage(dir: &Path) -> Storage {
     let mount = mount_of(&mounts, &canonical);
     let device = std::fs::metadata(&canonical).ok().and_then(|m| device_of(m.dev(), Path::new("/sys")));
     let queue = |file: &str| {
-        device.as_ref().and_then(|d| read_trimmed(format!("/sys/block/{}/queue/{file}", sysfs_name(&d.disk))))
+        device
+            .as_ref()
+            .and_then(|d| read_trimmed(format!("/sys/block/{}/queue/{file}", sysfs_block::sysfs_name(&d.disk))))
     };
     let scheduler = queue("scheduler").map(|s| active_scheduler(&s)).or_else(elevator_from_cmdline);
     Storage {
@@ -220,53 +223,28 @@ fn elevator_from_cmdline() -> Option<String> {
         .map(|e| format!("{e} (elevator= boot parameter)"))
 }
 
-/// sysfs spells '/' in device names (cciss/c0d0) as '!'.
-fn sysfs_name(name: &str) -> String {
-    name.replace('/', "!")
-}
-
-/// Find the block device with number `dev` by scanning sysfs's `dev` files
-/// (present since 2.6.0; /sys/dev/block came only in 2.6.27).
+/// The block device with number `dev`, as sysfs describes it (none for
+/// anonymous devices: tmpfs, overlay, nfs).
 pub fn device_of(dev: u64, sys: &Path) -> Option<Device> {
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     if major == 0 {
-        return None; // anonymous device: tmpfs, overlay, nfs
+        return None;
     }
-    let wanted = format!("{major}:{minor}");
-    for disk in std::fs::read_dir(sys.join("block")).ok()?.flatten() {
-        let disk_dir = disk.path();
-        let disk_name = disk.file_name().to_string_lossy().replace('!', "/");
-        if read_trimmed(disk_dir.join("dev")).as_deref() == Some(&wanted) {
-            return Some(device_at(&disk_dir, &disk_name, &disk_name, major, minor));
-        }
-        for part in std::fs::read_dir(&disk_dir).ok()?.flatten() {
-            if read_trimmed(part.path().join("dev")).as_deref() == Some(&wanted) {
-                let part_name = part.file_name().to_string_lossy().replace('!', "/");
-                let mut d = device_at(&disk_dir, &part_name, &disk_name, major, minor);
-                d.size_bytes =
-                    read_trimmed(part.path().join("size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512);
-                return Some(d);
-            }
-        }
-    }
-    None
-}
-
-fn device_at(disk_dir: &Path, name: &str, disk: &str, major: u32, minor: u32) -> Device {
-    let vendor = read_trimmed(disk_dir.join("device/vendor"));
-    let model = read_trimmed(disk_dir.join("device/model"));
-    Device {
-        name: name.to_string(),
-        disk: disk.to_string(),
-        major,
-        minor,
+    let entry = sysfs_block::by_number(sys, major, minor)?;
+    let vendor = read_trimmed(entry.disk_dir.join("device/vendor"));
+    let model = read_trimmed(entry.disk_dir.join("device/model"));
+    Some(Device {
         model: match (vendor, model) {
             (Some(v), Some(m)) if !v.is_empty() => Some(format!("{v} {m}")),
             (_, m) => m,
         },
-        rotational: read_trimmed(disk_dir.join("queue/rotational")).map(|r| r == "1"),
-        size_bytes: read_trimmed(disk_dir.join("size")).and_then(|s| s.parse::<u64>().ok()).map(|s| s * 512),
-    }
+        rotational: read_trimmed(entry.disk_dir.join("queue/rotational")).map(|r| r == "1"),
+        size_bytes: Some(entry.size_bytes).filter(|s| *s > 0),
+        name: entry.name,
+        disk: entry.disk,
+        major,
+        minor,
+    })
 }
 
 #[cfg(test)]

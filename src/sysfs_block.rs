@@ -1,0 +1,134 @@
+//! Block devices as `/sys/block` lists them: one walk, shared by /init's
+//! device finding (`init::devices`) and the records' storage evidence
+//! (`measure::evidence`), so both name, number and size a device the same way.
+//!
+//! Uses only what every 2.6 kernel has: `/sys/block/<disk>/dev`, `size`,
+//! `removable` and `<disk>/<part>/dev` (`/sys/dev/block` came in 2.6.27,
+//! a partition's `partition` file in 2.6.27 too: before that the number is
+//! the name's trailing digits).
+
+use crate::fsutil::read_trimmed;
+use std::path::{Path, PathBuf};
+
+/// One disk or partition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// Kernel name (sda, sda1, cciss/c0d0p1): sysfs spells '/' as '!'.
+    pub name: String,
+    /// The whole disk this is or belongs to.
+    pub disk: String,
+    pub major: u32,
+    pub minor: u32,
+    /// The partition number; none for a whole disk.
+    pub partition: Option<u32>,
+    /// The disk's `removable` flag (a partition has its disk's).
+    pub removable: bool,
+    /// 0 when sysfs has no size (empty card reader slots, unattached loop devices).
+    pub size_bytes: u64,
+    /// The disk's directory: its `device/` (model) and `queue/` (scheduler).
+    pub disk_dir: PathBuf,
+}
+
+/// Every disk and partition under `sys`/block, disks in name order, each
+/// followed by its partitions.
+pub fn walk(sys: &Path) -> Vec<Entry> {
+    let mut found = Vec::new();
+    for disk_dir in sorted_dirs(&sys.join("block")) {
+        let disk = kernel_name(&disk_dir);
+        let removable = read_trimmed(disk_dir.join("removable")).as_deref() == Some("1");
+        let Some(whole) = entry_at(&disk_dir, &disk_dir, &disk, removable, None) else { continue };
+        found.push(whole);
+        for part_dir in sorted_dirs(&disk_dir).into_iter().filter(|p| p.join("dev").exists()) {
+            let name = kernel_name(&part_dir);
+            let number = read_trimmed(part_dir.join("partition"))
+                .and_then(|p| p.parse().ok())
+                .or_else(|| trailing_number(&name));
+            // Some(0): a partition whose number cannot be told is still a partition.
+            found.extend(entry_at(&part_dir, &disk_dir, &disk, removable, number.or(Some(0))));
+        }
+    }
+    found
+}
+
+/// The disk or partition with device number `major:minor`.
+pub fn by_number(sys: &Path, major: u32, minor: u32) -> Option<Entry> {
+    walk(sys).into_iter().find(|e| (e.major, e.minor) == (major, minor))
+}
+
+/// What sysfs calls a device by its kernel name (cciss/c0d0 → cciss!c0d0).
+pub fn sysfs_name(name: &str) -> String {
+    name.replace('/', "!")
+}
+
+fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    dirs.sort();
+    dirs
+}
+
+fn kernel_name(dir: &Path) -> String {
+    dir.file_name().map(|n| n.to_string_lossy().replace('!', "/")).unwrap_or_default()
+}
+
+fn trailing_number(name: &str) -> Option<u32> {
+    let digits: String = name.chars().rev().take_while(char::is_ascii_digit).collect();
+    digits.chars().rev().collect::<String>().parse().ok()
+}
+
+fn parse_dev(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+fn entry_at(dir: &Path, disk_dir: &Path, disk: &str, removable: bool, partition: Option<u32>) -> Option<Entry> {
+    let (major, minor) = parse_dev(&read_trimmed(dir.join("dev"))?)?;
+    let sectors = read_trimmed(dir.join("size")).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+    Some(Entry {
+        name: kernel_name(dir),
+        disk: disk.into(),
+        major,
+        minor,
+        partition,
+        removable,
+        // sysfs counts 512-byte sectors whatever the device's sector size.
+        size_bytes: sectors.saturating_mul(512),
+        disk_dir: disk_dir.to_path_buf(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disks_and_partitions_with_numbers_sizes_and_odd_names() {
+        let root = std::env::temp_dir().join(format!("bootmark-sysfs-block-{}", std::process::id()));
+        let mk = |p: &str, content: &str| {
+            let path = root.join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        };
+        mk("block/sdb/dev", "8:16\n");
+        mk("block/sdb/size", "4000\n");
+        mk("block/sdb/removable", "1\n");
+        mk("block/sdb/sdb1/dev", "8:17\n");
+        mk("block/sdb/sdb1/size", "3000\n");
+        mk("block/sdb/sdb1/partition", "1\n");
+        mk("block/sdb/queue/scheduler", "noop [cfq]\n"); // a directory without `dev`: not a partition
+        mk("block/cciss!c0d0/dev", "104:0\n");
+        mk("block/cciss!c0d0/size", "100\n");
+        mk("block/cciss!c0d0/cciss!c0d0p12/dev", "104:12\n"); // 2.6.9: no `partition` file
+        mk("block/sdc/size", "0\n"); // no `dev`: skipped
+        let all = walk(&root);
+        let names: Vec<&str> = all.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["cciss/c0d0", "cciss/c0d0p12", "sdb", "sdb1"]);
+        assert_eq!(all[1].partition, Some(12), "the number from the name when sysfs has no file");
+        assert_eq!((all[1].disk.as_str(), all[1].disk_dir.clone()), ("cciss/c0d0", root.join("block/cciss!c0d0")));
+        assert_eq!((all[3].partition, all[3].removable, all[3].size_bytes), (Some(1), true, 3000 * 512));
+        assert_eq!(all[2].partition, None);
+        assert_eq!(by_number(&root, 104, 12).unwrap().name, "cciss/c0d0p12");
+        assert!(by_number(&root, 8, 99).is_none());
+        assert_eq!(sysfs_name("cciss/c0d0"), "cciss!c0d0");
+        crate::fsutil::remove_tree(&root).unwrap();
+    }
+}
