@@ -19,24 +19,24 @@ pub mod modalias;
 pub mod modules;
 pub mod mount;
 pub mod power;
+mod results_stick;
+mod run_record;
 pub mod safety;
 pub mod sequence;
 pub mod signatures;
+mod target;
 
-use crate::measure::clock::{mono_ns, unix_s};
+use crate::measure::clock::unix_s;
 use crate::plan::Plan;
-use crate::run::{self, Options};
+use crate::run;
 use crate::sink::serial::Serial;
 use crate::sink::stick::Stick;
-use crate::sink::{BestEffort, Sink, Tee};
 use cmdline::{After, Settings};
-use devices::BlockDev;
 use serde_json::json;
 use std::path::Path;
 
 const RESULTS_MOUNT: &str = "/results";
 pub(crate) const TARGET_MOUNT: &str = "/mnt/target";
-use crate::record::{RUN_SCHEMA, RunRecord, Status, Tool};
 
 /// Should this process act as /init? Only as PID 1: an extracted `./init`
 /// run by root on a workstation must not go looking for sticks to write.
@@ -72,7 +72,8 @@ pub fn main() -> ! {
     // Every phase is guarded: a panic anywhere becomes the error record, and
     // a panic while writing that record still ends in power-off.
     let outcome = guarded(|| start(&mut boot, &mut serial));
-    let after = guarded(|| Ok(write_run_record(&mut boot, &mut serial, outcome))).unwrap_or(After::Poweroff);
+    let after =
+        guarded(|| Ok(run_record::write_run_record(&mut boot, &mut serial, outcome))).unwrap_or(After::Poweroff);
     power::end_boot(after)
 }
 
@@ -133,7 +134,7 @@ fn start(boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
             load_modules(boot, serial);
             let spec = cmdline::results_hint(&text);
             if let Ok(d) = devices::wait_for(&spec, Path::new("/sys"), Path::new("/dev"), 10.0) {
-                open_stick(&d, boot, serial, false);
+                results_stick::open_stick(&d, boot, serial, false);
             }
             return Err(format!("bad kernel command line: {e}"));
         }
@@ -189,7 +190,7 @@ fn one_boot(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Optio
     };
     say(serial, &devices::summary_line(&devices::scan(sys, dev)));
     if let Some(r) = &results {
-        open_stick(r, boot, serial, true);
+        results_stick::open_stick(r, boot, serial, true);
     }
     let step = match sequence_step(settings, boot, serial)? {
         SequenceStep::Stop => return Ok(()),
@@ -209,7 +210,7 @@ fn one_boot(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Optio
         }
         _ => settings,
     };
-    let result = boot_target(settings, plan, boot, serial, results.as_ref());
+    let result = target::boot_target(settings, plan, boot, serial, results.as_ref());
     if let Some((mut seq, index, _)) = step {
         let root = Path::new(RESULTS_MOUNT);
         let next = seq.complete(index, result.is_ok() && boot.failed == 0);
@@ -305,211 +306,6 @@ fn say_failed_step(serial: &mut Option<Serial>, failed: Option<usize>) {
             &format!("bootmark: sequence step {} did not finish in its boot (crash or hang): marked failed", f + 1),
         );
     }
-}
-
-/// The target part of a boot: find it, check it, maybe format it, run the plan.
-fn boot_target(
-    settings: &Settings,
-    plan: Plan,
-    boot: &mut Boot,
-    serial: &mut Option<Serial>,
-    results: Option<&BlockDev>,
-) -> Result<(), String> {
-    let sys = Path::new("/sys");
-    let dev = Path::new("/dev");
-    let all = devices::scan(sys, dev);
-    boot.facts.insert("devices".into(), json!(all.iter().map(device_facts).collect::<Vec<_>>()));
-
-    let Some(spec) = &settings.target else {
-        return Err(format!(
-            "no target given, so nothing was run. Add bootmark.target=LABEL=… (or UUID=, PARTUUID=, /dev/…) to the kernel command line, naming a partition bootmark may write to. Disks seen: {}",
-            devices::inventory(&all)
-        ));
-    };
-    let mut target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
-    safety::check_target(&target, results, &all)?;
-    let mut mkfs = None;
-    if let Some(fs) = &settings.format {
-        // The format check mounts what is there now, then the new filesystem is mounted.
-        if let Some(existing) = &target.fs {
-            load_filesystem(boot, serial, &existing.fs);
-        }
-        load_filesystem(boot, serial, fs);
-        mkfs = Some(format::format_target(&target, fs, serial)?);
-        target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
-    }
-    let fs = target.fs.as_ref().map(|f| f.fs.clone()).ok_or_else(|| {
-        format!("the target {} has no filesystem bootmark recognises; format it (bootmark.format=ext3 with bootmark.format-confirm={spec})", target.name)
-    })?;
-    load_filesystem(boot, serial, &fs);
-    mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), &fs, &settings.mount_options)?;
-    boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": device_facts(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some(), "mkfs": mkfs}));
-    let result = run_plan(settings, plan, boot, serial);
-    let _ = mount::unmount(Path::new(TARGET_MOUNT));
-    result
-}
-
-fn device_facts(d: &BlockDev) -> serde_json::Value {
-    json!({"name": d.name, "disk": d.disk, "size_bytes": d.size_bytes, "removable": d.removable,
-           "fs": d.fs.as_ref().map(|f| &f.fs), "label": d.fs.as_ref().and_then(|f| f.label.as_ref()),
-           "uuid": d.fs.as_ref().and_then(|f| f.uuid.as_ref()), "partuuid": d.partuuid})
-}
-
-/// Mount the results stick and open its journal. `may_create`: make a
-/// journal if the stick has none (never on the error path of a bad command
-/// line, whose stick spec is only a guess).
-fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Option<Serial>, may_create: bool) {
-    let fs = results.fs.as_ref().map(|f| f.fs.clone()).unwrap_or_else(|| "vfat".into());
-    let root = Path::new(RESULTS_MOUNT);
-    load_filesystem(boot, serial, &fs);
-    // noatime: reading the journal's header must not rewrite a directory entry.
-    let opened = mount::mount_dev(&results.node, root, &fs, "noatime").and_then(|()| {
-        if !may_create && !root.join(crate::journal::PATH).exists() {
-            return Err(format!("no {} on it", crate::journal::PATH));
-        }
-        Stick::open(root, &results.node, results.size_bytes).map_err(|e| e.to_string())
-    });
-    match opened {
-        Ok(stick) => {
-            let (at, of) = stick.position();
-            say(
-                serial,
-                &format!(
-                    "bootmark: results stick {} → {} ({} earlier entries, appending at block {at} of {of}{})",
-                    results.name,
-                    crate::journal::PATH,
-                    stick.found_entries,
-                    if stick.created { "; journal created" } else { "" }
-                ),
-            );
-            boot.facts.insert(
-                "results".into(),
-                json!({"device": results.name, "journal_block": at, "journal_blocks": of,
-                       "earlier_entries": stick.found_entries, "stray_blocks": stick.found_stray_blocks,
-                       "journal_created": stick.created}),
-            );
-            boot.stick = Some(stick);
-        }
-        Err(e) => {
-            let _ = mount::unmount(root);
-            say(
-                serial,
-                &format!(
-                    "bootmark: results stick {} unusable ({e}); results go to the serial console only",
-                    results.name
-                ),
-            );
-            boot.facts.insert("results_error".into(), json!(e));
-        }
-    }
-}
-
-fn run_plan(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
-    let dir = Path::new(TARGET_MOUNT);
-    // Run directories left by a boot that was reset: removed only if they carry our marker.
-    for left in run::remove_leftovers(dir) {
-        say(serial, &format!("bootmark: removed {left}, left on the target by an earlier boot that did not finish"));
-    }
-    let opts = Options {
-        plan,
-        dir: dir.to_path_buf(),
-        keep: false,
-        // The serial sink prints each record's summary line; heartbeats still go to the console.
-        verbose: false,
-        deadline_ns: Some(mono_ns().saturating_add((settings.timeout_s * 1e9) as u64)),
-        run_id: Some(boot.run_id.clone()),
-    };
-    let mut serial_sink = serial.take();
-    let (result, stick_failed, written, not_ok) = {
-        let mut sinks: Vec<&mut dyn Sink> = Vec::new();
-        // The stick first: a record is on the stick, flushed, before it is
-        // printed, so whatever serial shows survives a reset.
-        // A full or read-only stick must not stop the run: serial still gets everything.
-        let mut stick = boot.stick.as_mut().map(|s| BestEffort { inner: s, name: "results stick", failed: None });
-        if let Some(s) = stick.as_mut() {
-            sinks.push(s);
-        }
-        if let Some(s) = serial_sink.as_mut() {
-            sinks.push(s);
-        }
-        let mut tee = Tee { sinks };
-        let mut checked = checked_sink::CheckedSink::new(&mut tee);
-        let r = run::run(&opts, &mut checked);
-        let (written, not_ok) = (checked.written, checked.not_ok);
-        (r, stick.and_then(|s| s.failed), written, not_ok)
-    };
-    *serial = serial_sink;
-    if let Some(e) = stick_failed {
-        boot.facts.insert("results_error".into(), json!(e));
-    }
-    boot.records = written;
-    boot.failed = not_ok;
-    result.map(|_| ()).map_err(|e| e.to_string())
-}
-
-/// PID 1 inherits every orphan: collect the ones that ended (workers killed
-/// by a watchdog leave their children behind).
-fn reap_orphans() -> usize {
-    let mut n = 0;
-    // SAFETY: waitpid with WNOHANG on any child; no memory is touched.
-    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {
-        n += 1;
-    }
-    n
-}
-
-/// The last document of every boot, on the stick and then on serial.
-/// Returns what to do next.
-fn write_run_record(boot: &mut Boot, serial: &mut Option<Serial>, outcome: Result<(), String>) -> After {
-    let reaped = reap_orphans();
-    if reaped > 0 {
-        boot.facts.insert("orphans_reaped".into(), json!(reaped));
-    }
-    if let Some(stick) = boot.stick.as_ref()
-        && let Some(r) = boot.facts.get_mut("results").and_then(|r| r.as_object_mut())
-    {
-        // What writing the records to the stick cost (write + flush each).
-        r.insert("appended".into(), json!(stick.appended));
-        r.insert("append_s".into(), json!(stick.append_ns as f64 / 1e9));
-    }
-    let klog = klog::summarize(&klog::read(), 200);
-    let after = boot.after.or(boot.settings.as_ref().map(|s| s.after)).unwrap_or(After::Poweroff);
-    let doc = RunRecord {
-        schema: RUN_SCHEMA.into(),
-        run_id: boot.run_id.clone(),
-        seq: boot.records,
-        status: if outcome.is_ok() { Status::Ok } else { Status::Error },
-        error: outcome.as_ref().err().cloned(),
-        started_unix_s: boot.started_unix_s,
-        finished_unix_s: unix_s(),
-        bootmark: Tool { version: env!("CARGO_PKG_VERSION").into() },
-        kernel: crate::measure::evidence::kernel(),
-        host: crate::measure::evidence::host(),
-        records: boot.records,
-        failed_records: boot.failed,
-        facts: std::mem::take(&mut boot.facts),
-        kernel_log: klog,
-    };
-    let bytes = serde_json::to_vec(&doc).unwrap_or_default();
-    if let Err(e) = &outcome {
-        say(serial, &format!("bootmark: ERROR: {e}"));
-    }
-    if let Some(stick) = boot.stick.as_mut()
-        && let Err(e) = stick.append(&boot.run_id, boot.records, &bytes)
-    {
-        say(serial, &format!("bootmark: could not write the run record to the stick: {e}"));
-    }
-    if let Some(s) = serial.as_mut() {
-        let _ = s.framed(&boot.run_id, boot.records, &bytes);
-    }
-    if boot.stick.take().is_some() {
-        let _ = mount::unmount(Path::new(RESULTS_MOUNT));
-    }
-    say(
-        serial,
-        &format!("bootmark: run {} done ({} records, {} not ok); {after:?}", boot.run_id, boot.records, boot.failed),
-    );
-    after
 }
 
 #[cfg(test)]

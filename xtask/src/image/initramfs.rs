@@ -3,7 +3,8 @@
 //! and a per-kernel archive of modules with /etc/bootmark/modules.json,
 //! concatenated (the kernel unpacks gzip'ed newc archives one after another).
 
-use super::{Kernel, cpio, mkfs, modules};
+use super::sources::Kernel;
+use super::{cpio, mkfs, modules};
 use crate::{Result, project_root};
 use std::path::{Path, PathBuf};
 

@@ -7,6 +7,7 @@
 //! Everything is built in OUT.tmp and renamed to OUT at the end.
 
 pub mod bootloaders;
+pub mod cmdline;
 pub mod config;
 pub mod cpio;
 pub mod initramfs;
@@ -16,12 +17,14 @@ pub mod menu;
 pub mod mkfs;
 pub mod modules;
 pub mod rpm;
+pub mod sequence;
+pub mod sources;
 pub mod static_mkfs;
 pub mod tools;
 pub mod usb;
 
 use crate::{Result, project_root, static_build};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -102,19 +105,6 @@ pub struct Args {
     pub verify: Option<PathBuf>,
 }
 
-/// A kernel ready to become a boot entry.
-#[derive(Clone, Debug)]
-pub(crate) struct Kernel {
-    vmlinuz: PathBuf,
-    pub(crate) release: String,
-    version: String,
-    arch: String,
-    pub(crate) modules: Option<PathBuf>,
-    /// Its build config, when one was given or found beside it.
-    pub(crate) config: Option<config::KernelConfig>,
-    origin: Value,
-}
-
 pub fn human_size(path: &Path) -> String {
     bootmark::size::human(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0))
 }
@@ -176,149 +166,15 @@ pub fn build(args: &Args) -> Result<PathBuf> {
     }
 }
 
-fn resolve_kernels(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
-    let mut kernels = Vec::new();
-    for (i, path) in args.kernels.iter().enumerate() {
-        let data = std::fs::read(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
-        let bz = kernel::parse_bzimage(&data, &path.display().to_string())?;
-        let release = kernel::release_of(&bz.version);
-        let config_path = args.kernel_configs.get(i).cloned().or_else(|| config::find_beside(path, &release));
-        let config = config_path.as_deref().map(config::KernelConfig::read).transpose()?;
-        check_config(config.as_ref(), &path.display().to_string())?;
-        let arch = bz
-            .arch
-            .or_else(|| config.as_ref().and_then(|c| c.arch()))
-            .map(String::from)
-            .or_else(|| args.arch.clone())
-            .ok_or_else(|| {
-                format!(
-                    "{}: boot protocol {}.{:02} does not say whether it is 64-bit and no kernel config was found: add --kernel-config FILE or --arch x86_64|i686",
-                    path.display(),
-                    bz.protocol.0,
-                    bz.protocol.1
-                )
-            })?;
-        let modules = args.modules.get(i).cloned().or_else(|| config::modules_beside(path, &release));
-        if let Some(m) = &modules
-            && !m.join("kernel").is_dir()
-        {
-            return Err(format!("--modules {}: not a lib/modules/<release> tree (no kernel/ inside)", m.display()));
-        }
-        eprintln!(
-            "image: kernel {release} ({arch}) from {}{}{}",
-            path.display(),
-            config.as_ref().map(|c| format!(", config {}", c.path.display())).unwrap_or_default(),
-            modules.as_ref().map(|m| format!(", modules {}", m.display())).unwrap_or_default()
-        );
-        kernels.push(Kernel {
-            vmlinuz: path.clone(),
-            release,
-            version: bz.version,
-            arch,
-            modules,
-            config,
-            origin: json!({"file": path.display().to_string(), "sha256": manifest::sha256_file(path)?}),
-        });
-    }
-    let cache = project_root().join("target/cache/debs");
-    for (i, name) in args.kernel_debs.iter().enumerate() {
-        let deb = kernel::fetch_deb(name, &cache)?;
-        let k = kernel::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
-        let data = std::fs::read(&k.vmlinuz).map_err(|e| e.to_string())?;
-        let bz = kernel::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
-        let config = config::find_beside(&k.vmlinuz, &k.release).map(|p| config::KernelConfig::read(&p)).transpose()?;
-        check_config(config.as_ref(), name)?;
-        kernels.push(Kernel {
-            vmlinuz: k.vmlinuz.clone(),
-            release: k.release.clone(),
-            version: bz.version,
-            arch: k.arch.clone(),
-            modules: Some(k.modules.clone()),
-            config,
-            origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": manifest::sha256_file(&deb)?}),
-        });
-    }
-    for (i, path) in args.kernel_rpms.iter().enumerate() {
-        let k = rpm::unpack(path, &work.join(format!("rpm{i}")))?;
-        let data = std::fs::read(&k.vmlinuz).map_err(|e| e.to_string())?;
-        let bz = kernel::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
-        let release = kernel::release_of(&bz.version);
-        let config = config::find_beside(&k.vmlinuz, &release).map(|p| config::KernelConfig::read(&p)).transpose()?;
-        check_config(config.as_ref(), &path.display().to_string())?;
-        let arch = bz
-            .arch
-            .or_else(|| config.as_ref().and_then(|c| c.arch()))
-            .or((!k.arch.is_empty()).then_some(k.arch.as_str()))
-            .ok_or_else(|| format!("{}: cannot tell whether the kernel is 64-bit", path.display()))?
-            .to_string();
-        if k.modules_decompressed > 0 {
-            eprintln!("image: {} compressed modules of {} decompressed", k.modules_decompressed, k.name);
-        }
-        kernels.push(Kernel {
-            vmlinuz: k.vmlinuz.clone(),
-            release,
-            version: bz.version,
-            arch,
-            modules: k.modules.clone(),
-            config,
-            origin: json!({"rpm": path.file_name().map(|n| n.to_string_lossy().into_owned()), "package": k.name,
-                           "package_version": k.version, "rpm_sha256": manifest::sha256_file(path)?}),
-        });
-    }
-    Ok(kernels)
-}
-
-/// Refuse a kernel whose config says it cannot run the image; print what
-/// only limits it.
-fn check_config(config: Option<&config::KernelConfig>, kernel: &str) -> Result<()> {
-    match config {
-        Some(c) => {
-            let warnings =
-                c.check_can_run_image().map_err(|e| format!("{kernel} cannot run a bootmark image:\n{e}"))?;
-            for w in warnings {
-                eprintln!("image: warning: {w}");
-            }
-        }
-        None => eprintln!(
-            "image: warning: no kernel config for {kernel} (give --kernel-config FILE): built-in drivers cannot be told from missing ones, and the kernel cannot be checked"
-        ),
-    }
-    Ok(())
-}
-
-fn cmdline(args: &Args) -> Result<String> {
-    if !args.sequence_fs.is_empty() && (args.target.is_none() || args.format_confirm != args.target) {
-        return Err(
-            "--sequence-fs formats the target: add --target SPEC and --format-confirm with the same SPEC".into()
-        );
-    }
-    let (dev, baud) = args.serial.split_once(',').unwrap_or((&args.serial, "115200"));
-    let mut c = format!("console={dev},{baud} panic=30 bootmark.console={dev} bootmark.plan={}", args.plan);
-    if let Some(t) = &args.target {
-        bootmark::contract::cmdline::DiskSpec::parse(t).map_err(|e| format!("--target: {e}"))?;
-        c += &format!(" bootmark.target={t}");
-    }
-    if let (Some(fs), Some(confirm)) = (args.sequence_fs.first(), &args.format_confirm) {
-        c += &format!(" bootmark.format={fs} bootmark.format-confirm={confirm}");
-    }
-    if !args.append.is_empty() {
-        c += " ";
-        c += &args.append;
-    }
-    bootmark::contract::cmdline::parse(&c)
-        .map_err(|e| format!("the kernel command line would be refused at boot: {e}"))?;
-    Ok(c)
-}
-
 fn build_into(args: &Args, out: &Path) -> Result<()> {
     let mtime = source_date_epoch();
     let work = out.join(".work");
     let stage = work.join("stage");
-    let kernels = resolve_kernels(args, &work)?;
+    let kernels = sources::resolve(args, &work)?;
     if args.default >= kernels.len() {
         return Err(format!("--default {} but there are only {} entries", args.default, kernels.len()));
     }
-    let line = cmdline(args)?;
+    let line = cmdline::cmdline(args)?;
     let mut arches: Vec<&str> = kernels.iter().map(|k| k.arch.as_str()).collect();
     arches.dedup();
     let mut commons = std::collections::BTreeMap::new();
@@ -359,7 +215,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
             "bootmark_binary_sha256": bin_sha,
         }));
     }
-    let (unit, speed) = serial_unit(&args.serial)?;
+    let (unit, speed) = cmdline::serial_unit(&args.serial)?;
     let m =
         menu::Menu { entries: &entries, default: args.default, serial_unit: unit, serial_speed: speed, timeout_s: 3 };
     write(&stage.join("syslinux.cfg"), &m.syslinux("/"))?;
@@ -372,7 +228,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
          earlier ones. Read it with: bootmark collect /path/to/stick (or the stick image).\r\n",
     )?;
     if let Some(repeat) = args.sequence {
-        let seq = sequence(&entries, repeat, &args.sequence_fs, args.default);
+        let seq = sequence::build(&entries, repeat, &args.sequence_fs, args.default);
         eprintln!("image: sequence of {} steps on the stick", seq.steps.len());
         write(&stage.join(bootmark::contract::sequence::FILE), &serde_json::to_string_pretty(&seq).unwrap())?;
     }
@@ -401,37 +257,6 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         "outputs": manifest::outputs_json(out)?,
     });
     write(&out.join("manifest.json"), &serde_json::to_string_pretty(&manifest).unwrap())
-}
-
-/// Steps: repetitions × filesystems × entries, kernels innermost so a
-/// comparison is complete as early as possible.
-fn sequence(
-    entries: &[menu::Entry],
-    repeat: u32,
-    fss: &[String],
-    default: usize,
-) -> bootmark::contract::sequence::Sequence {
-    use bootmark::contract::sequence::{Sequence, Step};
-    let fss: Vec<Option<String>> = if fss.is_empty() { vec![None] } else { fss.iter().cloned().map(Some).collect() };
-    let mut steps = Vec::new();
-    for _ in 0..repeat.max(1) {
-        for fs in &fss {
-            for e in entries {
-                steps.push(Step { entry: e.label.clone(), fs: fs.clone() });
-            }
-        }
-    }
-    Sequence::new(steps, &entries[default].label)
-}
-
-fn serial_unit(serial: &str) -> Result<(u32, u32)> {
-    let (dev, baud) = serial.split_once(',').unwrap_or((serial, "115200"));
-    let unit = dev
-        .strip_prefix("ttyS")
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(|| format!("--serial {serial}: the device must be ttyS<N>"))?;
-    let speed = baud.parse().map_err(|_| format!("--serial {serial}: the baud rate must be a number"))?;
-    Ok((unit, speed))
 }
 
 pub(crate) fn write(path: &Path, text: &str) -> Result<()> {
@@ -556,7 +381,8 @@ mod tests {
         let initrd = |d: &Path| std::fs::read(d.join("pxe/boot/k0/initrd.gz")).unwrap();
         assert_eq!(initrd(&a), initrd(&b));
         let common = |d: &Path| {
-            let m: Value = serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+            let m: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
             m["entries"][0]["initramfs"]["common_gzip_bytes"].as_u64().unwrap()
         };
         assert!(common(&a) <= 1 << 20, "common archive {} bytes: target is ≤ 1 MiB", common(&a));

@@ -1,0 +1,106 @@
+//! The target part of a boot: find the partition the command line names,
+//! check it may be written (and formatted), mount it, run the plan with
+//! records going to the stick (first, flushed) and serial, unmount.
+
+use super::cmdline::Settings;
+use super::devices::{self, BlockDev};
+use super::{Boot, TARGET_MOUNT, checked_sink, format, load_filesystem, mount, safety, say};
+use crate::measure::clock::mono_ns;
+use crate::plan::Plan;
+use crate::run::{self, Options};
+use crate::sink::serial::Serial;
+use crate::sink::{BestEffort, Sink, Tee};
+use serde_json::json;
+use std::path::Path;
+
+/// The target part of a boot: find it, check it, maybe format it, run the plan.
+pub(super) fn boot_target(
+    settings: &Settings,
+    plan: Plan,
+    boot: &mut Boot,
+    serial: &mut Option<Serial>,
+    results: Option<&BlockDev>,
+) -> Result<(), String> {
+    let sys = Path::new("/sys");
+    let dev = Path::new("/dev");
+    let all = devices::scan(sys, dev);
+    boot.facts.insert("devices".into(), json!(all.iter().map(device_facts).collect::<Vec<_>>()));
+
+    let Some(spec) = &settings.target else {
+        return Err(format!(
+            "no target given, so nothing was run. Add bootmark.target=LABEL=… (or UUID=, PARTUUID=, /dev/…) to the kernel command line, naming a partition bootmark may write to. Disks seen: {}",
+            devices::inventory(&all)
+        ));
+    };
+    let mut target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
+    safety::check_target(&target, results, &all)?;
+    let mut mkfs = None;
+    if let Some(fs) = &settings.format {
+        // The format check mounts what is there now, then the new filesystem is mounted.
+        if let Some(existing) = &target.fs {
+            load_filesystem(boot, serial, &existing.fs);
+        }
+        load_filesystem(boot, serial, fs);
+        mkfs = Some(format::format_target(&target, fs, serial)?);
+        target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
+    }
+    let fs = target.fs.as_ref().map(|f| f.fs.clone()).ok_or_else(|| {
+        format!("the target {} has no filesystem bootmark recognises; format it (bootmark.format=ext3 with bootmark.format-confirm={spec})", target.name)
+    })?;
+    load_filesystem(boot, serial, &fs);
+    mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), &fs, &settings.mount_options)?;
+    boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": device_facts(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some(), "mkfs": mkfs}));
+    let result = run_plan(settings, plan, boot, serial);
+    let _ = mount::unmount(Path::new(TARGET_MOUNT));
+    result
+}
+
+/// A block device as the run record's facts describe it.
+pub(super) fn device_facts(d: &BlockDev) -> serde_json::Value {
+    json!({"name": d.name, "disk": d.disk, "size_bytes": d.size_bytes, "removable": d.removable,
+           "fs": d.fs.as_ref().map(|f| &f.fs), "label": d.fs.as_ref().and_then(|f| f.label.as_ref()),
+           "uuid": d.fs.as_ref().and_then(|f| f.uuid.as_ref()), "partuuid": d.partuuid})
+}
+
+fn run_plan(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
+    let dir = Path::new(TARGET_MOUNT);
+    // Run directories left by a boot that was reset: removed only if they carry our marker.
+    for left in run::remove_leftovers(dir) {
+        say(serial, &format!("bootmark: removed {left}, left on the target by an earlier boot that did not finish"));
+    }
+    let opts = Options {
+        plan,
+        dir: dir.to_path_buf(),
+        keep: false,
+        // The serial sink prints each record's summary line; heartbeats still go to the console.
+        verbose: false,
+        deadline_ns: Some(mono_ns().saturating_add((settings.timeout_s * 1e9) as u64)),
+        run_id: Some(boot.run_id.clone()),
+    };
+    let mut serial_sink = serial.take();
+    let (result, stick_failed, written, not_ok) = {
+        let mut sinks: Vec<&mut dyn Sink> = Vec::new();
+        // The stick first: a record is on the stick, flushed, before it is
+        // printed, so whatever serial shows survives a reset.
+        // A full or read-only stick must not stop the run: serial still gets everything.
+        let mut stick = boot.stick.as_mut().map(|s| BestEffort { inner: s, name: "results stick", failed: None });
+        if let Some(s) = stick.as_mut() {
+            sinks.push(s);
+        }
+        if let Some(s) = serial_sink.as_mut() {
+            sinks.push(s);
+        }
+        let mut tee = Tee { sinks };
+        let mut checked = checked_sink::CheckedSink::new(&mut tee);
+        let r = run::run(&opts, &mut checked);
+        let (written, not_ok) = (checked.written, checked.not_ok);
+        (r, stick.and_then(|s| s.failed), written, not_ok)
+    };
+    *serial = serial_sink;
+    if let Some(e) = stick_failed {
+        boot.facts.insert("results_error".into(), json!(e));
+    }
+    boot.records = written;
+    boot.failed = not_ok;
+    result.map(|_| ()).map_err(|e| e.to_string())
+}
