@@ -149,6 +149,51 @@ pub fn builtin_names() -> Vec<&'static str> {
 mod tests {
     use super::*;
 
+    /// docs/plans.md stays true: its example is a valid plan whose settings
+    /// are the defaults it claims, and its workload table lists every
+    /// workload with exactly the params that workload takes.
+    #[test]
+    fn the_plan_docs_match_the_plan_types() {
+        let docs = include_str!("../docs/plans.md");
+        let example = docs.split("```json\n").nth(1).unwrap().split("```").next().unwrap();
+        let documented = Plan::from_json(example).expect("the docs' example is a valid plan");
+        let minimal = Plan::from_json(r#"{"name": "mine", "workloads": [{"name": "idle"}]}"#).unwrap();
+        let settings = |p: &Plan| (p.repeat, p.probe.clone(), p.sample_interval_ms, p.workload_deadline_s);
+        assert_eq!(settings(&documented), settings(&minimal), "the example shows the defaults");
+
+        let rows: Vec<(&str, &str)> = docs
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .filter_map(|l| l.trim_matches('|').split_once(" | "))
+            .map(|(name, params)| (name.trim().trim_matches('`'), params))
+            .collect();
+        let names: Vec<&str> = rows.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle"]);
+        for (name, params) in rows {
+            // The first `word` of each comma-separated part is a param's name.
+            let mut listed: Vec<&str> =
+                params.split(", ").filter_map(|part| part.split('`').nth(1)).collect::<Vec<_>>();
+            listed.sort();
+            // instances has one param without a default: the workload it repeats.
+            let base = match name {
+                "instances" => serde_json::json!({"workload": {"name": "idle"}}),
+                _ => serde_json::json!({}),
+            };
+            let spec = WorkloadSpec::from_parts(name, base.clone()).unwrap();
+            let defaults: Vec<String> = spec.params_json().as_object().unwrap().keys().cloned().collect();
+            for p in &defaults {
+                assert!(listed.contains(&p.as_str()), "docs/plans.md does not list {name}'s param {p}");
+            }
+            // Optional params without a default (sort's size) are not in
+            // params_json: the workload must still take them (unknown ones are errors).
+            for p in listed.iter().filter(|p| !defaults.iter().any(|d| d == *p)) {
+                let mut given = base.clone();
+                given[*p] = serde_json::json!(1048576);
+                assert!(WorkloadSpec::from_parts(name, given).is_ok(), "docs/plans.md lists {name}'s param {p}");
+            }
+        }
+    }
+
     #[test]
     fn every_builtin_plan_parses_and_validates() {
         for (name, _) in BUILTIN {

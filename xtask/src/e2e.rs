@@ -270,12 +270,10 @@ fn old_machine_test(image: &Path, base: &Path, package: &str) -> Result<()> {
 /// Debian's own config was found in the package, passed the kernel check
 /// and is named in the manifest.
 fn check_config_found(out: &Path) -> Result<()> {
-    let m: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
-    let config = m["entries"][0]["kernel_config"].as_str().unwrap_or("");
+    let m = image::manifest::Manifest::read(out)?;
+    let config = m.entries.first().and_then(|e| e.kernel_config.as_deref()).unwrap_or("");
     if !config.starts_with("config-6.") {
-        return Err(format!("the manifest names no kernel config for Debian's kernel: {}", m["entries"][0]));
+        return Err(format!("the manifest names no kernel config for Debian's kernel: {:?}", m.entries.first()));
     }
     Ok(())
 }

@@ -165,12 +165,8 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
 
 /// The default entry's architecture, from the image's manifest.json.
 fn image_arch(image: &Path) -> String {
-    let m: serde_json::Value = std::fs::read_to_string(image.join("manifest.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
-    let default = m["default_entry"].as_u64().unwrap_or(0) as usize;
-    m["entries"][default]["arch"].as_str().unwrap_or("x86_64").to_string()
+    let manifest = crate::image::manifest::Manifest::read(image).ok();
+    manifest.as_ref().and_then(|m| m.default_entry()).map_or("x86_64", |e| e.arch.as_str()).to_string()
 }
 
 /// Boot and wait for power-off; a timeout or a crash is an error with the

@@ -3,9 +3,75 @@
 //! `--verify`, which re-checks an image directory against it.
 
 use crate::Result;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::Path;
+
+/// The schema of manifest.json.
+pub const SCHEMA: &str = "bootmark.image/1";
+
+/// manifest.json: written once by `cargo xtask image`, read by `--verify`,
+/// `cargo xtask qemu` (the default entry's architecture) and the tests.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub schema: String,
+    pub bootmark_version: String,
+    /// Every timestamp inside the image (SOURCE_DATE_EPOCH, or 0).
+    pub source_date_epoch: u32,
+    pub plan: String,
+    pub default_entry: usize,
+    pub entries: Vec<Entry>,
+    /// Every file of the image directory (but this one) → its SHA-256.
+    pub outputs: BTreeMap<String, String>,
+}
+
+/// One boot entry: a kernel, its initramfs and its command line.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Entry {
+    /// k0, k1, …: the menu label and the directory under boot/.
+    pub label: String,
+    pub title: String,
+    pub cmdline: String,
+    pub kernel_release: String,
+    pub kernel_version: String,
+    pub arch: String,
+    /// Where the kernel came from (a file, a .deb, an RPM) with its SHA-256.
+    pub origin: Value,
+    /// Modules in the entry's initramfs.
+    pub modules: usize,
+    /// Which drivers of image/modules/*.list were found, built in or missing.
+    pub listed_modules: super::modules::Whereabouts,
+    /// The kernel config's file name and SHA-256, when one was found or given.
+    pub kernel_config: Option<String>,
+    pub kernel_config_sha256: Option<String>,
+    pub initramfs: InitramfsSizes,
+    pub bootmark_binary_sha256: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InitramfsSizes {
+    /// The archive every entry of one architecture shares (/init, mkfs programs).
+    pub common_gzip_bytes: usize,
+    /// The entry's own modules archive, appended to the common one.
+    pub modules_gzip_bytes: usize,
+}
+
+impl Manifest {
+    /// Read DIR/manifest.json.
+    pub fn read(dir: &Path) -> Result<Manifest> {
+        let text = std::fs::read_to_string(dir.join("manifest.json"))
+            .map_err(|e| format!("{}: no manifest.json ({e}): is this a bootmark image directory?", dir.display()))?;
+        serde_json::from_str(&text)
+            .map_err(|e| format!("{}: manifest.json is not a {SCHEMA} manifest: {e}", dir.display()))
+    }
+
+    /// The entry booted by default.
+    pub fn default_entry(&self) -> Option<&Entry> {
+        self.entries.get(self.default_entry)
+    }
+}
 
 pub fn sha256_file(path: &Path) -> Result<String> {
     use std::io::Read;
@@ -40,20 +106,19 @@ pub fn hash_tree(dir: &Path) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-pub fn outputs_json(dir: &Path) -> Result<Value> {
-    Ok(Value::Object(hash_tree(dir)?.into_iter().map(|(k, v)| (k, json!(v))).collect()))
+/// Every file under `dir` (but manifest.json) → its SHA-256.
+pub fn outputs(dir: &Path) -> Result<BTreeMap<String, String>> {
+    Ok(hash_tree(dir)?.into_iter().collect())
 }
 
 /// Re-hash every output listed in DIR/manifest.json; Err lists each mismatch.
 pub fn verify(dir: &Path) -> Result<String> {
-    let text = std::fs::read_to_string(dir.join("manifest.json"))
-        .map_err(|e| format!("{}: no manifest.json ({e}): is this a bootmark image directory?", dir.display()))?;
-    let manifest: Value = serde_json::from_str(&text).map_err(|e| format!("manifest.json is not valid JSON: {e}"))?;
-    let outputs = manifest["outputs"].as_object().ok_or("manifest.json has no outputs")?;
+    let manifest = Manifest::read(dir)?;
+    let outputs = &manifest.outputs;
     let mut problems = Vec::new();
     for (name, want) in outputs {
         match sha256_file(&dir.join(name)) {
-            Ok(got) if Some(got.as_str()) == want.as_str() => {}
+            Ok(got) if got == *want => {}
             Ok(_) => problems.push(format!("{name}: content changed (SHA-256 differs)")),
             Err(e) => problems.push(format!("{name}: {e}")),
         }

@@ -24,7 +24,6 @@ pub mod tools;
 pub mod usb;
 
 use crate::{Result, project_root, static_build};
-use serde_json::json;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -206,14 +205,21 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         let title = format!("bootmark {} on Linux {} ({})", args.plan, k.release, k.arch);
         let line = format!("{line} bootmark.entry={label}");
         entries.push(menu::Entry { label: label.clone(), title: title.clone(), cmdline: line.clone() });
-        entry_facts.push(json!({
-            "label": label, "title": title, "cmdline": line, "kernel_release": k.release, "kernel_version": k.version,
-            "arch": k.arch, "origin": k.origin, "modules": count, "listed_modules": whereabouts,
-            "kernel_config": k.config.as_ref().and_then(|c| c.path.file_name()).map(|n| n.to_string_lossy().into_owned()),
-            "kernel_config_sha256": k.config.as_ref().map(|c| manifest::sha256_file(&c.path)).transpose()?,
-            "initramfs": {"common_gzip_bytes": common.len(), "modules_gzip_bytes": mods.len()},
-            "bootmark_binary_sha256": bin_sha,
-        }));
+        entry_facts.push(manifest::Entry {
+            label,
+            title,
+            cmdline: line,
+            kernel_release: k.release.clone(),
+            kernel_version: k.version.clone(),
+            arch: k.arch.clone(),
+            origin: k.origin.clone(),
+            modules: count,
+            listed_modules: whereabouts,
+            kernel_config: k.config.as_ref().and_then(|c| c.path.file_name()).map(|n| n.to_string_lossy().into_owned()),
+            kernel_config_sha256: k.config.as_ref().map(|c| manifest::sha256_file(&c.path)).transpose()?,
+            initramfs: manifest::InitramfsSizes { common_gzip_bytes: common.len(), modules_gzip_bytes: mods.len() },
+            bootmark_binary_sha256: bin_sha.clone(),
+        });
     }
     let (unit, speed) = cmdline::serial_unit(&args.serial)?;
     let m =
@@ -247,15 +253,15 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     eprintln!("image: writing pxe/");
     bootloaders::pxe_tree(&out.join("pxe"), &stage, &m)?;
     std::fs::remove_dir_all(&work).map_err(|e| e.to_string())?;
-    let manifest = json!({
-        "schema": "bootmark.image/1",
-        "bootmark_version": env!("CARGO_PKG_VERSION"),
-        "source_date_epoch": mtime,
-        "plan": args.plan,
-        "default_entry": args.default,
-        "entries": entry_facts,
-        "outputs": manifest::outputs_json(out)?,
-    });
+    let manifest = manifest::Manifest {
+        schema: manifest::SCHEMA.into(),
+        bootmark_version: env!("CARGO_PKG_VERSION").into(),
+        source_date_epoch: mtime,
+        plan: args.plan.clone(),
+        default_entry: args.default,
+        entries: entry_facts,
+        outputs: manifest::outputs(out)?,
+    };
     write(&out.join("manifest.json"), &serde_json::to_string_pretty(&manifest).unwrap())
 }
 
@@ -380,11 +386,7 @@ mod tests {
         let (b, base_b) = build_test_image("repro-b");
         let initrd = |d: &Path| std::fs::read(d.join("pxe/boot/k0/initrd.gz")).unwrap();
         assert_eq!(initrd(&a), initrd(&b));
-        let common = |d: &Path| {
-            let m: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
-            m["entries"][0]["initramfs"]["common_gzip_bytes"].as_u64().unwrap()
-        };
+        let common = |d: &Path| manifest::Manifest::read(d).unwrap().entries[0].initramfs.common_gzip_bytes;
         assert!(common(&a) <= 1 << 20, "common archive {} bytes: target is ≤ 1 MiB", common(&a));
         std::fs::remove_dir_all(&base_a).unwrap();
         std::fs::remove_dir_all(&base_b).unwrap();

@@ -214,7 +214,7 @@ impl Index {
 }
 
 /// The manifest's account of the image/modules lists for one kernel.
-#[derive(Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Whereabouts {
     pub found: Vec<String>,
     pub built_in: Vec<String>,
