@@ -34,4 +34,5 @@ pub mod run;
 pub mod sink;
 pub mod size;
 pub mod sysfs_block;
+pub mod variant;
 pub mod workload;

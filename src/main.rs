@@ -45,6 +45,11 @@ enum Command {
         /// Turn the responsiveness probe off (to measure what it costs).
         #[arg(long)]
         no_probe: bool,
+        /// Of a sweep plan, run only these variants (comma-separated names, in the plan's order).
+        /// A sweep changes /proc/sys/vm and the target disk's queue settings: it needs root, and
+        /// puts back what it found at the end.
+        #[arg(long, value_name = "NAMES")]
+        variants: Option<String>,
         /// Keep the files the workloads wrote, for inspection.
         #[arg(long)]
         keep: bool,
@@ -114,7 +119,7 @@ fn main() -> ExitCode {
             print!("{}", bootmark::init::cmdline::reference());
             ExitCode::SUCCESS
         }
-        Command::Run { plan, dir, out, repeat, no_probe, keep, quiet } => {
+        Command::Run { plan, dir, out, repeat, no_probe, variants, keep, quiet } => {
             let mut plan = match Plan::load(&plan) {
                 Ok(p) => p,
                 Err(e) => return fail(&e),
@@ -124,6 +129,12 @@ fn main() -> ExitCode {
             }
             if no_probe {
                 plan.probe.enabled = false;
+            }
+            if let Some(names) = variants {
+                match bootmark::variant::select(&plan.variants, &names) {
+                    Ok(v) => plan.variants = v,
+                    Err(e) => return fail(&format!("--variants: {e}")),
+                }
             }
             if let Err(e) = plan.validate() {
                 return fail(&e);

@@ -4,16 +4,19 @@
 //! in `image/plans/` — the same files the image builder puts in the initramfs —
 //! and are compiled in, so `--plan quick` works anywhere.
 
+use crate::variant::Variant;
 use crate::workload::{Footprint, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Built-in plans: (name, JSON text).
-pub const BUILTIN: [(&str, &str); 4] = [
+pub const BUILTIN: [(&str, &str); 6] = [
     ("seed", include_str!("../image/plans/seed.json")),
     ("quick", include_str!("../image/plans/quick.json")),
     ("dd", include_str!("../image/plans/dd.json")),
     ("sort", include_str!("../image/plans/sort.json")),
+    ("sweep", include_str!("../image/plans/sweep.json")),
+    ("seed-sweep", include_str!("../image/plans/seed-sweep.json")),
 ];
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,6 +38,10 @@ pub struct Plan {
     #[serde(default = "default_deadline")]
     pub workload_deadline_s: f64,
     pub workloads: Vec<WorkloadSpec>,
+    /// A sweep: the workloads run under each of these settings in turn, in
+    /// every repetition (see `variant`). None: the kernel's settings as found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<Variant>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -114,6 +121,12 @@ impl Plan {
                 "workload_deadline_s must be above 0 and at most {MAX_DEADLINE_S} (a week); probe.baseline_s 0 to 3600, probe.recovery_deadline_s 0 to 86400"
             ));
         }
+        for (i, v) in self.variants.iter().enumerate() {
+            v.validate()?;
+            if self.variants[..i].iter().any(|w| w.name == v.name) {
+                return Err(format!("two variants are named '{}'", v.name));
+            }
+        }
         self.workloads.iter().try_for_each(WorkloadSpec::validate)
     }
 
@@ -160,8 +173,20 @@ mod tests {
         let minimal = Plan::from_json(r#"{"name": "mine", "workloads": [{"name": "idle"}]}"#).unwrap();
         let settings = |p: &Plan| (p.repeat, p.probe.clone(), p.sample_interval_ms, p.workload_deadline_s);
         assert_eq!(settings(&documented), settings(&minimal), "the example shows the defaults");
+        // The sweep section's example and field table name what a Variant takes.
+        let sweep = docs.split("## Sweeps").nth(1).unwrap();
+        let example = sweep.split("```\n").nth(1).unwrap();
+        let object: serde_json::Value = serde_json::from_str(&format!("{{{example}}}")).unwrap();
+        let variants: Vec<Variant> = serde_json::from_value(object["variants"].clone()).unwrap();
+        variants.iter().for_each(|v| v.validate().unwrap());
+        for setting in crate::variant::VM_SETTINGS.iter().chain(&crate::variant::QUEUE_SETTINGS) {
+            assert!(sweep.contains(&format!("`{setting}`")), "docs/plans.md does not name {setting}");
+        }
 
         let rows: Vec<(&str, &str)> = docs
+            .split("## Sweeps")
+            .next()
+            .unwrap()
             .lines()
             .filter(|l| l.starts_with("| `"))
             .filter_map(|l| l.trim_matches('|').split_once(" | "))

@@ -50,6 +50,9 @@ pub struct Record {
     pub bootmark: Tool,
     pub plan: PlanRef,
     pub workload: WorkloadRef,
+    /// The plan's variant this run was made under (null: the settings as found).
+    #[serde(default)]
+    pub variant: Option<crate::variant::Applied>,
     pub kernel: Kernel,
     pub host: Host,
     pub storage: Storage,
@@ -246,6 +249,7 @@ impl Record {
             bootmark: Tool { version: env!("CARGO_PKG_VERSION").into() },
             plan: PlanRef { name: "test".into() },
             workload: WorkloadRef { name: "idle".into(), params: serde_json::json!({}) },
+            variant: None,
             kernel: Kernel::default(),
             host: Host::default(),
             storage: Storage::default(),

@@ -69,6 +69,8 @@ pub struct Settings {
     /// Filesystem to create on the target, only with a matching confirm.
     pub format: Option<String>,
     pub repeat: Option<u32>,
+    /// Of a sweep plan, only these variants (comma-separated names).
+    pub variants: Option<String>,
     pub after: After,
     /// Serial device for framed records and heartbeats.
     pub console: String,
@@ -82,13 +84,14 @@ pub struct Settings {
     pub entry: Option<String>,
 }
 
-pub const KEYS: [(&str, &str); 12] = [
+pub const KEYS: [(&str, &str); 13] = [
     ("plan", "built-in plan name, or the name of a plan file in the image's /etc/bootmark/plans (default quick)"),
     ("target", "LABEL=…, UUID=…, PARTUUID=… or /dev/…: where the workloads write (required)"),
     ("results", "the results stick (default LABEL=BOOTMARK)"),
     ("format", "FSTYPE: create this filesystem on the target first (needs format-confirm)"),
     ("format-confirm", "must repeat the exact target spec for format to happen"),
     ("repeat", "run the plan's workloads N times"),
+    ("variants", "of a sweep plan, run only these variants (comma-separated names)"),
     ("after", "poweroff | reboot | halt when done (default poweroff)"),
     ("console", "serial device for records, a terminal such as ttyS0 (default ttyS0)"),
     ("timeout", "whole-run watchdog in seconds, 0.1 to 604800 (default 21600)"),
@@ -108,6 +111,7 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
         results: DiskSpec::Label("BOOTMARK".into()),
         format: None,
         repeat: None,
+        variants: None,
         after: After::Poweroff,
         console: "ttyS0".into(),
         timeout_s: 21_600.0,
@@ -149,6 +153,12 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
                         .filter(|n| (1..=1000).contains(n))
                         .ok_or_else(|| bad("a whole number from 1 to 1000"))?,
                 )
+            }
+            "variants" => {
+                for name in value.split(',') {
+                    check_name(name).map_err(|e| bad(&e))?;
+                }
+                s.variants = Some(value.to_string());
             }
             "after" => {
                 s.after = match value {

@@ -153,6 +153,9 @@ fn load_plan(settings: &Settings) -> Result<Plan, String> {
     if let Some(r) = settings.repeat {
         plan.repeat = r;
     }
+    if let Some(names) = &settings.variants {
+        plan.variants = crate::variant::select(&plan.variants, names).map_err(|e| format!("bootmark.variants: {e}"))?;
+    }
     Ok(plan)
 }
 

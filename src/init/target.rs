@@ -102,5 +102,12 @@ fn run_plan(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Optio
     }
     boot.records = written;
     boot.failed = not_ok;
+    if let Ok(o) = &result
+        && !o.skipped_variants.is_empty()
+    {
+        let skipped: serde_json::Map<String, serde_json::Value> =
+            o.skipped_variants.iter().map(|(name, why)| (name.clone(), json!(why))).collect();
+        boot.facts.insert("variants_skipped".into(), json!(skipped));
+    }
     result.map(|_| ()).map_err(|e| e.to_string())
 }

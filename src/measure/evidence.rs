@@ -69,17 +69,8 @@ pub struct Evidence {
     pub vm: BTreeMap<String, Option<i64>>,
 }
 
-const VM_SYSCTLS: [&str; 9] = [
-    "dirty_ratio",
-    "dirty_background_ratio",
-    "dirty_bytes",
-    "dirty_background_bytes",
-    "dirty_expire_centisecs",
-    "dirty_writeback_centisecs",
-    "swappiness",
-    "vfs_cache_pressure",
-    "overcommit_memory",
-];
+/// vm sysctls recorded beside those a sweep may change.
+const VM_RECORDED_ONLY: [&str; 2] = ["vfs_cache_pressure", "overcommit_memory"];
 
 pub fn gather(dir: &Path) -> Evidence {
     Evidence { kernel: kernel(), host: host(), storage: storage(dir), vm: vm() }
@@ -119,9 +110,11 @@ pub fn host() -> Host {
     }
 }
 
+/// The vm sysctls that shape writeback: those a sweep may change and a few more.
 pub fn vm() -> BTreeMap<String, Option<i64>> {
-    VM_SYSCTLS
+    crate::variant::VM_SETTINGS
         .iter()
+        .chain(&VM_RECORDED_ONLY)
         .map(|k| (k.to_string(), read_trimmed(format!("/proc/sys/vm/{k}")).and_then(|v| v.parse().ok())))
         .collect()
 }

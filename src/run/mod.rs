@@ -12,6 +12,7 @@ use crate::measure::progress::Progress;
 use crate::plan::Plan;
 use crate::record::{self, Counters, Latency, PlanRef, Record, Status, Times, Tool, WorkloadRef};
 use crate::sink::Sink;
+use crate::variant::{self, Variant};
 use crate::workload::{Context, WorkloadSpec};
 use crate::{fsutil, process, size};
 use std::path::{Path, PathBuf};
@@ -35,6 +36,8 @@ pub struct RunOutcome {
     pub run_id: String,
     pub records: u32,
     pub failed: u32,
+    /// Variants of a sweep none of whose settings this kernel has: name → why.
+    pub skipped_variants: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -57,8 +60,15 @@ impl std::fmt::Display for RunError {
     }
 }
 
-/// Check the target directory and free space; nothing is written.
+/// Check the target directory and free space (and, for a sweep, that the
+/// settings can be changed); nothing is written.
 pub fn preflight(plan: &Plan, dir: &Path, mem_total: u64) -> Result<(), RunError> {
+    if !plan.variants.is_empty() && !nix::unistd::geteuid().is_root() {
+        return Err(RunError::Refused(format!(
+            "plan '{}' is a sweep: its variants change /proc/sys/vm and the disk's queue settings, which needs root; run it as root (the settings found are put back at the end)",
+            plan.name
+        )));
+    }
     let meta = std::fs::metadata(dir).map_err(|e| {
         RunError::Refused(format!("--dir {}: {e}; give an existing directory on the filesystem to test", dir.display()))
     })?;
@@ -156,7 +166,14 @@ pub fn run(opts: &Options, sink: &mut dyn Sink) -> Result<RunOutcome, RunError> 
         let _ = fsutil::remove_tree(&run_dir);
         return Err(RunError::Refused(format!("cannot write in {} ({e})", run_dir.display())));
     }
-    let result = run_in(opts, sink, &run_id, &run_dir, mem_total);
+    // A sweep changes kernel settings: remember them now, put them back
+    // whatever happens to the run.
+    let knobs = variant::Knobs::for_disk(evidence::storage(&opts.dir).device.as_ref().map(|d| d.disk.as_str()));
+    let original = variant::remember(&knobs, &opts.plan.variants);
+    let result = run_in(opts, sink, &run_id, &run_dir, mem_total, &knobs);
+    for failed in variant::restore(&knobs, &original) {
+        crate::note!("bootmark: could not restore {failed}");
+    }
     if !opts.keep {
         if let Err(e) = fsutil::remove_tree(&run_dir) {
             crate::note!("bootmark: could not remove {}: {e}", run_dir.display());
@@ -167,16 +184,30 @@ pub fn run(opts: &Options, sink: &mut dyn Sink) -> Result<RunOutcome, RunError> 
     result
 }
 
+/// What every workload run of one plan run shares.
+struct Runner<'a> {
+    opts: &'a Options,
+    run_id: &'a str,
+    run_dir: &'a Path,
+    /// Gathered once, read again when a variant changes the settings.
+    evidence: Evidence,
+    progress: Progress,
+    probe_dir: Option<PathBuf>,
+    mem_total: u64,
+    /// Workload runs in the whole plan (for "[3/12]" labels).
+    total: u32,
+    outcome: RunOutcome,
+}
+
 fn run_in(
     opts: &Options,
     sink: &mut dyn Sink,
     run_id: &str,
     run_dir: &Path,
     mem_total: u64,
+    knobs: &variant::Knobs,
 ) -> Result<RunOutcome, RunError> {
     let plan = &opts.plan;
-    let evidence = evidence::gather(&opts.dir);
-    let device = evidence.storage.device.as_ref().map(|d| d.name.clone());
     let probe_dir = run_dir.join("probe");
     let probe_dir = if plan.probe.enabled {
         crate::measure::probe::prepare(&probe_dir).map_err(|e| {
@@ -186,84 +217,148 @@ fn run_in(
     } else {
         None
     };
-    let progress = Progress::new().map_err(|e| RunError::Refused(format!("cannot map shared memory: {e}")))?;
-    let total = plan.repeat * plan.workloads.len() as u32;
-    let mut summary = RunOutcome { run_id: run_id.to_string(), records: 0, failed: 0 };
+    // No variants: one pass under the settings as found.
+    let variants: Vec<Option<&Variant>> =
+        if plan.variants.is_empty() { vec![None] } else { plan.variants.iter().map(Some).collect() };
+    let mut runner = Runner {
+        opts,
+        run_id,
+        run_dir,
+        evidence: evidence::gather(&opts.dir),
+        progress: Progress::new().map_err(|e| RunError::Refused(format!("cannot map shared memory: {e}")))?,
+        probe_dir,
+        mem_total,
+        total: plan.repeat * (variants.len() * plan.workloads.len()) as u32,
+        outcome: RunOutcome { run_id: run_id.to_string(), records: 0, failed: 0, skipped_variants: Vec::new() },
+    };
     if opts.verbose {
         crate::note!(
             "bootmark: run {run_id}, plan '{}' ({} workload runs) in {} [{}]",
             plan.name,
-            total,
+            runner.total,
             opts.dir.display(),
-            evidence.storage.fs.as_deref().unwrap_or("unknown fs")
+            runner.evidence.storage.fs.as_deref().unwrap_or("unknown fs")
         );
     }
+    let mut seq = 0u32;
     for repetition in 0..plan.repeat {
-        for (index, spec) in plan.workloads.iter().enumerate() {
-            let seq = repetition * plan.workloads.len() as u32 + index as u32;
-            let work_dir = run_dir.join(format!("w{seq:03}-{}", spec.name()));
-            std::fs::create_dir(&work_dir)
-                .map_err(|e| RunError::Refused(format!("cannot create {}: {e}", work_dir.display())))?;
-            let setup = watch::Setup {
-                spec,
-                label: format!("[{}/{}] {}", seq + 1, total, spec.name()),
-                context: Context {
-                    dir: work_dir.clone(),
-                    shared_dir: run_dir.to_path_buf(),
-                    progress: &progress,
-                    mem_total,
-                    keep: opts.keep,
-                },
-                probe_dir: probe_dir.clone(),
-                probe_interval_ns: plan.probe.interval_ms * 1_000_000,
-                baseline_ns: (plan.probe.baseline_s * 1e9) as u64,
-                recovery_deadline_ns: (plan.probe.recovery_deadline_s * 1e9) as u64,
-                sample_interval_ns: plan.sample_interval_ms * 1_000_000,
-                deadline_ns: (plan.workload_deadline_s * 1e9) as u64,
-                device: device.clone(),
-            };
-            let left = opts.deadline_ns.map(|d| d.saturating_sub(mono_ns()));
-            if left == Some(0) {
-                return Err(RunError::Refused(format!(
-                    "the whole-run timeout passed after {} of {total} workload runs",
-                    summary.records
-                )));
+        for variant in &variants {
+            let applied = variant.map(|v| runner.start_variant(knobs, v));
+            if let Some(a) = applied.as_ref().filter(|a| a.nothing_applied()) {
+                runner.skip_variant(a, repetition);
+                continue;
             }
-            let mut setup = setup;
-            setup.deadline_ns = setup.deadline_ns.min(left.unwrap_or(u64::MAX));
-            let started_unix_s = unix_s();
-            let observed = watch::observe(setup).map_err(|_| RunError::Interrupted)?;
-            if !opts.keep {
-                let _ = fsutil::remove_tree(&work_dir);
-            }
-            let rec = build_record(run_id, seq, repetition, started_unix_s, plan, spec, &evidence, observed);
-            if opts.verbose {
-                crate::note!("[{}/{}] {}", seq + 1, total, rec.summary_line());
-            }
-            summary.records += 1;
-            if rec.status != Status::Ok {
-                summary.failed += 1;
-            }
-            sink.write(&rec).map_err(|e| RunError::Sink(e.to_string()))?;
-            if interrupt::interrupted() {
-                return Err(RunError::Interrupted);
+            for spec in &plan.workloads {
+                runner.run_one(sink, RunStep { seq, repetition, spec, variant: applied.as_ref() })?;
+                seq += 1;
             }
         }
     }
-    Ok(summary)
+    Ok(runner.outcome)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build_record(
-    run_id: &str,
+/// One workload run's place in the plan.
+#[derive(Clone, Copy)]
+struct RunStep<'a> {
     seq: u32,
     repetition: u32,
+    spec: &'a WorkloadSpec,
+    variant: Option<&'a variant::Applied>,
+}
+
+impl Runner<'_> {
+    /// Switch to `variant`: apply it, start cold (sync, drop caches where the
+    /// kernel can), and read the evidence again (the vm sysctls and the
+    /// scheduler are what the records must show).
+    fn start_variant(&mut self, knobs: &variant::Knobs, variant: &Variant) -> variant::Applied {
+        let mut applied = variant::apply(knobs, variant);
+        nix::unistd::sync();
+        // drop_caches came in 2.6.16; without it the next workload starts warmer.
+        if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", "3") {
+            let why = format!("cannot drop caches ({e}): this variant starts with warm caches");
+            applied.not_applied.insert("cold start".into(), why);
+        }
+        self.evidence.vm = evidence::vm();
+        self.evidence.storage = evidence::storage(&self.opts.dir);
+        if self.opts.verbose {
+            let missing =
+                if applied.fully() { String::new() } else { format!(" (not applied: {:?})", applied.not_applied) };
+            crate::note!("bootmark: variant {}: {:?}{missing}", variant.name, applied.asked);
+        }
+        applied
+    }
+
+    /// Say once why a variant is not run (its settings are not in this kernel).
+    fn skip_variant(&mut self, applied: &variant::Applied, repetition: u32) {
+        if repetition == 0 {
+            let why: Vec<String> = applied.not_applied.iter().map(|(k, w)| format!("{k}: {w}")).collect();
+            crate::note!("bootmark: variant {} skipped: {}", applied.name, why.join("; "));
+            self.outcome.skipped_variants.push((applied.name.clone(), why.join("; ")));
+        }
+    }
+
+    /// Run one workload under the watchdogs and hand its record to `sink`.
+    fn run_one(&mut self, sink: &mut dyn Sink, step: RunStep) -> Result<(), RunError> {
+        let (opts, plan, total) = (self.opts, &self.opts.plan, self.total);
+        let (seq, spec) = (step.seq, step.spec);
+        let work_dir = self.run_dir.join(format!("w{seq:03}-{}", spec.name()));
+        std::fs::create_dir(&work_dir)
+            .map_err(|e| RunError::Refused(format!("cannot create {}: {e}", work_dir.display())))?;
+        let left = opts.deadline_ns.map(|d| d.saturating_sub(mono_ns()));
+        if left == Some(0) {
+            return Err(RunError::Refused(format!(
+                "the whole-run timeout passed after {} of {total} workload runs",
+                self.outcome.records
+            )));
+        }
+        let setup = watch::Setup {
+            spec,
+            label: format!("[{}/{}] {}", seq + 1, total, spec.name()),
+            context: Context {
+                dir: work_dir.clone(),
+                shared_dir: self.run_dir.to_path_buf(),
+                progress: &self.progress,
+                mem_total: self.mem_total,
+                keep: opts.keep,
+            },
+            probe_dir: self.probe_dir.clone(),
+            probe_interval_ns: plan.probe.interval_ms * 1_000_000,
+            baseline_ns: (plan.probe.baseline_s * 1e9) as u64,
+            recovery_deadline_ns: (plan.probe.recovery_deadline_s * 1e9) as u64,
+            sample_interval_ns: plan.sample_interval_ms * 1_000_000,
+            deadline_ns: ((plan.workload_deadline_s * 1e9) as u64).min(left.unwrap_or(u64::MAX)),
+            device: self.evidence.storage.device.as_ref().map(|d| d.name.clone()),
+        };
+        let started_unix_s = unix_s();
+        let observed = watch::observe(setup).map_err(|_| RunError::Interrupted)?;
+        if !opts.keep {
+            let _ = fsutil::remove_tree(&work_dir);
+        }
+        let rec = build_record(self.run_id, &step, started_unix_s, plan, &self.evidence, observed);
+        if opts.verbose {
+            crate::note!("[{}/{}] {}", seq + 1, total, rec.summary_line());
+        }
+        self.outcome.records += 1;
+        if rec.status != Status::Ok {
+            self.outcome.failed += 1;
+        }
+        sink.write(&rec).map_err(|e| RunError::Sink(e.to_string()))?;
+        if interrupt::interrupted() {
+            return Err(RunError::Interrupted);
+        }
+        Ok(())
+    }
+}
+
+fn build_record(
+    run_id: &str,
+    step: &RunStep,
     started_unix_s: f64,
     plan: &Plan,
-    spec: &WorkloadSpec,
     evidence: &Evidence,
     observed: watch::Observed,
 ) -> Record {
+    let RunStep { seq, repetition, spec, variant } = *step;
     let (user_s, sys_s) = observed.exit.map(|e| process::cpu_seconds(&e.usage)).unwrap_or((0.0, 0.0));
     let usage = observed.exit.map(|e| e.usage);
     let mut notes = observed.notes;
@@ -318,6 +413,7 @@ fn build_record(
         bootmark: Tool { version: env!("CARGO_PKG_VERSION").into() },
         plan: PlanRef { name: plan.name.clone() },
         workload: WorkloadRef { name: spec.name().into(), params: spec.params_json() },
+        variant: variant.cloned(),
         kernel: evidence.kernel.clone(),
         host: evidence.host.clone(),
         storage: evidence.storage.clone(),
