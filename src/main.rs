@@ -85,9 +85,11 @@ enum Command {
         /// With --format html: the record whose timeline is drawn, as RUN_ID:SEQ (default: the worst stall).
         #[arg(long, value_name = "RUN_ID:SEQ")]
         timeline: Option<String>,
-        /// Group by these (comma-separated): kernel, fs, host, plan, scheduler, device, or a record field path.
-        #[arg(long, default_value = "kernel,fs,host", value_delimiter = ',')]
-        by: Vec<String>,
+        /// Group by these (comma-separated): kernel, fs, host, plan, scheduler, device, variant, or a
+        /// record field path such as vm.dirty_ratio [default: kernel,fs,host; a sweep's records:
+        /// variant,kernel,fs,host].
+        #[arg(long, value_delimiter = ',')]
+        by: Option<Vec<String>>,
         /// Rows whose first --by value is this, or the only value starting with it, are the
         /// baseline (default: the first seen). "vs baseline" compares mean real times.
         #[arg(long)]
@@ -236,23 +238,28 @@ fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
 fn report(
     inputs: &[PathBuf],
     format: &str,
-    by: Vec<String>,
+    by: Option<Vec<String>>,
     baseline: Option<String>,
     timeline: Option<&str>,
 ) -> ExitCode {
+    use bootmark::report::{self, findings};
+    use serde_json::json;
     let c = bootmark::collect::collect(inputs);
     print_problems(&c);
     if c.results().next().is_none() {
         return fail("no result records in the inputs");
     }
-    let opts = bootmark::report::Options { by, baseline };
-    let rows = match bootmark::report::rows(c.results(), &opts) {
+    let by = by.unwrap_or_else(|| report::default_by(c.results()));
+    let opts = report::Options { by, baseline };
+    let rows = match report::rows(c.results(), &opts) {
         Ok(rows) => rows,
         Err(e) => return fail(&e),
     };
+    let records: Vec<&bootmark::record::Record> = c.results().collect();
+    let found = findings::findings(&records, &rows, &opts.by);
     match format {
-        "csv" => print!("{}", bootmark::report::csv(&rows, &opts.by)),
-        "json" => println!("{}", serde_json::to_string_pretty(&rows).unwrap()),
+        "csv" => print!("{}", report::csv(&rows, &opts.by)),
+        "json" => println!("{}", serde_json::to_string_pretty(&json!({"rows": rows, "findings": found})).unwrap()),
         "html" => {
             let chosen = bootmark::report::html::pick_timeline(c.results(), timeline);
             if timeline.is_some() && chosen.is_none() {
@@ -261,12 +268,12 @@ fn report(
                     timeline.unwrap_or("")
                 ));
             }
-            match bootmark::report::html::render(&rows, &opts.by, chosen) {
+            match report::html::render(&rows, &opts.by, chosen, &found) {
                 Ok(html) => print!("{html}"),
                 Err(e) => return fail(&format!("cannot draw the charts: {e}")),
             }
         }
-        _ => print!("{}", bootmark::report::markdown(&rows, &opts.by)),
+        _ => print!("{}{}", report::markdown(&rows, &opts.by), findings::markdown(&found)),
     }
     ExitCode::SUCCESS
 }

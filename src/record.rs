@@ -6,7 +6,7 @@
 // reader of records finds every type of the schema here.
 pub use crate::measure::evidence::{Device, Host, Kernel, Storage};
 pub use crate::measure::histogram::LatencySummary;
-pub use crate::measure::probe::Responsiveness;
+pub use crate::measure::probe::{Responsiveness, Spread};
 pub use crate::measure::sampler::Timeline;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

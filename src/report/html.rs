@@ -5,6 +5,7 @@
 //! memory, and the probe's response time, with the workload's span marked.
 
 use super::Row;
+use super::findings::Finding;
 use crate::record::{Record, Timeline};
 use plotters::prelude::*;
 
@@ -31,31 +32,37 @@ fn worst_stall_ms(r: &Record) -> f64 {
     r.responsiveness.as_ref().map_or(0.0, |p| p.max_ms)
 }
 
-pub fn render(rows: &[Row], by: &[String], timeline: Option<&Record>) -> Result<String, String> {
+/// The page: findings first (each linked to the chart that shows it), then
+/// the table, bar charts per workload, and one run's timeline.
+pub fn render(rows: &[Row], by: &[String], timeline: Option<&Record>, findings: &[Finding]) -> Result<String, String> {
     let mut html = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>bootmark report</title><style>\
          body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;font-size:13px}\
          td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f3f3f3}td.l{text-align:left}\
-         .sig{font-weight:bold}h2{margin-top:1.5em}</style></head><body><h1>bootmark report</h1>",
+         .sig{font-weight:bold}h2{margin-top:1.5em}li{margin:.4em 0}</style></head><body><h1>bootmark report</h1>",
     );
+    let drawn = timeline.map(|r| format!("{}:{}", r.run_id, r.seq));
+    html += &findings_list(findings, drawn.as_deref());
     html += &table(rows, by);
     let mut workloads: Vec<&str> = rows.iter().map(|r| r.workload.as_str()).collect();
     workloads.dedup();
     workloads.sort();
     workloads.dedup();
-    html += "<h2>Throughput (median, bars span min–max)</h2>";
+    html += "<h2>Throughput and the worst stall per group (median, bars span min–max)</h2>";
     for w in workloads {
-        let group: Vec<&Row> = rows
-            .iter()
-            .filter(|r| r.workload == w && r.throughput_mib_s.as_ref().is_some_and(|t| t.max > 0.0))
-            .collect();
-        if !group.is_empty() {
-            html += &throughput_chart(w, &group)?;
+        let group: Vec<&Row> = rows.iter().filter(|r| r.workload == w).collect();
+        html += &format!("<div id=\"{}\">", esc(&anchor(w)));
+        if group.iter().any(|r| throughput(r).is_some_and(|t| t.max > 0.0)) {
+            html += &bar_chart(&format!("{w}: MiB/s (more is better)"), "MiB/s", &group, throughput)?;
         }
+        if group.iter().any(|r| max_stall_s(r).is_some_and(|s| s.max > 0.0)) {
+            html += &bar_chart(&format!("{w}: worst probe stall, s (less is better)"), "seconds", &group, max_stall_s)?;
+        }
+        html += "</div>";
     }
     if let Some(r) = timeline {
         html += &format!(
-            "<h2>Timeline of {} (run {}, seq {}, kernel {})</h2>",
+            "<h2 id=\"timeline\">Timeline of {} (run {}, seq {}, kernel {})</h2>",
             esc(&r.workload.name),
             esc(&r.run_id),
             r.seq,
@@ -65,6 +72,34 @@ pub fn render(rows: &[Row], by: &[String], timeline: Option<&Record>) -> Result<
     }
     html += "</body></html>\n";
     Ok(html)
+}
+
+/// The id of a workload's charts.
+fn anchor(workload: &str) -> String {
+    format!("charts-{workload}")
+}
+
+/// Findings at the top, each linked to what shows it: the timeline when it
+/// is the one drawn, else the workload's bar charts.
+fn findings_list(findings: &[Finding], drawn: Option<&str>) -> String {
+    if findings.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h2>Findings</h2><ul>");
+    for f in findings {
+        let workload = f.subject.rsplit(" · ").next().unwrap_or("");
+        let link = match &f.record {
+            Some(r) if Some(r.as_str()) == drawn => "<a href=\"#timeline\">timeline</a>".to_string(),
+            Some(r) => format!(
+                "<a href=\"#{}\">charts</a>; its timeline: <code>--timeline {}</code>",
+                esc(&anchor(workload)),
+                esc(r)
+            ),
+            None => format!("<a href=\"#{}\">charts</a>", esc(&anchor(workload))),
+        };
+        out += &format!("<li><b>{}</b> ({}): {} [{link}]</li>", esc(f.rule), esc(&f.subject), esc(&f.sentence));
+    }
+    out + "</ul>"
 }
 
 fn table(rows: &[Row], by: &[String]) -> String {
@@ -91,23 +126,42 @@ fn table(rows: &[Row], by: &[String]) -> String {
     t + "</table>"
 }
 
-fn throughput_chart(workload: &str, rows: &[&Row]) -> Result<String, String> {
+/// One bar of a chart: the median, with a min–max error bar.
+#[derive(Clone, Copy)]
+struct Bar {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+fn throughput(r: &Row) -> Option<Bar> {
+    r.throughput_mib_s.as_ref().map(|t| Bar { median: t.median, min: t.min, max: t.max })
+}
+
+/// The worst probe stall of a group, in seconds (one figure: no error bar).
+fn max_stall_s(r: &Row) -> Option<Bar> {
+    r.max_stall_ms.map(|m| Bar { median: m / 1000.0, min: m / 1000.0, max: m / 1000.0 })
+}
+
+/// Horizontal bars, one per group, of `figure` (rows without it are left out).
+fn bar_chart(caption: &str, unit: &str, rows: &[&Row], figure: fn(&Row) -> Option<Bar>) -> Result<String, String> {
+    let rows: Vec<(&Row, Bar)> = rows.iter().filter_map(|r| figure(r).map(|b| (*r, b))).collect();
     let e = |e: DrawingAreaErrorKind<std::io::Error>| e.to_string();
     let mut svg = String::new();
     {
         let height = 80 + 34 * rows.len() as u32;
         let root = SVGBackend::with_string(&mut svg, (760, height)).into_drawing_area();
         root.fill(&WHITE).map_err(e)?;
-        let top = rows.iter().map(|r| r.throughput_mib_s.as_ref().unwrap().max).fold(0.0, f64::max) * 1.1;
+        let top = rows.iter().map(|(_, b)| b.max).fold(0.0, f64::max) * 1.1;
         let labels: Vec<String> = rows
             .iter()
-            .map(|r| {
+            .map(|(r, _)| {
                 let l = r.key.join(" · ");
                 if l.chars().count() > 44 { format!("{}…", l.chars().take(43).collect::<String>()) } else { l }
             })
             .collect();
         let mut chart = ChartBuilder::on(&root)
-            .caption(format!("{workload}: MiB/s (more is better)"), ("sans-serif", 16))
+            .caption(caption, ("sans-serif", 16))
             .margin(8)
             .x_label_area_size(30)
             .y_label_area_size(300)
@@ -120,11 +174,10 @@ fn throughput_chart(workload: &str, rows: &[&Row]) -> Result<String, String> {
                 SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
                 _ => String::new(),
             })
-            .x_desc("MiB/s")
+            .x_desc(unit)
             .draw()
             .map_err(e)?;
-        for (i, r) in rows.iter().enumerate() {
-            let t = r.throughput_mib_s.as_ref().unwrap();
+        for (i, (r, t)) in rows.iter().enumerate() {
             let color = if r.baseline { RGBColor(150, 150, 150) } else { RGBColor(70, 120, 190) };
             chart
                 .draw_series([Rectangle::new(

@@ -3,6 +3,7 @@
 //! the seed's hand-written table (Hardware, OS/kernel, FS, real, user, sys)
 //! plus what it could only describe in notes: throughput and responsiveness.
 
+pub mod findings;
 pub mod html;
 pub mod stats;
 
@@ -23,6 +24,7 @@ pub fn dimension(record: &Record, name: &str) -> String {
         "plan" => Some(record.plan.name.clone()),
         "scheduler" => storage.scheduler.clone(),
         "device" => device.and_then(|d| d.model.clone()).or_else(|| device.map(|d| d.name.clone())),
+        "variant" => record.variant.as_ref().map(|v| v.name.clone()),
         other => field_by_path(record, other),
     }
     .unwrap_or_else(|| "?".into())
@@ -38,7 +40,16 @@ fn field_by_path(record: &Record, path: &str) -> Option<String> {
     })
 }
 
-pub const DIMENSIONS: [&str; 6] = ["kernel", "fs", "host", "plan", "scheduler", "device"];
+pub const DIMENSIONS: [&str; 7] = ["kernel", "fs", "host", "plan", "scheduler", "device", "variant"];
+
+/// What to group by when the user does not say: kernel, filesystem and
+/// host; a sweep's records by variant first, so that each variant is
+/// compared with the first one under the same kernel.
+pub fn default_by<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<String> {
+    let sweep = records.into_iter().any(|r| r.variant.is_some());
+    let dims: &[&str] = if sweep { &["variant", "kernel", "fs", "host"] } else { &["kernel", "fs", "host"] };
+    dims.iter().map(|d| d.to_string()).collect()
+}
 
 /// One row: a group of repetitions of one workload.
 #[derive(Debug, Serialize)]
@@ -350,7 +361,7 @@ mod tests {
         let md = markdown(&rows, &opts.by);
         assert!(md.contains("| 2.6.16.1 | ext3 | seqwrite | 3 | 112.00 (110.00–114.00)"), "{md}");
         assert!(md.contains("**2.81× faster**"), "{md}");
-        let page = html::render(&rows, &opts.by, None).unwrap();
+        let page = html::render(&rows, &opts.by, None, &[]).unwrap();
         assert!(page.contains("<td class=\"sig\">2.81× faster</td>"), "HTML marks the same cell: {page}");
         assert_eq!(page.matches("class=\"sig\"").count(), 1, "only the significant comparison");
         let csv = csv(&rows, &opts.by);
@@ -393,9 +404,13 @@ mod tests {
         assert_eq!(chosen.seq, 0, "the worst stall is drawn by default");
         assert_eq!(html::pick_timeline(&records, Some("r:1")).unwrap().seq, 1);
         assert!(html::pick_timeline(&records, Some("nope:9")).is_none());
-        let page = html::render(&rows, &opts.by, Some(chosen)).unwrap();
+        let page = html::render(&rows, &opts.by, Some(chosen), &[]).unwrap();
         assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>\n"));
-        assert_eq!(page.matches("<svg").count(), 2, "one throughput chart (one workload) and one timeline");
+        assert_eq!(
+            page.matches("<svg").count(),
+            3,
+            "for the one workload a throughput and a stall chart; one timeline"
+        );
         assert_eq!(page.matches("<tr>").count(), 3, "header and two rows");
         assert!(page.contains("2.73× faster"));
         assert!(!page.contains("<script"), "self-contained, no scripts");

@@ -79,7 +79,7 @@ pub fn scratch_disk(path: &Path, fs: &str, mib: u64) -> Result<()> {
 }
 
 /// The image every boot test builds: the quick plan, target LABEL=SCRATCH.
-fn test_image(kernel_debs: Vec<String>, out: std::path::PathBuf, sequence: Option<u32>) -> image::Args {
+pub fn test_image(kernel_debs: Vec<String>, out: std::path::PathBuf, sequence: Option<u32>) -> image::Args {
     image::Args {
         kernel_debs,
         out,
@@ -143,6 +143,7 @@ pub fn harness() -> Result<()> {
     tally.add("old machine", old_machine_test(&out, &base, &package));
     tally.add("kernel RPM", crate::rpm_boot::test(&out, &package, &base));
     tally.add("sequence", sequence_test(&package, &base));
+    tally.add("sweep", crate::sweep_boot::test(&package, &base));
     tally.add("i686", i686_test(&base));
     tally.add("failing disk", crate::failing_disk::test(&out, &base));
     tally.add("stick write log", crate::write_log::test(&out, &base));

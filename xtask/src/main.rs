@@ -14,6 +14,7 @@ mod qemu;
 mod resets;
 mod rpm_boot;
 mod static_build;
+mod sweep_boot;
 mod test;
 mod tidy;
 mod write_log;
@@ -69,6 +70,9 @@ enum Task {
     RpmBoot,
     /// The 32-bit boot alone (Debian's 686 kernel, the i686 /init and mke2fs).
     I686Boot,
+    /// The sweep boot alone (the `sweep` plan's two variants in one QEMU boot).
+    #[command(hide = true)]
+    SweepBoot,
     /// The failing-disk boot alone, on the image `cargo xtask e2e` built (target/e2e/image).
     FailingDisk,
     /// The stick write-log replay alone, on the image `cargo xtask e2e` built (target/e2e/image).
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
             e2e::resolve_meta("linux-image-amd64").and_then(|p| rpm_boot::test(&base.join("image"), &p, &base))
         }
         Task::I686Boot => e2e::i686_test(&project_root().join("target/e2e")),
+        Task::SweepBoot => sweep_boot::alone(),
         Task::FailingDisk => {
             let base = project_root().join("target/e2e");
             failing_disk::test(&base.join("image"), &base)

@@ -1,0 +1,442 @@
+//! Findings: what the records' evidence says about *why* a kernel or a
+//! setting stalls the machine, in sentences a user can act on. Each rule
+//! has a name, reads named measurements, and never claims more than they
+//! show: a missing counter or a coarse timeline is said, and a comparison
+//! says how many boots it rests on (repetitions inside one boot share that
+//! boot's state: they are not independent samples of a kernel).
+
+use super::{Row, dimension};
+use crate::record::{Record, Status};
+use serde::Serialize;
+
+/// One finding about one group (a row of the table) or a comparison of two.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// The rule that made it: `stall`, `dirty-limit`, `flush`, `read-starvation`, `comparison`.
+    pub rule: &'static str,
+    /// The group: its --by values and workload ("dirty40 · 6.1.0-50-amd64 · seqwrite").
+    pub subject: String,
+    pub sentence: String,
+    /// The measurements used, as "field = value".
+    pub evidence: Vec<String>,
+    /// The record that shows it best, as RUN_ID:SEQ (`report --format html --timeline`).
+    pub record: Option<String>,
+}
+
+/// Stalls at least this long are what the seed's user felt as a hung `ls`.
+const STALL_MS: f64 = 1000.0;
+
+/// Every finding for `rows` (made from `records` grouped `by`), rule by rule.
+pub fn findings(records: &[&Record], rows: &[Row], by: &[String]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for row in rows {
+        let members = members(records, row, by);
+        let ok: Vec<&Record> = members.iter().copied().filter(|r| r.status == Status::Ok).collect();
+        let Some(worst) = ok.iter().copied().max_by(|a, b| max_stall(a).total_cmp(&max_stall(b))) else { continue };
+        let subject = subject(row);
+        out.extend(stall(&subject, &ok, worst));
+        out.extend(read_starvation(&subject, worst));
+        out.extend(dirty_limit(&subject, worst));
+        out.extend(flush(&subject, &ok));
+    }
+    out.extend(comparisons(records, rows, by));
+    out
+}
+
+/// The records of one row.
+fn members<'a>(records: &[&'a Record], row: &Row, by: &[String]) -> Vec<&'a Record> {
+    records
+        .iter()
+        .copied()
+        .filter(|r| {
+            r.workload.name == row.workload
+                && r.workload.params == row.params
+                && by.iter().zip(&row.key).all(|(d, k)| dimension(r, d) == *k)
+        })
+        .collect()
+}
+
+fn subject(row: &Row) -> String {
+    let mut parts = row.key.clone();
+    parts.push(row.workload.clone());
+    parts.join(" · ")
+}
+
+fn id(r: &Record) -> String {
+    format!("{}:{}", r.run_id, r.seq)
+}
+
+fn max_stall(r: &Record) -> f64 {
+    r.responsiveness.as_ref().map_or(0.0, |p| p.max_ms)
+}
+
+/// How many boots (distinct run ids) a group of records comes from.
+fn boots(records: &[&Record]) -> usize {
+    let mut ids: Vec<&str> = records.iter().map(|r| r.run_id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    ids.len()
+}
+
+/// A timeline series at time `t` (the last sample at or before it), in MiB.
+fn mib_at(r: &Record, series: &str, t: f64) -> Option<f64> {
+    let column = r.timeline.series.get(series)?;
+    let i = r.timeline.t_s.iter().rposition(|&x| x <= t)?;
+    column.get(i).copied().flatten().map(|kib| kib as f64 / 1024.0)
+}
+
+/// The peak of a timeline series during the workload, in MiB.
+fn peak_mib(r: &Record, series: &str) -> Option<f64> {
+    let column = r.timeline.series.get(series)?;
+    let (start, end) = (r.timeline.workload_start_s, r.timeline.workload_end_s);
+    r.timeline
+        .t_s
+        .iter()
+        .zip(column)
+        .filter(|(t, _)| **t >= start && **t <= end.max(start))
+        .filter_map(|(_, v)| *v)
+        .max()
+        .map(|kib| kib as f64 / 1024.0)
+}
+
+/// The probe stalled over a second: how often, how long, when relative to
+/// the page cache's Dirty and Writeback, and how long recovery took.
+fn stall(subject: &str, ok: &[&Record], worst: &Record) -> Option<Finding> {
+    let p = worst.responsiveness.as_ref()?;
+    if p.max_ms < STALL_MS {
+        return None;
+    }
+    let stalled = ok.iter().filter(|r| max_stall(r) >= STALL_MS).count();
+    let mut sentence = format!(
+        "the machine stopped responding: the probe (ls + a 4 KiB uncached read every {:.0} ms) waited up to {:.1} s, {} times over 1 s in the worst run; {stalled} of {} runs stalled over 1 s",
+        p.interval_ms,
+        p.max_ms / 1000.0,
+        p.stalls_over_1s,
+        ok.len()
+    );
+    let mut evidence = vec![
+        format!("responsiveness.max_ms = {:.0}", p.max_ms),
+        format!("responsiveness.stalls_over_1s = {}", p.stalls_over_1s),
+    ];
+    // When the worst tick was due, and what the page cache held then.
+    let tl = &worst.timeline;
+    let worst_tick = tl.probe_t_s.iter().zip(&tl.probe_response_ms).max_by(|a, b| a.1.total_cmp(b.1));
+    match worst_tick.map(|(t, _)| *t) {
+        Some(t) => {
+            let at = t - tl.workload_start_s;
+            match (mib_at(worst, "dirty_kib", t), mib_at(worst, "writeback_kib", t)) {
+                (Some(d), Some(w)) => {
+                    sentence += &format!(
+                        ". The worst stall began {at:.1} s into the workload, with {d:.0} MiB dirty and {w:.0} MiB under writeback"
+                    );
+                    evidence.push(format!("timeline at {t:.1} s: Dirty {d:.0} MiB, Writeback {w:.0} MiB"));
+                }
+                _ => {
+                    sentence += &format!(
+                        ". The worst stall began {at:.1} s into the workload; this kernel's timeline has no Dirty/Writeback figures to say what the page cache held"
+                    )
+                }
+            }
+            if tl.interval_s > 1.0 {
+                sentence += &format!(
+                    " (the timeline is sampled every {:.1} s: too coarse to place it precisely)",
+                    tl.interval_s
+                );
+            }
+        }
+        None => sentence += ". This record has no per-tick probe timeline to say when",
+    }
+    sentence += &match p.recovery_s {
+        Some(r) => format!(". It responded normally again {r:.1} s after the workload ended."),
+        None => ". It had not recovered by the probe's deadline after the workload.".into(),
+    };
+    evidence.push(format!("responsiveness.recovery_s = {}", p.recovery_s.map_or("null".into(), |r| format!("{r:.1}"))));
+    Some(Finding { rule: "stall", subject: subject.into(), sentence, evidence, record: Some(id(worst)) })
+}
+
+/// The probe's reads (not its `ls`, not its timer) waited: reads queued
+/// behind writeback, with the scheduler that let them.
+fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
+    let p = worst.responsiveness.as_ref()?;
+    if worst.bytes_written == 0 || p.read.max_ms < STALL_MS / 2.0 || p.read.max_ms < p.timer_late.max_ms {
+        return None;
+    }
+    let scheduler = worst.storage.scheduler.as_deref().unwrap_or("unknown (not in the record)");
+    Some(Finding {
+        rule: "read-starvation",
+        subject: subject.into(),
+        sentence: format!(
+            "reads starved behind the writes: one uncached 4 KiB read waited {:.1} s (p99 {:.0} ms) while the workload wrote, under the I/O scheduler {scheduler}; a scheduler that favours reads (deadline, or a lower writeback throttling latency) is the setting to try",
+            p.read.max_ms / 1000.0,
+            p.read.p99_ms
+        ),
+        evidence: vec![
+            format!("responsiveness.read.max_ms = {:.0}", p.read.max_ms),
+            format!("storage.scheduler = {scheduler}"),
+        ],
+        record: Some(id(worst)),
+    })
+}
+
+/// The writer hit the dirty limit: Dirty + Writeback rose to near the
+/// limit the sysctls set while write() calls blocked for long.
+fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
+    let mem_mib = worst.host.mem_total_kib? as f64 / 1024.0;
+    let vm = |k: &str| worst.vm.get(k).copied().flatten();
+    let (limit_mib, how) = match (vm("dirty_bytes"), vm("dirty_ratio")) {
+        (Some(b), _) if b > 0 => (b as f64 / 1048576.0, format!("dirty_bytes {b}")),
+        (_, Some(ratio)) => (mem_mib * ratio as f64 / 100.0, format!("dirty_ratio {ratio} % of {mem_mib:.0} MiB")),
+        _ => return None,
+    };
+    let dirty = peak_mib(worst, "dirty_kib")?;
+    let writeback = peak_mib(worst, "writeback_kib").unwrap_or(0.0);
+    let write_max = worst.latency.write.max_ms;
+    // The kernel's own limit is a share of *dirtyable* memory (2.6.9 also
+    // clamps it by the unmapped share), always less than MemTotal: reaching
+    // half the MemTotal-based figure already means the writer was throttled.
+    if limit_mib <= 0.0 || dirty + writeback < 0.5 * limit_mib || write_max < 100.0 {
+        return None;
+    }
+    Some(Finding {
+        rule: "dirty-limit",
+        subject: subject.into(),
+        sentence: format!(
+            "the writer was throttled at the dirty limit: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB ({how}; the kernel counts only the memory it can use for dirty pages, so its limit is lower), and single write() calls blocked up to {write_max:.0} ms. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time",
+        ),
+        evidence: vec![
+            format!("timeline peak dirty_kib = {:.0}", dirty * 1024.0),
+            format!("vm: {how}"),
+            format!("latency.write.max_ms = {write_max:.0}"),
+        ],
+        record: Some(id(worst)),
+    })
+}
+
+/// Time between the last write() returning and the data being durable:
+/// what the page cache held, flushed at close/fsync.
+fn flush(subject: &str, ok: &[&Record]) -> Option<Finding> {
+    let r = ok.iter().copied().max_by(|a, b| flush_s(a).total_cmp(&flush_s(b)))?;
+    let (returned, durable) = (r.times.writes_returned_s?, r.times.durable_s?);
+    let flushing = durable - returned;
+    if flushing < 1.0 || flushing < 0.25 * durable {
+        return None;
+    }
+    let writeback =
+        peak_mib(r, "writeback_kib").map(|w| format!("; Writeback peaked at {w:.0} MiB")).unwrap_or_default();
+    Some(Finding {
+        rule: "flush",
+        subject: subject.into(),
+        sentence: format!(
+            "the writes returned after {returned:.1} s but the data was durable only after {durable:.1} s: {flushing:.1} s ({:.0} %) went to flushing what the page cache had taken{writeback}. A timing that stops when write() returns would flatter this kernel",
+            100.0 * flushing / durable
+        ),
+        evidence: vec![format!("times.writes_returned_s = {returned:.2}"), format!("times.durable_s = {durable:.2}")],
+        record: Some(id(r)),
+    })
+}
+
+fn flush_s(r: &Record) -> f64 {
+    match (r.times.writes_returned_s, r.times.durable_s) {
+        (Some(a), Some(b)) => b - a,
+        _ => 0.0,
+    }
+}
+
+/// Each row against its baseline row: what changed in the key figures,
+/// whether the real-time difference is significant, and on how many boots.
+fn comparisons(records: &[&Record], rows: &[Row], by: &[String]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for row in rows.iter().filter(|r| !r.baseline) {
+        let Some(base) = rows.iter().find(|b| {
+            b.baseline && b.workload == row.workload && b.params == row.params && b.key.get(1..) == row.key.get(1..)
+        }) else {
+            continue;
+        };
+        let (Some(this), Some(that)) = (&row.real_s, &base.real_s) else { continue };
+        let stall = |r: &Row| r.max_stall_ms.unwrap_or(0.0);
+        let stall_changed = (stall(row) - stall(base)).abs() >= 500.0 && (stall(row).max(stall(base)) >= STALL_MS);
+        if !row.significant && !stall_changed {
+            continue;
+        }
+        let (this_boots, base_boots) = (boots(&members(records, row, by)), boots(&members(records, base, by)));
+        let mut sentence = format!(
+            "{} instead of {}: max stall {:.1} s → {:.1} s; real time {:.2} s → {:.2} s (means; {})",
+            row.key.first().map_or("?", String::as_str),
+            base.key.first().map_or("?", String::as_str),
+            stall(base) / 1000.0,
+            stall(row) / 1000.0,
+            that.mean,
+            this.mean,
+            if row.significant { "significant at 95 %" } else { "not significant" }
+        );
+        if let Some((t, b)) = row.throughput_mib_s.as_ref().zip(base.throughput_mib_s.as_ref())
+            && b.median > 0.0
+        {
+            sentence += &format!("; throughput {:+.0} %", 100.0 * (t.median / b.median - 1.0));
+        }
+        sentence += &format!("; {} vs {} runs from {} and {} boot(s)", this.n, that.n, this_boots, base_boots);
+        if this_boots.max(base_boots) < 2 {
+            sentence += ": repetitions inside one boot share its state, so this says the setting matters in this boot, not yet across boots (repeat in a sequence for that)";
+        }
+        out.push(Finding {
+            rule: "comparison",
+            subject: subject(row),
+            sentence,
+            evidence: vec![
+                format!("max_stall_ms {:.0} vs {:.0}", stall(row), stall(base)),
+                format!("real_s mean {:.3} vs {:.3} (n {} vs {})", this.mean, that.mean, this.n, that.n),
+            ],
+            record: None,
+        });
+    }
+    out
+}
+
+/// The findings as a Markdown section (empty when there are none).
+pub fn markdown(findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n## Findings\n\n");
+    for f in findings {
+        out += &format!("- **{}** ({}): {}", f.rule, f.subject, f.sentence);
+        if let Some(r) = &f.record {
+            out += &format!(" [record {r}]");
+        }
+        out += "\n";
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Responsiveness, Spread, Times};
+    use crate::report::{Options, rows};
+
+    /// A seqwrite of `variant` that took `wall` s; `stall_ms` is the probe's
+    /// worst wait, at 2 s into a 10 s timeline where Dirty rises to `dirty_mib`.
+    fn write_run(run: &str, seq: u32, variant: &str, wall: f64, stall_ms: f64, dirty_mib: u64) -> Record {
+        let mut r = Record::blank(run, seq);
+        r.workload.name = "seqwrite".into();
+        r.variant = Some(crate::variant::Applied { name: variant.into(), ..Default::default() });
+        r.kernel.release = Some("2.6.9-42.EL".into());
+        r.host.mem_total_kib = Some(1024 * 1024);
+        r.vm.insert("dirty_ratio".into(), Some(40));
+        r.vm.insert("dirty_bytes".into(), Some(0));
+        r.storage.scheduler = Some("anticipatory".into());
+        r.bytes_written = 1 << 30;
+        r.times =
+            Times { wall_s: wall, writes_returned_s: Some(wall * 0.3), durable_s: Some(wall), ..Times::default() };
+        r.throughput_mib_s = 1024.0 / wall;
+        r.latency.write.max_ms = if dirty_mib > 200 { 2400.0 } else { 20.0 };
+        r.responsiveness = Some(Responsiveness {
+            interval_ms: 100.0,
+            max_ms: stall_ms,
+            stalls_over_1s: u64::from(stall_ms > 1000.0) * 3,
+            recovery_s: Some(1.5),
+            read: Spread { max_ms: stall_ms * 0.9, p99_ms: stall_ms * 0.8, p50_ms: 1.0 },
+            timer_late: Spread { max_ms: 5.0, ..Spread::default() },
+            ..Responsiveness::default()
+        });
+        let t: Vec<f64> = (0..=40).map(|i| i as f64 * 0.25).collect();
+        let dirty: Vec<Option<u64>> =
+            t.iter().map(|x| Some((dirty_mib as f64 * (x / 4.0).min(1.0)) as u64 * 1024)).collect();
+        r.timeline.interval_s = 0.25;
+        r.timeline.series.insert("dirty_kib".into(), dirty);
+        r.timeline.series.insert("writeback_kib".into(), t.iter().map(|_| Some(50 * 1024)).collect());
+        r.timeline.t_s = t;
+        r.timeline.probe_t_s = vec![1.0, 2.0, 3.0];
+        r.timeline.probe_response_ms = vec![1.0, stall_ms, 2.0];
+        r.timeline.workload_start_s = 0.0;
+        r.timeline.workload_end_s = wall;
+        r
+    }
+
+    fn find(records: &[Record]) -> Vec<Finding> {
+        let refs: Vec<&Record> = records.iter().collect();
+        let by = crate::report::default_by(records);
+        let rows = rows(records, &Options { by: by.clone(), baseline: None }).unwrap();
+        findings(&refs, &rows, &by)
+    }
+
+    fn rules(found: &[Finding], subject_starts: &str) -> Vec<&'static str> {
+        found.iter().filter(|f| f.subject.starts_with(subject_starts)).map(|f| f.rule).collect()
+    }
+
+    /// The seed's old kernel: Dirty climbs to the limit, writes block for
+    /// seconds, the probe's reads wait behind writeback, data is durable
+    /// long after the writes returned. Every rule names its numbers.
+    #[test]
+    fn a_stalling_writer_triggers_each_rule_with_its_numbers() {
+        let found = find(&[write_run("b1", 0, "dirty40", 20.0, 4100.0, 380)]);
+        assert_eq!(rules(&found, "dirty40"), ["stall", "read-starvation", "dirty-limit", "flush"], "{found:#?}");
+        let text = |rule: &str| found.iter().find(|f| f.rule == rule).unwrap().sentence.clone();
+        assert!(text("stall").contains("waited up to 4.1 s, 3 times over 1 s"), "{}", text("stall"));
+        assert!(text("stall").contains("began 2.0 s into the workload, with 190 MiB dirty and 50 MiB under writeback"));
+        assert!(text("stall").contains("again 1.5 s after the workload ended"));
+        assert!(text("read-starvation").contains("waited 3.7 s") && text("read-starvation").contains("anticipatory"));
+        assert!(
+            text("dirty-limit").contains("Dirty peaked at 380 MiB") && text("dirty-limit").contains("about 410 MiB")
+        );
+        assert!(
+            text("flush").contains("returned after 6.0 s but the data was durable only after 20.0 s: 14.0 s (70 %)")
+        );
+        assert_eq!(found[0].record.as_deref(), Some("b1:0"));
+    }
+
+    /// A healthy run (no stall, Dirty far below the limit, data durable
+    /// soon after the writes) triggers nothing.
+    #[test]
+    fn a_healthy_writer_triggers_nothing() {
+        let mut r = write_run("b1", 0, "dirty10", 10.0, 40.0, 60);
+        r.times.writes_returned_s = Some(9.5);
+        assert_eq!(find(&[r]), []);
+    }
+
+    /// A missing counter is said, not guessed: no Dirty series, no
+    /// dirty-limit finding and a stall that says the timeline cannot tell.
+    #[test]
+    fn missing_evidence_is_said_not_guessed() {
+        let mut r = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        r.timeline.series.clear();
+        let found = find(&[r]);
+        assert!(!rules(&found, "dirty40").contains(&"dirty-limit"));
+        let stall = found.iter().find(|f| f.rule == "stall").unwrap();
+        assert!(stall.sentence.contains("has no Dirty/Writeback figures"), "{}", stall.sentence);
+    }
+
+    /// Variant vs the first variant: the stall that went away, the time
+    /// change with its significance, and how many boots that rests on.
+    #[test]
+    fn a_comparison_cites_both_figures_and_how_many_boots() {
+        let mut records = Vec::new();
+        for (seq, wall) in [20.0, 21.0, 19.5].into_iter().enumerate() {
+            records.push(write_run("b1", seq as u32 * 2, "dirty40", wall, 4100.0, 380));
+            records.push(write_run("b1", seq as u32 * 2 + 1, "dirty10", wall + 0.3, 300.0, 90));
+        }
+        let found = find(&records);
+        let cmp: Vec<&Finding> = found.iter().filter(|f| f.rule == "comparison").collect();
+        assert_eq!(cmp.len(), 1, "{found:#?}");
+        let s = &cmp[0].sentence;
+        assert!(s.starts_with("dirty10 instead of dirty40: max stall 4.1 s → 0.3 s"), "{s}");
+        assert!(s.contains("not significant") && s.contains("3 vs 3 runs from 1 and 1 boot(s)"), "{s}");
+        assert!(s.contains("not yet across boots"), "one boot: {s}");
+        // Same figures from three boots: the caveat goes.
+        for (i, r) in records.iter_mut().enumerate() {
+            r.run_id = format!("boot{}", i / 2);
+        }
+        let found = find(&records);
+        let s = &found.iter().find(|f| f.rule == "comparison").unwrap().sentence;
+        assert!(s.contains("from 3 and 3 boot(s)") && !s.contains("not yet across boots"), "{s}");
+    }
+
+    #[test]
+    fn markdown_lists_each_finding_with_its_record() {
+        let found = find(&[write_run("b1", 0, "dirty40", 20.0, 4100.0, 380)]);
+        let md = markdown(&found);
+        assert!(md.starts_with("\n## Findings\n\n- **stall** (dirty40 · 2.6.9-42.EL · ? · ? · seqwrite): the machine"));
+        assert_eq!(md.matches("[record b1:0]").count(), 4);
+        assert_eq!(markdown(&[]), "");
+    }
+}
