@@ -58,6 +58,11 @@ pub struct Storage {
     /// per-device file and this is the `elevator=` boot parameter, if any.
     pub scheduler: Option<String>,
     pub nr_requests: Option<u64>,
+    /// The drive's write cache: `write back` (data is durable only after a
+    /// cache flush, which the filesystem may or may not issue) or `write
+    /// through`; from queue/write_cache (4.7+) or the SCSI disk's cache_type.
+    #[serde(default)]
+    pub write_cache: Option<String>,
 }
 
 /// Everything but the per-run parts, gathered once per run.
@@ -196,9 +201,31 @@ pub fn storage(dir: &Path) -> Storage {
         mount_source: mount.as_ref().map(|m| m.source.clone()),
         mount_options: mount.as_ref().map(|m| m.options.clone()),
         nr_requests: queue("nr_requests").and_then(|v| v.parse().ok()),
+        write_cache: queue("write_cache").or_else(|| {
+            device
+                .as_ref()
+                .and_then(|d| scsi_cache_type(&Path::new("/sys/block").join(sysfs_block::sysfs_name(&d.disk))))
+        }),
         scheduler,
         device,
     }
+}
+
+/// A SCSI disk's cache_type: under `device/scsi_disk/H:C:T:L/` on current
+/// kernels, under a `device/scsi_disk:H:C:T:L` link on 2.6.
+fn scsi_cache_type(disk_dir: &Path) -> Option<String> {
+    let device = disk_dir.join("device");
+    for e in std::fs::read_dir(&device).ok()?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("scsi_disk:") {
+            return read_trimmed(e.path().join("cache_type"));
+        }
+        if name == "scsi_disk" {
+            let inner = std::fs::read_dir(e.path()).ok()?.flatten().next()?;
+            return read_trimmed(inner.path().join("cache_type"));
+        }
+    }
+    None
 }
 
 /// "noop deadline [cfq]" → "cfq"; "none" or a bare name is kept.
@@ -283,6 +310,14 @@ mod tests {
         assert_eq!(d.rotational, Some(true));
         assert_eq!(device_of(libc::makedev(8, 0), &sys).unwrap().size_bytes, Some(1000 * 512));
         assert!(device_of(libc::makedev(9, 9), &sys).is_none());
+        // The SCSI cache type, in 2.6's layout and in today's.
+        std::fs::create_dir_all(sda.join("device/scsi_disk:0:0:0:0")).unwrap();
+        std::fs::write(sda.join("device/scsi_disk:0:0:0:0/cache_type"), "write back\n").unwrap();
+        assert_eq!(scsi_cache_type(&sda).as_deref(), Some("write back"));
+        crate::fsutil::remove_tree(&sda.join("device/scsi_disk:0:0:0:0")).unwrap();
+        std::fs::create_dir_all(sda.join("device/scsi_disk/2:0:0:0")).unwrap();
+        std::fs::write(sda.join("device/scsi_disk/2:0:0:0/cache_type"), "write through\n").unwrap();
+        assert_eq!(scsi_cache_type(&sda).as_deref(), Some("write through"));
         assert!(device_of(libc::makedev(0, 40), &sys).is_none());
         crate::fsutil::remove_tree(&sys).unwrap();
     }

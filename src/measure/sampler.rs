@@ -33,6 +33,11 @@ pub struct Timeline {
     pub workload_start_s: f64,
     #[serde(default)]
     pub workload_end_s: f64,
+    /// Where the worker (the writer) was blocked in the kernel at each sample
+    /// (/proc/PID/wchan: a function name, `0` when running; a bare address
+    /// on kernels without KALLSYMS); null before it started or after it ended.
+    #[serde(default)]
+    pub writer_wchan: Vec<Option<String>>,
 }
 
 /// Counters at one moment, for before/after deltas.
@@ -45,6 +50,8 @@ pub struct Snapshot {
 pub struct Sampler {
     /// The diskstats name of the device under test, when it has one.
     device: Option<String>,
+    /// The worker process, while it runs: its wchan is sampled.
+    pub writer: Option<libc::pid_t>,
     origin_ns: u64,
     pub timeline: Timeline,
 }
@@ -84,7 +91,7 @@ fn disk_stat(name: &str) -> Option<DiskStat> {
 
 impl Sampler {
     pub fn new(device: Option<String>, interval_s: f64, origin_ns: u64) -> Sampler {
-        Sampler { device, origin_ns, timeline: Timeline { interval_s, ..Timeline::default() } }
+        Sampler { device, writer: None, origin_ns, timeline: Timeline { interval_s, ..Timeline::default() } }
     }
 
     /// Seconds on the timeline's axis for a CLOCK_MONOTONIC time.
@@ -111,6 +118,9 @@ impl Sampler {
         }
         push("disk_sectors_written", disk.as_ref().map(|d| d.sectors_written));
         push("disk_in_flight", disk.as_ref().and_then(|d| d.in_flight));
+        let wchan = self.writer.and_then(|pid| crate::fsutil::read_trimmed(format!("/proc/{pid}/wchan")));
+        self.timeline.writer_wchan.resize(n, None);
+        self.timeline.writer_wchan.push(wchan);
     }
 }
 
@@ -133,5 +143,21 @@ mod tests {
         // This host has /proc/meminfo: the dirty column holds numbers.
         assert!(tl.series["dirty_kib"].iter().all(|v| v.is_some()));
         assert!(tl.series["disk_sectors_written"].iter().all(|v| v.is_none()));
+        assert_eq!(tl.writer_wchan, [None, None, None], "no writer yet");
+    }
+
+    /// A writer blocked in the kernel shows where: a child asleep in
+    /// nanosleep reads as a sleep function, never as running.
+    #[test]
+    fn the_writers_wchan_is_sampled() {
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut s = Sampler::new(None, 0.01, mono_ns());
+        s.writer = Some(child.id() as libc::pid_t);
+        s.sample();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let w = s.timeline.writer_wchan[0].clone().expect("a wchan for a live process");
+        assert!(w != "0" && !w.is_empty(), "sleeping, so blocked somewhere: {w}");
     }
 }

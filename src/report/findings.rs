@@ -178,8 +178,39 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
     })
 }
 
+/// Kernel functions a writer sleeps in when the dirty limit throttles it
+/// (balance_dirty_pages on every kernel; 2.6's request-queue waits behind it).
+const THROTTLE_WCHANS: [&str; 3] = ["balance_dirty_pages", "get_request_wait", "throttle_vm_writeout"];
+
+/// Where the writer was blocked during the workload: (samples in a
+/// throttling function, samples with a wchan, the most frequent wchan).
+fn writer_blocked(r: &Record) -> Option<(usize, usize, String)> {
+    let tl = &r.timeline;
+    let during: Vec<&str> = tl
+        .t_s
+        .iter()
+        .zip(&tl.writer_wchan)
+        .filter(|(t, _)| **t >= tl.workload_start_s && **t <= tl.workload_end_s)
+        .filter_map(|(_, w)| w.as_deref())
+        .collect();
+    if during.is_empty() {
+        return None;
+    }
+    let throttled = during.iter().filter(|w| THROTTLE_WCHANS.iter().any(|f| w.starts_with(f))).count();
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for w in during.iter().filter(|w| **w != "0") {
+        match counts.iter_mut().find(|(n, _)| n == w) {
+            Some(c) => c.1 += 1,
+            None => counts.push((w, 1)),
+        }
+    }
+    let top = counts.iter().max_by_key(|(_, c)| *c).map_or("running (0)", |(n, _)| *n).to_string();
+    Some((throttled, during.len(), top))
+}
+
 /// The writer hit the dirty limit: Dirty + Writeback rose to near the
-/// limit the sysctls set while write() calls blocked for long.
+/// limit the sysctls set while write() calls blocked for long, and the
+/// writer's wchan (when sampled) says it slept in balance_dirty_pages.
 fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
     let mem_mib = worst.host.mem_total_kib? as f64 / 1024.0;
     let vm = |k: &str| worst.vm.get(k).copied().flatten();
@@ -191,23 +222,38 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
     let dirty = peak_mib(worst, "dirty_kib")?;
     let writeback = peak_mib(worst, "writeback_kib").unwrap_or(0.0);
     let write_max = worst.latency.write.max_ms;
+    let blocked = writer_blocked(worst);
+    let throttled_share = blocked.as_ref().map_or(0.0, |(t, n, _)| *t as f64 / *n as f64);
     // The kernel's own limit is a share of *dirtyable* memory (2.6.9 also
     // clamps it by the unmapped share), always less than MemTotal: reaching
-    // half the MemTotal-based figure already means the writer was throttled.
-    if limit_mib <= 0.0 || dirty + writeback < 0.5 * limit_mib || write_max < 100.0 {
+    // half the MemTotal-based figure already means the writer was throttled,
+    // and a writer seen sleeping in balance_dirty_pages says so directly.
+    let near_limit = limit_mib > 0.0 && dirty + writeback >= 0.5 * limit_mib;
+    if write_max < 100.0 || !(near_limit || throttled_share >= 0.25) {
         return None;
     }
+    let mut evidence = vec![
+        format!("timeline peak dirty_kib = {:.0}", dirty * 1024.0),
+        format!("vm: {how}"),
+        format!("latency.write.max_ms = {write_max:.0}"),
+    ];
+    let wchan = match &blocked {
+        Some((t, n, top)) => {
+            evidence
+                .push(format!("timeline.writer_wchan: {t} of {n} samples in a throttling function; most often {top}"));
+            format!(
+                "; the writer was asleep in the kernel's dirty throttling in {t} of {n} samples (most often in {top})"
+            )
+        }
+        None => "; the writer's wchan was not sampled, so where it slept is not known".into(),
+    };
     Some(Finding {
         rule: "dirty-limit",
         subject: subject.into(),
         sentence: format!(
-            "the writer was throttled at the dirty limit: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB ({how}; the kernel counts only the memory it can use for dirty pages, so its limit is lower), and single write() calls blocked up to {write_max:.0} ms. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time",
+            "the writer was throttled at the dirty limit: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB ({how}; the kernel counts only the memory it can use for dirty pages, so its limit is lower), and single write() calls blocked up to {write_max:.0} ms{wchan}. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time",
         ),
-        evidence: vec![
-            format!("timeline peak dirty_kib = {:.0}", dirty * 1024.0),
-            format!("vm: {how}"),
-            format!("latency.write.max_ms = {write_max:.0}"),
-        ],
+        evidence,
         record: Some(id(worst)),
     })
 }
@@ -223,11 +269,17 @@ fn flush(subject: &str, ok: &[&Record]) -> Option<Finding> {
     }
     let writeback =
         peak_mib(r, "writeback_kib").map(|w| format!("; Writeback peaked at {w:.0} MiB")).unwrap_or_default();
+    let cache = match r.storage.write_cache.as_deref() {
+        Some(c) => {
+            format!(" The drive's write cache is {c}: compare kernels only with the same cache and barrier settings.")
+        }
+        None => " The drive's write cache state is not in the record.".into(),
+    };
     Some(Finding {
         rule: "flush",
         subject: subject.into(),
         sentence: format!(
-            "the writes returned after {returned:.1} s but the data was durable only after {durable:.1} s: {flushing:.1} s ({:.0} %) went to flushing what the page cache had taken{writeback}. A timing that stops when write() returns would flatter this kernel",
+            "the writes returned after {returned:.1} s but the data was durable only after {durable:.1} s: {flushing:.1} s ({:.0} %) went to flushing what the page cache had taken{writeback}. A timing that stops when write() returns would flatter this kernel.{cache}",
             100.0 * flushing / durable
         ),
         evidence: vec![format!("times.writes_returned_s = {returned:.2}"), format!("times.durable_s = {durable:.2}")],
@@ -345,6 +397,8 @@ mod tests {
         r.timeline.interval_s = 0.25;
         r.timeline.series.insert("dirty_kib".into(), dirty);
         r.timeline.series.insert("writeback_kib".into(), t.iter().map(|_| Some(50 * 1024)).collect());
+        let blocked = if dirty_mib > 200 { "balance_dirty_pages" } else { "0" };
+        r.timeline.writer_wchan = t.iter().map(|x| Some(if *x >= 4.0 { blocked } else { "0" }.to_string())).collect();
         r.timeline.t_s = t;
         r.timeline.probe_t_s = vec![1.0, 2.0, 3.0];
         r.timeline.probe_response_ms = vec![1.0, stall_ms, 2.0];
@@ -400,6 +454,7 @@ mod tests {
     fn missing_evidence_is_said_not_guessed() {
         let mut r = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
         r.timeline.series.clear();
+        r.timeline.writer_wchan.clear();
         let found = find(&[r]);
         assert!(!rules(&found, "dirty40").contains(&"dirty-limit"));
         let stall = found.iter().find(|f| f.rule == "stall").unwrap();

@@ -139,8 +139,10 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
     // SAFETY: also from this side, so the group exists before any kill.
     unsafe { libc::setpgid(child.pid, child.pid) };
     let mut worker = WorkerReader { child, report: Vec::new(), eof: false };
+    watch.sampler.writer = Some(worker.child.pid);
     let deadline = start_ns + setup.deadline_ns;
     let pumped = watch.pump(deadline, Some(&mut worker));
+    watch.sampler.writer = None;
     let end_ns = mono_ns();
     let progress_written = setup.context.progress.written();
     let progress_read = setup.context.progress.read();
