@@ -10,13 +10,14 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Built-in plans: (name, JSON text).
-pub const BUILTIN: [(&str, &str); 6] = [
+pub const BUILTIN: [(&str, &str); 7] = [
     ("seed", include_str!("../image/plans/seed.json")),
     ("quick", include_str!("../image/plans/quick.json")),
     ("dd", include_str!("../image/plans/dd.json")),
     ("sort", include_str!("../image/plans/sort.json")),
     ("sweep", include_str!("../image/plans/sweep.json")),
     ("seed-sweep", include_str!("../image/plans/seed-sweep.json")),
+    ("demo", include_str!("../image/plans/demo.json")),
 ];
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

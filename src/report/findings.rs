@@ -307,16 +307,23 @@ fn comparisons(records: &[&Record], rows: &[Row], by: &[String]) -> Vec<Finding>
         let (Some(this), Some(that)) = (&row.real_s, &base.real_s) else { continue };
         let stall = |r: &Row| r.max_stall_ms.unwrap_or(0.0);
         let stall_changed = (stall(row) - stall(base)).abs() >= 500.0 && (stall(row).max(stall(base)) >= STALL_MS);
-        if !row.significant && !stall_changed {
+        // The probe's typical response (p99, median over runs) doubling is a
+        // machine getting sluggish before it stalls outright.
+        let p99 = |r: &Row| r.probe_p99_ms.as_ref().map_or(0.0, |s| s.median);
+        let (lo, hi) = (p99(row).min(p99(base)), p99(row).max(p99(base)));
+        let p99_changed = hi >= 50.0 && hi >= 2.0 * lo;
+        if !row.significant && !stall_changed && !p99_changed {
             continue;
         }
         let (this_boots, base_boots) = (boots(&members(records, row, by)), boots(&members(records, base, by)));
         let mut sentence = format!(
-            "{} instead of {}: max stall {:.1} s → {:.1} s; real time {:.2} s → {:.2} s (means; {})",
+            "{} instead of {}: max stall {:.1} s → {:.1} s, probe p99 {:.0} → {:.0} ms; real time {:.2} s → {:.2} s (means; {})",
             row.key.first().map_or("?", String::as_str),
             base.key.first().map_or("?", String::as_str),
             stall(base) / 1000.0,
             stall(row) / 1000.0,
+            p99(base),
+            p99(row),
             that.mean,
             this.mean,
             if row.significant { "significant at 95 %" } else { "not significant" }
@@ -336,6 +343,7 @@ fn comparisons(records: &[&Record], rows: &[Row], by: &[String]) -> Vec<Finding>
             sentence,
             evidence: vec![
                 format!("max_stall_ms {:.0} vs {:.0}", stall(row), stall(base)),
+                format!("probe_p99_ms median {:.1} vs {:.1}", p99(row), p99(base)),
                 format!("real_s mean {:.3} vs {:.3} (n {} vs {})", this.mean, that.mean, this.n, that.n),
             ],
             record: None,
@@ -474,7 +482,7 @@ mod tests {
         let cmp: Vec<&Finding> = found.iter().filter(|f| f.rule == "comparison").collect();
         assert_eq!(cmp.len(), 1, "{found:#?}");
         let s = &cmp[0].sentence;
-        assert!(s.starts_with("dirty10 instead of dirty40: max stall 4.1 s → 0.3 s"), "{s}");
+        assert!(s.starts_with("dirty10 instead of dirty40: max stall 4.1 s → 0.3 s, probe p99 0 → 0 ms"), "{s}");
         assert!(s.contains("not significant") && s.contains("3 vs 3 runs from 1 and 1 boot(s)"), "{s}");
         assert!(s.contains("not yet across boots"), "one boot: {s}");
         // Same figures from three boots: the caveat goes.
@@ -484,6 +492,28 @@ mod tests {
         let found = find(&records);
         let s = &found.iter().find(|f| f.rule == "comparison").unwrap().sentence;
         assert!(s.contains("from 3 and 3 boot(s)") && !s.contains("not yet across boots"), "{s}");
+    }
+
+    /// A machine turning sluggish (probe p99 tripled) is a comparison
+    /// finding even with no stall over a second and no time difference.
+    #[test]
+    fn a_sluggish_probe_is_a_comparison_too() {
+        let mut records = Vec::new();
+        for seq in 0..2 {
+            let mut calm = write_run("b1", seq * 2, "dirty40", 16.0, 40.0, 60);
+            calm.responsiveness.as_mut().unwrap().p99_ms = 31.0;
+            let mut sluggish = write_run("b1", seq * 2 + 1, "unprotected", 16.0, 115.0, 60);
+            sluggish.responsiveness.as_mut().unwrap().p99_ms = 112.0;
+            records.extend([calm, sluggish]);
+        }
+        let found = find(&records);
+        let s = &found.iter().find(|f| f.rule == "comparison").expect("a comparison").sentence;
+        assert!(s.contains("probe p99 31 → 112 ms") && s.contains("not significant"), "{s}");
+        // Half as much change is not a finding.
+        for r in records.iter_mut().filter(|r| r.variant.as_ref().unwrap().name == "unprotected") {
+            r.responsiveness.as_mut().unwrap().p99_ms = 45.0;
+        }
+        assert!(find(&records).iter().all(|f| f.rule != "comparison"));
     }
 
     #[test]

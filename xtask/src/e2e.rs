@@ -106,6 +106,7 @@ pub fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::
         sequence: false,
         kvm: false,
         disk_fault: None,
+        disk_mbps: 0,
         disk_buses: Vec::new(),
         machine: "modern".into(),
         stick_write_log: None,

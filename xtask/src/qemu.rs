@@ -69,6 +69,11 @@ pub struct Args {
     /// disk that dies mid-run, to see what the records say).
     #[arg(long, value_name = "BLKDEBUG_CONFIG")]
     pub disk_fault: Option<PathBuf>,
+    /// Make the --disks as slow as an old disk: at most this many MB/s, reads
+    /// and writes together, and 150 requests/s (QEMU's I/O throttling; 30 is
+    /// a 2006 SATA disk). 0: unthrottled.
+    #[arg(long, value_name = "MB_S", default_value_t = 0)]
+    pub disk_mbps: u32,
 }
 
 /// A boot that ended with the guest powering off.
@@ -143,7 +148,13 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
             (Some(rules), 0) => format!("blkdebug:{}:{}", rules.display(), d.display()),
             _ => d.display().to_string(),
         };
-        c.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={file}"));
+        // QEMU throttles requests after the guest's scheduler dispatched
+        // them, like a slow drive behind a fast controller.
+        let throttle = match args.disk_mbps {
+            0 => String::new(),
+            m => format!(",throttling.bps-total={},throttling.iops-total=150", u64::from(m) * 1_000_000),
+        };
+        c.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={file}{throttle}"));
         let device = match buses[i] {
             "scsi" => format!("scsi-hd,drive=d{i},bus=scsi0.0,scsi-id={i}"),
             // The pc machine's PIIX IDE: two channels, master and slave each.
