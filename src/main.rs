@@ -95,6 +95,23 @@ enum Command {
         #[arg(long)]
         baseline: Option<String>,
     },
+    /// Write this system's settings as installed (vm sysctls, the disk queue under DIR) as a
+    /// sweep variant, to replay next to a kernel's defaults.
+    ///
+    /// A distribution's init scripts change what the kernel defaults to (sysctl.conf, elevator=,
+    /// readahead). Run this on the server before booting the stick, add the printed object to
+    /// your plan's "variants", and the stick's boot measures the kernel both ways. The note
+    /// keeps what cannot be replayed by a variant: the command line, mount options, write cache.
+    #[command(after_help = "Example:
+  bootmark capture --dir /srv/data > as-installed.json")]
+    Capture {
+        /// A directory on the disk whose queue settings to capture.
+        #[arg(long, short, value_name = "DIR")]
+        dir: PathBuf,
+        /// The variant's name.
+        #[arg(long, default_value = "as-installed")]
+        name: String,
+    },
     /// Explain the kernel command line parameters bootmark reads when it boots as /init.
     BootParams,
     /// List the built-in plans, or print one as JSON (a starting point for your own).
@@ -117,6 +134,7 @@ fn main() -> ExitCode {
         Command::Report { inputs, format, by, baseline, timeline } => {
             report(&inputs, &format, by, baseline, timeline.as_deref())
         }
+        Command::Capture { dir, name } => capture(&dir, &name),
         Command::BootParams => {
             print!("{}", bootmark::init::cmdline::reference());
             ExitCode::SUCCESS
@@ -275,5 +293,36 @@ fn report(
         }
         _ => print!("{}{}", report::markdown(&rows, &opts.by), findings::markdown(&found)),
     }
+    ExitCode::SUCCESS
+}
+
+/// `bootmark capture`: the settings as installed, as a variant (JSON on stdout).
+fn capture(dir: &std::path::Path, name: &str) -> ExitCode {
+    use bootmark::measure::evidence;
+    let storage = evidence::storage(dir);
+    let Some(device) = storage.device.as_ref() else {
+        return fail(&format!(
+            "--dir {}: not on a block device (or no such directory); give a directory on the disk to test",
+            dir.display()
+        ));
+    };
+    let kernel = evidence::kernel();
+    let note = format!(
+        "as installed on {} (Linux {}); kernel command line: {}; {} on {} mounted {} {}; drive write cache: {} (command line, mount options and write cache are not replayed by a variant)",
+        evidence::host().hostname.unwrap_or_default(),
+        kernel.release.unwrap_or_default(),
+        kernel.cmdline.unwrap_or_default(),
+        storage.dir,
+        device.name,
+        storage.fs.as_deref().unwrap_or("?"),
+        storage.mount_options.as_deref().unwrap_or("?"),
+        storage.write_cache.as_deref().unwrap_or("unknown")
+    );
+    let knobs = bootmark::variant::Knobs::for_disk(Some(&device.disk));
+    let variant = bootmark::variant::capture(&knobs, name, note);
+    if let Err(e) = variant.validate() {
+        return fail(&format!("--name: {e}"));
+    }
+    println!("{}", serde_json::to_string_pretty(&variant).expect("a variant serialises"));
     ExitCode::SUCCESS
 }

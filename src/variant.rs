@@ -215,6 +215,31 @@ pub fn restore(knobs: &Knobs, original: &Original) -> Vec<String> {
     failed
 }
 
+/// The settings as this system has them now, as a variant named `name`
+/// (`bootmark capture`: a distribution's init scripts change what the kernel
+/// defaults to, and a sweep can replay them next to the kernel's defaults).
+/// Of a ratio and its byte limit only the one in force is kept: writing the
+/// other would switch the kernel to it.
+pub fn capture(knobs: &Knobs, name: &str, note: String) -> Variant {
+    let mut vm = BTreeMap::new();
+    for key in VM_SETTINGS {
+        if let Some(v) = knobs.read(&format!("vm.{key}")).and_then(|v| v.parse::<u64>().ok()) {
+            vm.insert(key.to_string(), v);
+        }
+    }
+    for (ratio, bytes) in [("dirty_ratio", "dirty_bytes"), ("dirty_background_ratio", "dirty_background_bytes")] {
+        let in_force = if vm.get(bytes).is_some_and(|b| *b > 0) { ratio } else { bytes };
+        vm.remove(in_force);
+    }
+    let mut queue = BTreeMap::new();
+    for key in QUEUE_SETTINGS {
+        if let Some(v) = knobs.read(&format!("queue.{key}")).filter(|v| !v.is_empty()) {
+            queue.insert(key.to_string(), v);
+        }
+    }
+    Variant { name: name.into(), vm, queue, note }
+}
+
 /// Only the variants named in `wanted` (comma-separated), in the plan's order;
 /// a name the plan does not have is an error naming the ones it has.
 pub fn select(variants: &[Variant], wanted: &str) -> Result<Vec<Variant>, String> {
@@ -293,6 +318,26 @@ mod tests {
         // A file that refuses 0, like the kernel's dirty_bytes.
         assert!(restore(&knobs, &original).is_empty());
         assert_eq!(knobs.read("vm.dirty_bytes").as_deref(), Some("67108864"), "0 was not written back");
+        assert_eq!(knobs.read("vm.dirty_ratio").as_deref(), Some("40"));
+    }
+
+    /// What is there is captured as a variant that validates and, applied,
+    /// changes nothing; of dirty_ratio and dirty_bytes only the one in force.
+    #[test]
+    fn the_settings_found_are_captured_as_a_variant() {
+        let knobs = fake_knobs("capture");
+        std::fs::write(knobs.vm_dir.join("dirty_bytes"), "0\n").unwrap();
+        std::fs::write(knobs.vm_dir.join("dirty_background_bytes"), "33554432\n").unwrap();
+        let v = capture(&knobs, "as-installed", "from a test".into());
+        v.validate().unwrap();
+        assert_eq!(v.vm.get("dirty_ratio"), Some(&40));
+        assert_eq!(v.vm.get("dirty_bytes"), None, "0: the ratio is in force");
+        assert_eq!(v.vm.get("dirty_background_bytes"), Some(&33554432));
+        assert_eq!(v.vm.get("dirty_background_ratio"), None, "the byte limit is in force");
+        assert_eq!(v.queue.get("scheduler").map(String::as_str), Some("cfq"), "the one in use, not the list");
+        assert_eq!(v.queue.get("nr_requests").map(String::as_str), Some("128"));
+        let applied = apply(&knobs, &v);
+        assert!(applied.fully(), "{applied:?}");
         assert_eq!(knobs.read("vm.dirty_ratio").as_deref(), Some("40"));
     }
 

@@ -435,3 +435,24 @@ fn is_root() -> bool {
     // SAFETY: geteuid has no failure mode.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// `bootmark capture` prints this system's settings as a variant a plan
+/// can carry (it validates, and says where it came from), or says why not.
+#[test]
+fn capture_prints_the_settings_as_installed_as_a_variant() {
+    let dir = scratch("capture");
+    let out = bootmark().args(["capture", "--dir"]).arg(&dir).output().unwrap();
+    if out.status.success() {
+        let v: bootmark::variant::Variant = serde_json::from_slice(&out.stdout).expect("a variant");
+        v.validate().unwrap();
+        assert_eq!(v.name, "as-installed");
+        assert!(v.vm.contains_key("dirty_ratio") || v.vm.contains_key("dirty_bytes"), "{v:?}");
+        assert!(v.note.contains("as installed on") && v.note.contains("kernel command line"), "{}", v.note);
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not on a block device"), "{err}");
+    }
+    let out = bootmark().args(["capture", "--dir", "/proc"]).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("not on a block device"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
