@@ -38,7 +38,16 @@ pub struct Timeline {
     /// on kernels without KALLSYMS); null before it started or after it ended.
     #[serde(default)]
     pub writer_wchan: Vec<Option<String>>,
+    /// For each function the writer was seen blocked in, its kernel stack
+    /// the first time (/proc/PID/stack, 2.6.29+, root only; at most
+    /// STACKS_KEPT of them): the call chain behind a wchan.
+    #[serde(default)]
+    pub writer_stacks: BTreeMap<String, Vec<String>>,
 }
+
+/// Distinct blocking points whose stacks a timeline keeps, and lines per stack.
+const STACKS_KEPT: usize = 8;
+const STACK_LINES: usize = 24;
 
 /// Counters at one moment, for before/after deltas.
 #[derive(Clone, Debug, Default)]
@@ -119,8 +128,30 @@ impl Sampler {
         push("disk_sectors_written", disk.as_ref().map(|d| d.sectors_written));
         push("disk_in_flight", disk.as_ref().and_then(|d| d.in_flight));
         let wchan = self.writer.and_then(|pid| crate::fsutil::read_trimmed(format!("/proc/{pid}/wchan")));
+        if let (Some(pid), Some(w)) = (self.writer, wchan.as_deref()) {
+            self.keep_stack(pid, w);
+        }
         self.timeline.writer_wchan.resize(n, None);
         self.timeline.writer_wchan.push(wchan);
+    }
+
+    /// The writer's kernel stack, the first time it is blocked in `wchan`.
+    fn keep_stack(&mut self, pid: libc::pid_t, wchan: &str) {
+        let stacks = &mut self.timeline.writer_stacks;
+        if wchan == "0" || stacks.contains_key(wchan) || stacks.len() >= STACKS_KEPT {
+            return;
+        }
+        let Some(text) = crate::fsutil::read_capped(format!("/proc/{pid}/stack"), 16 << 10) else { return };
+        // "[<0>] balance_dirty_pages+0x2d1/0x8e0" → "balance_dirty_pages+0x2d1/0x8e0"
+        let frames: Vec<String> = String::from_utf8_lossy(&text)
+            .lines()
+            .map(|l| l.split_once("] ").map_or(l, |(_, f)| f).trim().to_string())
+            .filter(|f| !f.is_empty())
+            .take(STACK_LINES)
+            .collect();
+        if !frames.is_empty() {
+            stacks.insert(wchan.to_string(), frames);
+        }
     }
 }
 
@@ -159,5 +190,11 @@ mod tests {
         child.wait().unwrap();
         let w = s.timeline.writer_wchan[0].clone().expect("a wchan for a live process");
         assert!(w != "0" && !w.is_empty(), "sleeping, so blocked somewhere: {w}");
+        // Where stacks can be read (root, a kernel with stack traces), its
+        // kernel stack is kept under that wchan, from the function itself down.
+        if std::fs::read("/proc/self/stack").is_ok() {
+            let stack = &s.timeline.writer_stacks[&w];
+            assert!(stack.iter().any(|f| f.starts_with(&w)), "{w}: {stack:?}");
+        }
     }
 }

@@ -208,6 +208,15 @@ fn writer_blocked(r: &Record) -> Option<(usize, usize, String)> {
     Some((throttled, during.len(), top))
 }
 
+/// The first frames of the writer's kernel stack under `wchan`, without
+/// offsets: "balance_dirty_pages_ratelimited ← generic_perform_write ← …".
+fn call_chain(r: &Record, wchan: &str) -> Option<String> {
+    let frames = r.timeline.writer_stacks.get(wchan)?;
+    let names: Vec<&str> =
+        frames.iter().map(|f| f.split('+').next().unwrap_or(f)).filter(|n| *n != wchan).take(3).collect();
+    (!names.is_empty()).then(|| names.join(" ← "))
+}
+
 /// The writer hit the dirty limit: Dirty + Writeback rose to near the
 /// limit the sysctls set while write() calls blocked for long, and the
 /// writer's wchan (when sampled) says it slept in balance_dirty_pages.
@@ -241,8 +250,9 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
         Some((t, n, top)) => {
             evidence
                 .push(format!("timeline.writer_wchan: {t} of {n} samples in a throttling function; most often {top}"));
+            let stack = call_chain(worst, top).map(|c| format!(", called from {c}")).unwrap_or_default();
             format!(
-                "; the writer was asleep in the kernel's dirty throttling in {t} of {n} samples (most often in {top})"
+                "; the writer was asleep in the kernel's dirty throttling in {t} of {n} samples (most often in {top}{stack})"
             )
         }
         None => "; the writer's wchan was not sampled, so where it slept is not known".into(),
@@ -407,6 +417,12 @@ mod tests {
         r.timeline.series.insert("writeback_kib".into(), t.iter().map(|_| Some(50 * 1024)).collect());
         let blocked = if dirty_mib > 200 { "balance_dirty_pages" } else { "0" };
         r.timeline.writer_wchan = t.iter().map(|x| Some(if *x >= 4.0 { blocked } else { "0" }.to_string())).collect();
+        let frames = [
+            "balance_dirty_pages+0x2d1/0x8e0",
+            "balance_dirty_pages_ratelimited+0x6a/0x90",
+            "generic_perform_write+0x13c/0x200",
+        ];
+        r.timeline.writer_stacks.insert(blocked.into(), frames.map(String::from).to_vec());
         r.timeline.t_s = t;
         r.timeline.probe_t_s = vec![1.0, 2.0, 3.0];
         r.timeline.probe_response_ms = vec![1.0, stall_ms, 2.0];
@@ -441,6 +457,10 @@ mod tests {
         assert!(
             text("dirty-limit").contains("Dirty peaked at 380 MiB") && text("dirty-limit").contains("about 410 MiB")
         );
+        // 4 s to 10 s of the 0–10 s timeline: samples 16..=40 of 41; the stack names the caller.
+        let throttled = "in 25 of 41 samples (most often in balance_dirty_pages, called from \
+                         balance_dirty_pages_ratelimited ← generic_perform_write)";
+        assert!(text("dirty-limit").contains(throttled), "{}", text("dirty-limit"));
         assert!(
             text("flush").contains("returned after 6.0 s but the data was durable only after 20.0 s: 14.0 s (70 %)")
         );
