@@ -40,6 +40,11 @@ pub struct Variant {
     /// The target disk's queue: name → value (`scheduler` takes a name).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub queue: BTreeMap<String, String>,
+    /// Kernel parameters only a boot can set (`elevator=deadline` before
+    /// 2.6.10, `sysctl.vm.dirty_ratio=15` on 5.8+): `cargo xtask image` makes
+    /// a boot entry with them for this variant; a boot without them skips it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cmdline: String,
     /// Why this variant exists, for the report (e.g. "protections removed on purpose").
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
@@ -68,7 +73,23 @@ impl Variant {
         if let Some((k, v)) = self.queue.iter().find(|(_, v)| !plain(v)) {
             return Err(format!("variant '{}': queue.{k} = '{v}' is not a plain value", self.name));
         }
+        let param = |w: &str| {
+            !w.starts_with("bootmark.")
+                && w.len() <= 128
+                && w.chars().all(|c| c.is_ascii_alphanumeric() || "=._-,:/".contains(c))
+        };
+        if let Some(w) = self.cmdline.split_whitespace().find(|w| !param(w)) {
+            return Err(format!(
+                "variant '{}': cmdline word '{w}' is not a plain kernel parameter (and bootmark.* ones are set by bootmark)",
+                self.name
+            ));
+        }
         Ok(())
+    }
+
+    /// Needs a boot of its own: it has kernel parameters.
+    pub fn needs_boot(&self) -> bool {
+        !self.cmdline.trim().is_empty()
     }
 }
 
@@ -106,6 +127,8 @@ impl Applied {
 pub struct Knobs {
     pub vm_dir: PathBuf,
     pub queue_dir: Option<PathBuf>,
+    /// The running kernel's command line (/proc/cmdline).
+    pub cmdline_file: PathBuf,
 }
 
 impl Knobs {
@@ -114,6 +137,7 @@ impl Knobs {
         Knobs {
             vm_dir: PathBuf::from("/proc/sys/vm"),
             queue_dir: disk.map(|d| Path::new("/sys/block").join(crate::sysfs_block::sysfs_name(d)).join("queue")),
+            cmdline_file: PathBuf::from("/proc/cmdline"),
         }
     }
 
@@ -181,6 +205,18 @@ pub fn remember(knobs: &Knobs, variants: &[Variant]) -> Original {
 /// Apply one variant; the result goes into every record it covers.
 pub fn apply(knobs: &Knobs, variant: &Variant) -> Applied {
     let mut applied = Applied { name: variant.name.clone(), note: variant.note.clone(), ..Applied::default() };
+    // Kernel parameters cannot be set now, only found: this boot has them or not.
+    let running = read_trimmed(&knobs.cmdline_file).unwrap_or_default();
+    for word in variant.cmdline.split_whitespace() {
+        let key = format!("cmdline.{word}");
+        let present = running.split_whitespace().any(|w| w == word);
+        applied.read_back.insert(key.clone(), present.then(|| word.to_string()));
+        if !present {
+            let why = "this boot's kernel command line lacks it: the variant needs its own boot entry (cargo xtask image makes one)";
+            applied.not_applied.insert(key.clone(), why.into());
+        }
+        applied.asked.insert(key, word.to_string());
+    }
     for (key, value) in keys(variant) {
         match knobs.set(&key, &value) {
             Ok(back) => {
@@ -237,7 +273,7 @@ pub fn capture(knobs: &Knobs, name: &str, note: String) -> Variant {
             queue.insert(key.to_string(), v);
         }
     }
-    Variant { name: name.into(), vm, queue, note }
+    Variant { name: name.into(), vm, queue, cmdline: String::new(), note }
 }
 
 /// Only the variants named in `wanted` (comma-separated), in the plan's order;
@@ -265,7 +301,8 @@ mod tests {
         std::fs::write(root.join("vm/dirty_background_ratio"), "10\n").unwrap();
         std::fs::write(root.join("queue/scheduler"), "noop anticipatory deadline [cfq]\n").unwrap();
         std::fs::write(root.join("queue/nr_requests"), "128\n").unwrap();
-        Knobs { vm_dir: root.join("vm"), queue_dir: Some(root.join("queue")) }
+        std::fs::write(root.join("cmdline"), "ro quiet elevator=deadline\n").unwrap();
+        Knobs { vm_dir: root.join("vm"), queue_dir: Some(root.join("queue")), cmdline_file: root.join("cmdline") }
     }
 
     fn variant(json: &str) -> Variant {
@@ -305,6 +342,24 @@ mod tests {
         let ok = apply(&knobs, &variant(r#"{"name": "dl", "queue": {"scheduler": "deadline"}}"#));
         assert!(ok.fully());
         assert_eq!(knobs.read("queue.scheduler").as_deref(), Some("deadline"));
+    }
+
+    /// Kernel parameters are found, not set: a boot that has them applies the
+    /// variant; one that lacks them skips it, saying it needs its own entry.
+    #[test]
+    fn boot_parameters_are_applied_only_by_a_boot_that_has_them() {
+        let knobs = fake_knobs("cmdline");
+        let here = variant(r#"{"name": "dl", "cmdline": "elevator=deadline", "vm": {"dirty_ratio": 10}}"#);
+        assert!(here.needs_boot());
+        let applied = apply(&knobs, &here);
+        assert!(applied.fully(), "{applied:?}");
+        assert_eq!(applied.read_back["cmdline.elevator=deadline"].as_deref(), Some("elevator=deadline"));
+        let elsewhere = variant(r#"{"name": "as", "cmdline": "elevator=as"}"#);
+        let applied = apply(&knobs, &elsewhere);
+        assert!(applied.nothing_applied(), "skipped in this boot");
+        assert!(applied.not_applied["cmdline.elevator=as"].contains("needs its own boot entry"));
+        let bad = serde_json::from_str::<Variant>(r#"{"name": "x", "cmdline": "bootmark.plan=seed"}"#).unwrap();
+        assert!(bad.validate().unwrap_err().contains("not a plain kernel parameter"));
     }
 
     #[test]

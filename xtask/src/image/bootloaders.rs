@@ -32,7 +32,7 @@ pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu) -> Result<()> {
     copy(Path::new("/usr/lib/syslinux/modules/bios/ldlinux.c32"), &pxe.join("ldlinux.c32"))?;
     for e in m.entries {
         for f in ["vmlinuz", "initrd.gz"] {
-            copy(&stage.join("boot").join(&e.label).join(f), &pxe.join("boot").join(&e.label).join(f))?;
+            copy(&stage.join("boot").join(&e.dir).join(f), &pxe.join("boot").join(&e.dir).join(f))?;
         }
     }
     write(&pxe.join("pxelinux.cfg/default"), &m.syslinux(""))?;

@@ -5,8 +5,11 @@
 /// One boot entry.
 #[derive(Clone, Debug)]
 pub struct Entry {
-    /// Directory name under boot/ and syslinux label: k0, k1, …
+    /// The syslinux label and GRUB id: k0, k1, … (k0-NAME for a sweep
+    /// variant's own entry of kernel 0).
     pub label: String,
+    /// The kernel's directory under boot/ (k0, k1, …), shared by its entries.
+    pub dir: String,
     pub title: String,
     /// Kernel command line, complete.
     pub cmdline: String,
@@ -34,8 +37,9 @@ impl Menu<'_> {
         );
         for e in self.entries {
             s += &format!(
-                "\nLABEL {l}\n  MENU LABEL {t}\n  KERNEL {root}boot/{l}/vmlinuz\n  INITRD {root}boot/{l}/initrd.gz\n  APPEND {c}\n",
+                "\nLABEL {l}\n  MENU LABEL {t}\n  KERNEL {root}boot/{d}/vmlinuz\n  INITRD {root}boot/{d}/initrd.gz\n  APPEND {c}\n",
                 l = e.label,
+                d = e.dir,
                 t = e.title,
                 c = e.cmdline
             );
@@ -52,8 +56,9 @@ impl Menu<'_> {
         );
         for e in self.entries {
             s += &format!(
-                "\nmenuentry '{t}' --id {l} {{\n  linux {root}/boot/{l}/vmlinuz {c}\n  initrd {root}/boot/{l}/initrd.gz\n}}\n",
+                "\nmenuentry '{t}' --id {l} {{\n  linux {root}/boot/{d}/vmlinuz {c}\n  initrd {root}/boot/{d}/initrd.gz\n}}\n",
                 l = e.label,
+                d = e.dir,
                 t = e.title.replace('\'', ""),
                 c = e.cmdline
             );
@@ -78,11 +83,13 @@ mod tests {
         let entries = [
             Entry {
                 label: "k0".into(),
+                dir: "k0".into(),
                 title: "Linux 6.1".into(),
                 cmdline: "console=ttyS0,115200 bootmark.plan=quick".into(),
             },
             Entry {
                 label: "k1".into(),
+                dir: "k1".into(),
                 title: "Linux 6.1 rt".into(),
                 cmdline: "console=ttyS0,115200 bootmark.plan=seed".into(),
             },

@@ -170,10 +170,12 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     let work = out.join(".work");
     let stage = work.join("stage");
     let kernels = sources::resolve(args, &work)?;
-    if args.default >= kernels.len() {
-        return Err(format!("--default {} but there are only {} entries", args.default, kernels.len()));
-    }
     let line = cmdline::cmdline(args)?;
+    let per_kernel = cmdline::entries_for_plan(&args.plan)?;
+    let total = kernels.len() * per_kernel.len();
+    if args.default >= total {
+        return Err(format!("--default {} but there are only {total} entries", args.default));
+    }
     let mut arches: Vec<&str> = kernels.iter().map(|k| k.arch.as_str()).collect();
     arches.dedup();
     let mut commons = std::collections::BTreeMap::new();
@@ -192,34 +194,48 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     let mut entries = Vec::new();
     let mut entry_facts = Vec::new();
     for (i, k) in kernels.iter().enumerate() {
-        let label = format!("k{i}");
-        let dir = stage.join("boot").join(&label);
+        let kdir = format!("k{i}");
+        let dir = stage.join("boot").join(&kdir);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         std::fs::copy(&k.vmlinuz, dir.join("vmlinuz")).map_err(|e| e.to_string())?;
         let (mods, count, whereabouts) = initramfs::modules_archive(k, mtime)?;
         let (common, bin_sha) = &commons[&k.arch];
-        eprintln!("image: {label}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
+        eprintln!("image: {kdir}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
         let mut initrd = common.clone();
         initrd.extend_from_slice(&mods);
         std::fs::write(dir.join("initrd.gz"), &initrd).map_err(|e| e.to_string())?;
-        let title = format!("bootmark {} on Linux {} ({})", args.plan, k.release, k.arch);
-        let line = format!("{line} bootmark.entry={label}");
-        entries.push(menu::Entry { label: label.clone(), title: title.clone(), cmdline: line.clone() });
-        entry_facts.push(manifest::Entry {
-            label,
-            title,
-            cmdline: line,
-            kernel_release: k.release.clone(),
-            kernel_version: k.version.clone(),
-            arch: k.arch.clone(),
-            origin: k.origin.clone(),
-            modules: count,
-            listed_modules: whereabouts,
-            kernel_config: k.config.as_ref().and_then(|c| c.path.file_name()).map(|n| n.to_string_lossy().into_owned()),
-            kernel_config_sha256: k.config.as_ref().map(|c| manifest::sha256_file(&c.path)).transpose()?,
-            initramfs: manifest::InitramfsSizes { common_gzip_bytes: common.len(), modules_gzip_bytes: mods.len() },
-            bootmark_binary_sha256: bin_sha.clone(),
-        });
+        for (suffix, variant, extra) in &per_kernel {
+            let label = format!("{kdir}{suffix}");
+            let title = format!("bootmark {} on Linux {} ({}){variant}", args.plan, k.release, k.arch);
+            let line = format!("{line}{extra} bootmark.entry={label}");
+            bootmark::contract::cmdline::parse(&line)
+                .map_err(|e| format!("entry {label}'s command line would be refused at boot: {e}"))?;
+            entries.push(menu::Entry {
+                label: label.clone(),
+                dir: kdir.clone(),
+                title: title.clone(),
+                cmdline: line.clone(),
+            });
+            entry_facts.push(manifest::Entry {
+                label,
+                title,
+                cmdline: line,
+                kernel_release: k.release.clone(),
+                kernel_version: k.version.clone(),
+                arch: k.arch.clone(),
+                origin: k.origin.clone(),
+                modules: count,
+                listed_modules: whereabouts.clone(),
+                kernel_config: k
+                    .config
+                    .as_ref()
+                    .and_then(|c| c.path.file_name())
+                    .map(|n| n.to_string_lossy().into_owned()),
+                kernel_config_sha256: k.config.as_ref().map(|c| manifest::sha256_file(&c.path)).transpose()?,
+                initramfs: manifest::InitramfsSizes { common_gzip_bytes: common.len(), modules_gzip_bytes: mods.len() },
+                bootmark_binary_sha256: bin_sha.clone(),
+            });
+        }
     }
     let (unit, speed) = cmdline::serial_unit(&args.serial)?;
     let m =
