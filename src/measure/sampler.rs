@@ -9,9 +9,15 @@ use super::procstat::{self, DiskStat};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// meminfo fields sampled (kB).
-const MEMINFO: [(&str, &str); 4] =
-    [("MemFree", "mem_free_kib"), ("Dirty", "dirty_kib"), ("Writeback", "writeback_kib"), ("Cached", "cached_kib")];
+/// meminfo fields sampled (kB). Mapped: 2.6 kernels cap the dirty limit
+/// at half the unmapped memory.
+const MEMINFO: [(&str, &str); 5] = [
+    ("MemFree", "mem_free_kib"),
+    ("Dirty", "dirty_kib"),
+    ("Writeback", "writeback_kib"),
+    ("Cached", "cached_kib"),
+    ("Mapped", "mapped_kib"),
+];
 /// vmstat fields sampled (pages or events, cumulative where the kernel says so).
 const VMSTAT: [&str; 5] = ["nr_dirty", "nr_writeback", "pgpgout", "allocstall", "pgscan_direct_normal"];
 

@@ -217,27 +217,70 @@ fn call_chain(r: &Record, wchan: &str) -> Option<String> {
     (!names.is_empty()).then(|| names.join(" ← "))
 }
 
-/// The writer hit the dirty limit: Dirty + Writeback rose to near the
-/// limit the sysctls set while write() calls blocked for long, and the
-/// writer's wchan (when sampled) says it slept in balance_dirty_pages.
+/// (major, minor, patch) of a kernel release such as "2.6.9-42.ELsmp".
+fn version(release: &str) -> Option<(u32, u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse::<u32>().ok());
+    Some((parts.next()??, parts.next()??, parts.next().flatten().unwrap_or(0)))
+}
+
+/// The first sample of a series at or after the workload's start, in MiB.
+fn at_start_mib(r: &Record, series: &str) -> Option<f64> {
+    let i = r.timeline.t_s.iter().position(|&t| t >= r.timeline.workload_start_s)?;
+    r.timeline.series.get(series)?.get(i).copied().flatten().map(|kib| kib as f64 / 1024.0)
+}
+
+/// The dirty limit this record's kernel computed, in MiB, and how, by its
+/// own formula: before 2.6.24 a share of all memory, the share capped at
+/// half the unmapped memory (never under 5 %); from 2.6.24 a share of the
+/// memory that can hold dirty pages (free + page cache, less reserves the
+/// record cannot see, so an upper bound). dirty_bytes, when set, is the limit.
+fn dirty_limit_mib(r: &Record) -> Option<(f64, String)> {
+    let vm = |k: &str| r.vm.get(k).copied().flatten();
+    if let Some(b) = vm("dirty_bytes").filter(|b| *b > 0) {
+        return Some((b as f64 / 1048576.0, format!("dirty_bytes {b}")));
+    }
+    let ratio = vm("dirty_ratio")? as f64;
+    let total = r.host.mem_total_kib? as f64 / 1024.0;
+    let old = version(r.kernel.release.as_deref()?).is_some_and(|v| v < (2, 6, 24));
+    if old {
+        let (share, capped) = match at_start_mib(r, "mapped_kib") {
+            Some(mapped) => {
+                let half_unmapped = (100.0 - (mapped * 100.0 / total).floor()) / 2.0;
+                let share = ratio.min(half_unmapped.floor()).max(5.0);
+                (
+                    share,
+                    if share < ratio {
+                        format!(", capped at half the unmapped memory: {share:.0} %")
+                    } else {
+                        String::new()
+                    },
+                )
+            }
+            None => (ratio.max(5.0), ", the unmapped-memory cap unknown (no Mapped figure)".into()),
+        };
+        return Some((
+            total * share / 100.0,
+            format!("2.6 before .24: dirty_ratio {ratio:.0} % of {total:.0} MiB{capped}"),
+        ));
+    }
+    let dirtyable = at_start_mib(r, "mem_free_kib")? + at_start_mib(r, "cached_kib")?;
+    Some((
+        dirtyable * ratio / 100.0,
+        format!("dirty_ratio {ratio:.0} % of {dirtyable:.0} MiB free + page cache at the start; reserves lower it"),
+    ))
+}
+
 fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
-    let mem_mib = worst.host.mem_total_kib? as f64 / 1024.0;
-    let vm = |k: &str| worst.vm.get(k).copied().flatten();
-    let (limit_mib, how) = match (vm("dirty_bytes"), vm("dirty_ratio")) {
-        (Some(b), _) if b > 0 => (b as f64 / 1048576.0, format!("dirty_bytes {b}")),
-        (_, Some(ratio)) => (mem_mib * ratio as f64 / 100.0, format!("dirty_ratio {ratio} % of {mem_mib:.0} MiB")),
-        _ => return None,
-    };
+    let (limit_mib, how) = dirty_limit_mib(worst)?;
     let dirty = peak_mib(worst, "dirty_kib")?;
     let writeback = peak_mib(worst, "writeback_kib").unwrap_or(0.0);
     let write_max = worst.latency.write.max_ms;
     let blocked = writer_blocked(worst);
     let throttled_share = blocked.as_ref().map_or(0.0, |(t, n, _)| *t as f64 / *n as f64);
-    // The kernel's own limit is a share of *dirtyable* memory (2.6.9 also
-    // clamps it by the unmapped share), always less than MemTotal: reaching
-    // half the MemTotal-based figure already means the writer was throttled,
-    // and a writer seen sleeping in balance_dirty_pages says so directly.
-    let near_limit = limit_mib > 0.0 && dirty + writeback >= 0.5 * limit_mib;
+    // The limit is computed from samples and misses the kernel's reserves:
+    // Dirty + Writeback at 80 % of it means the writer reached it; a writer
+    // seen sleeping in balance_dirty_pages says so directly.
+    let near_limit = limit_mib > 0.0 && dirty + writeback >= 0.8 * limit_mib;
     if write_max < 100.0 || !(near_limit || throttled_share >= 0.25) {
         return None;
     }
@@ -261,7 +304,7 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
         rule: "dirty-limit",
         subject: subject.into(),
         sentence: format!(
-            "the writer was throttled at the dirty limit: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB ({how}; the kernel counts only the memory it can use for dirty pages, so its limit is lower), and single write() calls blocked up to {write_max:.0} ms{wchan}. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time",
+            "the writer was throttled at the dirty limit: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB (this kernel's formula: {how}), and single write() calls blocked up to {write_max:.0} ms{wchan}. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time",
         ),
         evidence,
         record: Some(id(worst)),
@@ -534,6 +577,32 @@ mod tests {
             r.responsiveness.as_mut().unwrap().p99_ms = 45.0;
         }
         assert!(find(&records).iter().all(|f| f.rule != "comparison"));
+    }
+
+    /// Each kernel's own dirty-limit formula: 2.6.9 caps the ratio at half
+    /// the unmapped memory; current kernels take a share of free + page
+    /// cache; dirty_bytes overrides both.
+    #[test]
+    fn the_dirty_limit_follows_each_kernels_formula() {
+        let mut old = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        let samples = old.timeline.t_s.len();
+        old.timeline.series.insert("mapped_kib".into(), vec![Some(600 * 1024); samples]);
+        let (mib, how) = dirty_limit_mib(&old).unwrap();
+        assert!((mib - 1024.0 * 0.21).abs() < 0.01, "{mib} {how}");
+        assert!(how.contains("capped at half the unmapped memory: 21 %"), "{how}");
+
+        let mut new = old.clone();
+        new.kernel.release = Some("6.1.0-50-amd64".into());
+        new.vm.insert("dirty_ratio".into(), Some(20));
+        new.timeline.series.insert("mem_free_kib".into(), vec![Some(800 * 1024); samples]);
+        new.timeline.series.insert("cached_kib".into(), vec![Some(200 * 1024); samples]);
+        let (mib, how) = dirty_limit_mib(&new).unwrap();
+        assert!((mib - 200.0).abs() < 0.01 && how.contains("of 1000 MiB free + page cache"), "{mib} {how}");
+
+        new.vm.insert("dirty_bytes".into(), Some(64 << 20));
+        assert_eq!(dirty_limit_mib(&new).unwrap().0, 64.0);
+        assert_eq!(version("2.6.16.1"), Some((2, 6, 16)));
+        assert_eq!(version("6.1.0-50-amd64"), Some((6, 1, 0)));
     }
 
     #[test]
