@@ -52,6 +52,15 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         ));
     }
     let found = bootmark::report::findings::findings(&records, &rows, &by);
+    // On real records every finding points at a record of this run and a row of the table.
+    let ids: Vec<String> = records.iter().map(|r| format!("{}:{}", r.run_id, r.seq)).collect();
+    let subjects: Vec<String> =
+        rows.iter().map(|r| [r.key.clone(), vec![r.workload.clone()]].concat().join(" · ")).collect();
+    if let Some(f) =
+        found.iter().find(|f| f.record.as_ref().is_some_and(|r| !ids.contains(r)) || !subjects.contains(&f.subject))
+    {
+        return Err(format!("a finding points at nothing of this run: {f:?}"));
+    }
     println!(
         "e2e: sweep: {package}, plan sweep: dirty_ratio 40 then 10 applied and read back in one boot, 15 from the kernel command line in its own entry's boot; 6 records grouped by variant, {} findings ({:.1} s)",
         found.len(),
