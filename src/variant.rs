@@ -7,8 +7,9 @@
 //! does not have (no `dirty_bytes` before 2.6.29, no `wbt_lat_usec` before
 //! 4.10, a scheduler it was not built with) or refuses is recorded as not
 //! applied, with the reason: a record is never silently measured under
-//! another setting than the one it names. What was there before the first
-//! variant is restored after the last.
+//! another setting than the one it names. Each variant starts from what was
+//! there before the first (restored before it is applied), and that is
+//! restored after the last.
 
 use crate::fsutil::read_trimmed;
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,12 @@ pub struct Variant {
     /// The target disk's queue: name → value (`scheduler` takes a name).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub queue: BTreeMap<String, String>,
+    /// Mount options for the target under this variant (`data=writeback`,
+    /// `barrier=1`), added to the boot's own: the boot image unmounts and
+    /// mounts the target with them (ext3 cannot change `data=` on a remount);
+    /// `bootmark run` never remounts your filesystem, so there it is not applied.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mount_options: String,
     /// Kernel parameters only a boot can set (`elevator=deadline` before
     /// 2.6.10, `sysctl.vm.dirty_ratio=15` on 5.8+): `cargo xtask image` makes
     /// a boot entry with them for this variant; a boot without them skips it.
@@ -72,6 +79,14 @@ impl Variant {
         }
         if let Some((k, v)) = self.queue.iter().find(|(_, v)| !plain(v)) {
             return Err(format!("variant '{}': queue.{k} = '{v}' is not a plain value", self.name));
+        }
+        let mount_option =
+            |o: &str| !o.is_empty() && o.chars().all(|c| c.is_ascii_alphanumeric() || "=_-.".contains(c));
+        if !self.mount_options.is_empty() && !self.mount_options.split(',').all(mount_option) {
+            return Err(format!(
+                "variant '{}': mount_options '{}' are not comma-separated mount options",
+                self.name, self.mount_options
+            ));
         }
         let param = |w: &str| {
             !w.starts_with("bootmark.")
@@ -273,7 +288,7 @@ pub fn capture(knobs: &Knobs, name: &str, note: String) -> Variant {
             queue.insert(key.to_string(), v);
         }
     }
-    Variant { name: name.into(), vm, queue, cmdline: String::new(), note }
+    Variant { name: name.into(), vm, queue, mount_options: String::new(), cmdline: String::new(), note }
 }
 
 /// Only the variants named in `wanted` (comma-separated), in the plan's order;

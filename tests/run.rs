@@ -400,7 +400,8 @@ fn a_sweep_applies_each_variant_records_it_and_restores_the_settings() {
         &dir,
         r#"{"name":"sweep","probe":{"interval_ms":20,"baseline_s":0.1,"recovery_deadline_s":1},
         "variants":[{"name":"r17","vm":{"dirty_ratio":17}},
-                    {"name":"r23","vm":{"dirty_ratio":23},"queue":{"scheduler":"no-such-scheduler"}}],
+                    {"name":"r23","vm":{"dirty_ratio":23},"queue":{"scheduler":"no-such-scheduler"},
+                     "mount_options":"data=writeback"}],
         "repeat":2, "workloads":[{"name":"idle","params":{"seconds":0.2}}]}"#,
     );
     let (out, recs) = run(&plan, &dir, &["--quiet"]);
@@ -417,6 +418,8 @@ fn a_sweep_applies_each_variant_records_it_and_restores_the_settings() {
     let why = recs[1]["variant"]["not_applied"]["queue.scheduler"].as_str().unwrap();
     assert!(why.contains("not available") || why.contains("no block device") || why.contains("has no"), "{why}");
     assert!(recs[0]["variant"]["not_applied"].get("queue.scheduler").is_none());
+    let why = recs[1]["variant"]["not_applied"]["mount.options"].as_str().unwrap();
+    assert!(why.contains("never remounts your filesystem"), "{why}");
     assert_eq!(std::fs::read_to_string("/proc/sys/vm/dirty_ratio").unwrap(), before, "restored");
 
     // --variants picks by name; a name the plan lacks is refused before anything runs.

@@ -50,7 +50,8 @@ pub(super) fn boot_target(
     load_filesystem(boot, serial, &fs);
     mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), &fs, &settings.mount_options)?;
     boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": device_facts(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some(), "mkfs": mkfs}));
-    let result = run_plan(settings, plan, boot, serial);
+    let remount = remounter(&target.node, &fs, &settings.mount_options);
+    let result = run_plan(settings, plan, boot, serial, remount);
     let _ = mount::unmount(Path::new(TARGET_MOUNT));
     result
 }
@@ -62,7 +63,46 @@ pub(super) fn device_facts(d: &BlockDev) -> serde_json::Value {
            "uuid": d.fs.as_ref().and_then(|f| f.uuid.as_ref()), "partuuid": d.partuuid})
 }
 
-fn run_plan(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
+/// Between a sweep's variants: unmount the target, flush its block device's
+/// buffer cache (BLKFLSBUF) and mount it again with the boot's options plus
+/// the variant's. Every kernel starts the variant cold this way (2.6.9 has no
+/// drop_caches, and a remount keeps the page cache), and ext3's `data=`,
+/// which a remount cannot change, can differ per variant.
+fn remounter(node: &Path, fs: &str, base: &str) -> run::Remount {
+    let (node, fs, base) = (node.to_path_buf(), fs.to_string(), base.to_string());
+    Box::new(move |extra: &str| {
+        let point = Path::new(TARGET_MOUNT);
+        mount::unmount(point)?;
+        flush_buffers(&node);
+        let options = if extra.is_empty() { base.clone() } else { format!("{base},{extra}") };
+        match mount::mount_dev(&node, point, &fs, &options) {
+            Ok(()) => Ok(options),
+            Err(e) => {
+                // The run goes on under the boot's own options rather than unmounted.
+                mount::mount_dev(&node, point, &fs, &base)?;
+                Err(e)
+            }
+        }
+    })
+}
+
+/// BLKFLSBUF: drop the block device's buffer cache (what unmounting leaves).
+fn flush_buffers(node: &Path) {
+    const BLKFLSBUF: libc::c_ulong = 0x1261;
+    if let Ok(f) = std::fs::File::open(node) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: an ioctl without arguments on a descriptor we own.
+        unsafe { libc::ioctl(f.as_raw_fd(), BLKFLSBUF as _, 0) };
+    }
+}
+
+fn run_plan(
+    settings: &Settings,
+    plan: Plan,
+    boot: &mut Boot,
+    serial: &mut Option<Serial>,
+    remount: run::Remount,
+) -> Result<(), String> {
     let dir = Path::new(TARGET_MOUNT);
     // Run directories left by a boot that was reset: removed only if they carry our marker.
     for left in run::remove_leftovers(dir) {
@@ -76,6 +116,7 @@ fn run_plan(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Optio
         verbose: false,
         deadline_ns: Some(mono_ns().saturating_add((settings.timeout_s * 1e9) as u64)),
         run_id: Some(boot.run_id.clone()),
+        remount: Some(remount),
     };
     let mut serial_sink = serial.take();
     let (result, stick_failed, written, not_ok) = {

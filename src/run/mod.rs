@@ -17,6 +17,11 @@ use crate::workload::{Context, WorkloadSpec};
 use crate::{fsutil, process, size};
 use std::path::{Path, PathBuf};
 
+/// Unmount the target, flush its block device's buffers and mount it again
+/// with the boot's options plus the given ones; returns the options used.
+/// Only /init, which mounted the target itself, can do this.
+pub type Remount = Box<dyn Fn(&str) -> Result<String, String>>;
+
 pub struct Options {
     pub plan: Plan,
     pub dir: PathBuf,
@@ -28,6 +33,9 @@ pub struct Options {
     pub deadline_ns: Option<u64>,
     /// Use this run id instead of a new one (/init names the run at boot).
     pub run_id: Option<String>,
+    /// Between a sweep's variants: the target remounted (a cold page cache on
+    /// every kernel, and a variant's mount options). None: never remount.
+    pub remount: Option<Remount>,
 }
 
 /// How a run ended, for the exit code.
@@ -170,7 +178,7 @@ pub fn run(opts: &Options, sink: &mut dyn Sink) -> Result<RunOutcome, RunError> 
     // whatever happens to the run.
     let knobs = variant::Knobs::for_disk(evidence::storage(&opts.dir).device.as_ref().map(|d| d.disk.as_str()));
     let original = variant::remember(&knobs, &opts.plan.variants);
-    let result = run_in(opts, sink, &run_id, &run_dir, mem_total, &knobs);
+    let result = run_in(opts, sink, &run_id, &run_dir, mem_total, (&knobs, &original));
     for failed in variant::restore(&knobs, &original) {
         crate::note!("bootmark: could not restore {failed}");
     }
@@ -205,7 +213,7 @@ fn run_in(
     run_id: &str,
     run_dir: &Path,
     mem_total: u64,
-    knobs: &variant::Knobs,
+    (knobs, original): (&variant::Knobs, &variant::Original),
 ) -> Result<RunOutcome, RunError> {
     let plan = &opts.plan;
     let probe_dir = run_dir.join("probe");
@@ -243,7 +251,7 @@ fn run_in(
     let mut seq = 0u32;
     for repetition in 0..plan.repeat {
         for variant in &variants {
-            let applied = variant.map(|v| runner.start_variant(knobs, v));
+            let applied = variant.map(|v| runner.start_variant(knobs, original, v));
             if let Some(a) = applied.as_ref().filter(|a| a.nothing_applied()) {
                 runner.skip_variant(a, repetition);
                 continue;
@@ -270,11 +278,25 @@ impl Runner<'_> {
     /// Switch to `variant`: apply it, start cold (sync, drop caches where the
     /// kernel can), and read the evidence again (the vm sysctls and the
     /// scheduler are what the records must show).
-    fn start_variant(&mut self, knobs: &variant::Knobs, variant: &Variant) -> variant::Applied {
+    fn start_variant(
+        &mut self,
+        knobs: &variant::Knobs,
+        original: &variant::Original,
+        variant: &Variant,
+    ) -> variant::Applied {
+        // Each variant is the settings as found plus its own changes, not
+        // whatever the previous variant left.
+        for failed in variant::restore(knobs, original) {
+            crate::note!("bootmark: could not restore {failed} before variant {}", variant.name);
+        }
         let mut applied = variant::apply(knobs, variant);
         nix::unistd::sync();
-        // drop_caches came in 2.6.16; without it the next workload starts warmer.
-        if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", "3") {
+        self.remount_for(variant, &mut applied);
+        // drop_caches came in 2.6.16; before it only the remount (in the boot
+        // image) leaves the target's pages cold.
+        if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", "3")
+            && self.opts.remount.is_none()
+        {
             let why = format!("cannot drop caches ({e}): this variant starts with warm caches");
             applied.not_applied.insert("cold start".into(), why);
         }
@@ -286,6 +308,43 @@ impl Runner<'_> {
             crate::note!("bootmark: variant {}: {:?}{missing}", variant.name, applied.asked);
         }
         applied
+    }
+
+    /// Remount the target for `variant` (its mount options, and cold pages),
+    /// where the caller can; read the options back from /proc/mounts.
+    fn remount_for(&self, variant: &Variant, applied: &mut variant::Applied) {
+        let key = "mount.options".to_string();
+        let wanted = variant.mount_options.as_str();
+        let Some(remount) = &self.opts.remount else {
+            if !wanted.is_empty() {
+                let why = "only the boot image, which mounts the target itself, changes mount options; bootmark run never remounts your filesystem";
+                applied.asked.insert(key.clone(), wanted.into());
+                applied.read_back.insert(key.clone(), evidence::storage(&self.opts.dir).mount_options);
+                applied.not_applied.insert(key, why.into());
+            }
+            return;
+        };
+        let result = remount(wanted);
+        let shown = evidence::storage(&self.opts.dir).mount_options;
+        if let Err(e) = &result {
+            applied.not_applied.insert("cold start".into(), format!("remounting the target failed: {e}"));
+        }
+        if wanted.is_empty() {
+            return;
+        }
+        applied.asked.insert(key.clone(), wanted.into());
+        applied.read_back.insert(key.clone(), shown.clone());
+        let in_effect = |o: &str| shown.as_deref().is_some_and(|s| s.split(',').any(|x| x == o));
+        match result {
+            Err(e) => {
+                applied.not_applied.insert(key, e);
+            }
+            Ok(_) if !wanted.split(',').all(in_effect) => {
+                let why = format!("mounted, but /proc/mounts shows {}", shown.as_deref().unwrap_or("nothing"));
+                applied.not_applied.insert(key, why);
+            }
+            Ok(_) => {}
+        }
     }
 
     /// Say once why a variant is not run (its settings are not in this kernel).

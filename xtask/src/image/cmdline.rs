@@ -88,7 +88,7 @@ mod tests {
         assert_eq!(
             entries,
             [
-                (String::new(), String::new(), " bootmark.variants=dirty40,dirty10".to_string()),
+                (String::new(), String::new(), " bootmark.variants=dirty40,dirty10,writeback".to_string()),
                 (
                     "-boot15".into(),
                     ", variant boot15".into(),
