@@ -167,7 +167,16 @@ fn main() -> ExitCode {
                 },
                 None => Box::new(Stdout),
             };
-            let opts = Options { plan, dir, keep, verbose: !quiet, deadline_ns: None, run_id: None, remount: None };
+            let opts = Options {
+                plan,
+                dir,
+                keep,
+                verbose: !quiet,
+                deadline_ns: None,
+                run_id: None,
+                remount: None,
+                dump_blocked_tasks: false,
+            };
             match run::run(&opts, sink.as_mut()) {
                 Ok(s) if s.failed == 0 => ExitCode::SUCCESS,
                 Ok(s) => {

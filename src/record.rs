@@ -67,6 +67,10 @@ pub struct Record {
     pub responsiveness: Option<Responsiveness>,
     pub counters: Counters,
     pub timeline: Timeline,
+    /// The kernel's blocked-task dumps (SysRq-W) taken when the probe went
+    /// silent over a second; only the boot image takes them.
+    #[serde(default)]
+    pub blocked_tasks: Vec<String>,
     /// Workload-specific facts (cache state for seqread, per-instance figures, sort phases).
     pub details: serde_json::Value,
     pub notes: Vec<String>,
@@ -262,6 +266,7 @@ impl Record {
             responsiveness: None,
             counters: Counters::default(),
             timeline: Timeline::default(),
+            blocked_tasks: Vec::new(),
             details: serde_json::Value::Null,
             notes: Vec::new(),
         }

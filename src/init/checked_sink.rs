@@ -5,7 +5,7 @@
 //! disk that failed mid-run must not yield `ok, durable 1.8 s`. It also
 //! counts what it passed on, for the run record.
 
-use super::klog;
+use crate::measure::klog;
 use crate::record::{Record, Status};
 use crate::sink::Sink;
 use std::io;

@@ -14,7 +14,6 @@ pub mod cmdline;
 pub mod devices;
 pub mod format;
 pub mod fsprobe;
-pub mod klog;
 pub mod modalias;
 pub mod modules;
 pub mod mount;

@@ -2,8 +2,9 @@
 //! boot's facts and the kernel log, on the stick and then on serial.
 
 use super::cmdline::After;
-use super::{Boot, RESULTS_MOUNT, klog, mount, say};
+use super::{Boot, RESULTS_MOUNT, mount, say};
 use crate::measure::clock::unix_s;
+use crate::measure::klog;
 use crate::record::{RUN_SCHEMA, RunRecord, Status, Tool};
 use crate::sink::serial::Serial;
 use serde_json::json;

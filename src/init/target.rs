@@ -117,6 +117,8 @@ fn run_plan(
         deadline_ns: Some(mono_ns().saturating_add((settings.timeout_s * 1e9) as u64)),
         run_id: Some(boot.run_id.clone()),
         remount: Some(remount),
+        // The console is quieted: the dump goes to the kernel log, read back per record.
+        dump_blocked_tasks: true,
     };
     let mut serial_sink = serial.take();
     let (result, stick_failed, written, not_ok) = {

@@ -2,9 +2,11 @@
 //! /proc timeline sampler and the evidence that identifies a run's machine.
 //! Nothing here writes to the filesystem under test except the probe's own files.
 
+pub mod blocked;
 pub mod clock;
 pub mod evidence;
 pub mod histogram;
+pub mod klog;
 pub mod probe;
 pub mod procstat;
 pub mod progress;

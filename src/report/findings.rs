@@ -146,6 +146,13 @@ fn stall(subject: &str, ok: &[&Record], worst: &Record) -> Option<Finding> {
         }
         None => sentence += ". This record has no per-tick probe timeline to say when",
     }
+    if !worst.blocked_tasks.is_empty() {
+        let blocked = worst.blocked_tasks.iter().filter(|l| l.contains("state:D") || l.contains(" D ")).count();
+        sentence += &format!(
+            ". The kernel's blocked-task dump taken during it lists {blocked} task(s) in uninterruptible sleep (record's blocked_tasks)"
+        );
+        evidence.push(format!("blocked_tasks: {} lines", worst.blocked_tasks.len()));
+    }
     sentence += &match p.recovery_s {
         Some(r) => format!(". It responded normally again {r:.1} s after the workload ended."),
         None => ". It had not recovered by the probe's deadline after the workload.".into(),
@@ -496,6 +503,18 @@ mod tests {
         assert!(text("stall").contains("waited up to 4.1 s, 3 times over 1 s"), "{}", text("stall"));
         assert!(text("stall").contains("began 2.0 s into the workload, with 190 MiB dirty and 50 MiB under writeback"));
         assert!(text("stall").contains("again 1.5 s after the workload ended"));
+        assert!(!text("stall").contains("blocked-task dump"), "none taken");
+        let mut dumped = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        dumped.blocked_tasks =
+            ["sysrq: Show Blocked State", "task:bootmark-work state:D stack:0", "task:jbd2/sda-8 state:D"]
+                .map(String::from)
+                .to_vec();
+        let found_dumped = find(&[dumped]);
+        assert!(
+            found_dumped[0].sentence.contains("lists 2 task(s) in uninterruptible sleep"),
+            "{}",
+            found_dumped[0].sentence
+        );
         assert!(text("read-starvation").contains("waited 3.7 s") && text("read-starvation").contains("anticipatory"));
         assert!(
             text("dirty-limit").contains("Dirty peaked at 380 MiB") && text("dirty-limit").contains("about 410 MiB")

@@ -36,6 +36,9 @@ pub struct Options {
     /// Between a sweep's variants: the target remounted (a cold page cache on
     /// every kernel, and a variant's mount options). None: never remount.
     pub remount: Option<Remount>,
+    /// Take a blocked-task dump (SysRq-W) when the probe goes silent over a
+    /// second: only where bootmark owns the machine (the boot image).
+    pub dump_blocked_tasks: bool,
 }
 
 /// How a run ended, for the exit code.
@@ -387,6 +390,7 @@ impl Runner<'_> {
             sample_interval_ns: plan.sample_interval_ms * 1_000_000,
             deadline_ns: ((plan.workload_deadline_s * 1e9) as u64).min(left.unwrap_or(u64::MAX)),
             device: self.evidence.storage.device.as_ref().map(|d| d.name.clone()),
+            dump_blocked: opts.dump_blocked_tasks,
         };
         let started_unix_s = unix_s();
         let observed = watch::observe(setup).map_err(|_| RunError::Interrupted)?;
@@ -485,6 +489,7 @@ fn build_record(
         responsiveness: observed.responsiveness,
         counters,
         timeline: observed.timeline,
+        blocked_tasks: observed.blocked_tasks,
         details,
         notes,
     }

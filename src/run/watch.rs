@@ -4,6 +4,7 @@
 //! one poll() loop, so nothing waits on a lock or a thread.
 
 use super::interrupt;
+use crate::measure::blocked::BlockedDumps;
 use crate::measure::clock::{mono_ns, secs};
 use crate::measure::probe::{self, Responsiveness, SAMPLE_BYTES, Sample};
 use crate::measure::progress::Progress;
@@ -29,6 +30,8 @@ pub struct Setup<'a> {
     pub sample_interval_ns: u64,
     pub deadline_ns: u64,
     pub device: Option<String>,
+    /// Take a blocked-task dump (SysRq-W) when the probe goes silent (the boot image only).
+    pub dump_blocked: bool,
 }
 
 /// Everything observed about one workload run.
@@ -47,6 +50,8 @@ pub struct Observed {
     pub timeline: Timeline,
     pub deltas: serde_json::Value,
     pub notes: Vec<String>,
+    /// The kernel's blocked-task dumps taken during stalls.
+    pub blocked_tasks: Vec<String>,
 }
 
 pub struct Interrupted;
@@ -82,6 +87,7 @@ struct Watch<'a> {
     progress: &'a Progress,
     expected_bytes: u64,
     started: u64,
+    blocked: BlockedDumps,
 }
 
 pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
@@ -107,6 +113,7 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
         progress: setup.context.progress,
         expected_bytes: setup.spec.expected_bytes(setup.context.mem_total),
         started: now,
+        blocked: BlockedDumps::new(setup.dump_blocked, now),
     };
     setup.context.progress.reset();
     if watch.probe.is_some() && matches!(watch.pump(now + setup.baseline_ns, None), Pumped::Interrupted) {
@@ -183,6 +190,8 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
     } else {
         None
     };
+    let (blocked_tasks, blocked_note) = watch.blocked.collect();
+    notes.extend(blocked_note);
     watch.sampler.sample();
     watch.sampler.timeline.workload_start_s = watch.sampler.at(workload_start);
     watch.sampler.timeline.workload_end_s = watch.sampler.at(workload_end);
@@ -198,6 +207,7 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
         timeline: watch.sampler.timeline,
         deltas: before.delta(&after),
         notes,
+        blocked_tasks,
     })
 }
 
@@ -215,6 +225,7 @@ impl Observed {
             timeline,
             deltas: serde_json::Value::Null,
             notes: Vec::new(),
+            blocked_tasks: Vec::new(),
         }
     }
 }
@@ -253,6 +264,9 @@ impl Watch<'_> {
             if now >= self.next_sample {
                 self.sampler.sample();
                 self.next_sample = (self.next_sample + self.sample_interval_ns).max(now);
+            }
+            if worker.is_some() {
+                self.blocked.check(now);
             }
             if now >= self.next_heartbeat {
                 self.heartbeat(now);
@@ -304,6 +318,9 @@ impl Watch<'_> {
                 let whole = p.pending.len() / SAMPLE_BYTES * SAMPLE_BYTES;
                 p.samples.extend(p.pending[..whole].chunks_exact(SAMPLE_BYTES).map(Sample::decode));
                 p.pending.drain(..whole);
+                if whole > 0 {
+                    self.blocked.probe_answered(mono_ns());
+                }
             }
         }
     }
