@@ -73,7 +73,8 @@ enum Command {
         out: Option<PathBuf>,
     },
     #[cfg(feature = "workstation")]
-    /// Compare records: one row per group with medians, ranges and a ratio against a baseline.
+    /// Compare records: one row per group with medians, ranges and a ratio against a baseline,
+    /// then findings: the likely cause of stalls and slow writes, with the numbers behind it.
     #[command(after_help = "Example:
   bootmark report serial-*.log usb.img --by kernel,fs --baseline 2.6.9")]
     Report {
