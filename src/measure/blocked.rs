@@ -30,6 +30,9 @@ pub struct BlockedDumps {
 
 impl BlockedDumps {
     pub fn new(enabled: bool, now: u64) -> BlockedDumps {
+        // SysRq acts on the whole machine: never from a container or the
+        // test harness's PID namespace, only as the real init.
+        let enabled = enabled && initial_pid_namespace(std::fs::read_link("/proc/self/ns/pid").ok().as_deref());
         let log_lines_before = if enabled { klog::read().lines().count() } else { 0 };
         BlockedDumps { enabled, last_sample_ns: now, dumped_this_stall: false, dumps: 0, log_lines_before }
     }
@@ -67,6 +70,12 @@ impl BlockedDumps {
         });
         (lines, note)
     }
+}
+
+/// Is this the machine's own PID namespace? Its inode is fixed
+/// (PROC_PID_INIT_INO, 3.8+); kernels without /proc/self/ns have no others.
+fn initial_pid_namespace(link: Option<&std::path::Path>) -> bool {
+    link.is_none_or(|l| l.as_os_str() == "pid:[4026531836]")
 }
 
 /// The lines of every dump: from each "Show Blocked State" header on, at
@@ -113,5 +122,8 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert!(lines[1].contains("bootmark-work state:D"));
         assert!(dump_lines("SysRq : HELP : loglevel0-8 reBoot tErm".lines()).is_empty(), "2.6.9 prints help for w");
+        let ns = |l: &str| initial_pid_namespace(Some(std::path::Path::new(l)));
+        assert!(ns("pid:[4026531836]") && initial_pid_namespace(None), "the machine's own, or a 2.6 kernel");
+        assert!(!ns("pid:[4026532301]"), "a container or the fake boots' namespace");
     }
 }
