@@ -35,4 +35,6 @@ pub mod sink;
 pub mod size;
 pub mod sysfs_block;
 pub mod variant;
+#[cfg(feature = "workstation")]
+pub mod watch;
 pub mod workload;

@@ -96,6 +96,39 @@ enum Command {
         #[arg(long)]
         baseline: Option<String>,
     },
+    #[cfg(feature = "workstation")]
+    /// Follow a test server's console live: the raw log kept, records verified as they arrive,
+    /// progress, stalls and kernel trouble shown, the comparison table at the end.
+    ///
+    /// Exit status: 0 every run ok, 1 a run or record reported failures, 2 the console went
+    /// silent past --give-up or ended before the run record (with a guess at why).
+    #[command(after_help = "Sources:
+  bootmark watch /dev/ttyUSB0 --log run.log --out records.jsonl      # a serial cable
+  ipmitool -I lanplus -H BMC -U USER sol activate | bootmark watch - --log run.log   # IPMI SOL
+  bootmark watch tcp:consoles:3001 --log run.log                      # ser2net, conserver
+  bootmark watch /var/log/conserver/server1.log                       # a log another tool appends to")]
+    Watch {
+        /// A serial device, - for standard input, a growing log file, or tcp:HOST:PORT.
+        source: String,
+        /// A serial device's speed.
+        #[arg(long, default_value_t = 115200, value_parser = parse_baud)]
+        baud: u32,
+        /// Append the raw console here as it arrives.
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
+        /// Append each verified record here (JSONL) as it arrives.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Stop after the first run record (run), a sequence's last step (sequence), or N runs.
+        #[arg(long, default_value = "run")]
+        until: bootmark::watch::Until,
+        /// Say so after this many seconds without output (a stalled machine prints nothing).
+        #[arg(long, value_name = "SECONDS", default_value_t = 40)]
+        silence: u64,
+        /// Give up (exit 2) after this many seconds without output.
+        #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
+        give_up: u64,
+    },
     /// Write this system's settings as installed (vm sysctls, the disk queue under DIR) as a
     /// sweep variant, to replay next to a kernel's defaults.
     ///
@@ -136,6 +169,19 @@ fn main() -> ExitCode {
             report(&inputs, &format, by, baseline, timeline.as_deref())
         }
         Command::Capture { dir, name } => capture(&dir, &name),
+        #[cfg(feature = "workstation")]
+        Command::Watch { source, baud, log, out, until, silence, give_up } => {
+            let opts = bootmark::watch::Options {
+                source,
+                baud,
+                log,
+                out,
+                until,
+                silence: std::time::Duration::from_secs(silence),
+                give_up: std::time::Duration::from_secs(give_up),
+            };
+            watch(&opts)
+        }
         Command::BootParams => {
             print!("{}", bootmark::init::cmdline::reference());
             ExitCode::SUCCESS
@@ -335,4 +381,42 @@ fn capture(dir: &std::path::Path, name: &str) -> ExitCode {
     }
     println!("{}", serde_json::to_string_pretty(&variant).expect("a variant serialises"));
     ExitCode::SUCCESS
+}
+
+/// `bootmark watch`: follow, then the table of what arrived.
+#[cfg(feature = "workstation")]
+fn watch(opts: &bootmark::watch::Options) -> ExitCode {
+    use bootmark::report::{self, findings};
+    let (ending, documents) = match bootmark::watch::watch(opts) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let records: Vec<&bootmark::record::Record> = documents.iter().filter_map(|d| d.result()).collect();
+    if !records.is_empty() {
+        let opts_report = report::Options { by: report::default_by(records.iter().copied()), baseline: None };
+        if let Ok(rows) = report::rows(records.iter().copied(), &opts_report) {
+            let found = findings::findings(&records, &rows, &opts_report.by);
+            println!("\n{}{}", report::markdown(&rows, &opts_report.by), findings::markdown(&found));
+        }
+    }
+    for (what, path) in [("log", &opts.log), ("records", &opts.out)] {
+        if let Some(p) = path {
+            println!("{what}: {}", p.display());
+        }
+    }
+    match &ending {
+        bootmark::watch::Ending::Lost(why) => eprintln!("bootmark: {why}"),
+        bootmark::watch::Ending::Failures => eprintln!("bootmark: a run or a record reported failures"),
+        bootmark::watch::Ending::AllOk => {}
+    }
+    ExitCode::from(ending.exit_code())
+}
+
+/// The serial speeds `watch` can set.
+#[cfg(feature = "workstation")]
+fn parse_baud(s: &str) -> Result<u32, String> {
+    match s.parse() {
+        Ok(b @ (9600 | 19200 | 38400 | 57600 | 115200)) => Ok(b),
+        _ => Err("use 9600, 19200, 38400, 57600 or 115200".into()),
+    }
 }
