@@ -93,6 +93,7 @@ pub fn run(args: &Args) -> Result<()> {
             disk_buses: Vec::new(),
             machine: "modern".into(),
             stick_write_log: None,
+            serial_tcp: None,
             install_deps: install,
         })?;
         eprintln!("demo: entry {i} powered off after {:.1} s", booted.elapsed.as_secs_f64());

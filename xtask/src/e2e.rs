@@ -110,6 +110,7 @@ pub fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::
         disk_buses: Vec::new(),
         machine: "modern".into(),
         stick_write_log: None,
+        serial_tcp: None,
         install_deps: crate::deps::can_install(),
     }
 }
@@ -147,6 +148,7 @@ pub fn harness() -> Result<()> {
     tally.add("sweep", crate::sweep_boot::test(&package, &base));
     tally.add("i686", i686_test(&base));
     tally.add("failing disk", crate::failing_disk::test(&out, &base));
+    tally.add("watch", crate::watch_boot::test(&out, &base));
     tally.add("stick write log", crate::write_log::test(&out, &base));
     tally.add("reset campaign", crate::resets::campaign(&out, &base, 22));
     println!("e2e: total {:.1} s", started.elapsed().as_secs_f64());

@@ -17,6 +17,7 @@ mod static_build;
 mod sweep_boot;
 mod test;
 mod tidy;
+mod watch_boot;
 mod write_log;
 
 use clap::{Parser, Subcommand};
@@ -75,6 +76,9 @@ enum Task {
     SweepBoot,
     /// The failing-disk boot alone, on the image `cargo xtask e2e` built (target/e2e/image).
     FailingDisk,
+    /// `bootmark watch` over QEMU's TCP serial alone, on the image `cargo xtask e2e` built.
+    #[command(hide = true)]
+    WatchBoot,
     /// The stick write-log replay alone, on the image `cargo xtask e2e` built (target/e2e/image).
     WriteLog,
     /// The reset campaign alone, on the image `cargo xtask e2e` built (target/e2e/image).
@@ -104,6 +108,10 @@ fn main() -> ExitCode {
         }
         Task::I686Boot => e2e::i686_test(&project_root().join("target/e2e")),
         Task::SweepBoot => sweep_boot::alone(),
+        Task::WatchBoot => {
+            let base = project_root().join("target/e2e");
+            watch_boot::test(&base.join("image"), &base)
+        }
         Task::FailingDisk => {
             let base = project_root().join("target/e2e");
             failing_disk::test(&base.join("image"), &base)

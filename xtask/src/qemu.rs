@@ -74,6 +74,11 @@ pub struct Args {
     /// a 2006 SATA disk). 0: unthrottled.
     #[arg(long, value_name = "MB_S", default_value_t = 0)]
     pub disk_mbps: u32,
+    /// Also serve the serial console on 127.0.0.1:PORT, like a console
+    /// server (`bootmark watch tcp:127.0.0.1:PORT`); the guest starts only
+    /// once a client is connected, so it sees the whole boot.
+    #[arg(long, value_name = "PORT")]
+    pub serial_tcp: Option<u16>,
 }
 
 /// A boot that ended with the guest powering off.
@@ -105,7 +110,17 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     let mut c = Command::new(qemu);
     c.args(["-M", "pc", "-cpu", cpu, "-smp", "2", "-m", &args.memory.to_string()]);
     c.args(["-accel", if args.kvm { "kvm" } else { "tcg" }]);
-    c.args(["-nographic", "-monitor", "none", "-serial"]).arg(format!("file:{}", log.display()));
+    c.args(["-nographic", "-monitor", "none"]);
+    match args.serial_tcp {
+        // The socket, and the same bytes in the log file.
+        Some(port) => c.args([
+            "-chardev",
+            &format!("socket,id=console,host=127.0.0.1,port={port},server=on,wait=on,logfile={}", log.display()),
+            "-serial",
+            "chardev:console",
+        ]),
+        None => c.arg("-serial").arg(format!("file:{}", log.display())),
+    };
     // A guest reboot ends QEMU; sequences start it again (a cold boot, as on real iron).
     c.arg("-no-reboot");
     let usb = if args.machine == "old" { "usb-ehci" } else { "qemu-xhci" };
