@@ -27,32 +27,38 @@ const RUN: &str = "20261130-170000-abcd";
 /// The console of one boot in two parts: up to the first record, and the
 /// rest up to the run record. `run_status` is the run record's status.
 fn console(run_status: &str) -> (String, String) {
+    boot_console(RUN, run_status, "{}")
+}
+
+/// The same for run `run`, whose run record carries `facts` (JSON).
+fn boot_console(run: &str, run_status: &str, facts: &str) -> (String, String) {
     let mut first = String::from(
         "SeaBIOS (version 1.16)\r\n[    0.000000] Linux version 2.6.9-42.ELsmp (gcc 3.4.6) #1 SMP\r\n\
          [    2.400000] Freeing unused kernel memory: 176k freed\r\n\
-         bootmark 0.1.0: run 20261130-170000-abcd starting as /init\r\n\
+         bootmark 0.1.0: run RUN starting as /init\r\n\
          bootmark: 12 modules loaded in 400 ms\r\n\
            ... [1/2] seqwrite: 16.00 MiB moved, 10 s elapsed, 50% done, ETA 10 s\r\n",
-    );
+    )
+    .replace("RUN", run);
     let record = |seq: u32| {
-        let mut r = Record::blank(RUN, seq);
+        let mut r = Record::blank(run, seq);
         r.workload.name = "seqwrite".into();
         r.kernel.release = Some("2.6.9-42.ELsmp".into());
         r.times.wall_s = 20.0 + seq as f64;
         r.throughput_mib_s = 1.6;
         serde_json::to_string(&r).unwrap()
     };
-    for l in encode(RUN, 0, record(0).as_bytes()) {
+    for l in encode(run, 0, record(0).as_bytes()) {
         first += &format!("{l}\r\n");
     }
     let mut rest = String::from("[   30.1] sd 0:0:0:0: [sda] Write cache: enabled\r\n");
-    for l in encode(RUN, 1, record(1).as_bytes()) {
+    for l in encode(run, 1, record(1).as_bytes()) {
         rest += &format!("{l}\r\n");
     }
-    let run = format!(
-        r#"{{"schema":"bootmark.run/1","run_id":"{RUN}","seq":2,"status":"{run_status}","error":null,"started_unix_s":0,"finished_unix_s":1,"bootmark":{{"version":"t"}},"kernel":{{}},"host":{{"cpus":1}},"records":2,"failed_records":0,"facts":{{}},"kernel_log":{{"lines":0,"counts":{{}},"tail":[]}}}}"#
+    let run_record = format!(
+        r#"{{"schema":"bootmark.run/1","run_id":"{run}","seq":2,"status":"{run_status}","error":null,"started_unix_s":0,"finished_unix_s":1,"bootmark":{{"version":"t"}},"kernel":{{}},"host":{{"cpus":1}},"records":2,"failed_records":0,"facts":{facts},"kernel_log":{{"lines":0,"counts":{{}},"tail":[]}}}}"#
     );
-    for l in encode(RUN, 2, run.as_bytes()) {
+    for l in encode(run, 2, run_record.as_bytes()) {
         rest += &format!("{l}\r\n");
     }
     rest += "bootmark: run done (2 records, 0 not ok); Poweroff\r\n[   31.0] reboot: Power down\r\n";
@@ -143,26 +149,33 @@ fn standard_input_and_a_failed_run() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A log file another tool appends to, truncated (copytruncate) mid-run:
-/// followed to the run record across the truncation.
-#[test]
-fn a_growing_file_is_followed_across_truncation() {
-    let dir = scratch("follow");
-    let (file, out) = (dir.join("conserver.log"), dir.join("records.jsonl"));
+/// Follow a log file that `between` changes after the first record: the
+/// watcher must reach the run record written to the path afterwards.
+fn follow_across(name: &str, between: fn(&Path)) {
+    let dir = scratch(name);
+    let (file, out) = (dir.join("console.log"), dir.join("records.jsonl"));
     let (first, rest) = console("ok");
     std::fs::write(&file, &first).unwrap();
     let mut child = spawn(&[file.to_str().unwrap(), "--out", out.to_str().unwrap()], Stdio::null());
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut seen = String::new();
     assert!(wait_for(&mut stdout, "record 0 verified", &mut seen), "{seen}");
-    std::fs::File::create(&file).unwrap(); // truncated to 0
+    between(&file);
     std::thread::sleep(Duration::from_millis(700));
     std::fs::write(&file, &rest).unwrap();
     child.stdout = Some(stdout.into_inner());
     let (code, err) = finish(child, &mut seen);
-    assert_eq!(code, 0, "{err}\n{seen}");
-    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3, "{seen}");
+    assert_eq!(code, 0, "{name}: {err}\n{seen}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3, "{name}: {seen}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A log file another tool appends to, truncated (copytruncate) mid-run,
+/// or rotated (renamed away, a new file at the path): followed either way.
+#[test]
+fn a_growing_file_is_followed_across_truncation_and_rotation() {
+    follow_across("truncate", |f| drop(std::fs::File::create(f).unwrap()));
+    follow_across("rotate", |f| std::fs::rename(f, f.with_extension("log.1")).unwrap());
 }
 
 /// A console server on loopback (ser2net, QEMU's -serial tcp:).
@@ -212,4 +225,25 @@ fn silence_and_panics_end_in_exit_2_with_a_guess() {
     assert_eq!(code, 2, "{err}");
     assert!(seen.contains("!! [    3.1] Kernel panic") && err.contains("the kernel panicked"), "{seen}\n{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A console across the reboots of a sequence: `--until sequence` waits for
+/// the run record whose sequence has no step left; `--until run` stops at
+/// the first boot's.
+#[test]
+fn until_sequence_follows_the_reboots_to_the_last_step() {
+    let (a1, a2) =
+        boot_console("20261130-170000-aaaa", "ok", r#"{"sequence":{"step":0,"of":2,"states":["done","pending"]}}"#);
+    let (b1, b2) =
+        boot_console("20261130-170500-bbbb", "ok", r#"{"sequence":{"step":1,"of":2,"states":["done","done"]}}"#);
+    let both = format!("{a1}{a2}{b1}{b2}");
+    for (until, runs) in [("sequence", 2), ("run", 1), ("2", 2)] {
+        let mut child = spawn(&["-", "--until", until], Stdio::piped());
+        child.stdin.take().unwrap().write_all(both.as_bytes()).unwrap();
+        let mut seen = String::new();
+        let (code, err) = finish(child, &mut seen);
+        assert_eq!(code, 0, "--until {until}: {err}\n{seen}");
+        assert_eq!(seen.matches("== run ").count(), runs, "--until {until}: {seen}");
+        assert_eq!(seen.matches("== boot ").count(), runs, "--until {until}: a section per boot: {seen}");
+    }
 }

@@ -91,7 +91,7 @@ pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
             Chunk::Data(bytes) => {
                 last_data = Instant::now();
                 silence_said = false;
-                w.feed(&bytes);
+                w.feed(&bytes, opts.until);
             }
             Chunk::End => {
                 w.flush_partial();
@@ -153,13 +153,17 @@ impl Watcher {
         }
     }
 
-    /// Bytes as they arrived: to the log at once, then line by line.
-    fn feed(&mut self, bytes: &[u8]) {
+    /// Bytes as they arrived: to the log at once, then line by line until
+    /// `until` is met (what comes after the last run record is not shown).
+    fn feed(&mut self, bytes: &[u8], until: Until) {
         if let Some(log) = self.log.as_mut() {
             let _ = log.write_all(bytes).and_then(|()| log.flush());
         }
         self.partial.extend_from_slice(bytes);
         while let Some(end) = memchr::memchr(b'\n', &self.partial) {
+            if self.finished(until).is_some() {
+                return;
+            }
             let line: Vec<u8> = self.partial.drain(..=end).collect();
             self.line(&String::from_utf8_lossy(&line));
         }
