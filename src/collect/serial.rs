@@ -8,10 +8,11 @@ use memchr::memmem;
 use std::path::Path;
 
 /// Kernel console lines that mark a new boot or trouble.
-const BANNER: &str = "Linux version ";
-const PANIC: &str = "Kernel panic";
-const OOPS: [&str; 2] = ["Oops", "BUG:"];
-const HUNG: &str = "blocked for more than";
+/// (`bootmark watch` shows the same lines live.)
+pub(crate) const BANNER: &str = "Linux version ";
+pub(crate) const PANIC: &str = "Kernel panic";
+pub(crate) const OOPS: [&str; 2] = ["Oops", "BUG:"];
+pub(crate) const HUNG: &str = "blocked for more than";
 
 pub fn collect_log(path: &Path, c: &mut Collector) -> std::io::Result<()> {
     collect_reader(std::fs::File::open(path)?, &path.display().to_string(), c)

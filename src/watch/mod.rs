@@ -7,6 +7,7 @@
 
 pub mod source;
 
+use crate::collect::serial::{BANNER, HUNG, OOPS, PANIC};
 use crate::collect::{Collector, Document};
 use crate::framing::{self, Assembler, Fed};
 use source::{Chunk, Source};
@@ -184,20 +185,20 @@ impl Watcher {
             }
             return;
         }
-        if let Some(pos) = line.find("Linux version ") {
+        if let Some(pos) = line.find(BANNER) {
             self.boots += 1;
             self.init_started = false;
-            let version = line[pos + 14..].split_whitespace().next().unwrap_or("?").to_string();
+            let version = line[pos + BANNER.len()..].split_whitespace().next().unwrap_or("?").to_string();
             self.say(&format!("== boot {}: Linux {version}", self.boots));
         } else if line.contains("starting as /init") {
             self.init_started = true;
             self.say(line.trim());
         } else if line.trim_start().starts_with("... ") {
             self.status(line.trim());
-        } else if line.contains("Kernel panic") {
+        } else if line.contains(PANIC) {
             self.panics += 1;
             self.say(&format!("!! {}", line.trim()));
-        } else if ["Oops", "BUG:", "blocked for more than", "I/O error"].iter().any(|m| line.contains(m)) {
+        } else if [OOPS[0], OOPS[1], HUNG, "I/O error"].iter().any(|m| line.contains(m)) {
             self.say(&format!("!! {}", line.trim()));
         } else if line.starts_with("bootmark: ") {
             self.say(line);
