@@ -23,6 +23,10 @@ pub(super) fn boot_target(
 ) -> Result<(), String> {
     let sys = Path::new("/sys");
     let dev = Path::new("/dev");
+    // From here on every planned run is owed a LAVA case, skipped if it never runs.
+    if let Some(s) = serial.as_mut() {
+        s.expect_cases(crate::sink::lava::Cases::planned(&plan));
+    }
     let all = devices::scan(sys, dev);
     boot.facts.insert("devices".into(), json!(all.iter().map(device_facts).collect::<Vec<_>>()));
 

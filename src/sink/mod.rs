@@ -1,6 +1,7 @@
 //! Sinks: where finished records go. On a workstation that is stdout or a
 //! JSONL file; inside the image, the serial console and the results stick.
 
+pub mod lava;
 pub mod serial;
 pub mod stick;
 

@@ -2,7 +2,7 @@
 //! plus one human summary line, with the kernel's console loglevel lowered
 //! while a record is printed so printk output does not cut our lines.
 
-use super::Sink;
+use super::{Sink, lava};
 use crate::framing;
 use crate::record::Record;
 use std::fs::{File, OpenOptions};
@@ -14,6 +14,9 @@ pub struct Serial {
     out: File,
     /// Why the named device was not used and /dev/console was (None: it was used).
     pub fallback: Option<String>,
+    /// The LAVA test cases this boot owes (see `lava`): set once the plan
+    /// is about to run, so that runs that never came are reported as skipped.
+    cases: Option<lava::Cases>,
 }
 
 const SYSLOG_ACTION_CONSOLE_LEVEL: libc::c_int = 8;
@@ -26,9 +29,9 @@ impl Serial {
     /// O_APPEND means nothing to a block device.
     pub fn open(dev_dir: &Path, name: &str) -> io::Result<Serial> {
         match open_terminal(&dev_dir.join(name)) {
-            Ok(out) => Ok(Serial { out, fallback: None }),
+            Ok(out) => Ok(Serial { out, fallback: None, cases: None }),
             Err(first) => match open_terminal(&dev_dir.join("console")) {
-                Ok(out) => Ok(Serial { out, fallback: Some(format!("/dev/{name}: {first}")) }),
+                Ok(out) => Ok(Serial { out, fallback: Some(format!("/dev/{name}: {first}")), cases: None }),
                 Err(e) => Err(io::Error::other(format!("/dev/{name}: {first}; /dev/console: {e}"))),
             },
         }
@@ -36,7 +39,28 @@ impl Serial {
 
     /// Wrap any writable file (tests use a plain file).
     pub fn from_file(out: File) -> Serial {
-        Serial { out, fallback: None }
+        Serial { out, fallback: None, cases: None }
+    }
+
+    /// The plan's runs, each owed a LAVA test case from now on.
+    pub fn expect_cases(&mut self, cases: lava::Cases) {
+        self.cases = Some(cases);
+    }
+
+    /// The LAVA cases of the end of a boot: the runs that never came as
+    /// skipped, and whether the boot was clean (see `lava::Cases::finish`).
+    pub fn finish_cases(&mut self, boot_ok: bool, records: u32, failed: u32) -> io::Result<()> {
+        let lines = self.cases.get_or_insert_with(Default::default).finish(boot_ok, records, failed);
+        self.quiet_lines(&lines)
+    }
+
+    /// Lines for machines (LAVA's monitors): each in one write() starting
+    /// at column 0, with printk quieted so a kernel message cannot split it.
+    fn quiet_lines(&mut self, lines: &[String]) -> io::Result<()> {
+        let quiet = QuietConsole::new();
+        let r = lines.iter().try_for_each(|l| self.out.write_all(format!("{l}\r\n").as_bytes()));
+        drop(quiet);
+        r
     }
 
     pub fn line(&mut self, text: &str) -> io::Result<()> {
@@ -61,7 +85,9 @@ impl Sink for Serial {
     fn write(&mut self, record: &Record) -> io::Result<()> {
         let json = serde_json::to_vec(record)?;
         self.framed(&record.run_id, record.seq, &json)?;
-        self.line(&format!("bootmark: {}", record.summary_line()))
+        self.line(&format!("bootmark: {}", record.summary_line()))?;
+        let lines = self.cases.get_or_insert_with(Default::default).lines_for(record);
+        self.quiet_lines(&lines)
     }
 }
 
