@@ -1,4 +1,4 @@
-//! The collector: serial logs, stick directories and stick images in,
+//! The collector: serial logs (raw, or inside LAVA job logs), stick directories and stick images in,
 //! validated documents out, and a precise account of everything that could
 //! not be used. Nothing here touches /proc or devices.
 //!
@@ -9,6 +9,7 @@
 //! document seen twice (serial and stick) is kept once; two different
 //! documents under the same (schema, run_id, seq) are both reported.
 
+pub mod lava;
 pub mod serial;
 pub mod stick;
 
@@ -146,6 +147,10 @@ impl<'a> Collector<'a> {
     pub fn read(&mut self, path: &Path) {
         let r = match classify(path) {
             Ok(Input::SerialLog(p)) => serial::collect_log(&p, self),
+            Ok(Input::LavaLog(p)) => std::fs::File::open(&p).and_then(|f| {
+                let console = lava::ConsoleText::new(std::io::BufReader::new(f));
+                serial::collect_reader(console, &p.display().to_string(), self)
+            }),
             Ok(Input::StickDir(p)) => stick::collect_dir(&p, self),
             Ok(Input::StickImage(p)) => stick::collect_image(&p, self),
             Err(e) => Err(e),
@@ -166,6 +171,8 @@ impl<'a> Collector<'a> {
 /// What kind of input a path is.
 pub enum Input {
     SerialLog(PathBuf),
+    /// A LAVA job log (the console inside YAML mappings).
+    LavaLog(PathBuf),
     StickDir(PathBuf),
     StickImage(PathBuf),
 }
@@ -183,7 +190,14 @@ pub fn classify(path: &Path) -> std::io::Result<Input> {
     if !jsonl && n == 512 && head[510] == 0x55 && head[511] == 0xaa {
         return Ok(Input::StickImage(path.to_path_buf()));
     }
-    Ok(if jsonl { Input::StickDir(path.to_path_buf()) } else { Input::SerialLog(path.to_path_buf()) })
+    if jsonl {
+        return Ok(Input::StickDir(path.to_path_buf()));
+    }
+    Ok(if lava::is_lava_log(&head[..n]) {
+        Input::LavaLog(path.to_path_buf())
+    } else {
+        Input::SerialLog(path.to_path_buf())
+    })
 }
 
 /// Collect from every input, in order, keeping the documents in memory.
