@@ -56,8 +56,7 @@ pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu) -> Result<()> {
     write(
         &pxe.join("README.txt"),
         &format!(
-            "Serve this directory over TFTP and point DHCP at it. With dnsmasq:\n\n  enable-tftp\n  tftp-root={}\n  dhcp-boot=pxelinux.0\n{}\nOver PXE there is no results stick: results come from the serial console only.\n",
-            pxe.display(),
+            "Serve this directory over TFTP and point DHCP at it. With dnsmasq:\n\n  enable-tftp\n  tftp-root=/path/to/this/pxe\n  dhcp-boot=pxelinux.0\n{}\nOver PXE there is no results stick: results come from the serial console only.\nA LAVA lab boots these files with the jobs `cargo xtask lava` writes.\n",
             uefi_line.lines().map(|l| format!("  {l}\n")).collect::<String>()
         ),
     )

@@ -4,16 +4,17 @@
 
 use super::Args;
 use crate::Result;
+use bootmark::plan::Plan;
 
 /// The command line every entry boots with (before its `bootmark.entry=`).
-pub(crate) fn cmdline(args: &Args) -> Result<String> {
+pub(crate) fn cmdline(args: &Args, plan: &str) -> Result<String> {
     if !args.sequence_fs.is_empty() && (args.target.is_none() || args.format_confirm != args.target) {
         return Err(
             "--sequence-fs formats the target: add --target SPEC and --format-confirm with the same SPEC".into()
         );
     }
     let (dev, baud) = args.serial.split_once(',').unwrap_or((&args.serial, "115200"));
-    let mut c = format!("console={dev},{baud} panic=30 bootmark.console={dev} bootmark.plan={}", args.plan);
+    let mut c = format!("console={dev},{baud} panic=30 bootmark.console={dev} bootmark.plan={plan}");
     if let Some(t) = &args.target {
         bootmark::contract::cmdline::DiskSpec::parse(t).map_err(|e| format!("--target: {e}"))?;
         c += &format!(" bootmark.target={t}");
@@ -45,8 +46,7 @@ pub(crate) fn serial_unit(serial: &str) -> Result<(u32, u32)> {
 /// command line). A plan whose variants carry kernel parameters gets one
 /// entry per such variant (its parameters, and only it runs there), plus one
 /// for the variants a running kernel can switch to (when there are any).
-pub(crate) fn entries_for_plan(plan: &str) -> Result<Vec<(String, String, String)>> {
-    let plan = load_plan(plan)?;
+pub(crate) fn entries_for_plan(plan: &Plan) -> Result<Vec<(String, String, String)>> {
     let (boot, runtime): (Vec<_>, Vec<_>) = plan.variants.iter().partition(|v| v.needs_boot());
     if boot.is_empty() {
         return Ok(vec![(String::new(), String::new(), String::new())]);
@@ -66,13 +66,45 @@ pub(crate) fn entries_for_plan(plan: &str) -> Result<Vec<(String, String, String
     Ok(out)
 }
 
+/// The plan an image runs, resolved once by `cargo xtask image --plan`.
+pub(crate) struct ImagePlan {
+    /// What `bootmark.plan=` says.
+    pub name: String,
+    pub plan: Plan,
+    /// A plan file from elsewhere, carried in the initramfs: (path there, content).
+    pub file: Option<(String, Vec<u8>)>,
+}
+
+/// `--plan`: a built-in plan, a file in image/plans by name, or any plan
+/// file by path (it contains a `/` or ends in `.json`), which the image
+/// then carries as /etc/bootmark/plans/NAME.json under the plan's own name.
+pub(crate) fn resolve_plan(arg: &str) -> Result<ImagePlan> {
+    if !arg.contains('/') && !arg.ends_with(".json") {
+        return Ok(ImagePlan { name: arg.to_string(), plan: load_plan(arg)?, file: None });
+    }
+    let plan = Plan::load(arg).map_err(|e| format!("--plan {arg}: {e}"))?;
+    let name = plan.name.clone();
+    match bootmark::contract::cmdline::parse(&format!("bootmark.plan={name}")) {
+        Ok(s) if s.plan == name => {}
+        Ok(_) => return Err(format!("--plan {arg}: the plan's \"name\" cannot go on the command line: it has spaces")),
+        Err(e) => return Err(format!("--plan {arg}: the plan's \"name\" cannot go on the command line: {e}")),
+    }
+    if load_plan(&name).is_ok() {
+        return Err(format!(
+            "--plan {arg}: a plan named '{name}' is already built in or in image/plans, and /init would run that one; give the file's plan another \"name\""
+        ));
+    }
+    let bytes = std::fs::read(arg).map_err(|e| format!("--plan {arg}: {e}"))?;
+    Ok(ImagePlan { file: Some((format!("etc/bootmark/plans/{name}.json"), bytes)), name, plan })
+}
+
 /// The plan an image runs: a built-in, or a file in image/plans.
-fn load_plan(name: &str) -> Result<bootmark::plan::Plan> {
+pub(crate) fn load_plan(name: &str) -> Result<Plan> {
     if bootmark::plan::builtin_names().contains(&name) {
-        return bootmark::plan::Plan::load(name);
+        return Plan::load(name);
     }
     let file = crate::project_root().join("image/plans").join(format!("{name}.json"));
-    bootmark::plan::Plan::load(&file.to_string_lossy())
+    Plan::load(&file.to_string_lossy())
         .map_err(|e| format!("--plan {name}: not a built-in plan nor image/plans/{name}.json ({e})"))
 }
 
@@ -84,7 +116,7 @@ mod tests {
     /// the others share the plain entry; a plan without such variants gets one entry.
     #[test]
     fn boot_variants_get_entries_of_their_own() {
-        let entries = entries_for_plan("sweep").unwrap();
+        let entries = entries_for_plan(&load_plan("sweep").unwrap()).unwrap();
         assert_eq!(
             entries,
             [
@@ -96,7 +128,36 @@ mod tests {
                 ),
             ]
         );
-        assert_eq!(entries_for_plan("quick").unwrap(), [(String::new(), String::new(), String::new())]);
-        assert!(entries_for_plan("no-such-plan").unwrap_err().contains("image/plans/no-such-plan.json"));
+        assert_eq!(
+            entries_for_plan(&load_plan("quick").unwrap()).unwrap(),
+            [(String::new(), String::new(), String::new())]
+        );
+        assert!(resolve_plan("no-such-plan").err().unwrap().contains("image/plans/no-such-plan.json"));
+    }
+
+    /// A plan file from anywhere travels in the image under its own name,
+    /// which must not shadow one of ours (/init would run ours).
+    #[test]
+    fn plan_files_are_carried_under_their_name_unless_it_is_taken() {
+        let dir = std::env::temp_dir().join(format!("bootmark-planfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut plan = load_plan("quick").unwrap();
+        plan.name = "short-watchdog".into();
+        plan.workload_deadline_s = 2.0;
+        let file = dir.join("mine.json");
+        std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
+        let got = resolve_plan(&file.to_string_lossy()).unwrap();
+        assert_eq!(got.name, "short-watchdog");
+        assert_eq!(got.plan, plan);
+        let (path, bytes) = got.file.unwrap();
+        assert_eq!(path, "etc/bootmark/plans/short-watchdog.json");
+        assert_eq!(bytes, std::fs::read(&file).unwrap());
+        plan.name = "quick".into();
+        std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
+        assert!(resolve_plan(&file.to_string_lossy()).err().unwrap().contains("already built in"));
+        plan.name = "a b".into();
+        std::fs::write(&file, serde_json::to_vec(&plan).unwrap()).unwrap();
+        assert!(resolve_plan(&file.to_string_lossy()).err().unwrap().contains("cannot go on the command line"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -21,6 +21,10 @@ pub struct Manifest {
     /// Every timestamp inside the image (SOURCE_DATE_EPOCH, or 0).
     pub source_date_epoch: u32,
     pub plan: String,
+    /// The plan itself, as validated when the image was built (images built
+    /// before it was recorded lack it).
+    #[serde(default)]
+    pub plan_definition: Option<bootmark::plan::Plan>,
     pub default_entry: usize,
     pub entries: Vec<Entry>,
     /// Every file of the image directory (but this one) → its SHA-256.

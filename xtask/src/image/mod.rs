@@ -56,7 +56,8 @@ pub struct Args {
     /// Output directory.
     #[arg(long, default_value = "target/image")]
     pub out: PathBuf,
-    /// Plan every entry runs (built-in name or a file in image/plans).
+    /// Plan every entry runs: a built-in name, a file in image/plans by name, or a plan
+    /// file by path (carried in the image under the plan's own "name").
     #[arg(long, default_value = "quick")]
     pub plan: String,
     /// bootmark.target for every entry (LABEL=…, UUID=…, PARTUUID=…, /dev/…). Without it, boots report how to set one.
@@ -170,8 +171,9 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     let work = out.join(".work");
     let stage = work.join("stage");
     let kernels = sources::resolve(args, &work)?;
-    let line = cmdline::cmdline(args)?;
-    let per_kernel = cmdline::entries_for_plan(&args.plan)?;
+    let plan = cmdline::resolve_plan(&args.plan)?;
+    let line = cmdline::cmdline(args, &plan.name)?;
+    let per_kernel = cmdline::entries_for_plan(&plan.plan)?;
     let total = kernels.len() * per_kernel.len();
     if args.default >= total {
         return Err(format!("--default {} but there are only {total} entries", args.default));
@@ -186,7 +188,8 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         };
         let mut needed: Vec<String> = args.mkfs.clone();
         needed.extend(args.sequence_fs.iter().filter(|f| !needed.contains(f)).cloned().collect::<Vec<_>>());
-        let extra = mkfs::files(&needed, arch, args.install_deps)?;
+        let mut extra = mkfs::files(&needed, arch, args.install_deps)?;
+        extra.extend(plan.file.iter().map(|(path, bytes)| (path.clone(), bytes.clone(), 0o644)));
         let common = initramfs::common_archive(&bin, mtime, &extra)?;
         eprintln!("image: common initramfs for {arch}: {} gzip", bootmark::size::human(common.len() as u64));
         commons.insert(arch.to_string(), (common, manifest::sha256_file(&bin)?));
@@ -206,7 +209,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         std::fs::write(dir.join("initrd.gz"), &initrd).map_err(|e| e.to_string())?;
         for (suffix, variant, extra) in &per_kernel {
             let label = format!("{kdir}{suffix}");
-            let title = format!("bootmark {} on Linux {} ({}){variant}", args.plan, k.release, k.arch);
+            let title = format!("bootmark {} on Linux {} ({}){variant}", plan.name, k.release, k.arch);
             let line = format!("{line}{extra} bootmark.entry={label}");
             bootmark::contract::cmdline::parse(&line)
                 .map_err(|e| format!("entry {label}'s command line would be refused at boot: {e}"))?;
@@ -273,7 +276,8 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         schema: manifest::SCHEMA.into(),
         bootmark_version: env!("CARGO_PKG_VERSION").into(),
         source_date_epoch: mtime,
-        plan: args.plan.clone(),
+        plan: plan.name,
+        plan_definition: Some(plan.plan),
         default_entry: args.default,
         entries: entry_facts,
         outputs: manifest::outputs(out)?,
