@@ -9,6 +9,7 @@ mod failing_disk;
 mod fakeboot;
 mod fuzz;
 mod image;
+mod lava;
 mod oldkernel;
 mod qemu;
 mod resets;
@@ -45,6 +46,9 @@ enum Task {
     OldKernel,
     /// Build the boot image: kernels in, usb.img + pxe/ + manifest.json out.
     Image(image::Args),
+    /// LAVA job definitions from a built image: one per boot entry, for LAVA's qemu device
+    /// type and for physical x86 servers booting over the network (docs/lava.md).
+    Lava(lava::Args),
     /// Boot a built image in QEMU (USB stick, SATA scratch disks, serial log); waits for power-off.
     Qemu(qemu::Args),
     /// The whole loop in QEMU: two Debian kernels, one image, a boot each, the comparison table.
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
         Task::Bench(args) => bench::run(&args),
         Task::Image(args) => image::run(&args),
         Task::Qemu(args) => qemu::run(&args),
+        Task::Lava(args) => lava::run(&args),
         Task::Demo(args) => demo::run(&args),
         Task::Fuzz { seconds } => fuzz::run(seconds),
         Task::BenchCollect(args) => bench_collect::run(&args),
