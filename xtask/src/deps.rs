@@ -51,6 +51,8 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("mkswap", "util-linux"),                  // formatting refusals: swap
     ("mkfs.btrfs", "btrfs-progs"),             // formatting refusals: btrfs
     ("mkfs.ntfs", "ntfs-3g"),                  // formatting refusals: NTFS
+    ("lava-run", "lava-dispatcher"),           // the LAVA jobs, run without a server
+    ("/usr/share/lava-common/lava-schema.py", "lava-common"), // …and checked against LAVA's schema
 ];
 
 /// Root on Debian/Ubuntu: then xtask may run apt-get itself.

@@ -149,6 +149,7 @@ pub fn harness() -> Result<()> {
     tally.add("i686", i686_test(&base));
     tally.add("failing disk", crate::failing_disk::test(&out, &base));
     tally.add("watch", crate::watch_boot::test(&out, &base));
+    tally.add("LAVA", crate::lava_boot::test(&out, &package, &base));
     tally.add("stick write log", crate::write_log::test(&out, &base));
     tally.add("reset campaign", crate::resets::campaign(&out, &base, 22));
     println!("e2e: total {:.1} s", started.elapsed().as_secs_f64());

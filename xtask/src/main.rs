@@ -10,6 +10,7 @@ mod fakeboot;
 mod fuzz;
 mod image;
 mod lava;
+mod lava_boot;
 mod oldkernel;
 mod qemu;
 mod resets;
@@ -83,6 +84,9 @@ enum Task {
     /// `bootmark watch` over QEMU's TCP serial alone, on the image `cargo xtask e2e` built.
     #[command(hide = true)]
     WatchBoot,
+    /// The LAVA jobs alone (lava-run), on the image `cargo xtask e2e` built (target/e2e/image).
+    #[command(hide = true)]
+    LavaBoot,
     /// The stick write-log replay alone, on the image `cargo xtask e2e` built (target/e2e/image).
     WriteLog,
     /// The reset campaign alone, on the image `cargo xtask e2e` built (target/e2e/image).
@@ -116,6 +120,10 @@ fn main() -> ExitCode {
         Task::WatchBoot => {
             let base = project_root().join("target/e2e");
             watch_boot::test(&base.join("image"), &base)
+        }
+        Task::LavaBoot => {
+            let base = project_root().join("target/e2e");
+            e2e::resolve_meta("linux-image-amd64").and_then(|p| lava_boot::test(&base.join("image"), &p, &base))
         }
         Task::FailingDisk => {
             let base = project_root().join("target/e2e");
