@@ -318,36 +318,32 @@ fn report(
 ) -> ExitCode {
     use bootmark::report::{self, findings};
     use serde_json::json;
-    let c = bootmark::collect::collect(inputs);
+    // Records stream from the collector into the report's groups: memory
+    // grows with groups × runs, not with the records.
+    let opts = report::Options { by, baseline, timeline: timeline.map(str::to_string) };
+    let mut builder = report::Builder::new(opts);
+    let c = bootmark::collect::collect_each(inputs, &mut |doc| {
+        if let bootmark::record::Document::Result(r) = doc {
+            builder.add(&r);
+        }
+    });
     print_problems(&c);
-    if c.results().next().is_none() {
+    if builder.results == 0 {
         return fail("no result records in the inputs");
     }
-    let by = by.unwrap_or_else(|| report::default_by(c.results()));
-    let opts = report::Options { by, baseline };
-    let rows = match report::rows(c.results(), &opts) {
-        Ok(rows) => rows,
+    let report = match builder.finish() {
+        Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    let records: Vec<&bootmark::record::Record> = c.results().collect();
-    let found = findings::findings(&records, &rows, &opts.by);
+    let (rows, by, found) = (&report.rows, &report.by, &report.findings);
     match format {
-        "csv" => print!("{}", report::csv(&rows, &opts.by)),
+        "csv" => print!("{}", report::csv(rows, by)),
         "json" => println!("{}", serde_json::to_string_pretty(&json!({"rows": rows, "findings": found})).unwrap()),
-        "html" => {
-            let chosen = bootmark::report::html::pick_timeline(c.results(), timeline);
-            if timeline.is_some() && chosen.is_none() {
-                return fail(&format!(
-                    "--timeline {}: no such record (give RUN_ID:SEQ of a result record)",
-                    timeline.unwrap_or("")
-                ));
-            }
-            match report::html::render(&rows, &opts.by, chosen, &found) {
-                Ok(html) => print!("{html}"),
-                Err(e) => return fail(&format!("cannot draw the charts: {e}")),
-            }
-        }
-        _ => print!("{}{}", report::markdown(&rows, &opts.by), findings::markdown(&found)),
+        "html" => match report::html::render(rows, by, report.timeline.as_ref(), found) {
+            Ok(html) => print!("{html}"),
+            Err(e) => return fail(&format!("cannot draw the charts: {e}")),
+        },
+        _ => print!("{}{}", report::markdown(rows, by), findings::markdown(found)),
     }
     ExitCode::SUCCESS
 }
@@ -391,13 +387,11 @@ fn watch(opts: &bootmark::watch::Options) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    let records: Vec<&bootmark::record::Record> = documents.iter().filter_map(|d| d.result()).collect();
-    if !records.is_empty() {
-        let opts_report = report::Options { by: report::default_by(records.iter().copied()), baseline: None };
-        if let Ok(rows) = report::rows(records.iter().copied(), &opts_report) {
-            let found = findings::findings(&records, &rows, &opts_report.by);
-            println!("\n{}{}", report::markdown(&rows, &opts_report.by), findings::markdown(&found));
-        }
+    let records = documents.iter().filter_map(|d| d.result());
+    if let Ok(r) = report::report(records, report::Options::default())
+        && !r.rows.is_empty()
+    {
+        println!("\n{}{}", report::markdown(&r.rows, &r.by), findings::markdown(&r.findings));
     }
     for (what, path) in [("log", &opts.log), ("records", &opts.out)] {
         if let Some(p) = path {

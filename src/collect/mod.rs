@@ -16,7 +16,7 @@ pub mod stick;
 pub use crate::record::Document;
 use crate::record::{Record, RunRecord};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Something that could not be used, and exactly where.
@@ -55,7 +55,20 @@ pub struct Collected {
     pub duplicates: usize,
 }
 
-type Key = (String, String, u32);
+/// A document's identity (schema, run id, seq), hashed to 128 bits: a
+/// fleet's million records are deduplicated in tens of MB, and two
+/// different identities colliding is not a practical concern.
+type Key = u128;
+
+fn key(schema: &str, run_id: &str, seq: u32) -> Key {
+    use std::hash::{Hash, Hasher};
+    let half = |salt: u64| {
+        let mut h = std::hash::DefaultHasher::new();
+        (salt, schema, run_id, seq).hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(1)) << 64) | u128::from(half(2))
+}
 
 impl Collected {
     /// The result records accepted, in the order first seen.
@@ -70,15 +83,24 @@ impl Collected {
 }
 
 /// Collecting in progress: what was accepted so far, a digest of every
-/// document seen (for deduplication without keeping it), and optionally a
-/// stream that accepted documents go to instead of memory — so collecting a
+/// document seen (for deduplication without keeping it), and where accepted
+/// documents go: memory, or a stream or consumer instead — so collecting a
 /// console server's multi-gigabyte capture needs memory for keys, not records.
 pub struct Collector<'a> {
     pub collected: Collected,
-    seen: BTreeMap<Key, u64>,
-    stream: Option<&'a mut dyn std::io::Write>,
+    seen: HashMap<Key, u64>,
+    destination: Destination<'a>,
     /// Documents accepted (kept in memory or streamed).
     pub accepted: usize,
+}
+
+/// Where accepted documents go.
+enum Destination<'a> {
+    Memory,
+    /// Their JSON bytes as lines (`collect --out`).
+    Write(&'a mut dyn std::io::Write),
+    /// Each typed, to a consumer (`report` streams into its groups).
+    Each(&'a mut dyn FnMut(Document)),
 }
 
 impl std::ops::Deref for Collector<'_> {
@@ -96,7 +118,21 @@ impl std::ops::DerefMut for Collector<'_> {
 
 impl<'a> Collector<'a> {
     pub fn new(stream: Option<&'a mut dyn std::io::Write>) -> Collector<'a> {
-        Collector { collected: Collected::default(), seen: BTreeMap::new(), stream, accepted: 0 }
+        let destination = match stream {
+            Some(w) => Destination::Write(w),
+            None => Destination::Memory,
+        };
+        Collector { collected: Collected::default(), seen: HashMap::new(), destination, accepted: 0 }
+    }
+
+    /// Each accepted document goes to `each` (typed) instead of memory.
+    pub fn each(each: &'a mut dyn FnMut(Document)) -> Collector<'a> {
+        Collector {
+            collected: Collected::default(),
+            seen: HashMap::new(),
+            destination: Destination::Each(each),
+            accepted: 0,
+        }
     }
 
     /// Add a document given as its JSON bytes (as recovered from a log or a
@@ -117,27 +153,28 @@ impl<'a> Collector<'a> {
             bytes.hash(&mut h);
             h.finish()
         };
-        let k = (doc.schema().to_string(), doc.run_id().to_string(), doc.seq());
+        let k = key(doc.schema(), doc.run_id(), doc.seq());
         match self.seen.get(&k) {
             Some(d) if *d == digest => self.collected.duplicates += 1,
             Some(_) => self.collected.problems.push(Problem {
                 file: file.into(),
                 line,
-                run_id: Some(k.1.clone()),
-                seq: Some(k.2),
+                run_id: Some(doc.run_id().to_string()),
+                seq: Some(doc.seq()),
                 why: "a different document with the same run id and seq was seen in another source: the first is used"
                     .into(),
             }),
             None => {
                 self.seen.insert(k, digest);
                 self.accepted += 1;
-                match self.stream.as_mut() {
-                    Some(out) => {
+                match &mut self.destination {
+                    Destination::Write(out) => {
                         if let Err(e) = out.write_all(bytes).and_then(|()| out.write_all(b"\n")) {
                             self.collected.problems.push(bad(format!("cannot write the output: {e}")));
                         }
                     }
-                    None => self.collected.documents.push(doc),
+                    Destination::Each(each) => each(doc),
+                    Destination::Memory => self.collected.documents.push(doc),
                 }
             }
         }
@@ -203,6 +240,16 @@ pub fn classify(path: &Path) -> std::io::Result<Input> {
 /// Collect from every input, in order, keeping the documents in memory.
 pub fn collect(inputs: &[PathBuf]) -> Collected {
     let mut c = Collector::new(None);
+    for path in inputs {
+        c.read(path);
+    }
+    c.collected
+}
+
+/// Collect from every input, handing each accepted document to `each` as
+/// soon as it is complete; returns the account without documents.
+pub fn collect_each(inputs: &[PathBuf], each: &mut dyn FnMut(Document)) -> Collected {
+    let mut c = Collector::each(each);
     for path in inputs {
         c.read(path);
     }

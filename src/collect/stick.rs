@@ -11,13 +11,17 @@ use std::path::Path;
 
 pub fn collect_dir(path: &Path, c: &mut Collector) -> io::Result<()> {
     if path.is_file() {
-        let data = std::fs::read(path)?;
         let name = path.display().to_string();
-        return if journal::is_journal(&data) {
-            collect_journal(&data, &name, c)
-        } else {
-            collect_text(&data, &name, c)
-        };
+        let mut f = std::fs::File::open(path)?;
+        let mut head = Vec::new();
+        (&mut f).take(4096).read_to_end(&mut head)?;
+        if journal::is_journal(&head) {
+            f.read_to_end(&mut head)?;
+            return collect_journal(&head, &name, c);
+        }
+        // JSON lines may be a fleet's worth: streamed, never read whole.
+        f.seek(SeekFrom::Start(0))?;
+        return collect_lines(io::BufReader::with_capacity(1 << 20, f), &name, c);
     }
     let mut found = false;
     let journal_file = path.join(journal::PATH);
@@ -34,7 +38,7 @@ pub fn collect_dir(path: &Path, c: &mut Collector) -> io::Result<()> {
             .collect();
         files.sort();
         for f in files {
-            collect_text(&std::fs::read(&f)?, &f.display().to_string(), c)?;
+            collect_lines(io::BufReader::new(std::fs::File::open(&f)?), &f.display().to_string(), c)?;
             found = true;
         }
     }
@@ -84,16 +88,31 @@ fn problem(file: &str, line: Option<u64>, why: String) -> Problem {
 /// JSON lines; a line that is not a known document is a problem, never
 /// accepted. An empty file is a problem too: a run that wrote nothing.
 pub fn collect_text(data: &[u8], file: &str, c: &mut Collector) -> io::Result<()> {
-    if data.is_empty() {
-        c.problems.push(problem(file, None, "empty results file: the run wrote nothing here".into()));
-    } else if !data.ends_with(b"\n") {
-        c.problems.push(problem(file, None, "the file does not end with a newline: its last line may be cut".into()));
-    }
-    for (i, line) in data.split(|&b| b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    collect_lines(data, file, c)
+}
+
+/// The same from a reader, one line at a time.
+fn collect_lines(mut input: impl io::BufRead, file: &str, c: &mut Collector) -> io::Result<()> {
+    let mut line = Vec::new();
+    let (mut number, mut bytes, mut last) = (0u64, 0u64, b'\n');
+    loop {
+        line.clear();
+        let n = input.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            break;
         }
-        c.accept_bytes(line, file, Some(i as u64 + 1));
+        number += 1;
+        bytes += n as u64;
+        last = line[n - 1];
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        if !text.iter().all(u8::is_ascii_whitespace) {
+            c.accept_bytes(text, file, Some(number));
+        }
+    }
+    if bytes == 0 {
+        c.problems.push(problem(file, None, "empty results file: the run wrote nothing here".into()));
+    } else if last != b'\n' {
+        c.problems.push(problem(file, None, "the file does not end with a newline: its last line may be cut".into()));
     }
     Ok(())
 }

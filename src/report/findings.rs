@@ -5,8 +5,8 @@
 //! says how many boots it rests on (repetitions inside one boot share that
 //! boot's state: they are not independent samples of a kernel).
 
-use super::{Row, dimension};
-use crate::record::{Record, Status};
+use super::Row;
+use crate::record::Record;
 use serde::Serialize;
 
 /// One finding about one group (a row of the table) or a comparison of two.
@@ -26,37 +26,55 @@ pub struct Finding {
 /// Stalls at least this long are what the seed's user felt as a hung `ls`.
 const STALL_MS: f64 = 1000.0;
 
-/// Every finding for `rows` (made from `records` grouped `by`), rule by rule.
-pub fn findings(records: &[&Record], rows: &[Row], by: &[String]) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for row in rows {
-        let members = members(records, row, by);
-        let ok: Vec<&Record> = members.iter().copied().filter(|r| r.status == Status::Ok).collect();
-        let Some(worst) = ok.iter().copied().max_by(|a, b| max_stall(a).total_cmp(&max_stall(b))) else { continue };
-        let subject = subject(row);
-        out.extend(stall(&subject, &ok, worst));
-        out.extend(read_starvation(&subject, worst));
-        out.extend(dirty_limit(&subject, worst));
-        out.extend(flush(&subject, &ok));
+/// What one group keeps for its findings while records stream by: counts,
+/// and the two records the rules read (the worst stall, the longest flush),
+/// each kept whole only if a rule would say something about it.
+#[derive(Default)]
+pub struct Evidence {
+    ok: usize,
+    /// Ok runs that stalled over a second.
+    stalled: usize,
+    /// The ok run with the worst probe wait (the first of equals), if a rule finds something in it.
+    worst: Option<(f64, Option<Record>)>,
+    /// The ok run that spent longest flushing (the first of equals), if the flush rule finds something in it.
+    flushiest: Option<(f64, Option<Record>)>,
+}
+
+impl Evidence {
+    /// An ok record of the group.
+    pub fn offer(&mut self, r: &Record) {
+        self.ok += 1;
+        let stall = max_stall(r);
+        if stall >= STALL_MS {
+            self.stalled += 1;
+        }
+        if self.worst.as_ref().is_none_or(|(w, _)| stall > *w) {
+            let telling = stall >= STALL_MS || read_starvation("", r).is_some() || dirty_limit("", r).is_some();
+            self.worst = Some((stall, telling.then(|| r.clone())));
+        }
+        let f = flush_s(r);
+        if self.flushiest.as_ref().is_none_or(|(w, _)| f > *w) {
+            self.flushiest = Some((f, flush("", r).is_some().then(|| r.clone())));
+        }
     }
-    out.extend(comparisons(records, rows, by));
-    out
+
+    /// The group's findings, rule by rule (none without an ok run).
+    pub fn findings(&self, subject: &str) -> Vec<Finding> {
+        let mut out = Vec::new();
+        if let Some((_, Some(worst))) = &self.worst {
+            out.extend(stall(subject, self.ok, self.stalled, worst));
+            out.extend(read_starvation(subject, worst));
+            out.extend(dirty_limit(subject, worst));
+        }
+        if let Some((_, Some(r))) = &self.flushiest {
+            out.extend(flush(subject, r));
+        }
+        out
+    }
 }
 
-/// The records of one row.
-fn members<'a>(records: &[&'a Record], row: &Row, by: &[String]) -> Vec<&'a Record> {
-    records
-        .iter()
-        .copied()
-        .filter(|r| {
-            r.workload.name == row.workload
-                && r.workload.params == row.params
-                && by.iter().zip(&row.key).all(|(d, k)| dimension(r, d) == *k)
-        })
-        .collect()
-}
-
-fn subject(row: &Row) -> String {
+/// The group's name in a finding: its --by values and workload.
+pub(super) fn subject(row: &Row) -> String {
     let mut parts = row.key.clone();
     parts.push(row.workload.clone());
     parts.join(" · ")
@@ -68,14 +86,6 @@ fn id(r: &Record) -> String {
 
 fn max_stall(r: &Record) -> f64 {
     r.responsiveness.as_ref().map_or(0.0, |p| p.max_ms)
-}
-
-/// How many boots (distinct run ids) a group of records comes from.
-fn boots(records: &[&Record]) -> usize {
-    let mut ids: Vec<&str> = records.iter().map(|r| r.run_id.as_str()).collect();
-    ids.sort();
-    ids.dedup();
-    ids.len()
 }
 
 /// A timeline series at time `t` (the last sample at or before it), in MiB.
@@ -101,18 +111,17 @@ fn peak_mib(r: &Record, series: &str) -> Option<f64> {
 
 /// The probe stalled over a second: how often, how long, when relative to
 /// the page cache's Dirty and Writeback, and how long recovery took.
-fn stall(subject: &str, ok: &[&Record], worst: &Record) -> Option<Finding> {
+fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Finding> {
     let p = worst.responsiveness.as_ref()?;
     if p.max_ms < STALL_MS {
         return None;
     }
-    let stalled = ok.iter().filter(|r| max_stall(r) >= STALL_MS).count();
     let mut sentence = format!(
         "the machine stopped responding: the probe (ls + a 4 KiB uncached read every {:.0} ms) waited up to {:.1} s, {} times over 1 s in the worst run; {stalled} of {} runs stalled over 1 s",
         p.interval_ms,
         p.max_ms / 1000.0,
         p.stalls_over_1s,
-        ok.len()
+        ok
     );
     let mut evidence = vec![
         format!("responsiveness.max_ms = {:.0}", p.max_ms),
@@ -319,9 +328,9 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
 }
 
 /// Time between the last write() returning and the data being durable:
-/// what the page cache held, flushed at close/fsync.
-fn flush(subject: &str, ok: &[&Record]) -> Option<Finding> {
-    let r = ok.iter().copied().max_by(|a, b| flush_s(a).total_cmp(&flush_s(b)))?;
+/// what the page cache held, flushed at close/fsync (in the run that
+/// spent longest on it).
+fn flush(subject: &str, r: &Record) -> Option<Finding> {
     let (returned, durable) = (r.times.writes_returned_s?, r.times.durable_s?);
     let flushing = durable - returned;
     if flushing < 1.0 || flushing < 0.25 * durable {
@@ -354,16 +363,14 @@ fn flush_s(r: &Record) -> f64 {
     }
 }
 
-/// Each row against its baseline row: what changed in the key figures,
-/// whether the real-time difference is significant, and on how many boots.
-fn comparisons(records: &[&Record], rows: &[Row], by: &[String]) -> Vec<Finding> {
+/// Each row against its baseline row (`baseline_of`, by index): what
+/// changed in the key figures, whether the real-time difference is
+/// significant, and on how many boots (`boots`, by row).
+pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[usize]) -> Vec<Finding> {
     let mut out = Vec::new();
-    for row in rows.iter().filter(|r| !r.baseline) {
-        let Some(base) = rows.iter().find(|b| {
-            b.baseline && b.workload == row.workload && b.params == row.params && b.key.get(1..) == row.key.get(1..)
-        }) else {
-            continue;
-        };
+    for (i, row) in rows.iter().enumerate().filter(|(_, r)| !r.baseline) {
+        let Some(b) = baseline_of[i] else { continue };
+        let base = &rows[b];
         let (Some(this), Some(that)) = (&row.real_s, &base.real_s) else { continue };
         let stall = |r: &Row| r.max_stall_ms.unwrap_or(0.0);
         let stall_changed = (stall(row) - stall(base)).abs() >= 500.0 && (stall(row).max(stall(base)) >= STALL_MS);
@@ -375,7 +382,7 @@ fn comparisons(records: &[&Record], rows: &[Row], by: &[String]) -> Vec<Finding>
         if !row.significant && !stall_changed && !p99_changed {
             continue;
         }
-        let (this_boots, base_boots) = (boots(&members(records, row, by)), boots(&members(records, base, by)));
+        let (this_boots, base_boots) = (boots[i], boots[b]);
         let mut sentence = format!(
             "{} instead of {}: max stall {:.1} s → {:.1} s, probe p99 {:.0} → {:.0} ms; real time {:.2} s → {:.2} s (means; {})",
             row.key.first().map_or("?", String::as_str),
@@ -432,7 +439,7 @@ pub fn markdown(findings: &[Finding]) -> String {
 mod tests {
     use super::*;
     use crate::record::{Responsiveness, Spread, Times};
-    use crate::report::{Options, rows};
+    use crate::report::{Options, report};
 
     /// A seqwrite of `variant` that took `wall` s; `stall_ms` is the probe's
     /// worst wait, at 2 s into a 10 s timeline where Dirty rises to `dirty_mib`.
@@ -482,10 +489,7 @@ mod tests {
     }
 
     fn find(records: &[Record]) -> Vec<Finding> {
-        let refs: Vec<&Record> = records.iter().collect();
-        let by = crate::report::default_by(records);
-        let rows = rows(records, &Options { by: by.clone(), baseline: None }).unwrap();
-        findings(&refs, &rows, &by)
+        report(records, Options::default()).unwrap().findings
     }
 
     fn rules(found: &[Finding], subject_starts: &str) -> Vec<&'static str> {

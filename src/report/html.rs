@@ -13,18 +13,48 @@ fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// The record whose timeline is drawn: `choice` is "RUN_ID:SEQ"; by default
-/// the record with the worst probe stall (the most interesting one).
-pub fn pick_timeline<'a>(records: impl IntoIterator<Item = &'a Record>, choice: Option<&str>) -> Option<&'a Record> {
-    // Only records that carry the probe's per-tick timeline can show a stall building up.
-    let mut results = records.into_iter().filter(|r| !r.timeline.probe_t_s.is_empty());
-    match choice {
-        Some(c) => {
-            let (run, seq) = c.split_once(':')?;
-            let seq: u32 = seq.parse().ok()?;
-            results.find(|r| r.run_id == run && r.seq == seq)
+/// The record whose timeline the page draws, picked as records stream by:
+/// the one asked for (RUN_ID:SEQ), or the one with the worst stall (the
+/// first of equals: a copy is made only when a record is worse). Only records with the probe's per-tick timeline can
+/// show a stall building up.
+pub struct TimelinePick {
+    wanted: Option<(String, u32)>,
+    best: Option<(f64, Record)>,
+}
+
+impl TimelinePick {
+    pub fn new(choice: Option<&str>) -> TimelinePick {
+        let wanted =
+            choice.and_then(|c| c.split_once(':')).and_then(|(run, seq)| Some((run.to_string(), seq.parse().ok()?)));
+        TimelinePick { wanted, best: None }
+    }
+
+    pub fn offer(&mut self, r: &Record) {
+        if r.timeline.probe_t_s.is_empty() {
+            return;
         }
-        None => results.max_by(|a, b| worst_stall_ms(a).total_cmp(&worst_stall_ms(b))),
+        match &self.wanted {
+            Some((run, seq)) => {
+                if self.best.is_none() && r.run_id == *run && r.seq == *seq {
+                    self.best = Some((0.0, r.clone()));
+                }
+            }
+            None => {
+                let stall = worst_stall_ms(r);
+                if self.best.as_ref().is_none_or(|(b, _)| stall > *b) {
+                    self.best = Some((stall, r.clone()));
+                }
+            }
+        }
+    }
+
+    /// The record picked; an error when `choice` named none.
+    pub fn into_record(self, choice: Option<&str>) -> Result<Option<Record>, String> {
+        match (self.best, choice) {
+            (_, Some(c)) if self.wanted.is_none() => Err(format!("--timeline {c}: give RUN_ID:SEQ of a result record")),
+            (None, Some(c)) => Err(format!("--timeline {c}: no such record (give RUN_ID:SEQ of a result record)")),
+            (best, _) => Ok(best.map(|(_, r)| r)),
+        }
     }
 }
 

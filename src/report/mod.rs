@@ -4,13 +4,15 @@
 //! plus what it could only describe in notes: throughput and responsiveness.
 
 pub mod findings;
+mod groups;
 pub mod html;
 pub mod stats;
 
-use crate::record::{Record, Responsiveness, Status};
+use crate::record::Record;
 use serde::Serialize;
 use serde_json::Value;
 use stats::Summary;
+use std::collections::HashMap;
 
 /// What a grouping dimension reads from a record: one of [`DIMENSIONS`], or
 /// any field by its dotted path (`vm.dirty_ratio`, `workload.params.files`).
@@ -43,10 +45,10 @@ fn field_by_path(record: &Record, path: &str) -> Option<String> {
 pub const DIMENSIONS: [&str; 7] = ["kernel", "fs", "host", "plan", "scheduler", "device", "variant"];
 
 /// What to group by when the user does not say: kernel, filesystem and
-/// host; a sweep's records by variant first, so that each variant is
-/// compared with the first one under the same kernel.
-pub fn default_by<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<String> {
-    let sweep = records.into_iter().any(|r| r.variant.is_some());
+/// host; a sweep's records (`sweep`: any record has a variant) by variant
+/// first, so that each variant is compared with the first one under the
+/// same kernel.
+pub fn default_by(sweep: bool) -> Vec<String> {
     let dims: &[&str] = if sweep { &["variant", "kernel", "fs", "host"] } else { &["kernel", "fs", "host"] };
     dims.iter().map(|d| d.to_string()).collect()
 }
@@ -77,50 +79,105 @@ pub struct Row {
     pub notes: Vec<String>,
 }
 
+#[derive(Clone, Debug, Default)]
 pub struct Options {
-    pub by: Vec<String>,
+    /// The grouping dimensions; None: `default_by`, decided once every record is in.
+    pub by: Option<Vec<String>>,
     /// A value of the first --by dimension whose rows are the baseline: the
     /// whole value, or a prefix that only one value has.
     pub baseline: Option<String>,
+    /// The record whose timeline the HTML page draws (RUN_ID:SEQ); None: the worst stall's.
+    pub timeline: Option<String>,
 }
 
-/// One figure of every record that has it.
-fn nums(records: &[&Record], figure: impl Fn(&Record) -> Option<f64>) -> Vec<f64> {
-    records.iter().filter_map(|r| figure(r)).collect()
+/// A finished report: the table's rows, the findings, the timeline to draw.
+pub struct Report {
+    pub by: Vec<String>,
+    pub rows: Vec<Row>,
+    pub findings: Vec<findings::Finding>,
+    pub timeline: Option<Record>,
 }
 
-/// The probe's figure of a record (none when the plan turned the probe off).
-fn probed(figure: impl Fn(&Responsiveness) -> Option<f64>) -> impl Fn(&Record) -> Option<f64> {
-    move |r| r.responsiveness.as_ref().and_then(&figure)
+type GroupKey = (Vec<String>, String, String);
+
+/// A report built one record at a time (`add`), so that a fleet's records
+/// stream through: each group keeps its figures, not its records.
+pub struct Builder {
+    opts: Options,
+    groups: Vec<groups::Group>,
+    index: HashMap<GroupKey, usize>,
+    /// Any record of a sweep (the default grouping then starts with the variant).
+    sweep: bool,
+    timeline: html::TimelinePick,
+    pub results: usize,
 }
 
-/// Group and summarise result records.
-/// Fails only when --baseline names no value, or more than one.
-pub fn rows<'a>(records: impl IntoIterator<Item = &'a Record>, opts: &Options) -> Result<Vec<Row>, String> {
-    // (dimension values, workload, params) → the records of that group, in first-seen order
-    type GroupKey = (Vec<String>, String, String);
-    let mut groups: Vec<(GroupKey, Vec<&Record>)> = Vec::new();
-    for r in records {
-        let key: Vec<String> = opts.by.iter().map(|d| dimension(r, d)).collect();
-        let workload = r.workload.name.clone();
-        let params = r.workload.params.to_string();
-        let k = (key, workload, params);
-        match groups.iter_mut().find(|(g, _)| *g == k) {
-            Some((_, v)) => v.push(r),
-            None => groups.push((k, vec![r])),
-        }
+impl Builder {
+    pub fn new(opts: Options) -> Builder {
+        let timeline = html::TimelinePick::new(opts.timeline.as_deref());
+        Builder { opts, groups: Vec::new(), index: HashMap::new(), sweep: false, timeline, results: 0 }
     }
-    let mut rows: Vec<Row> =
-        groups.into_iter().map(|((key, workload, params), recs)| row(key, workload, &params, &recs)).collect();
-    let baseline = match &opts.baseline {
-        Some(wanted) => {
-            let values: Vec<&str> = rows.iter().filter_map(|r| r.key.first().map(String::as_str)).collect();
-            Some(baseline_value(&values, wanted, opts.by.first().map_or("kernel", String::as_str))?)
+
+    pub fn add(&mut self, r: &Record) {
+        self.results += 1;
+        self.sweep |= r.variant.is_some();
+        // Without --by the grouping is decided at the end: group by the
+        // variant too, and drop it then if no record had one.
+        let key: Vec<String> = match &self.opts.by {
+            Some(by) => by.iter().map(|d| dimension(r, d)).collect(),
+            None => default_by(true).iter().map(|d| dimension(r, d)).collect(),
+        };
+        let k = (key, r.workload.name.clone(), r.workload.params.to_string());
+        let at = match self.index.get(&k) {
+            Some(&i) => i,
+            None => {
+                self.groups.push(groups::Group::new(k.0.clone(), k.1.clone(), k.2.clone()));
+                self.index.insert(k, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        self.groups[at].add(r);
+        self.timeline.offer(r);
+    }
+
+    /// The rows, baselines marked, and the findings. Fails when --baseline
+    /// names no value or more than one, or when --timeline names no record.
+    pub fn finish(mut self) -> Result<Report, String> {
+        let by = match self.opts.by.take() {
+            Some(by) => by,
+            None => {
+                if !self.sweep {
+                    self.groups.iter_mut().for_each(|g| drop(g.key.remove(0)));
+                }
+                default_by(self.sweep)
+            }
+        };
+        let mut rows: Vec<Row> = self.groups.iter().map(groups::Group::row).collect();
+        let baseline = match &self.opts.baseline {
+            Some(wanted) => {
+                let values: Vec<&str> = rows.iter().filter_map(|r| r.key.first().map(String::as_str)).collect();
+                Some(baseline_value(&values, wanted, by.first().map_or("kernel", String::as_str))?)
+            }
+            None => None,
+        };
+        let baseline_of = mark_baselines(&mut rows, &self.groups, baseline.as_deref());
+        let mut found = Vec::new();
+        for (row, group) in rows.iter().zip(&self.groups) {
+            found.extend(group.evidence.findings(&findings::subject(row)));
         }
-        None => None,
-    };
-    mark_baselines(&mut rows, baseline.as_deref());
-    Ok(rows)
+        let boots: Vec<usize> = self.groups.iter().map(groups::Group::boots).collect();
+        found.extend(findings::comparisons(&rows, &baseline_of, &boots));
+        let timeline = self.timeline.into_record(self.opts.timeline.as_deref())?;
+        Ok(Report { by, rows, findings: found, timeline })
+    }
+}
+
+/// Group and summarise result records (each is copied only where a
+/// finding or the timeline needs it whole).
+pub fn report<'a>(records: impl IntoIterator<Item = &'a Record>, opts: Options) -> Result<Report, String> {
+    let mut b = Builder::new(opts);
+    records.into_iter().for_each(|r| b.add(r));
+    b.finish()
 }
 
 /// The one value `wanted` names: itself, or the only value it is a prefix
@@ -145,68 +202,37 @@ pub fn baseline_value(values: &[&str], wanted: &str, dimension: &str) -> Result<
     }
 }
 
-fn row(key: Vec<String>, workload: String, params: &str, recs: &[&Record]) -> Row {
-    let ok: Vec<&Record> = recs.iter().copied().filter(|r| r.status == Status::Ok).collect();
-    let mut notes: Vec<String> = Vec::new();
-    for r in recs.iter().filter(|r| r.status != Status::Ok) {
-        notes.push(format!("{}: {}", r.status.name(), r.error.as_deref().unwrap_or("")));
-    }
-    for n in ok.iter().flat_map(|r| &r.notes) {
-        if !notes.contains(n) {
-            notes.push(n.clone());
-        }
-    }
-    let throughput = nums(&ok, |r| Some(r.throughput_mib_s));
-    Row {
-        key,
-        workload,
-        params: serde_json::from_str(params).unwrap_or(Value::Null),
-        n: recs.len(),
-        not_ok: recs.len() - ok.len(),
-        real_s: stats::summarize(&nums(&ok, |r| Some(r.times.wall_s))),
-        user_s: stats::summarize(&nums(&ok, |r| Some(r.times.user_s))),
-        sys_s: stats::summarize(&nums(&ok, |r| Some(r.times.sys_s))),
-        durable_s: stats::summarize(&nums(&ok, |r| r.times.durable_s)),
-        throughput_harmonic_mean: stats::harmonic_mean(&throughput),
-        throughput_mib_s: stats::summarize(&throughput),
-        probe_p99_ms: stats::summarize(&nums(&ok, probed(|p| Some(p.p99_ms)))),
-        max_stall_ms: nums(recs, probed(|p| Some(p.max_ms))).into_iter().reduce(f64::max),
-        stalls_over_1s: stats::summarize(&nums(&ok, probed(|p| Some(p.stalls_over_1s as f64)))),
-        recovery_s: stats::summarize(&nums(&ok, probed(|p| p.recovery_s))),
-        speedup: None,
-        significant: false,
-        baseline: false,
-        notes,
-    }
-}
-
 /// The baseline of each workload (+ the other --by dimensions) is the row whose
 /// first dimension is `baseline`, or the first such row seen. Speedup and
 /// significance both compare means (of real time): the test is on means,
 /// so the ratio beside it is too.
-fn mark_baselines(rows: &mut [Row], baseline: Option<&str>) {
-    for i in 0..rows.len() {
-        let peers: Vec<usize> = (0..rows.len())
-            .filter(|&j| {
-                rows[j].workload == rows[i].workload
-                    && rows[j].params == rows[i].params
-                    && rows[j].key.get(1..) == rows[i].key.get(1..)
-            })
-            .collect();
+/// Returns each row's baseline row.
+fn mark_baselines(rows: &mut [Row], groups: &[groups::Group], baseline: Option<&str>) -> Vec<Option<usize>> {
+    // Peers: the same workload and parameters, the same --by values but the first.
+    let mut peers: HashMap<(&str, &str, &[String]), Vec<usize>> = HashMap::new();
+    for (i, g) in groups.iter().enumerate() {
+        peers.entry((g.workload.as_str(), g.params.as_str(), g.key.get(1..).unwrap_or(&[]))).or_default().push(i);
+    }
+    let mut baseline_of = vec![None; rows.len()];
+    for same in peers.values() {
         let base = match baseline {
-            Some(b) => peers.iter().copied().find(|&j| rows[j].key.first().is_some_and(|k| k == b)),
-            None => peers.first().copied(),
+            Some(b) => same.iter().copied().find(|&j| rows[j].key.first().is_some_and(|k| k == b)),
+            None => same.first().copied(),
         };
         let Some(b) = base else { continue };
-        rows[i].baseline = b == i;
-        if let (Some(this), Some(base)) = (&rows[i].real_s, &rows[b].real_s)
-            && b != i
-            && this.mean > 0.0
-        {
-            rows[i].speedup = Some(base.mean / this.mean);
-            rows[i].significant = stats::significant(this, base);
+        for &i in same {
+            baseline_of[i] = Some(b);
+            rows[i].baseline = b == i;
+            if let (Some(this), Some(base)) = (&rows[i].real_s, &rows[b].real_s)
+                && b != i
+                && this.mean > 0.0
+            {
+                rows[i].speedup = Some(base.mean / this.mean);
+                rows[i].significant = stats::significant(this, base);
+            }
         }
     }
+    baseline_of
 }
 
 fn cell(s: &Option<Summary>, digits: usize) -> String {
@@ -318,7 +344,16 @@ pub fn csv(rows: &[Row], by: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::{Responsiveness, Status};
     use serde_json::json;
+
+    fn rows(records: &[Record], opts: &Options) -> Result<Vec<Row>, String> {
+        report(records, opts.clone()).map(|r| r.rows)
+    }
+
+    fn by(dims: &[&str]) -> Option<Vec<String>> {
+        Some(dims.iter().map(|d| d.to_string()).collect())
+    }
 
     fn rec(kernel: &str, wall: f64, seq: u32) -> Record {
         let mut r = crate::record::tests::record();
@@ -350,7 +385,8 @@ mod tests {
             rec("2.6.16.1", 110.0, 4),
             rec("2.6.16.1", 114.0, 5),
         ];
-        let opts = Options { by: vec!["kernel".into(), "fs".into()], baseline: Some("2.6.9".into()) };
+        let opts = Options { by: by(&["kernel", "fs"]), baseline: Some("2.6.9".into()), ..Options::default() };
+        let dims = opts.by.clone().unwrap();
         let rows = rows(&records, &opts).unwrap();
         assert_eq!(rows.len(), 2);
         assert!(rows[0].baseline);
@@ -358,13 +394,13 @@ mod tests {
         assert_eq!(new.real_s.as_ref().unwrap().median, 112.0);
         assert!((new.speedup.unwrap() - 315.0 / 112.0).abs() < 1e-9);
         assert!(new.significant);
-        let md = markdown(&rows, &opts.by);
+        let md = markdown(&rows, &dims);
         assert!(md.contains("| 2.6.16.1 | ext3 | seqwrite | 3 | 112.00 (110.00–114.00)"), "{md}");
         assert!(md.contains("**2.81× faster**"), "{md}");
-        let page = html::render(&rows, &opts.by, None, &[]).unwrap();
+        let page = html::render(&rows, &dims, None, &[]).unwrap();
         assert!(page.contains("<td class=\"sig\">2.81× faster</td>"), "HTML marks the same cell: {page}");
         assert_eq!(page.matches("class=\"sig\"").count(), 1, "only the significant comparison");
-        let csv = csv(&rows, &opts.by);
+        let csv = csv(&rows, &dims);
         assert_eq!(csv.lines().count(), 3);
         assert!(csv.lines().nth(2).unwrap().starts_with("2.6.16.1,ext3,seqwrite,3,0,112,"));
     }
@@ -381,11 +417,11 @@ mod tests {
         let err = baseline_value(&values, "16.1", "kernel").unwrap_err();
         assert!(err.contains("no kernel is or starts with it"), "substrings do not count: {err}");
         let records = vec![rec("2.6.16.1", 100.0, 0), rec("6.1.0-50-amd64", 50.0, 1)];
-        let opts = Options { by: vec!["kernel".into()], baseline: Some("6.1".into()) };
+        let opts = Options { by: by(&["kernel"]), baseline: Some("6.1".into()), ..Options::default() };
         let rows = rows(&records, &opts).unwrap();
         assert!(rows[1].baseline && !rows[0].baseline, "6.1 picked 6.1.0-50-amd64, not 2.6.16.1");
-        let opts = Options { by: vec!["kernel".into()], baseline: Some("5.10".into()) };
-        assert!(super::rows(&records, &opts).is_err());
+        let opts = Options { by: by(&["kernel"]), baseline: Some("5.10".into()), ..Options::default() };
+        assert!(report(&records, opts).is_err());
     }
 
     #[test]
@@ -398,13 +434,16 @@ mod tests {
                 "probe_t_s": [0.1, 0.2], "probe_response_ms": [1.0, 5000.0], "workload_start_s": 0.1, "workload_end_s": 0.4}))
             .unwrap();
         }
-        let opts = Options { by: vec!["kernel".into()], baseline: None };
-        let rows = rows(&records, &opts).unwrap();
-        let chosen = html::pick_timeline(&records, None).unwrap();
+        let opts = Options { by: by(&["kernel"]), ..Options::default() };
+        let r = report(&records, opts.clone()).unwrap();
+        let chosen = r.timeline.unwrap();
         assert_eq!(chosen.seq, 0, "the worst stall is drawn by default");
-        assert_eq!(html::pick_timeline(&records, Some("r:1")).unwrap().seq, 1);
-        assert!(html::pick_timeline(&records, Some("nope:9")).is_none());
-        let page = html::render(&rows, &opts.by, Some(chosen), &[]).unwrap();
+        let asked =
+            |t: &str| report(&records, Options { timeline: Some(t.into()), ..opts.clone() }).map(|r| r.timeline);
+        assert_eq!(asked("r:1").unwrap().unwrap().seq, 1);
+        assert!(asked("nope:9").unwrap_err().contains("no such record"));
+        assert!(asked("r").is_err(), "not RUN_ID:SEQ");
+        let page = html::render(&r.rows, &r.by, Some(&chosen), &[]).unwrap();
         assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>\n"));
         assert_eq!(
             page.matches("<svg").count(),
@@ -438,9 +477,10 @@ mod tests {
         let mut bad = rec("6.1", 9999.0, 1);
         bad.status = Status::Timeout;
         bad.error = Some("the workload ran past its deadline".into());
-        let rows = rows(&[rec("6.1", 10.0, 0), bad], &Options { by: vec!["kernel".into()], baseline: None }).unwrap();
-        assert_eq!((rows[0].n, rows[0].not_ok), (2, 1));
+        let opts = Options { by: by(&["kernel"]), ..Options::default() };
+        let rows = rows(&[rec("6.1", 10.0, 0), bad.clone(), bad], &opts).unwrap();
+        assert_eq!((rows[0].n, rows[0].not_ok), (3, 2));
         assert_eq!(rows[0].real_s.as_ref().unwrap().median, 10.0);
-        assert!(rows[0].notes[0].contains("timeout: the workload ran past its deadline"));
+        assert_eq!(rows[0].notes[0], "timeout: the workload ran past its deadline (×2)", "said once, counted");
     }
 }

@@ -121,14 +121,11 @@ pub fn run(args: &Args) -> Result<()> {
     let text: String = merged.documents.iter().map(|d| format!("{d}\n")).collect();
     std::fs::write(&records, text).map_err(|e| e.to_string())?;
     use bootmark::report::{self, findings, html};
-    let opts = report::Options { by: report::default_by(merged.results()), baseline: None };
-    let rows = report::rows(merged.results(), &opts)?;
-    let results: Vec<&bootmark::record::Record> = merged.results().collect();
-    let found = findings::findings(&results, &rows, &opts.by);
+    let r = report::report(merged.results(), report::Options::default())?;
+    let (rows, by, found) = (&r.rows, &r.by, &r.findings);
     let page = out.join("report.html");
-    let drawn = html::pick_timeline(merged.results(), None);
-    std::fs::write(&page, html::render(&rows, &opts.by, drawn, &found)?).map_err(|e| e.to_string())?;
-    println!("\n{}{}", report::markdown(&rows, &opts.by), findings::markdown(&found));
+    std::fs::write(&page, html::render(rows, by, r.timeline.as_ref(), found)?).map_err(|e| e.to_string())?;
+    println!("\n{}{}", report::markdown(rows, by), findings::markdown(found));
     if found.is_empty() {
         println!("\nNo findings: no stall, no throttled writer, no slow flush and no difference worth naming.");
     }

@@ -44,9 +44,8 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         ));
     }
     records.iter().try_for_each(|r| check_variant(r))?;
-    let by = bootmark::report::default_by(records.iter().copied());
-    let opts = bootmark::report::Options { by: by.clone(), baseline: None };
-    let rows = bootmark::report::rows(records.iter().copied(), &opts)?;
+    let report = bootmark::report::report(records.iter().copied(), bootmark::report::Options::default())?;
+    let (by, rows) = (&report.by, &report.rows);
     let baselines: Vec<&str> = rows.iter().filter(|r| r.baseline).map(|r| r.key[0].as_str()).collect();
     if by[0] != "variant" || rows.len() != 8 || baselines != ["dirty40", "dirty40"] {
         return Err(format!(
@@ -54,7 +53,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
             rows.len()
         ));
     }
-    let found = bootmark::report::findings::findings(&records, &rows, &by);
+    let found = &report.findings;
     // On real records every finding points at a record of this run and a row of the table.
     let ids: Vec<String> = records.iter().map(|r| format!("{}:{}", r.run_id, r.seq)).collect();
     let subjects: Vec<String> =
