@@ -23,6 +23,8 @@ pub mod framing;
 pub mod fsutil;
 pub mod init;
 pub mod journal;
+#[cfg(feature = "workstation")]
+pub mod kcidb;
 pub mod measure;
 pub mod partition_table;
 pub mod plan;

@@ -97,6 +97,29 @@ enum Command {
         baseline: Option<String>,
     },
     #[cfg(feature = "workstation")]
+    /// Export records for another system: a KCIDB I/O document (KernelCI's common results
+    /// database, schema v5.3) on stdout, for `kcidb-submit` or KCIDB's submission API.
+    ///
+    /// One checkout and build per kernel, one test per workload run (path bootmark.WORKLOAD,
+    /// MiB/s in `number`) and per figure (probe p99, max stall, stalls over 1 s, durable);
+    /// ids come from the records, so the same records give the same document.
+    #[command(after_help = "Example:
+  bootmark export --origin mylab --image target/image job-*.yaml > submission.json")]
+    Export {
+        /// Records (JSONL from `collect`), or anything `collect` reads.
+        #[arg(required = true, value_name = "INPUT")]
+        inputs: Vec<PathBuf>,
+        #[arg(long, default_value = "kcidb", value_parser = ["kcidb"])]
+        format: String,
+        /// Your CI system's name in KCIDB (lowercase letters, digits, _): every id starts with it.
+        #[arg(long, default_value = "bootmark")]
+        origin: String,
+        /// Image directories the boots came from (repeatable): each kernel's package and config
+        /// hash from their manifest.json.
+        #[arg(long, value_name = "DIR")]
+        image: Vec<PathBuf>,
+    },
+    #[cfg(feature = "workstation")]
     /// Follow a test server's console live: the raw log kept, records verified as they arrive,
     /// progress, stalls and kernel trouble shown, the comparison table at the end.
     ///
@@ -168,6 +191,8 @@ fn main() -> ExitCode {
         Command::Report { inputs, format, by, baseline, timeline } => {
             report(&inputs, &format, by, baseline, timeline.as_deref())
         }
+        #[cfg(feature = "workstation")]
+        Command::Export { inputs, format: _, origin, image } => export(&inputs, &origin, &image),
         Command::Capture { dir, name } => capture(&dir, &name),
         #[cfg(feature = "workstation")]
         Command::Watch { source, baud, log, out, until, silence, give_up } => {
@@ -346,6 +371,30 @@ fn report(
         _ => print!("{}{}", report::markdown(rows, by), findings::markdown(found)),
     }
     ExitCode::SUCCESS
+}
+
+/// `bootmark export`: the records as a KCIDB submission on stdout.
+#[cfg(feature = "workstation")]
+fn export(inputs: &[PathBuf], origin: &str, images: &[PathBuf]) -> ExitCode {
+    use bootmark::kcidb;
+    if let Err(e) = kcidb::check_origin(origin) {
+        return fail(&e);
+    }
+    let mut sources = std::collections::BTreeMap::new();
+    for dir in images {
+        match kcidb::sources_from_manifest(dir) {
+            Ok(found) => sources.extend(found),
+            Err(e) => return fail(&e),
+        }
+    }
+    let c = bootmark::collect::collect(inputs);
+    print_problems(&c);
+    if c.results().next().is_none() && c.runs().next().is_none() {
+        return fail("no records in the inputs");
+    }
+    let doc = kcidb::export(c.results(), c.runs(), &kcidb::Options { origin: origin.into(), sources });
+    println!("{}", serde_json::to_string_pretty(&doc).expect("JSON serialises"));
+    if c.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 /// `bootmark capture`: the settings as installed, as a variant (JSON on stdout).

@@ -63,8 +63,9 @@ fn generate(path: &Path, mib: u64) -> Result<u64> {
 
 /// Wall seconds and peak RSS (KiB) of a command. Output goes to a file, not
 /// /dev/null: GNU grep stops at the first match when its output is /dev/null.
-fn measure(cmd: &mut Command) -> Result<(f64, i64)> {
-    let sink = std::fs::File::create(project_root().join("target/bench-collect/stdout")).map_err(|e| e.to_string())?;
+/// Its stdout goes to DIR/stdout.
+pub fn measure(cmd: &mut Command, dir: &Path) -> Result<(f64, i64)> {
+    let sink = std::fs::File::create(dir.join("stdout")).map_err(|e| e.to_string())?;
     let start = Instant::now();
     let child = cmd.stdout(sink).stderr(Stdio::null()).spawn().map_err(|e| format!("{cmd:?}: {e}"))?;
     let mut status = 0;
@@ -93,10 +94,10 @@ pub fn run(args: &Args) -> Result<()> {
         let log: PathBuf = dir.join(format!("console-{mib}.log"));
         let bytes = generate(&log, mib)?;
         // Warm the page cache once so both tools read from memory.
-        measure(Command::new("cat").arg(&log))?;
-        let (grep_s, _) = measure(Command::new("grep").args(["-c", "@BM1"]).arg(&log))?;
+        measure(Command::new("cat").arg(&log), &dir)?;
+        let (grep_s, _) = measure(Command::new("grep").args(["-c", "@BM1"]).arg(&log), &dir)?;
         let out = dir.join("records.jsonl");
-        let (collect_s, rss) = measure(Command::new(&bin).arg("collect").arg(&log).arg("--out").arg(&out))?;
+        let (collect_s, rss) = measure(Command::new(&bin).arg("collect").arg(&log).arg("--out").arg(&out), &dir)?;
         let records = std::fs::read_to_string(&out).map(|t| t.lines().count()).unwrap_or(0);
         let mb = bytes as f64 / 1e6;
         println!(

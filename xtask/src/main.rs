@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_collect;
+mod bench_report;
 mod demo;
 mod deps;
 mod e2e;
@@ -9,6 +10,7 @@ mod failing_disk;
 mod fakeboot;
 mod fuzz;
 mod image;
+mod kcidb_check;
 mod lava;
 mod lava_boot;
 mod oldkernel;
@@ -63,6 +65,8 @@ enum Task {
     },
     /// The collector on generated console logs, next to grep -c: MB/s and peak memory.
     BenchCollect(bench_collect::Args),
+    /// `bootmark report` on generated fleet records (1,000,000 by default), next to grep -c: time and peak memory.
+    BenchReport(bench_report::Args),
     /// Boot /init as PID 1 in namespaces with loop devices: happy path and refusals.
     FakeBoot,
     /// (used by fake-boot) Inside new namespaces: chroot to ROOT and exec /init as PID 1.
@@ -87,6 +91,9 @@ enum Task {
     /// The LAVA jobs alone (lava-run), on the image `cargo xtask e2e` built (target/e2e/image).
     #[command(hide = true)]
     LavaBoot,
+    /// The KCIDB export against kcidb-io's validator alone.
+    #[command(hide = true)]
+    KcidbCheck,
     /// The stick write-log replay alone, on the image `cargo xtask e2e` built (target/e2e/image).
     WriteLog,
     /// The reset campaign alone, on the image `cargo xtask e2e` built (target/e2e/image).
@@ -110,6 +117,7 @@ fn main() -> ExitCode {
         Task::Demo(args) => demo::run(&args),
         Task::Fuzz { seconds } => fuzz::run(seconds),
         Task::BenchCollect(args) => bench_collect::run(&args),
+        Task::BenchReport(args) => bench_report::run(&args),
         Task::E2e => e2e::harness(),
         Task::RpmBoot => {
             let base = project_root().join("target/e2e");
@@ -121,6 +129,7 @@ fn main() -> ExitCode {
             let base = project_root().join("target/e2e");
             watch_boot::test(&base.join("image"), &base)
         }
+        Task::KcidbCheck => kcidb_check::check(),
         Task::LavaBoot => {
             let base = project_root().join("target/e2e");
             e2e::resolve_meta("linux-image-amd64").and_then(|p| lava_boot::test(&base.join("image"), &p, &base))

@@ -5,7 +5,7 @@
 //! and the QEMU boots of real images with Debian's kernels, and 30 s of
 //! fuzzing. Prints how long each part took.
 
-use crate::{Result, deps, e2e, fakeboot, fuzz, oldkernel, project_root, static_build};
+use crate::{Result, bench_report, deps, e2e, fakeboot, fuzz, kcidb_check, oldkernel, project_root, static_build};
 use std::time::Instant;
 use xshell::{Shell, cmd};
 
@@ -27,6 +27,8 @@ pub fn run() -> Result<()> {
         sh.change_dir(project_root());
         cmd!(sh, "cargo test --workspace").run().map_err(|e| format!("cargo test failed: {e}"))
     })?;
+    lap("report at fleet scale", &mut bench_report::check)?;
+    lap("KCIDB schema", &mut kcidb_check::check)?;
     lap("old-kernel harness", &mut oldkernel::harness)?;
     lap("fake boots", &mut fakeboot::harness)?;
     lap("QEMU boots", &mut e2e::harness)?;
