@@ -61,6 +61,12 @@ fn generate(path: &Path, mib: u64) -> Result<u64> {
     Ok(written)
 }
 
+/// Read a file once, so that the tools compared read it from memory.
+pub fn warm(path: &Path) -> Result<()> {
+    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::io::copy(&mut f, &mut std::io::sink()).map(|_| ()).map_err(|e| e.to_string())
+}
+
 /// Wall seconds and peak RSS (KiB) of a command. Output goes to a file, not
 /// /dev/null: GNU grep stops at the first match when its output is /dev/null.
 /// Its stdout goes to DIR/stdout.
@@ -94,7 +100,7 @@ pub fn run(args: &Args) -> Result<()> {
         let log: PathBuf = dir.join(format!("console-{mib}.log"));
         let bytes = generate(&log, mib)?;
         // Warm the page cache once so both tools read from memory.
-        measure(Command::new("cat").arg(&log), &dir)?;
+        warm(&log)?;
         let (grep_s, _) = measure(Command::new("grep").args(["-c", "@BM1"]).arg(&log), &dir)?;
         let out = dir.join("records.jsonl");
         let (collect_s, rss) = measure(Command::new(&bin).arg("collect").arg(&log).arg("--out").arg(&out), &dir)?;

@@ -6,7 +6,7 @@
 //! spread over 200 hosts × 5 kernels × runs, each with its own run id and
 //! slightly different figures: what a lab's LAVA fleet hands `report`.
 
-use crate::bench_collect::measure;
+use crate::bench_collect::{measure, warm};
 use crate::{Result, project_root};
 use bootmark::record::Record;
 use std::io::Write;
@@ -108,7 +108,7 @@ fn one_size(bin: &Path, dir: &Path, records: u64, fat: bool, keep: bool) -> Resu
     let file = dir.join(format!("records-{records}{}.jsonl", if fat { "-fat" } else { "" }));
     let bytes = generate(&file, records, fat)?;
     // Warm the page cache once so both tools read from memory.
-    measure(std::process::Command::new("cat").arg(&file), dir)?;
+    warm(&file)?;
     let (grep_s, _) = measure(std::process::Command::new("grep").args(["-c", "bootmark.result/1"]).arg(&file), dir)?;
     let (report_s, rss_kib) =
         measure(std::process::Command::new(bin).args(["report", "--by", "kernel,host"]).arg(&file), dir)?;
@@ -202,6 +202,14 @@ pub fn check() -> Result<()> {
     let fat = one_size(&bin, &dir, 10_000, true, false)?;
     let large = one_size(&bin, &dir, 100_000, false, false)?;
     let per_record = flat(&small, &large, &fat)?;
+    // At these sizes the fixed part dominates: ten times the records, less than twice the memory.
+    if large.rss_kib > 2 * small.rss_kib {
+        return Err(format!(
+            "report's peak memory went from {:.1} MiB to {:.1} MiB for ten times the records",
+            small.rss_kib as f64 / 1024.0,
+            large.rss_kib as f64 / 1024.0
+        ));
+    }
     if large.rows != (HOSTS * 5 * 6) as usize {
         return Err(format!("report made {} rows of 200 hosts × 5 kernels × 6 workloads", large.rows));
     }
