@@ -64,8 +64,7 @@ pub(super) fn write_run_record(boot: &mut Boot, serial: &mut Option<Serial>, out
     }
     if let Some(s) = serial.as_mut() {
         let _ = s.framed(&boot.run_id, boot.records, &bytes);
-    }
-    if let Some(s) = serial.as_mut() {
+        // LAVA's cases after the run record: the runs that never came, and the boot's own.
         let _ = s.finish_cases(outcome.is_ok(), boot.records, boot.failed);
     }
     if boot.stick.take().is_some() {
