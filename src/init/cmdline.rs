@@ -84,6 +84,21 @@ pub struct Settings {
     pub entry: Option<String>,
 }
 
+impl Settings {
+    /// The plan as this boot runs it: `bootmark.repeat` and `bootmark.variants`
+    /// applied (xtask's LAVA jobs plan their cases from the same).
+    pub fn apply_to(&self, plan: &mut crate::plan::Plan) -> Result<(), String> {
+        if let Some(r) = self.repeat {
+            plan.repeat = r;
+        }
+        if let Some(names) = &self.variants {
+            plan.variants =
+                crate::variant::select(&plan.variants, names).map_err(|e| format!("bootmark.variants: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
 pub const KEYS: [(&str, &str); 13] = [
     ("plan", "built-in plan name, or the name of a plan file in the image's /etc/bootmark/plans (default quick)"),
     ("target", "LABEL=…, UUID=…, PARTUUID=… or /dev/…: where the workloads write (required)"),

@@ -149,12 +149,7 @@ fn load_plan(settings: &Settings) -> Result<Plan, String> {
         let file = format!("/etc/bootmark/plans/{}.json", settings.plan);
         if Path::new(&file).exists() { Plan::load(&file) } else { Err(e) }
     })?;
-    if let Some(r) = settings.repeat {
-        plan.repeat = r;
-    }
-    if let Some(names) = &settings.variants {
-        plan.variants = crate::variant::select(&plan.variants, names).map_err(|e| format!("bootmark.variants: {e}"))?;
-    }
+    settings.apply_to(&mut plan)?;
     Ok(plan)
 }
 

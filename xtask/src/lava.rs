@@ -139,12 +139,7 @@ pub fn write_jobs(args: &Args) -> Result<Vec<Job>> {
         let line = entry_cmdline(&entry.cmdline, &args.append)?;
         let settings = bootmark::contract::cmdline::parse(&line).map_err(|e| format!("entry {}: {e}", entry.label))?;
         let mut planned = plan.clone();
-        if let Some(r) = settings.repeat {
-            planned.repeat = r;
-        }
-        if let Some(names) = &settings.variants {
-            planned.variants = bootmark::variant::select(&plan.variants, names)?;
-        }
+        settings.apply_to(&mut planned).map_err(|e| format!("entry {}: {e}", entry.label))?;
         let case_ids: Vec<String> = signals::Cases::planned(&planned).ids().map(str::to_string).collect();
         let kdir = entry.label.split_once('-').map_or(entry.label.as_str(), |(k, _)| k);
         let artifacts = Artifacts {
