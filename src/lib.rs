@@ -21,6 +21,8 @@ pub mod collect;
 pub mod contract;
 pub mod framing;
 pub mod fsutil;
+#[cfg(feature = "workstation")]
+pub mod glance;
 pub mod init;
 pub mod journal;
 #[cfg(feature = "workstation")]

@@ -347,11 +347,7 @@ fn report(
     // grows with groups × runs, not with the records.
     let opts = report::Options { by, baseline, timeline: timeline.map(str::to_string) };
     let mut builder = report::Builder::new(opts);
-    let c = bootmark::collect::collect_each(inputs, &mut |doc| {
-        if let bootmark::record::Document::Result(r) = doc {
-            builder.add(&r);
-        }
-    });
+    let c = bootmark::collect::collect_glancing(inputs, &mut |record| builder.add(record));
     print_problems(&c);
     if builder.results == 0 {
         return fail("no result records in the inputs");

@@ -42,3 +42,63 @@ fn failed_runs_mixed_kernels_and_dotted_paths_report_as_before() {
     assert_eq!(report("mixed-records.jsonl", &["--format", "json"]), golden("mixed.json"));
     assert_eq!(report("mixed-records.jsonl", &["--by", "kernel,workload.params.size"]), golden("mixed-by-path.md"));
 }
+
+/// Records of the demo made to stall: every rule has something to say, so
+/// the report reads many of them whole.
+fn stalled_records(dir: &std::path::Path) -> (PathBuf, Vec<bootmark::record::Record>) {
+    let text = std::fs::read_to_string(data("demo-records.jsonl")).unwrap();
+    let mut records = Vec::new();
+    for (i, line) in text.lines().filter(|l| l.contains("bootmark.result/1")).enumerate() {
+        let mut r: bootmark::record::Record = serde_json::from_str(line).unwrap();
+        if let Some(p) = r.responsiveness.as_mut() {
+            // Growing stalls: each record is worse than the one before.
+            p.max_ms = 1500.0 + 100.0 * i as f64;
+            p.read.max_ms = 900.0 + i as f64;
+        }
+        r.latency.write.max_ms = 400.0;
+        records.push(r);
+    }
+    let path = dir.join("stalled.jsonl");
+    let lines: Vec<String> = records.iter().map(|r| serde_json::to_string(r).unwrap()).collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    // As read back from the file: the same text the report parses.
+    let records = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (path, records)
+}
+
+#[test]
+fn records_read_at_a_glance_report_like_records_read_whole() {
+    let dir = std::env::temp_dir().join(format!("bootmark-glance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (path, records) = stalled_records(&dir);
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_bootmark")).args(["report", "--format", "json"]).arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Compared as text: JSON numbers read back need not be the same f64.
+    let streamed = String::from_utf8(out.stdout).unwrap();
+    // In memory, each record is whole (`Glance::of`).
+    let whole = bootmark::report::report(&records, Default::default()).unwrap();
+    let whole = serde_json::json!({"rows": whole.rows, "findings": whole.findings});
+    assert_eq!(streamed, format!("{whole:#}\n"));
+    let rules: Vec<&str> = whole["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap()).collect();
+    for rule in ["stall", "read-starvation", "dirty-limit", "flush"] {
+        assert!(rules.contains(&rule), "{rule} missing from {rules:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_record_broken_beyond_the_figures_is_counted_and_named() {
+    let dir = std::env::temp_dir().join(format!("bootmark-broken-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (path, _) = stalled_records(&dir);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let broken = text.replacen("\"voluntary_switches\":", "\"voluntary_switches\":\"many\",\"was\":", 1);
+    assert_ne!(broken, text);
+    std::fs::write(&path, broken).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bootmark")).arg("report").arg(&path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("line 1") && stderr.contains("beyond the table's figures"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -13,8 +13,9 @@ pub mod lava;
 pub mod serial;
 pub mod stick;
 
+use crate::glance::Glance;
 pub use crate::record::Document;
-use crate::record::{Record, RunRecord};
+use crate::record::{Record, RunRecord, SCHEMA, begins_with_schema};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -99,8 +100,42 @@ enum Destination<'a> {
     Memory,
     /// Their JSON bytes as lines (`collect --out`).
     Write(&'a mut dyn std::io::Write),
-    /// Each typed, to a consumer (`report` streams into its groups).
-    Each(&'a mut dyn FnMut(Document)),
+    /// Result records at a glance, to a consumer (`report` streams them into
+    /// its groups); an error it returns is a problem of that record. Run
+    /// records are deduplicated, not handed on.
+    Glance(&'a mut dyn FnMut(&Glance) -> Result<(), String>),
+}
+
+/// A document as read: whole, or (for `Destination::Glance`) at a glance.
+/// One lives at a time, on the stack: boxing the glance would cost an
+/// allocation per record.
+#[allow(clippy::large_enum_variant)]
+enum Read<'b> {
+    Whole(Document),
+    Glance(Glance<'b>),
+}
+
+impl Read<'_> {
+    fn key(&self) -> Key {
+        match self {
+            Read::Whole(d) => key(d.schema(), d.run_id(), d.seq()),
+            Read::Glance(g) => key(&g.schema, &g.run_id, g.seq),
+        }
+    }
+
+    fn run_id(&self) -> &str {
+        match self {
+            Read::Whole(d) => d.run_id(),
+            Read::Glance(g) => &g.run_id,
+        }
+    }
+
+    fn seq(&self) -> u32 {
+        match self {
+            Read::Whole(d) => d.seq(),
+            Read::Glance(g) => g.seq,
+        }
+    }
 }
 
 impl std::ops::Deref for Collector<'_> {
@@ -125,12 +160,12 @@ impl<'a> Collector<'a> {
         Collector { collected: Collected::default(), seen: HashMap::new(), destination, accepted: 0 }
     }
 
-    /// Each accepted document goes to `each` (typed) instead of memory.
-    pub fn each(each: &'a mut dyn FnMut(Document)) -> Collector<'a> {
+    /// Each accepted result record goes to `each`, at a glance, instead of memory.
+    pub fn glancing(each: &'a mut dyn FnMut(&Glance) -> Result<(), String>) -> Collector<'a> {
         Collector {
             collected: Collected::default(),
             seen: HashMap::new(),
-            destination: Destination::Each(each),
+            destination: Destination::Glance(each),
             accepted: 0,
         }
     }
@@ -138,11 +173,17 @@ impl<'a> Collector<'a> {
     /// Add a document given as its JSON bytes (as recovered from a log or a
     /// stick file), deduplicating against earlier sources. Every document is
     /// read as its typed record (a record that does not fit its schema is a
-    /// problem, not a row with holes); streaming writes the bytes as they are.
+    /// problem, not a row with holes) — or, for a glancing consumer, as a
+    /// [`Glance`]; streaming writes the bytes as they are.
     pub fn accept_bytes(&mut self, bytes: &[u8], file: &str, line: Option<u64>) {
         let bad = |why: String| Problem { file: file.into(), line, run_id: None, seq: None, why };
-        let doc = match Document::from_json(bytes) {
-            Ok(d) => d,
+        let glancing = matches!(self.destination, Destination::Glance(_)) && begins_with_schema(bytes, SCHEMA);
+        let read = match glancing {
+            true => Glance::from_json(bytes).map(Read::Glance),
+            false => Document::from_json(bytes).map(Read::Whole),
+        };
+        let read = match read {
+            Ok(r) => r,
             Err(why) => return self.collected.problems.push(bad(why)),
         };
         // Only to tell identical copies from different ones: a fast 64-bit hash
@@ -153,28 +194,36 @@ impl<'a> Collector<'a> {
             bytes.hash(&mut h);
             h.finish()
         };
-        let k = key(doc.schema(), doc.run_id(), doc.seq());
+        let k = read.key();
         match self.seen.get(&k) {
             Some(d) if *d == digest => self.collected.duplicates += 1,
             Some(_) => self.collected.problems.push(Problem {
                 file: file.into(),
                 line,
-                run_id: Some(doc.run_id().to_string()),
-                seq: Some(doc.seq()),
+                run_id: Some(read.run_id().to_string()),
+                seq: Some(read.seq()),
                 why: "a different document with the same run id and seq was seen in another source: the first is used"
                     .into(),
             }),
             None => {
                 self.seen.insert(k, digest);
                 self.accepted += 1;
-                match &mut self.destination {
-                    Destination::Write(out) => {
-                        if let Err(e) = out.write_all(bytes).and_then(|()| out.write_all(b"\n")) {
-                            self.collected.problems.push(bad(format!("cannot write the output: {e}")));
-                        }
+                let handed = match (&mut self.destination, read) {
+                    (Destination::Write(out), _) => out
+                        .write_all(bytes)
+                        .and_then(|()| out.write_all(b"\n"))
+                        .map_err(|e| format!("cannot write the output: {e}")),
+                    (Destination::Glance(each), Read::Glance(g)) => each(&g),
+                    (Destination::Glance(each), Read::Whole(Document::Result(r))) => each(&Glance::of(&r)),
+                    (Destination::Glance(_), Read::Whole(Document::Run(_))) => Ok(()),
+                    (Destination::Memory, Read::Whole(doc)) => {
+                        self.collected.documents.push(doc);
+                        Ok(())
                     }
-                    Destination::Each(each) => each(doc),
-                    Destination::Memory => self.collected.documents.push(doc),
+                    (Destination::Memory, Read::Glance(_)) => unreachable!("only a glancing collector glances"),
+                };
+                if let Err(why) = handed {
+                    self.collected.problems.push(bad(why));
                 }
             }
         }
@@ -246,10 +295,11 @@ pub fn collect(inputs: &[PathBuf]) -> Collected {
     c.collected
 }
 
-/// Collect from every input, handing each accepted document to `each` as
-/// soon as it is complete; returns the account without documents.
-pub fn collect_each(inputs: &[PathBuf], each: &mut dyn FnMut(Document)) -> Collected {
-    let mut c = Collector::each(each);
+/// Collect from every input, handing each accepted result record to `each`,
+/// at a glance, as soon as it is complete; returns the account without
+/// documents. An error from `each` becomes a problem of that record.
+pub fn collect_glancing(inputs: &[PathBuf], each: &mut dyn FnMut(&Glance) -> Result<(), String>) -> Collected {
+    let mut c = Collector::glancing(each);
     for path in inputs {
         c.read(path);
     }

@@ -6,7 +6,8 @@
 //! boot's state: they are not independent samples of a kernel).
 
 use super::Row;
-use crate::record::Record;
+use crate::glance::Glance;
+use crate::record::{Record, Times};
 use serde::Serialize;
 
 /// One finding about one group (a row of the table) or a comparison of two.
@@ -25,6 +26,8 @@ pub struct Finding {
 
 /// Stalls at least this long are what the seed's user felt as a hung `ls`.
 const STALL_MS: f64 = 1000.0;
+/// A write() slower than this is what the dirty-limit rule looks into.
+const THROTTLED_WRITE_MS: f64 = 100.0;
 
 /// What one group keeps for its findings while records stream by: counts,
 /// and the two records the rules read (the worst stall, the longest flush),
@@ -41,21 +44,40 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    /// An ok record of the group.
-    pub fn offer(&mut self, r: &Record) {
+    /// An ok record of the group. Only a record that beats the worst so far
+    /// is read whole (the rules need it); an error when it does not parse
+    /// whole, and it is then left out of the findings.
+    pub fn offer(&mut self, g: &Glance) -> Result<(), String> {
         self.ok += 1;
-        let stall = max_stall(r);
+        let stall = g.max_stall_ms();
         if stall >= STALL_MS {
             self.stalled += 1;
         }
         if self.worst.as_ref().is_none_or(|(w, _)| stall > *w) {
-            let telling = stall >= STALL_MS || read_starvation("", r).is_some() || dirty_limit("", r).is_some();
-            self.worst = Some((stall, telling.then(|| r.clone())));
+            // The rules' first tests need only a glance: most records need
+            // not be read whole, even when each is worse than the last.
+            let p = g.responsiveness.as_ref();
+            let may_tell = stall >= STALL_MS
+                || p.is_some_and(|p| reads_starved(g.bytes_written, p.read.max_ms, p.timer_late.max_ms))
+                || g.latency.write.max_ms >= THROTTLED_WRITE_MS;
+            let kept = match may_tell {
+                true => {
+                    let r = g.whole()?;
+                    let telling = stall >= STALL_MS || read_starvation("", r).is_some() || dirty_limit("", r).is_some();
+                    telling.then(|| r.clone())
+                }
+                false => None,
+            };
+            self.worst = Some((stall, kept));
         }
-        let f = flush_s(r);
+        let f = flush_s(&g.times);
         if self.flushiest.as_ref().is_none_or(|(w, _)| f > *w) {
-            self.flushiest = Some((f, flush("", r).is_some().then(|| r.clone())));
+            // The flush rule fires exactly when the times say so: a record
+            // it would not fire on need not be read whole.
+            let kept = flushing(&g.times).map(|_| g.whole().cloned()).transpose()?;
+            self.flushiest = Some((f, kept));
         }
+        Ok(())
     }
 
     /// The group's findings, rule by rule (none without an ok run).
@@ -82,10 +104,6 @@ pub(super) fn subject(row: &Row) -> String {
 
 fn id(r: &Record) -> String {
     format!("{}:{}", r.run_id, r.seq)
-}
-
-fn max_stall(r: &Record) -> f64 {
-    r.responsiveness.as_ref().map_or(0.0, |p| p.max_ms)
 }
 
 /// A timeline series at time `t` (the last sample at or before it), in MiB.
@@ -172,9 +190,15 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
 
 /// The probe's reads (not its `ls`, not its timer) waited: reads queued
 /// behind writeback, with the scheduler that let them.
+/// Reads starved: the run wrote, and the probe's read waited over half the
+/// stall threshold and longer than its timer was late (so not the CPU).
+fn reads_starved(bytes_written: u64, read_max_ms: f64, timer_late_max_ms: f64) -> bool {
+    bytes_written > 0 && read_max_ms >= STALL_MS / 2.0 && read_max_ms >= timer_late_max_ms
+}
+
 fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
     let p = worst.responsiveness.as_ref()?;
-    if worst.bytes_written == 0 || p.read.max_ms < STALL_MS / 2.0 || p.read.max_ms < p.timer_late.max_ms {
+    if !reads_starved(worst.bytes_written, p.read.max_ms, p.timer_late.max_ms) {
         return None;
     }
     let scheduler = worst.storage.scheduler.as_deref().unwrap_or("unknown (not in the record)");
@@ -297,7 +321,7 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
     // Dirty + Writeback at 80 % of it means the writer reached it; a writer
     // seen sleeping in balance_dirty_pages says so directly.
     let near_limit = limit_mib > 0.0 && dirty + writeback >= 0.8 * limit_mib;
-    if write_max < 100.0 || !(near_limit || throttled_share >= 0.25) {
+    if write_max < THROTTLED_WRITE_MS || !(near_limit || throttled_share >= 0.25) {
         return None;
     }
     let mut evidence = vec![
@@ -330,12 +354,16 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
 /// Time between the last write() returning and the data being durable:
 /// what the page cache held, flushed at close/fsync (in the run that
 /// spent longest on it).
-fn flush(subject: &str, r: &Record) -> Option<Finding> {
-    let (returned, durable) = (r.times.writes_returned_s?, r.times.durable_s?);
+/// (writes returned, durable, flushing) in s, when flushing took over a
+/// second and over a quarter of the time to durable: the flush rule's test.
+fn flushing(t: &Times) -> Option<(f64, f64, f64)> {
+    let (returned, durable) = (t.writes_returned_s?, t.durable_s?);
     let flushing = durable - returned;
-    if flushing < 1.0 || flushing < 0.25 * durable {
-        return None;
-    }
+    (flushing >= 1.0 && flushing >= 0.25 * durable).then_some((returned, durable, flushing))
+}
+
+fn flush(subject: &str, r: &Record) -> Option<Finding> {
+    let (returned, durable, flushing) = flushing(&r.times)?;
     let writeback =
         peak_mib(r, "writeback_kib").map(|w| format!("; Writeback peaked at {w:.0} MiB")).unwrap_or_default();
     let cache = match r.storage.write_cache.as_deref() {
@@ -356,8 +384,8 @@ fn flush(subject: &str, r: &Record) -> Option<Finding> {
     })
 }
 
-fn flush_s(r: &Record) -> f64 {
-    match (r.times.writes_returned_s, r.times.durable_s) {
+fn flush_s(t: &Times) -> f64 {
+    match (t.writes_returned_s, t.durable_s) {
         (Some(a), Some(b)) => b - a,
         _ => 0.0,
     }

@@ -6,7 +6,8 @@
 
 use super::findings::Evidence;
 use super::{Row, stats};
-use crate::record::{Record, Status};
+use crate::glance::Glance;
+use crate::record::Status;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
@@ -61,7 +62,9 @@ impl Group {
         }
     }
 
-    pub fn add(&mut self, r: &Record) {
+    /// A record of the group; an error when it had to be read whole for the
+    /// findings and did not parse (its figures are counted all the same).
+    pub fn add(&mut self, r: &Glance) -> Result<(), String> {
         self.n += 1;
         let mut h = std::hash::DefaultHasher::new();
         r.run_id.hash(&mut h);
@@ -77,11 +80,11 @@ impl Group {
                 Some((_, count)) => *count += 1,
                 None => self.failures.push((text, 1)),
             }
-            return;
+            return Ok(());
         }
         for n in &r.notes {
-            if !self.notes.contains(n) {
-                self.notes.push(n.clone());
+            if !self.notes.iter().any(|kept| kept == n) {
+                self.notes.push(n.to_string());
             }
         }
         let f = &mut self.figures;
@@ -95,7 +98,7 @@ impl Group {
             f.stalls.push(p.stalls_over_1s as f64);
             f.recovery.extend(p.recovery_s);
         }
-        self.evidence.offer(r);
+        self.evidence.offer(r)
     }
 
     /// How many boots the group's runs come from.

@@ -6,6 +6,7 @@
 
 use super::Row;
 use super::findings::Finding;
+use crate::glance::Glance;
 use crate::record::{Record, Timeline};
 use plotters::prelude::*;
 
@@ -29,23 +30,26 @@ impl TimelinePick {
         TimelinePick { wanted, best: None }
     }
 
-    pub fn offer(&mut self, r: &Record) {
-        if r.timeline.probe_t_s.is_empty() {
-            return;
+    /// A record; it is read whole only when it is picked. An error when it
+    /// does not parse whole (it is then not drawn).
+    pub fn offer(&mut self, g: &Glance) -> Result<(), String> {
+        if g.probe_ticks == 0 {
+            return Ok(());
         }
         match &self.wanted {
             Some((run, seq)) => {
-                if self.best.is_none() && r.run_id == *run && r.seq == *seq {
-                    self.best = Some((0.0, r.clone()));
+                if self.best.is_none() && g.run_id == run.as_str() && g.seq == *seq {
+                    self.best = Some((0.0, g.whole()?.clone()));
                 }
             }
             None => {
-                let stall = worst_stall_ms(r);
+                let stall = g.max_stall_ms();
                 if self.best.as_ref().is_none_or(|(b, _)| stall > *b) {
-                    self.best = Some((stall, r.clone()));
+                    self.best = Some((stall, g.whole()?.clone()));
                 }
             }
         }
+        Ok(())
     }
 
     /// The record picked; an error when `choice` named none.
@@ -56,10 +60,6 @@ impl TimelinePick {
             (best, _) => Ok(best.map(|(_, r)| r)),
         }
     }
-}
-
-fn worst_stall_ms(r: &Record) -> f64 {
-    r.responsiveness.as_ref().map_or(0.0, |p| p.max_ms)
 }
 
 /// The page: findings first (each linked to the chart that shows it), then

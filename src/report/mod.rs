@@ -8,6 +8,7 @@ mod groups;
 pub mod html;
 pub mod stats;
 
+use crate::glance::Glance;
 use crate::record::Record;
 use serde::Serialize;
 use serde_json::Value;
@@ -17,19 +18,26 @@ use std::collections::HashMap;
 /// What a grouping dimension reads from a record: one of [`DIMENSIONS`], or
 /// any field by its dotted path (`vm.dirty_ratio`, `workload.params.files`).
 pub fn dimension(record: &Record, name: &str) -> String {
-    let device = record.storage.device.as_ref();
-    let (host, storage) = (&record.host, &record.storage);
-    match name {
-        "kernel" => record.kernel.release.clone(),
-        "fs" => storage.fs.clone(),
-        "host" => host.dmi_product.clone().or_else(|| host.cpu_model.clone()).or_else(|| host.hostname.clone()),
-        "plan" => Some(record.plan.name.clone()),
-        "scheduler" => storage.scheduler.clone(),
-        "device" => device.and_then(|d| d.model.clone()).or_else(|| device.map(|d| d.name.clone())),
-        "variant" => record.variant.as_ref().map(|v| v.name.clone()),
-        other => field_by_path(record, other),
-    }
-    .unwrap_or_else(|| "?".into())
+    named_dimension(&Glance::of(record), name)
+        .unwrap_or_else(|| field_by_path(record, name))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// One of [`DIMENSIONS`] (outer None: `name` is not one of them).
+fn named_dimension(g: &Glance, name: &str) -> Option<Option<String>> {
+    let (host, storage) = (&g.host, &g.storage);
+    let device = storage.device.as_ref();
+    let text = |t: Option<&std::borrow::Cow<str>>| t.map(|t| t.to_string());
+    Some(match name {
+        "kernel" => text(g.kernel.release.as_ref()),
+        "fs" => text(storage.fs.as_ref()),
+        "host" => text(host.dmi_product.as_ref().or(host.cpu_model.as_ref()).or(host.hostname.as_ref())),
+        "plan" => Some(g.plan.name.to_string()),
+        "scheduler" => text(storage.scheduler.as_ref()),
+        "device" => text(device.and_then(|d| d.model.as_ref()).or(device.map(|d| &d.name))),
+        "variant" => text(g.variant.as_ref().map(|v| &v.name)),
+        _ => return None,
+    })
 }
 
 /// A field named by its dotted path, as text (strings without quotes).
@@ -108,6 +116,8 @@ pub struct Builder {
     index: HashMap<GroupKey, usize>,
     /// Any record of a sweep (the default grouping then starts with the variant).
     sweep: bool,
+    /// The dimensions records are keyed by: --by, or the default grouping with the variant.
+    key_by: Vec<String>,
     timeline: html::TimelinePick,
     pub results: usize,
 }
@@ -115,19 +125,27 @@ pub struct Builder {
 impl Builder {
     pub fn new(opts: Options) -> Builder {
         let timeline = html::TimelinePick::new(opts.timeline.as_deref());
-        Builder { opts, groups: Vec::new(), index: HashMap::new(), sweep: false, timeline, results: 0 }
+        let key_by = opts.by.clone().unwrap_or_else(|| default_by(true));
+        Builder { opts, groups: Vec::new(), index: HashMap::new(), sweep: false, key_by, timeline, results: 0 }
     }
 
-    pub fn add(&mut self, r: &Record) {
-        self.results += 1;
-        self.sweep |= r.variant.is_some();
+    /// A record, at a glance. An error names a record that had to be read
+    /// whole (for a dotted --by path, a finding or the timeline) and did
+    /// not parse: it is then left out of what needed it whole.
+    pub fn add(&mut self, r: &Glance) -> Result<(), String> {
         // Without --by the grouping is decided at the end: group by the
         // variant too, and drop it then if no record had one.
-        let key: Vec<String> = match &self.opts.by {
-            Some(by) => by.iter().map(|d| dimension(r, d)).collect(),
-            None => default_by(true).iter().map(|d| dimension(r, d)).collect(),
-        };
-        let k = (key, r.workload.name.clone(), r.workload.params.to_string());
+        let mut key = Vec::with_capacity(self.key_by.len());
+        for d in &self.key_by {
+            let value = match named_dimension(r, d) {
+                Some(v) => v,
+                None => field_by_path(r.whole()?, d),
+            };
+            key.push(value.unwrap_or_else(|| "?".into()));
+        }
+        self.results += 1;
+        self.sweep |= r.variant.is_some();
+        let k = (key, r.workload.name.to_string(), r.workload.params.to_string());
         let at = match self.index.get(&k) {
             Some(&i) => i,
             None => {
@@ -136,8 +154,8 @@ impl Builder {
                 self.groups.len() - 1
             }
         };
-        self.groups[at].add(r);
-        self.timeline.offer(r);
+        let grouped = self.groups[at].add(r);
+        self.timeline.offer(r).and(grouped)
     }
 
     /// The rows, baselines marked, and the findings. Fails when --baseline
@@ -176,7 +194,9 @@ impl Builder {
 /// finding or the timeline needs it whole).
 pub fn report<'a>(records: impl IntoIterator<Item = &'a Record>, opts: Options) -> Result<Report, String> {
     let mut b = Builder::new(opts);
-    records.into_iter().for_each(|r| b.add(r));
+    for r in records {
+        b.add(&Glance::of(r))?;
+    }
     b.finish()
 }
 
