@@ -52,6 +52,8 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("mkfs.btrfs", "btrfs-progs"),             // formatting refusals: btrfs
     ("mkfs.ntfs", "ntfs-3g"),                  // formatting refusals: NTFS
     ("lava-run", "lava-dispatcher"),           // the LAVA jobs, run without a server
+    // A kernel built from source (kernel_src::BUILD_TOOLS is what building needs).
+    ("/usr/src/linux-source-6.1.tar.xz", "linux-source-6.1"),
     ("/usr/share/lava-common/lava-schema.py", "lava-common"), // …and checked against LAVA's schema
 ];
 

@@ -11,6 +11,8 @@ mod fakeboot;
 mod fuzz;
 mod image;
 mod kcidb_check;
+mod kernel_boot;
+mod kernel_src;
 mod lava;
 mod lava_boot;
 mod oldkernel;
@@ -47,6 +49,9 @@ enum Task {
     Test,
     /// Run the quick plan with both static binaries under simulated 2.6.9 and 2.6.16 syscall surfaces.
     OldKernel,
+    /// Build a kernel from source with a config from kernel-configs/ (checked tarball,
+    /// toolchain and options; incremental); prints the vmlinuz path last.
+    Kernel(kernel_src::Args),
     /// Build the boot image: kernels in, usb.img + pxe/ + manifest.json out.
     Image(image::Args),
     /// LAVA job definitions from a built image: one per boot entry, for LAVA's qemu device
@@ -76,6 +81,9 @@ enum Task {
         old_kernel: Option<String>,
         root: std::path::PathBuf,
     },
+    /// A kernel built from Debian's linux-source-6.1 with kernel-configs/6.1, imaged and booted.
+    #[command(hide = true)]
+    KernelBoot,
     /// The kernel-RPM boot alone, on the image `cargo xtask e2e` built (target/e2e/image).
     RpmBoot,
     /// The 32-bit boot alone (Debian's 686 kernel, the i686 /init and mke2fs).
@@ -111,6 +119,8 @@ fn main() -> ExitCode {
         Task::Test => test::run(),
         Task::OldKernel => oldkernel::harness(),
         Task::Bench(args) => bench::run(&args),
+        Task::Kernel(args) => kernel_src::run(&args),
+        Task::KernelBoot => kernel_boot::test(&project_root().join("target/kernel-boot")),
         Task::Image(args) => image::run(&args),
         Task::Qemu(args) => qemu::run(&args),
         Task::Lava(args) => lava::run(&args),

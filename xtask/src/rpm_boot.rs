@@ -5,7 +5,7 @@
 //! them, plus `/boot/config-R`; takes it through `cargo xtask image
 //! --kernel-rpm` into an image, boots it in QEMU and checks the records.
 
-use crate::e2e::{boot_and_check, scratch_disk, test_boot};
+use crate::e2e::{boot_and_check, scratch_disk, test_boot, test_image};
 use crate::image;
 use crate::{Result, project_root};
 use std::path::Path;
@@ -60,12 +60,7 @@ pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
     let rpm = find_rpm(&topdir.join("RPMS"))?;
     let out = image::build(&image::Args {
         kernel_rpms: vec![rpm.clone()],
-        out: dir.join("image"),
-        plan: "quick".into(),
-        target: Some("LABEL=SCRATCH".into()),
-        serial: "ttyS0,115200".into(),
-        install_deps: crate::deps::can_install(),
-        ..image::Args::default()
+        ..test_image(Vec::new(), dir.join("image"), None)
     })?;
     let disk = dir.join("scratch.img");
     scratch_disk(&disk, "ext3", 512)?;

@@ -2,10 +2,13 @@
 //! tests use (as root on Debian/Ubuntu: `deps.rs`), builds what the tests
 //! need (static binaries, adding rustup targets), runs the workspace's tests,
 //! then the old-kernel harness, the fake boots of /init (root, loop devices)
-//! and the QEMU boots of real images with Debian's kernels, and 30 s of
+//! and the QEMU boots of real images with Debian's kernels, a kernel built
+//! from Debian's source with kernel-configs/6.1 and booted, and 30 s of
 //! fuzzing. Prints how long each part took.
 
-use crate::{Result, bench_report, deps, e2e, fakeboot, fuzz, kcidb_check, oldkernel, project_root, static_build};
+use crate::{
+    Result, bench_report, deps, e2e, fakeboot, fuzz, kcidb_check, kernel_boot, oldkernel, project_root, static_build,
+};
 use std::time::Instant;
 use xshell::{Shell, cmd};
 
@@ -32,6 +35,7 @@ pub fn run() -> Result<()> {
     lap("old-kernel harness", &mut oldkernel::harness)?;
     lap("fake boots", &mut fakeboot::harness)?;
     lap("QEMU boots", &mut e2e::harness)?;
+    lap("kernel from source", &mut || kernel_boot::test(&project_root().join("target/kernel-boot")))?;
     lap("fuzzing", &mut || fuzz::run(30))?;
     eprintln!("xtask test: all parts passed in {:.0} s ({})", started.elapsed().as_secs_f64(), laps.join(", "));
     Ok(())

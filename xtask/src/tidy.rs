@@ -167,8 +167,7 @@ mod tests {
 
     #[test]
     fn no_stale_notes_about_work_to_come() {
-        // Phrases that announce a part as missing; the one real gap
-        // (--kernel-src) says so in its own words and is allowed.
+        // Phrases that announce a part as missing.
         let stale = ["later:", "(later", "later /init", "not yet implemented", "TODO", "FIXME"];
         for (file, text) in texts() {
             // Prose only: comments in sources, every line of documents.

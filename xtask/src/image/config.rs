@@ -56,6 +56,50 @@ pub const MODULE_SYMBOLS: &[(&str, &[&str])] = &[
     ("reiserfs", &["REISERFS_FS"]),
 ];
 
+/// Something a kernel built from kernel-configs/ must build in, beyond
+/// what any kernel needs to run the image (`check_can_run_image`).
+pub struct Driver {
+    pub what: &'static str,
+    /// The first kernel that has it (older lines are not asked for it).
+    pub since: (u32, u32, u32),
+    /// The config symbols that build it across kernel lines: any one =y.
+    pub symbols: &'static [&'static str],
+}
+
+/// The storage, USB and filesystems of 2006-era and current servers, and a
+/// serial console, all built in: an image of a kernel built from source
+/// needs no modules.
+pub const BUILT_IN_FOR_SERVERS: &[Driver] = &[
+    Driver { what: "serial console on ttyS0", since: (2, 6, 0), symbols: &["SERIAL_8250_CONSOLE"] },
+    Driver { what: "devtmpfs", since: (2, 6, 32), symbols: &["DEVTMPFS"] },
+    Driver { what: "SCSI disks", since: (2, 6, 0), symbols: &["BLK_DEV_SD"] },
+    Driver { what: "Intel PIIX/ICH SATA (ata_piix)", since: (2, 6, 0), symbols: &["ATA_PIIX", "SCSI_ATA_PIIX"] },
+    // 2.6.9's SATA drivers have no AHCI (kernel-configs/2.6.9/kconfig-evidence.txt).
+    Driver { what: "AHCI SATA", since: (2, 6, 10), symbols: &["SATA_AHCI", "SCSI_SATA_AHCI"] },
+    Driver { what: "IDE/PATA on Intel PIIX", since: (2, 6, 0), symbols: &["BLK_DEV_PIIX", "ATA_PIIX"] },
+    Driver { what: "Symbios/LSI 53c8xx SCSI (sym53c8xx)", since: (2, 6, 0), symbols: &["SCSI_SYM53C8XX_2"] },
+    Driver { what: "Adaptec aic7xxx SCSI", since: (2, 6, 0), symbols: &["SCSI_AIC7XXX"] },
+    Driver { what: "LSI Fusion MPT SCSI (mptspi)", since: (2, 6, 0), symbols: &["FUSION_SPI", "FUSION"] },
+    Driver { what: "LSI Fusion MPT SAS (mptsas)", since: (2, 6, 16), symbols: &["FUSION_SAS"] },
+    Driver {
+        what: "LSI MegaRAID",
+        since: (2, 6, 0),
+        symbols: &["MEGARAID_LEGACY", "MEGARAID_MAILBOX", "MEGARAID_SAS"],
+    },
+    Driver { what: "HP Smart Array (cciss, hpsa)", since: (2, 6, 0), symbols: &["BLK_CPQ_CISS_DA", "SCSI_HPSA"] },
+    Driver { what: "USB UHCI", since: (2, 6, 0), symbols: &["USB_UHCI_HCD"] },
+    Driver { what: "USB OHCI", since: (2, 6, 0), symbols: &["USB_OHCI_HCD"] },
+    Driver { what: "USB EHCI", since: (2, 6, 0), symbols: &["USB_EHCI_HCD"] },
+    Driver { what: "USB xHCI", since: (2, 6, 31), symbols: &["USB_XHCI_HCD"] },
+    Driver { what: "USB mass storage", since: (2, 6, 0), symbols: &["USB_STORAGE"] },
+    Driver { what: "ext2", since: (2, 6, 0), symbols: &["EXT2_FS"] },
+    Driver { what: "ext3", since: (2, 6, 0), symbols: &["EXT3_FS"] },
+    Driver { what: "reiserfs", since: (2, 6, 0), symbols: &["REISERFS_FS"] },
+    Driver { what: "xfs", since: (2, 6, 0), symbols: &["XFS_FS"] },
+    Driver { what: "vfat (the stick)", since: (2, 6, 0), symbols: &["VFAT_FS"] },
+    Driver { what: "codepage 437 (vfat's default)", since: (2, 6, 0), symbols: &["NLS_CODEPAGE_437"] },
+];
+
 impl KernelConfig {
     /// Read a config file (plain or gzip, as /proc/config.gz is).
     pub fn read(path: &Path) -> Result<KernelConfig> {
@@ -87,11 +131,21 @@ impl KernelConfig {
         c
     }
 
+    /// Every option set (`=y`, `=m`, a value; string values without quotes).
+    pub fn values(&self) -> &BTreeMap<String, String> {
+        &self.values
+    }
+
+    /// Every option the file says is "not set".
+    pub fn unset(&self) -> &std::collections::BTreeSet<String> {
+        &self.unset
+    }
+
     pub fn get(&self, symbol: &str) -> Option<&str> {
         self.values.get(symbol).map(String::as_str)
     }
 
-    fn is_y(&self, symbol: &str) -> bool {
+    pub fn is_y(&self, symbol: &str) -> bool {
         self.get(symbol) == Some("y")
     }
 
@@ -116,6 +170,16 @@ impl KernelConfig {
     /// Every table module the config builds in.
     pub fn built_in_modules(&self) -> Vec<String> {
         MODULE_SYMBOLS.iter().filter(|(m, _)| self.built_in(m) == Some(true)).map(|(m, _)| m.to_string()).collect()
+    }
+
+    /// What of `BUILT_IN_FOR_SERVERS` a kernel of `version` should have and
+    /// does not build in, one line each.
+    pub fn missing_for_servers(&self, version: (u32, u32, u32)) -> Vec<String> {
+        BUILT_IN_FOR_SERVERS
+            .iter()
+            .filter(|d| version >= d.since && !d.symbols.iter().any(|s| self.is_y(s)))
+            .map(|d| format!("{}: none of CONFIG_{} is =y", d.what, d.symbols.join(", CONFIG_")))
+            .collect()
     }
 
     /// Refuse, before anything is written, a kernel that cannot run the

@@ -47,9 +47,14 @@ pub struct Args {
     /// modules are taken, compressed modules decompressed (repeatable).
     #[arg(long = "kernel-rpm", value_name = "PATH")]
     pub kernel_rpms: Vec<PathBuf>,
-    /// Build a kernel from source with a config in kernel-configs/ (not yet available).
-    #[arg(long = "kernel-src", value_name = "DIR")]
+    /// A kernel source, tarball or tree, built first with its kernel-configs/ line
+    /// (as `cargo xtask kernel` does; --arch picks the config, default x86_64) (repeatable).
+    #[arg(long = "kernel-src", value_name = "TARBALL|DIR")]
     pub kernel_src: Vec<PathBuf>,
+    /// The kernel-configs/ line for --kernel-src (default: the line that records the
+    /// tarball's hash, or the tree's version).
+    #[arg(long = "kernel-src-config", value_name = "kernel-configs/LINE")]
+    pub kernel_src_config: Option<PathBuf>,
     /// Architecture of --kernel images whose header cannot tell (boot protocol < 2.12).
     #[arg(long, value_parser = ["x86_64", "i686"])]
     pub arch: Option<String>,
@@ -126,12 +131,13 @@ pub fn run(args: &Args) -> Result<()> {
 
 /// Build the image; returns the output directory.
 pub fn build(args: &Args) -> Result<PathBuf> {
-    if !args.kernel_src.is_empty() {
-        return Err("--kernel-src is not available yet (building kernels from kernel-configs/ is its own issue); use --kernel or --kernel-deb".into());
-    }
-    if args.kernels.is_empty() && args.kernel_debs.is_empty() && args.kernel_rpms.is_empty() {
+    if args.kernels.is_empty()
+        && args.kernel_debs.is_empty()
+        && args.kernel_rpms.is_empty()
+        && args.kernel_src.is_empty()
+    {
         return Err(
-            "no kernel given: add --kernel PATH (a bzImage, e.g. /boot/vmlinuz-R), --kernel-deb NAME|PATH (e.g. linux-image-amd64) or --kernel-rpm PATH".into(),
+            "no kernel given: add --kernel PATH (a bzImage, e.g. /boot/vmlinuz-R), --kernel-deb NAME|PATH (e.g. linux-image-amd64), --kernel-rpm PATH or --kernel-src TARBALL|DIR".into(),
         );
     }
     if args.modules.len() > args.kernels.len() {

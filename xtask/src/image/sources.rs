@@ -4,6 +4,7 @@
 //! config that can run the image) and described for the manifest.
 
 use super::{Args, config, kernel, manifest, rpm};
+use crate::kernel_src;
 use crate::{Result, project_root};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -24,50 +25,27 @@ pub(crate) struct Kernel {
 
 /// Every kernel the flags name, in the order of the boot entries: --kernel
 /// files (with their --modules and --kernel-config, or those beside them in
-/// a /boot tree), then --kernel-deb packages, then --kernel-rpm packages.
+/// a /boot tree), then --kernel-src sources (built first, `cargo xtask
+/// kernel`), then --kernel-deb packages, then --kernel-rpm packages.
 pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     let mut kernels = Vec::new();
     for (i, path) in args.kernels.iter().enumerate() {
-        let data = std::fs::read(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
-        let bz = kernel::parse_bzimage(&data, &path.display().to_string())?;
-        let release = kernel::release_of(&bz.version);
-        let config_path = args.kernel_configs.get(i).cloned().or_else(|| config::find_beside(path, &release));
-        let config = config_path.as_deref().map(config::KernelConfig::read).transpose()?;
-        check_config(config.as_ref(), &path.display().to_string())?;
-        let arch = bz
-            .arch
-            .or_else(|| config.as_ref().and_then(|c| c.arch()))
-            .map(String::from)
-            .or_else(|| args.arch.clone())
-            .ok_or_else(|| {
-                format!(
-                    "{}: boot protocol {}.{:02} does not say whether it is 64-bit and no kernel config was found: add --kernel-config FILE or --arch x86_64|i686",
-                    path.display(),
-                    bz.protocol.0,
-                    bz.protocol.1
-                )
-            })?;
-        let modules = args.modules.get(i).cloned().or_else(|| config::modules_beside(path, &release));
-        if let Some(m) = &modules
-            && !m.join("kernel").is_dir()
-        {
-            return Err(format!("--modules {}: not a lib/modules/<release> tree (no kernel/ inside)", m.display()));
-        }
-        eprintln!(
-            "image: kernel {release} ({arch}) from {}{}{}",
-            path.display(),
-            config.as_ref().map(|c| format!(", config {}", c.path.display())).unwrap_or_default(),
-            modules.as_ref().map(|m| format!(", modules {}", m.display())).unwrap_or_default()
-        );
-        kernels.push(Kernel {
-            vmlinuz: path.clone(),
-            release,
-            version: bz.version,
-            arch,
-            modules,
-            config,
-            origin: json!({"file": path.display().to_string(), "sha256": manifest::sha256_file(path)?}),
-        });
+        let (config, modules) = (args.kernel_configs.get(i).cloned(), args.modules.get(i).cloned());
+        kernels.push(from_file(path, config, modules, args.arch.as_deref(), None)?);
+    }
+    for src in &args.kernel_src {
+        let arch = args.arch.clone().unwrap_or_else(|| "x86_64".into());
+        let build = kernel_src::Args {
+            src: src.clone(),
+            config: args.kernel_src_config.clone(),
+            arch: arch.clone(),
+            make: "make".into(),
+            install_deps: args.install_deps,
+            ..kernel_src::Args::default()
+        };
+        let built = kernel_src::build(&build)?;
+        let facts = json!({ "built_from_source": built.facts });
+        kernels.push(from_file(&built.vmlinuz, None, None, Some(&arch), Some(facts))?);
     }
     let cache = project_root().join("target/cache/debs");
     for (i, name) in args.kernel_debs.iter().enumerate() {
@@ -115,6 +93,53 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         });
     }
     Ok(kernels)
+}
+
+/// A kernel file (a bzImage) with its config and modules: given, or beside
+/// it in a /boot tree. `origin`: where it came from, beyond the file itself.
+fn from_file(
+    path: &Path,
+    config_path: Option<PathBuf>,
+    modules: Option<PathBuf>,
+    arch: Option<&str>,
+    origin: Option<Value>,
+) -> Result<Kernel> {
+    let data = std::fs::read(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
+    let bz = kernel::parse_bzimage(&data, &path.display().to_string())?;
+    let release = kernel::release_of(&bz.version);
+    let config_path = config_path.or_else(|| config::find_beside(path, &release));
+    let config = config_path.as_deref().map(config::KernelConfig::read).transpose()?;
+    check_config(config.as_ref(), &path.display().to_string())?;
+    let arch = bz
+        .arch
+        .or_else(|| config.as_ref().and_then(|c| c.arch()))
+        .or(arch)
+        .map(String::from)
+        .ok_or_else(|| {
+            format!(
+                "{}: boot protocol {}.{:02} does not say whether it is 64-bit and no kernel config was found: add --kernel-config FILE or --arch x86_64|i686",
+                path.display(),
+                bz.protocol.0,
+                bz.protocol.1
+            )
+        })?;
+    let modules = modules.or_else(|| config::modules_beside(path, &release));
+    if let Some(m) = &modules
+        && !m.join("kernel").is_dir()
+    {
+        return Err(format!("--modules {}: not a lib/modules/<release> tree (no kernel/ inside)", m.display()));
+    }
+    eprintln!(
+        "image: kernel {release} ({arch}) from {}{}{}",
+        path.display(),
+        config.as_ref().map(|c| format!(", config {}", c.path.display())).unwrap_or_default(),
+        modules.as_ref().map(|m| format!(", modules {}", m.display())).unwrap_or_default()
+    );
+    let mut file = json!({"file": path.display().to_string(), "sha256": manifest::sha256_file(path)?});
+    if let (Some(Value::Object(more)), Some(o)) = (origin, file.as_object_mut()) {
+        o.extend(more);
+    }
+    Ok(Kernel { vmlinuz: path.to_path_buf(), release, version: bz.version, arch, modules, config, origin: file })
 }
 
 /// Refuse a kernel whose config says it cannot run the image; print what

@@ -1,0 +1,81 @@
+//! A kernel built from source, proven end to end: Debian's
+//! `linux-source-6.1` tarball with `kernel-configs/6.1` goes through `cargo
+//! xtask image --kernel-src` (which builds it as `cargo xtask kernel` does,
+//! incrementally in target/kernel/), the image boots in QEMU, and the
+//! records must name our build: release `…-bootmark`, version string built
+//! by `bootmark@kernel-configs`, and no module loaded (everything the image
+//! needs is built in).
+
+use crate::e2e::{fact, results, run_record, scratch_disk, serial_documents, stick_documents, test_boot, test_image};
+use crate::{Result, image, qemu};
+use bootmark::record::Status;
+use std::path::Path;
+
+/// Debian's kernel source package, as the test tools install it.
+pub const DEBIAN_SOURCE: &str = "/usr/src/linux-source-6.1.tar.xz";
+
+pub fn test(base: &Path) -> Result<()> {
+    let started = std::time::Instant::now();
+    let dir = base.join("kernel-src");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let out = image::build(&image::Args {
+        kernel_src: vec![DEBIAN_SOURCE.into()],
+        ..test_image(Vec::new(), dir.join("image"), None)
+    })?;
+    let built = std::time::Instant::now();
+    let manifest = image::manifest::Manifest::read(&out)?;
+    let entry = manifest.entries.first().ok_or("the image has no entry")?;
+    let source = &entry.origin["built_from_source"];
+    if source["source"]["sha256"].as_str().is_none_or(|h| h.len() != 64) || source["line"] != "6.1" {
+        return Err(format!("the manifest does not record the source and line it was built from: {}", entry.origin));
+    }
+    if entry.kernel_config_sha256.is_none() || entry.modules != 0 {
+        return Err(format!(
+            "the manifest should name the built config and no modules: config {:?}, {} modules",
+            entry.kernel_config, entry.modules
+        ));
+    }
+    let disk = dir.join("scratch.img");
+    scratch_disk(&disk, "ext3", 512)?;
+    let args = test_boot(out.clone(), disk, dir.join("serial.log"));
+    let booted = qemu::boot(&args)?;
+    let serial = serial_documents(&booted.serial);
+    let tail = || qemu::tail(&booted.serial, 25);
+    let run =
+        run_record(&serial).ok_or_else(|| format!("no run record ({})\n{}", qemu::diagnose(&booted.serial), tail()))?;
+    if run.status != Status::Ok {
+        return Err(format!("the run failed: {}\n{}", run.error.as_deref().unwrap_or_default(), tail()));
+    }
+    let loaded = fact(run, "modules.loaded").as_array().map_or(0, Vec::len);
+    let records = results(&serial);
+    if records.len() != 6 || records.iter().any(|r| r.status != Status::Ok) {
+        return Err(format!("expected 6 ok records, got {}\n{}", records.len(), tail()));
+    }
+    let ours = |r: &&bootmark::record::Record| {
+        r.kernel.release.as_deref() == Some(entry.kernel_release.as_str())
+            && entry.kernel_release.ends_with("-bootmark")
+            && r.kernel.version.as_deref().is_some_and(|v| v.contains("bootmark@kernel-configs"))
+    };
+    if !records.iter().all(ours) {
+        return Err(format!(
+            "the records do not show our build ({}, built by bootmark@kernel-configs): {:?} {:?}",
+            entry.kernel_release, records[0].kernel.release, records[0].kernel.version
+        ));
+    }
+    if loaded != 0 {
+        return Err(format!("{loaded} modules were loaded: everything should be built in"));
+    }
+    let stick: Vec<_> = stick_documents(&out.join("usb.img"))?;
+    if stick != serial {
+        return Err(format!("the stick holds {} documents, the serial log {}", stick.len(), serial.len()));
+    }
+    println!(
+        "e2e: kernel from source: {} ({} from {DEBIAN_SOURCE} with kernel-configs/6.1) → image → booted, 6 records by our build on serial and stick ({:.0} s to build, {:.1} s boot)",
+        entry.kernel_release,
+        source["toolchain"]["gcc"].as_str().map(|v| format!("gcc {v}")).unwrap_or_default(),
+        (built - started).as_secs_f64(),
+        booted.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
