@@ -188,14 +188,14 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
     Some(Finding { rule: "stall", subject: subject.into(), sentence, evidence, record: Some(id(worst)) })
 }
 
-/// The probe's reads (not its `ls`, not its timer) waited: reads queued
-/// behind writeback, with the scheduler that let them.
 /// Reads starved: the run wrote, and the probe's read waited over half the
 /// stall threshold and longer than its timer was late (so not the CPU).
 fn reads_starved(bytes_written: u64, read_max_ms: f64, timer_late_max_ms: f64) -> bool {
     bytes_written > 0 && read_max_ms >= STALL_MS / 2.0 && read_max_ms >= timer_late_max_ms
 }
 
+/// The probe's reads (not its `ls`, not its timer) waited: reads queued
+/// behind writeback, with the scheduler that let them.
 fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
     let p = worst.responsiveness.as_ref()?;
     if !reads_starved(worst.bytes_written, p.read.max_ms, p.timer_late.max_ms) {
@@ -351,9 +351,6 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
     })
 }
 
-/// Time between the last write() returning and the data being durable:
-/// what the page cache held, flushed at close/fsync (in the run that
-/// spent longest on it).
 /// (writes returned, durable, flushing) in s, when flushing took over a
 /// second and over a quarter of the time to durable: the flush rule's test.
 fn flushing(t: &Times) -> Option<(f64, f64, f64)> {
@@ -362,6 +359,9 @@ fn flushing(t: &Times) -> Option<(f64, f64, f64)> {
     (flushing >= 1.0 && flushing >= 0.25 * durable).then_some((returned, durable, flushing))
 }
 
+/// Time between the last write() returning and the data being durable:
+/// what the page cache held, flushed at close/fsync (in the run that
+/// spent longest on it).
 fn flush(subject: &str, r: &Record) -> Option<Finding> {
     let (returned, durable, flushing) = flushing(&r.times)?;
     let writeback =
