@@ -122,17 +122,7 @@ pub fn build(args: &Args) -> Result<Built> {
         ));
     }
     let cc = args.cc.clone().unwrap_or_else(|| format!("{}gcc", args.cross_compile));
-    let tools = toolchain::find(&cc, &args.make, &args.cross_compile, args.chroot.as_deref())?;
-    eprintln!(
-        "kernel: Linux {tree_version} ({}) with gcc {}, make {}, binutils {}",
-        args.arch, tools.gcc, tools.make, tools.binutils
-    );
-    if let Err(e) = toolchain::check(&tools, &line.source.toolchain, &line.name) {
-        if !args.any_toolchain {
-            return Err(format!("{e}\n(--any-toolchain builds anyway)"));
-        }
-        eprintln!("kernel: warning (--any-toolchain): {e}");
-    }
+    let tools = checked_toolchain(args, &line, &cc, &tree_version)?;
     let config = line.config(&args.arch)?;
     let unknown = kconfig::unknown_options(&config, &kconfig::tree_symbols(&tree)?);
     if !unknown.is_empty() {
@@ -147,12 +137,7 @@ pub fn build(args: &Args) -> Result<Built> {
     let make = Make { args, tree: &tree, build_dir: &build_dir, cc: &cc };
     configure(&make, &line, &config, &line.wanted(&args.arch)?)?;
     let got = KernelConfig::read(&build_dir.join(".config"))?;
-    for w in got.check_can_run_image().map_err(|e| format!("this kernel could not run a bootmark image:\n{e}"))? {
-        eprintln!("kernel: warning: {w}");
-    }
-    for m in got.missing_for_servers(line.version()) {
-        eprintln!("kernel: warning: not built in, so the image would need it as a module: {m}");
-    }
+    check_configured(&got, &line)?;
     let modules = got.values().values().any(|v| v == "m");
     let mut targets = vec!["bzImage"];
     if modules {
@@ -167,7 +152,7 @@ pub fn build(args: &Args) -> Result<Built> {
         "arch": args.arch,
         "source": source.facts(),
         "config": {
-            "file": format!("kernel-configs/{}/{}.config", line.name, args.arch),
+            "file": config.path.strip_prefix(project_root()).unwrap_or(&config.path).display().to_string(),
             "sha256": manifest::sha256_file(&config.path)?,
             "built_sha256": manifest::sha256_file(&build_dir.join(".config"))?,
         },
@@ -179,6 +164,35 @@ pub fn build(args: &Args) -> Result<Built> {
         .map_err(|e| format!("{}: {e}", info.display()))?;
     eprintln!("kernel: Linux {} built in {}", built.1, minutes(started.elapsed()));
     Ok(Built { vmlinuz: built.0, release: built.1, facts })
+}
+
+/// The compiler, make and binutils the build will use, refused (unless
+/// --any-toolchain) outside the line's known-good ranges.
+fn checked_toolchain(args: &Args, line: &Line, cc: &str, version: &str) -> Result<toolchain::Found> {
+    let tools = toolchain::find(cc, &args.make, &args.cross_compile, args.chroot.as_deref())?;
+    eprintln!(
+        "kernel: Linux {version} ({}) with gcc {}, make {}, binutils {}",
+        args.arch, tools.gcc, tools.make, tools.binutils
+    );
+    if let Err(e) = toolchain::check(&tools, &line.source.toolchain, &line.name) {
+        if !args.any_toolchain {
+            return Err(format!("{e}\n(--any-toolchain builds anyway)"));
+        }
+        eprintln!("kernel: warning (--any-toolchain): {e}");
+    }
+    Ok(tools)
+}
+
+/// The configured kernel must be able to run the image; what a server
+/// kernel should build in and does not is a warning.
+fn check_configured(got: &KernelConfig, line: &Line) -> Result<()> {
+    for w in got.check_can_run_image().map_err(|e| format!("this kernel could not run a bootmark image:\n{e}"))? {
+        eprintln!("kernel: warning: {w}");
+    }
+    for m in got.missing_for_servers(line.version()) {
+        eprintln!("kernel: warning: not built in, so the image would need it as a module: {m}");
+    }
+    Ok(())
 }
 
 /// Where the source comes from.
