@@ -55,6 +55,9 @@ pub struct Args {
     /// tarball's hash, or the tree's version).
     #[arg(long = "kernel-src-config", value_name = "kernel-configs/LINE")]
     pub kernel_src_config: Option<PathBuf>,
+    /// Build --kernel-src tarballs whose SHA-256 the line does not record.
+    #[arg(long = "kernel-src-allow-unknown")]
+    pub kernel_src_allow_unknown: bool,
     /// Architecture of --kernel images whose header cannot tell (boot protocol < 2.12).
     #[arg(long, value_parser = ["x86_64", "i686"])]
     pub arch: Option<String>,

@@ -41,6 +41,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             arch: arch.clone(),
             make: "make".into(),
             install_deps: args.install_deps,
+            allow_unknown: args.kernel_src_allow_unknown,
             ..kernel_src::Args::default()
         };
         let built = kernel_src::build(&build)?;

@@ -104,6 +104,14 @@ impl Line {
         Ok(KernelConfig::parse(&text, &own))
     }
 
+    /// Whether a tree of `version` is this line's: its exact version, or a
+    /// later point release of it (Debian's linux-source-6.1 moves with
+    /// bookworm's updates; 2.6.16.2 is not 2.6.16.1's line).
+    pub fn is_for(&self, version: &str) -> bool {
+        version == self.source.version
+            || (self.version() >= (3, 0, 0) && version.starts_with(&format!("{}.", self.name)))
+    }
+
     /// (major, minor, patch) of the version.
     pub fn version(&self) -> (u32, u32, u32) {
         version_triple(&self.source.version)
@@ -143,6 +151,16 @@ mod tests {
             problems.push(format!("{}: does not say it is for {arch}", config.path.display()));
         }
         problems
+    }
+
+    #[test]
+    fn a_line_takes_its_version_and_for_current_kernels_their_point_releases() {
+        let lines = Line::all().unwrap();
+        let line = |n: &str| lines.iter().find(|l| l.name == n).unwrap();
+        assert!(line("6.1").is_for("6.1.176") && line("6.1").is_for("6.1.180"));
+        assert!(!line("6.1").is_for("6.12.1") && !line("6.1").is_for("2.6.16.1"));
+        assert!(line("2.6.16.1").is_for("2.6.16.1") && !line("2.6.16.1").is_for("2.6.16.2"));
+        assert!(line("2.6.9").is_for("2.6.9") && !line("2.6.9").is_for("2.6.16.1"));
     }
 
     #[test]

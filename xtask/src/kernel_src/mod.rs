@@ -113,7 +113,7 @@ pub fn build(args: &Args) -> Result<Built> {
         inside(root, &tree)?;
     }
     let tree_version = tree_version(&tree)?;
-    if tree_version != line.source.version {
+    if !line.is_for(&tree_version) {
         return Err(format!(
             "{} is Linux {tree_version}, but {} is for {}: give --config for the line of this version",
             tree.display(),
@@ -221,7 +221,7 @@ fn resolve_source(args: &Args) -> Result<(Source, Line)> {
         let version = tree_version(src)?;
         let line = match named {
             Some(l) => l,
-            None => Line::all()?.into_iter().find(|l| l.source.version == version).ok_or_else(|| {
+            None => Line::all()?.into_iter().find(|l| l.is_for(&version)).ok_or_else(|| {
                 format!("no kernel-configs line is for Linux {version}: give --config kernel-configs/LINE")
             })?,
         };
