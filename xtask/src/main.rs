@@ -1,5 +1,6 @@
 //! Project automation in plain Rust: `cargo xtask <task>`. One module per task.
 
+mod apt;
 mod bench;
 mod bench_collect;
 mod bench_report;

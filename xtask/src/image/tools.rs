@@ -52,23 +52,16 @@ pub fn ensure(list: &[(&str, &'static str)], install: bool, flag: &str) -> Resul
         ));
     }
     eprintln!("xtask: installing {}", pkgs.join(" "));
-    // A stale mirror index is not fatal: the install below says what it could not find.
-    let _ = Command::new("apt-get").arg("update").arg("-qq").status();
-    let ok = Command::new("apt-get")
-        .args(["install", "-y", "-qq", "--no-install-recommends"])
-        .args(&pkgs)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .is_ok_and(|s| s.success());
+    let installed = crate::apt::install(&pkgs);
     let still: Vec<&str> = list.iter().filter(|(w, _)| !have(w)).map(|(w, _)| *w).collect();
-    if !ok || !still.is_empty() {
-        return Err(format!(
-            "apt-get install {} did not succeed{}",
-            pkgs.join(" "),
+    match (installed, still.is_empty()) {
+        (Ok(()), true) => Ok(()),
+        (Ok(()), false) => Err(format!("apt-get install {} left missing: {}", pkgs.join(" "), still.join(", "))),
+        (Err(e), _) => Err(format!(
+            "{e}{}",
             if still.is_empty() { String::new() } else { format!("; still missing: {}", still.join(", ")) }
-        ));
+        )),
     }
-    Ok(())
 }
 
 /// Run a command; its stderr in the error.
