@@ -2,28 +2,31 @@
 //!
 //! One case needs more than `apt-get install`: a package installed at a
 //! version no configured apt source offers any more (from a suite since
-//! removed from the sources, such as bookworm-backports) can break its
-//! siblings. Machines of this project's CI ship qemu-utils 10 from
-//! backports, whose `Breaks: qemu-system-common (<< 8.0)` makes bookworm's
-//! qemu-system-x86 uninstallable. Such a stranded sibling (same source
-//! package as something we install) is put back to its version from the
-//! configured sources, and the install says so.
+//! removed from the sources, such as bookworm-backports) can break what we
+//! install. Machines of this project's CI ship qemu-utils 10 from
+//! backports, whose `Breaks: qemu-system-common (< 1:8.0+dfsg-5~)` makes
+//! bookworm's qemu-system-x86 uninstallable. When apt's resolver fails, a
+//! package it names that is stranded so is put back to its version from
+//! the configured sources, and the install says so. Stranded packages apt
+//! does not complain about (a newer linux-libc-dev than the mirror has)
+//! are left alone.
 
 use crate::Result;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::image::tools::run;
+use std::collections::BTreeSet;
 use std::process::Command;
 
-/// `apt-get update`, then install `pkgs`, bringing stranded siblings back
-/// to the configured sources' versions.
+/// `apt-get update`, then install `pkgs`, bringing a stranded package that
+/// blocks them back to the configured sources' version.
 pub fn install(pkgs: &[&str]) -> Result<()> {
     // A stale mirror index is not fatal: the install says what it could not find.
     if !Command::new("apt-get").args(["update", "-qq"]).status().is_ok_and(|s| s.success()) {
         eprintln!("xtask: apt-get update reported errors; going on with the lists there are");
     }
-    let pins = stranded_siblings(pkgs);
+    let pins = blocking_strays(pkgs);
     for p in &pins {
         eprintln!(
-            "xtask: {} {} is installed from a suite no apt source lists and breaks its siblings; \
+            "xtask: {} {} (from a suite no apt source lists) blocks the install; \
              going back to {} from the configured sources",
             p.package, p.installed, p.available
         );
@@ -48,61 +51,58 @@ struct Pin {
     available: String,
 }
 
-/// Installed packages built from the same source package as one of `pkgs`
-/// (but not in `pkgs`) whose installed version no apt source offers.
-fn stranded_siblings(pkgs: &[&str]) -> Vec<Pin> {
-    let (Ok(show), Ok(installed)) = (
-        crate::image::tools::run(Command::new("apt-cache").args(["show", "--no-all-versions"]).args(pkgs)),
-        crate::image::tools::run(Command::new("dpkg-query").args([
-            "-W",
-            "-f",
-            "${Package} ${source:Package} ${Version} ${db:Status-Abbrev}\n",
-        ])),
-    ) else {
+/// When a dry run of the install fails, the stranded installed packages
+/// among those apt's complaint names.
+fn blocking_strays(pkgs: &[&str]) -> Vec<Pin> {
+    let Ok(dry) = Command::new("apt-get").args(["install", "-s", "--no-install-recommends"]).args(pkgs).output() else {
         return Vec::new();
     };
-    let sources = source_packages(&show);
-    let wanted: BTreeSet<&str> = pkgs.iter().map(|p| p.split(':').next().unwrap_or(p)).collect();
-    installed_of_sources(&installed, &sources)
-        .into_iter()
-        .filter(|(name, _)| !wanted.contains(name.as_str()))
-        .filter_map(|(package, installed)| {
-            let madison = crate::image::tools::run(Command::new("apt-cache").args(["madison", &package])).ok()?;
-            let offered = offered_versions(&madison);
-            let available = offered.first()?.clone();
-            (!offered.contains(&installed)).then_some(Pin { package, installed, available })
-        })
-        .collect()
+    if dry.status.success() {
+        return Vec::new();
+    }
+    let complaint = String::from_utf8_lossy(&dry.stdout).into_owned() + &String::from_utf8_lossy(&dry.stderr);
+    named_in_unmet(&complaint).into_iter().filter_map(|package| stray(&package)).collect()
 }
 
-/// The source package of each stanza of `apt-cache show`: its `Source:`
-/// field without a version, or the package's own name.
-fn source_packages(show: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for stanza in show.split("\n\n") {
-        let field = |name: &str| {
-            stanza
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
-        };
-        if let Some(src) = field("Source:").or_else(|| field("Package:")) {
-            out.insert(src);
+/// `package` if it is installed at a version no configured source offers.
+fn stray(package: &str) -> Option<Pin> {
+    let installed =
+        run(Command::new("dpkg-query").args(["-W", "-f", "${Version} ${db:Status-Abbrev}", package])).ok()?;
+    let (installed, status) = installed.split_once(' ')?;
+    if status.trim() != "ii" {
+        return None;
+    }
+    let offered = offered_versions(&run(Command::new("apt-cache").args(["madison", package])).ok()?);
+    let available = offered.first()?.clone();
+    (!offered.iter().any(|v| v == installed)).then(|| Pin {
+        package: package.to_string(),
+        installed: installed.to_string(),
+        available,
+    })
+}
+
+/// Every package named in apt's "unmet dependencies" lines
+/// (` qemu-utils : Breaks: qemu-system-common (< 1:8.0+dfsg-5~) but … is to be installed`):
+/// the one with the relation, and the one it relates to.
+fn named_in_unmet(apt: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let relation = |text: &str| {
+        ["Breaks:", "Conflicts:", "Depends:", "PreDepends:"]
+            .iter()
+            .find_map(|r| text.trim_start().strip_prefix(r))
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(|n| n.split(':').next().unwrap_or(n).to_string())
+    };
+    for line in apt.lines().skip_while(|l| !l.contains("have unmet dependencies")).skip(1) {
+        match line.split_once(" : ") {
+            Some((who, what)) if !who.trim().contains(' ') && !who.trim().is_empty() => {
+                names.insert(who.trim().split(':').next().unwrap_or("").to_string());
+                names.extend(relation(what));
+            }
+            _ => names.extend(relation(line)),
         }
     }
-    out
-}
-
-/// Installed (`ii`) packages of the given source packages, with their
-/// versions, from `dpkg-query -W -f '${Package} ${source:Package} ${Version} ${db:Status-Abbrev}\n'`.
-fn installed_of_sources(dpkg: &str, sources: &BTreeSet<String>) -> BTreeMap<String, String> {
-    dpkg.lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (pkg, src, ver, status) = (f.next()?, f.next()?, f.next()?, f.next()?);
-            (status == "ii" && sources.contains(src)).then(|| (pkg.to_string(), ver.to_string()))
-        })
-        .collect()
+    names
 }
 
 /// Versions from `apt-cache madison` (`pkg | version | source`), newest
@@ -115,29 +115,34 @@ fn offered_versions(madison: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    // Real output of this project's CI machine (bookworm + qemu-utils from backports).
-    const SHOW: &str = "Package: qemu-system-x86\nSource: qemu (1:7.2+dfsg-7+deb12u18)\nArchitecture: amd64\n\n\
-                        Package: musl-dev\nSource: musl\nArchitecture: i386\n\nPackage: cpio\nArchitecture: amd64\n";
-    const DPKG: &str = "qemu-utils qemu 1:10.0.2+ds-2+deb13u1~bpo12+1 ii \n\
-                        cpio cpio 2.13+dfsg-7.1 rc \nlibc6 glibc 2.36-9+deb12u13 ii \n";
+    // What apt printed on this project's CI machine (bookworm + qemu-utils from backports).
+    const UNMET: &str = "Reading package lists...\nBuilding dependency tree...\nReading state information...\n\
+        Some packages could not be installed. This may mean that you have\nrequested an impossible situation.\n\
+        The following information may help to resolve the situation:\n\n\
+        The following packages have unmet dependencies:\n \
+        qemu-utils : Breaks: qemu-system-common (< 1:8.0+dfsg-5~) but 1:7.2+dfsg-7+deb12u18+b3 is to be installed\n\
+        E: Error, pkgProblemResolver::Resolve generated breaks, this may be caused by held packages.\n";
     const MADISON: &str = " qemu-utils | 1:7.2+dfsg-7+deb12u18+b3 | http://deb.debian.org/debian bookworm/main amd64 Packages\n \
-                           qemu-utils | 1:7.2+dfsg-7+deb12u15 | http://deb.debian.org/debian-security bookworm-security/main amd64 Packages\n";
+        qemu-utils | 1:7.2+dfsg-7+deb12u15 | http://deb.debian.org/debian-security bookworm-security/main amd64 Packages\n";
 
     #[test]
-    fn source_packages_read_source_fields_and_fall_back_to_the_name() {
-        let s = source_packages(SHOW);
-        assert_eq!(s.into_iter().collect::<Vec<_>>(), ["cpio", "musl", "qemu"]);
+    fn the_unmet_lines_name_both_sides_of_the_break() {
+        let names: Vec<String> = named_in_unmet(UNMET).into_iter().collect();
+        assert_eq!(names, ["qemu-system-common", "qemu-utils"]);
     }
 
     #[test]
-    fn installed_siblings_are_those_of_the_same_source_and_installed() {
-        let sources = source_packages(SHOW);
-        let got = installed_of_sources(DPKG, &sources);
-        // cpio is only config-files ("rc"), glibc is not a source we install.
-        assert_eq!(
-            got.into_iter().collect::<Vec<_>>(),
-            [("qemu-utils".into(), "1:10.0.2+ds-2+deb13u1~bpo12+1".into())]
-        );
+    fn continuation_lines_and_arch_qualified_names_are_read() {
+        let apt = "The following packages have unmet dependencies:\n \
+                   musl-dev:i386 : Depends: musl:i386 (= 1.2.3-1) but 1.2.4-1 is to be installed\n\
+                                   Conflicts: musl-tools (< 1.2.3)\n";
+        let names: Vec<String> = named_in_unmet(apt).into_iter().collect();
+        assert_eq!(names, ["musl", "musl-dev", "musl-tools"]);
+    }
+
+    #[test]
+    fn nothing_is_named_when_apt_does_not_complain_of_dependencies() {
+        assert!(named_in_unmet("E: Unable to locate package nosuch\n").is_empty());
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("mkfs.btrfs", "btrfs-progs"),             // formatting refusals: btrfs
     ("mkfs.ntfs", "ntfs-3g"),                  // formatting refusals: NTFS
     ("lava-run", "lava-dispatcher"),           // the LAVA jobs, run without a server
+    ("rpmbuild", "rpm"),                       // the kernel-RPM boot test builds a 2005-shaped RPM
+    ("xz", "xz-utils"),                        // …of Debian's kernel, its modules as .ko.xz
     // A kernel built from source (kernel_src::BUILD_TOOLS is what building needs).
     ("/usr/src/linux-source-6.1.tar.xz", "linux-source-6.1"),
     ("/usr/share/lava-common/lava-schema.py", "lava-common"), // …and checked against LAVA's schema
@@ -114,5 +116,73 @@ fn apt_update() {
     // A stale mirror index is not fatal: what is then missing is named below.
     if !ok {
         eprintln!("xtask: apt-get update reported errors; going on with the lists there are");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// Programs xtask starts by a literal name that are not in `TEST_TOOLS`
+    /// under that name: each with why it needs no entry there.
+    const NOT_IN_TEST_TOOLS: &[(&str, &str)] = &[
+        ("apt-get", "Debian's own (apt, priority required)"),
+        ("apt-cache", "Debian's own (apt)"),
+        ("dpkg", "Debian's own (dpkg, essential)"),
+        ("dpkg-query", "Debian's own (dpkg, essential)"),
+        ("cp", "coreutils, essential"),
+        ("dd", "coreutils, essential"),
+        ("sleep", "coreutils, essential"),
+        ("timeout", "coreutils, essential"),
+        ("chroot", "coreutils, essential"),
+        ("grep", "grep, essential"),
+        ("tar", "tar, essential"),
+        ("ldd", "libc-bin, essential"),
+        ("gcc", "the gcc package, listed as cc"),
+        ("mtype", "mtools, listed as mdir and mcopy"),
+        ("mkfs.fat", "dosfstools, listed as mkfs.vfat"),
+        ("mkfs.ext3", "e2fsprogs, listed as mkfs.ext4"),
+        ("dumpe2fs", "e2fsprogs, listed as mkfs.ext4"),
+        ("reiserfsck", "reiserfsprogs, listed as mkfs.reiserfs"),
+        ("debugreiserfs", "reiserfsprogs, listed as mkfs.reiserfs"),
+        ("grub-mknetdir", "grub-common, listed as grub-mkstandalone"),
+        ("fio", "only `cargo xtask bench`, which names its package when fio is missing"),
+    ];
+
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// A fresh machine has only what `TEST_TOOLS` installs: a program the
+    /// tests start that is in neither table works here and fails in CI.
+    #[test]
+    fn every_program_xtask_starts_by_name_is_installed_or_accounted_for() {
+        let mut files = Vec::new();
+        rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+        let listed = |prog: &str| {
+            TEST_TOOLS.iter().any(|(w, _)| *w == prog) || NOT_IN_TEST_TOOLS.iter().any(|(w, _)| *w == prog)
+        };
+        let mut unlisted = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (_, rest) in text.match_indices("Command::new(\"").map(|(i, _)| ((), &text[i + 14..])) {
+                let prog = rest.split('"').next().unwrap();
+                if !listed(prog) {
+                    unlisted.push(format!("{prog} ({})", f.display()));
+                }
+            }
+        }
+        assert!(
+            unlisted.is_empty(),
+            "programs started by name but not in TEST_TOOLS (or NOT_IN_TEST_TOOLS with a reason): {unlisted:?}"
+        );
     }
 }
