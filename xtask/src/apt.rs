@@ -19,10 +19,7 @@ use std::process::Command;
 /// `apt-get update`, then install `pkgs`, bringing a stranded package that
 /// blocks them back to the configured sources' version.
 pub fn install(pkgs: &[&str]) -> Result<()> {
-    // A stale mirror index is not fatal: the install says what it could not find.
-    if !Command::new("apt-get").args(["update", "-qq"]).status().is_ok_and(|s| s.success()) {
-        eprintln!("xtask: apt-get update reported errors; going on with the lists there are");
-    }
+    update();
     let pins = blocking_strays(pkgs);
     for p in &pins {
         eprintln!(
@@ -40,6 +37,15 @@ pub fn install(pkgs: &[&str]) -> Result<()> {
         .status()
         .is_ok_and(|s| s.success());
     if ok { Ok(()) } else { Err(format!("apt-get install {} did not succeed", pkgs.join(" "))) }
+}
+
+/// `apt-get update`. A stale mirror index is not fatal: what is then
+/// missing is named by the install that follows.
+pub fn update() {
+    eprintln!("xtask: apt-get update");
+    if !Command::new("apt-get").args(["update", "-qq"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("xtask: apt-get update reported errors; going on with the lists there are");
+    }
 }
 
 /// An installed package whose version no configured source offers, and

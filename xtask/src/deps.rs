@@ -86,9 +86,9 @@ pub fn ensure_test_tools() -> Result<()> {
     if install {
         add_i386_architecture()?;
         // Package lists are needed for the kernels even when every tool is
-        // there (tools::ensure updates them itself before installing).
+        // there (apt::install updates them itself before installing).
         if !lists_present("i386_Packages") && tools::missing(TEST_TOOLS).is_empty() {
-            apt_update();
+            crate::apt::update();
         }
     }
     tools::ensure(TEST_TOOLS, install, "sudo (as root `cargo xtask test` installs them itself)")
@@ -108,15 +108,6 @@ fn lists_present(suffix: &str) -> bool {
     std::path::Path::new("/var/lib/apt/lists")
         .read_dir()
         .is_ok_and(|mut d| d.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().ends_with(suffix))))
-}
-
-fn apt_update() {
-    eprintln!("xtask: apt-get update");
-    let ok = Command::new("apt-get").args(["update", "-qq"]).status().is_ok_and(|s| s.success());
-    // A stale mirror index is not fatal: what is then missing is named below.
-    if !ok {
-        eprintln!("xtask: apt-get update reported errors; going on with the lists there are");
-    }
 }
 
 #[cfg(test)]
