@@ -32,7 +32,13 @@ pub fn common_archive(binary: &Path, mtime: u32, extra: &mkfs::Files) -> Result<
 /// The modules archive of one kernel: the closure of image/modules/*.list,
 /// with /etc/bootmark/modules.json saying when /init loads each. Also
 /// returns where each listed module was found, for the manifest.
-pub fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize, modules::Whereabouts)> {
+/// A required module the kernel lacks stops the build unless `allow_missing`
+/// names it.
+pub fn modules_archive(
+    k: &Kernel,
+    mtime: u32,
+    allow_missing: &[String],
+) -> Result<(Vec<u8>, usize, modules::Whereabouts)> {
     use bootmark::contract::modules::{Module, ModuleSet};
     let mut a = cpio::Archive::new(mtime);
     let mut set = ModuleSet { release: k.release.clone(), modules: Vec::new() };
@@ -46,6 +52,7 @@ pub fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize, module
         index.add_builtin(c.built_in_modules());
     }
     let mut wanted = Vec::new();
+    let mut list_of = std::collections::BTreeMap::new();
     let mut params = std::collections::BTreeMap::new();
     let lists = project_root().join("image/modules");
     let mut names: Vec<PathBuf> =
@@ -56,6 +63,8 @@ pub fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize, module
             if !p.is_empty() {
                 params.insert(modules::normalize(&name), p);
             }
+            let list_name = list.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            list_of.insert(modules::normalize(&name), list_name);
             wanted.push((name, required));
         }
     }
@@ -65,8 +74,22 @@ pub fn modules_archive(k: &Kernel, mtime: u32) -> Result<(Vec<u8>, usize, module
             tree.display()
         );
     }
-    let order = index.closure(&wanted)?;
-    let whereabouts = index.whereabouts(&wanted);
+    let missing = index.missing_required(&wanted);
+    let allowed: Vec<String> = allow_missing.iter().map(|m| modules::normalize(m)).collect();
+    let refused: Vec<(String, String)> = missing
+        .iter()
+        .filter(|m| !allowed.contains(m))
+        .map(|m| (list_of.get(m).cloned().unwrap_or_default(), m.clone()))
+        .collect();
+    if !refused.is_empty() {
+        return Err(modules::missing_error(&k.release, tree, &refused));
+    }
+    for m in &missing {
+        eprintln!("image: {}: without {m} (--allow-missing): {}", k.release, modules::loss(&list_of[m], m));
+    }
+    let order = index.closure(&wanted);
+    let mut whereabouts = index.whereabouts(&wanted);
+    whereabouts.allowed_missing = missing;
     let needs: Vec<Vec<String>> = order.iter().map(|m| index.needs(m)).collect();
     for (m, needs_of_m) in order.iter().zip(&needs) {
         let rel = m.path.strip_prefix(tree).map_err(|e| e.to_string())?;

@@ -58,6 +58,11 @@ pub struct Args {
     /// Build --kernel-src tarballs whose SHA-256 the line does not record.
     #[arg(long = "kernel-src-allow-unknown")]
     pub kernel_src_allow_unknown: bool,
+    /// Build the image although a kernel lacks these required modules (the
+    /// builder names them and what the image loses without them, e.g. the
+    /// results stick: results then come over the serial console only).
+    #[arg(long, value_delimiter = ',', value_name = "MODULE,…")]
+    pub allow_missing: Vec<String>,
     /// Architecture of --kernel images whose header cannot tell (boot protocol < 2.12).
     #[arg(long, value_parser = ["x86_64", "i686"])]
     pub arch: Option<String>,
@@ -210,7 +215,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         let dir = stage.join("boot").join(&kdir);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         std::fs::copy(&k.vmlinuz, dir.join("vmlinuz")).map_err(|e| e.to_string())?;
-        let (mods, count, whereabouts) = initramfs::modules_archive(k, mtime)?;
+        let (mods, count, whereabouts) = initramfs::modules_archive(k, mtime, &args.allow_missing)?;
         let (common, bin_sha) = &commons[&k.arch];
         eprintln!("image: {kdir}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
         let mut initrd = common.clone();
@@ -419,6 +424,52 @@ mod tests {
         assert!(common(&a) <= 1 << 20, "common archive {} bytes: target is ≤ 1 MiB", common(&a));
         std::fs::remove_dir_all(&base_a).unwrap();
         std::fs::remove_dir_all(&base_b).unwrap();
+    }
+
+    /// A /boot tree copied off a server whose /lib/modules holds only what
+    /// its initrd had: the config says vfat and usb-storage are modules,
+    /// the tree lacks them. Refused with what the image loses, nothing
+    /// written; built when --allow-missing accepts exactly those.
+    #[test]
+    fn a_kernel_lacking_required_modules_is_refused_until_allowed() {
+        let base = project_root().join(format!("target/imagetest-missing-{}", std::process::id()));
+        let boot = base.join("boot");
+        std::fs::create_dir_all(&boot).unwrap();
+        let kernel = boot.join("vmlinuz-6.1.0-test");
+        std::fs::rename(fake_kernel(&base), &kernel).unwrap();
+        std::fs::write(
+            boot.join("config-6.1.0-test"),
+            "CONFIG_X86_64=y\nCONFIG_X86=y\nCONFIG_BLK_DEV_INITRD=y\nCONFIG_PROC_FS=y\nCONFIG_SYSFS=y\n\
+             CONFIG_SERIAL_8250_CONSOLE=y\nCONFIG_BLK_DEV_SD=y\nCONFIG_SATA_AHCI=y\nCONFIG_USB_STORAGE=m\n\
+             CONFIG_FAT_FS=m\nCONFIG_VFAT_FS=m\nCONFIG_NLS_CODEPAGE_437=m\n",
+        )
+        .unwrap();
+        // A module file with no .modinfo is named after its file.
+        let fat = base.join("lib/modules/6.1.0-test/kernel/fs/fat");
+        std::fs::create_dir_all(&fat).unwrap();
+        std::fs::write(fat.join("fat.ko"), b"").unwrap();
+        let out = base.join("out");
+        let args = Args {
+            kernels: vec![kernel],
+            out: out.clone(),
+            plan: "quick".into(),
+            serial: "ttyS0,115200".into(),
+            bootmark_binary: Some(static_binary()),
+            ..Args::default()
+        };
+        let err = build(&args).unwrap_err();
+        for want in ["has no vfat, nls_cp437, usb_storage", "results go to the serial console only", "--modules DIR"] {
+            assert!(err.contains(want), "{want:?} not in: {err}");
+        }
+        assert!(err.ends_with("--allow-missing vfat,nls_cp437,usb_storage"), "{err}");
+        assert!(!out.exists() && !out.with_extension("tmp").exists(), "nothing written");
+        let partly = Args { allow_missing: vec!["vfat".into(), "nls_cp437".into()], ..args.clone() };
+        assert!(build(&partly).unwrap_err().contains("has no usb_storage and"), "only what was not allowed");
+        let allowed = Args { allow_missing: vec!["vfat".into(), "nls-cp437".into(), "usb_storage".into()], ..args };
+        let built = build(&allowed).unwrap();
+        let m = manifest::Manifest::read(&built).unwrap();
+        assert_eq!(m.entries[0].listed_modules.allowed_missing, ["vfat", "nls_cp437", "usb_storage"]);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

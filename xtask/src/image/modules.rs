@@ -142,26 +142,34 @@ impl Index {
         self.aliases.get(word).cloned().unwrap_or_default()
     }
 
-    /// Load order for `wanted`: (name, required?) pairs. Missing optional or
-    /// built-in modules are skipped; a missing required one is an error.
-    pub fn closure(&self, wanted: &[(String, bool)]) -> Result<Vec<&ModInfo>> {
+    /// Required modules this kernel cannot have: neither in its tree nor
+    /// built in, when something (modules.builtin, a config) says what is
+    /// built in. The image builder stops on them unless told to go without.
+    pub fn missing_required(&self, wanted: &[(String, bool)]) -> Vec<String> {
+        if !self.knows_builtins {
+            return Vec::new();
+        }
+        wanted
+            .iter()
+            .filter(|(name, required)| {
+                *required && self.resolve(name).is_empty() && !self.builtin.contains(&normalize(name))
+            })
+            .map(|(name, _)| normalize(name))
+            .collect()
+    }
+
+    /// Load order for `wanted`: (name, required?) pairs, dependencies
+    /// first. What the tree lacks is skipped: `missing_required` says
+    /// which of those matter.
+    pub fn closure(&self, wanted: &[(String, bool)]) -> Vec<&ModInfo> {
         let mut order = Vec::new();
         let mut seen = BTreeSet::new();
-        for (name, required) in wanted {
-            let found = self.resolve(name);
-            if found.is_empty() {
-                if *required && self.knows_builtins && !self.builtin.contains(&normalize(name)) {
-                    return Err(format!(
-                        "module {name} is neither in the kernel's modules nor built in: remove it from image/modules or mark it optional with '?'"
-                    ));
-                }
-                continue;
-            }
-            for m in found {
+        for (name, _) in wanted {
+            for m in self.resolve(name) {
                 self.visit(&m, &mut seen, &mut order);
             }
         }
-        Ok(order)
+        order
     }
 
     /// What a module must have loaded before it, as module names in the tree.
@@ -221,6 +229,41 @@ pub struct Whereabouts {
     /// Optional modules this kernel has neither as a module nor (as far as
     /// anything says) built in; or, without a config, maybe built in.
     pub missing: Vec<String>,
+    /// Required modules the kernel lacks, accepted with --allow-missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_missing: Vec<String>,
+}
+
+/// What an image loses without a required module, by the list that names
+/// it (image/modules/LIST.list), for the builder's refusal.
+pub fn loss(list: &str, module: &str) -> String {
+    let module = normalize(module);
+    match (list, module.as_str()) {
+        ("usb", _) | ("fs", "vfat" | "fat") => "the results stick: results go to the serial console only".into(),
+        ("fs", m) if m.starts_with("nls_") => {
+            "the results stick (vfat cannot mount without its codepage): results go to the serial console only".into()
+        }
+        ("fs", m) => format!("targets formatted as {m}"),
+        ("storage", "sd_mod") => "every SCSI, SATA, SAS and USB disk: the target and the results stick".into(),
+        (_, m) => format!("the disks behind {m}"),
+    }
+}
+
+/// The builder's refusal when a kernel lacks required modules: what the
+/// image would lose and the two ways on.
+pub fn missing_error(release: &str, tree: &Path, missing: &[(String, String)]) -> String {
+    let lines: String = missing.iter().map(|(list, m)| format!("\n  {m:<16} loses {}", loss(list, m))).collect();
+    let names: Vec<&str> = missing.iter().map(|(_, m)| m.as_str()).collect();
+    format!(
+        "kernel {release}: {} has no {} and its config does not build {} in:{lines}\n\
+         A /lib/modules copy that holds only what an initrd had lacks them. Either give the whole \
+         /lib/modules/{release} of the machine the kernel comes from (--modules DIR), or build the \
+         image without them: --allow-missing {}",
+        tree.display(),
+        names.join(", "),
+        if names.len() == 1 { "it" } else { "them" },
+        names.join(",")
+    )
 }
 
 /// Buses whose devices the firmware enumerates before any driver is loaded
@@ -311,12 +354,14 @@ mod tests {
         let want = |v: &[(&str, bool)]| v.iter().map(|(n, r)| (n.to_string(), *r)).collect::<Vec<_>>();
         let order: Vec<&str> = idx
             .closure(&want(&[("usb-storage", true), ("ext4", true), ("sd_mod", true), ("cciss", false)]))
-            .unwrap()
             .iter()
             .map(|m| m.name.as_str())
             .collect();
         assert_eq!(order, ["usbcore", "usb_storage", "crc32c_generic", "jbd2", "mbcache", "ext4"]);
-        assert!(idx.closure(&want(&[("nonexistent", true)])).unwrap_err().contains("nonexistent"));
+        assert_eq!(
+            idx.missing_required(&want(&[("nonexistent", true), ("cciss", false), ("sd_mod", true)])),
+            ["nonexistent"]
+        );
     }
 
     /// A 2.6.9 tree: no modules.builtin. Without a config a missing required
@@ -329,16 +374,16 @@ mod tests {
         let mut idx = Index { modules, aliases: BTreeMap::new(), builtin: BTreeSet::new(), knows_builtins: false };
         let wanted = vec![("usb_storage".to_string(), true), ("sd_mod".to_string(), true), ("vfat".to_string(), true)];
         assert_eq!(idx.unknown_required(&wanted), ["sd_mod", "vfat"]);
-        assert_eq!(idx.closure(&wanted).unwrap().len(), 1, "without a config: skipped with a warning, not an error");
+        assert_eq!(idx.closure(&wanted).len(), 1);
+        assert!(idx.missing_required(&wanted).is_empty(), "without a config: skipped with a warning, not an error");
         let config = crate::image::config::KernelConfig::parse(
             "CONFIG_X86=y\nCONFIG_BLK_DEV_SD=y\nCONFIG_VFAT_FS=m\n",
             std::path::Path::new("config-2.6.9"),
         );
         idx.add_builtin(config.built_in_modules());
         assert!(idx.unknown_required(&wanted).is_empty());
-        let err = idx.closure(&wanted).unwrap_err();
-        assert!(err.contains("module vfat"), "=m but not in the tree: really missing: {err}");
-        assert_eq!(idx.closure(&wanted[..2]).unwrap().len(), 1, "sd_mod is built in");
+        assert_eq!(idx.missing_required(&wanted), ["vfat"], "=m but not in the tree: really missing");
+        assert!(idx.missing_required(&wanted[..2]).is_empty(), "sd_mod is built in");
     }
 
     /// Controllers wait for their device, disk drivers and USB storage load
@@ -376,6 +421,22 @@ mod tests {
         );
         let nls = at("/m/kernel/fs/nls/nls_cp437.ko", &[]);
         assert_eq!(when_to_load(&nls, true, false).0, When::Always, "vfat asks for its codepage at mount");
+    }
+
+    /// The 2.6.10 case: a /boot tree whose /lib/modules copy holds only what
+    /// the initrd had. The refusal says what the image loses and both ways on.
+    #[test]
+    fn a_missing_required_module_is_refused_with_what_it_costs() {
+        let missing = [("fs".to_string(), "nls_cp437".to_string()), ("usb".to_string(), "usb_storage".to_string())];
+        let e = missing_error("2.6.10-5-386", Path::new("/srv/k/lib/modules/2.6.10-5-386"), &missing);
+        assert!(e.contains("has no nls_cp437, usb_storage"), "{e}");
+        assert!(e.contains("nls_cp437        loses the results stick"), "{e}");
+        assert!(e.contains("results go to the serial console only"), "{e}");
+        assert!(e.contains("--modules DIR") && e.ends_with("--allow-missing nls_cp437,usb_storage"), "{e}");
+        assert!(!e.contains("image/modules"), "no advice to edit the project's own files: {e}");
+        assert_eq!(loss("fs", "reiserfs"), "targets formatted as reiserfs");
+        assert_eq!(loss("storage", "mptsas"), "the disks behind mptsas");
+        assert!(loss("storage", "sd_mod").contains("the target and the results stick"));
     }
 
     #[test]
