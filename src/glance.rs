@@ -89,6 +89,19 @@ pub struct Host<'a> {
     pub cpu_model: Option<Text<'a>>,
     #[serde(borrow, default)]
     pub dmi_product: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    pub firmware: Option<Firmware<'a>>,
+}
+
+/// `host.firmware` (`measure::evidence::Firmware`).
+#[derive(Debug, Deserialize)]
+pub struct Firmware<'a> {
+    #[serde(borrow, default)]
+    pub boot_mode: Option<Text<'a>>,
+    #[serde(default)]
+    pub secure_boot: Option<bool>,
+    #[serde(borrow, default)]
+    pub lockdown: Option<Text<'a>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -180,6 +193,11 @@ impl<'a> Glance<'a> {
                 hostname: text(&host.hostname),
                 cpu_model: text(&host.cpu_model),
                 dmi_product: text(&host.dmi_product),
+                firmware: host.firmware.as_ref().map(|f| Firmware {
+                    boot_mode: text(&f.boot_mode),
+                    secure_boot: f.secure_boot,
+                    lockdown: text(&f.lockdown),
+                }),
             },
             storage: Storage {
                 fs: text(&storage.fs),

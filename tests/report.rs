@@ -102,3 +102,43 @@ fn a_record_broken_beyond_the_figures_is_counted_and_named() {
     assert!(stderr.contains("line 1") && stderr.contains("beyond the table's figures"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The same kernel booted with Secure Boot on and off, and a record from
+/// before the firmware was read: `--by firmware` keeps them apart, and the
+/// record without it is "?", not merged into either.
+#[test]
+fn records_group_by_what_the_firmware_enforced() {
+    let dir = std::env::temp_dir().join(format!("bootmark-firmware-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(data("demo-records.jsonl")).unwrap();
+    let line = text.lines().find(|l| l.contains("bootmark.result/1")).unwrap();
+    let firmware = [
+        Some(serde_json::json!({"boot_mode": "uefi", "secure_boot": true, "lockdown": "integrity"})),
+        Some(serde_json::json!({"boot_mode": "uefi", "secure_boot": false, "lockdown": "none"})),
+        None,
+    ];
+    let mut lines = Vec::new();
+    for (i, fw) in firmware.iter().enumerate() {
+        let mut r: serde_json::Value = serde_json::from_str(line).unwrap();
+        r["run_id"] = format!("run-{i}").into();
+        if let Some(fw) = fw {
+            r["host"]["firmware"] = fw.clone();
+        }
+        lines.push(r.to_string());
+    }
+    let path = dir.join("firmware.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bootmark"))
+        .args(["report", "--format", "json", "--by", "kernel,firmware"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<String> = report["rows"].as_array().unwrap().iter().map(|r| r["key"][1].to_string()).collect();
+    assert_eq!(
+        keys,
+        ["\"UEFI, Secure Boot on, lockdown integrity\"", "\"UEFI, Secure Boot off, lockdown none\"", "\"?\""]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -60,6 +60,29 @@ pub fn bring_up(serial: &str) -> Report {
     report
 }
 
+/// The views the records read the firmware's state from: securityfs (the
+/// lockdown mode, 5.4+) and, on a UEFI boot, efivarfs (the SecureBoot
+/// variable, 3.8+). Each only where its mount point exists: older kernels
+/// have neither, and what is missing is read as unknown. Mounted after the
+/// modules, since efivarfs is a module on Debian's kernels.
+pub fn mount_firmware_views(sys: &Path) -> Report {
+    let mut report = Report::default();
+    let known = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+    let views = [("securityfs", "kernel/security", "lockdown"), ("efivarfs", "firmware/efi/efivars", "")];
+    for (fs, point, shows) in views {
+        let dir = sys.join(point);
+        let mounted = if shows.is_empty() {
+            std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some())
+        } else {
+            dir.join(shows).exists()
+        };
+        if dir.is_dir() && !mounted && known.split_whitespace().any(|f| f == fs) {
+            mount_fs(&mut report, fs, &dir.to_string_lossy(), fs);
+        }
+    }
+    report
+}
+
 fn dev_already_mounted() -> bool {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     crate::measure::evidence::parse_mounts(&mounts).iter().any(|m| m.point == "/dev")

@@ -172,6 +172,7 @@ pub(crate) fn say(serial: &mut Option<Serial>, text: &str) {
 /// Everything between bring-up and power-off; any Err becomes the error record.
 fn one_boot(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
     load_modules(boot, serial);
+    firmware_views(boot, serial);
 
     let sys = Path::new("/sys");
     let dev = Path::new("/dev");
@@ -254,6 +255,22 @@ fn load_filesystem(boot: &mut Boot, serial: &mut Option<Serial>, fs: &str) {
         say(serial, &format!("bootmark: {fs}: {} modules loaded in {} ms{failed}", r.outcome.loaded.len(), r.ms));
     }
     loads[fs] = json!(r);
+}
+
+/// Mount what the records read the firmware's state from (efivarfs, a
+/// module on Debian's kernels, and securityfs), then say what it was.
+fn firmware_views(boot: &mut Boot, serial: &mut Option<Serial>) {
+    let sys = Path::new("/sys");
+    if sys.join("firmware/efi").is_dir() {
+        load_filesystem(boot, serial, "efivarfs");
+    }
+    let report = bringup::mount_firmware_views(sys);
+    for p in &report.problems {
+        say(serial, &format!("bootmark: bring-up problem: {p}"));
+    }
+    let fw = crate::measure::evidence::firmware(sys);
+    say(serial, &format!("bootmark: firmware: {}", fw.summary()));
+    boot.facts.insert("firmware_views".into(), json!(report.steps));
 }
 
 /// Where a sequence on the stick puts this boot.

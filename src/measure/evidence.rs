@@ -30,6 +30,25 @@ pub struct Host {
     pub high_total_kib: Option<u64>,
     pub dmi_vendor: Option<String>,
     pub dmi_product: Option<String>,
+    /// How the firmware booted this kernel and what it enforced. Absent
+    /// from records made before bootmark read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<Firmware>,
+}
+
+/// What the firmware enforced: a Secure Boot kernel locks itself down,
+/// which changes what it allows (unsigned modules, /dev/mem, kexec), so a
+/// reviewer comparing kernels must see it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Firmware {
+    /// `uefi` when the kernel shows /sys/firmware/efi, else `bios`.
+    pub boot_mode: Option<String>,
+    /// The firmware's SecureBoot variable; false on a BIOS boot, null
+    /// when the UEFI variables cannot be read.
+    pub secure_boot: Option<bool>,
+    /// /sys/kernel/security/lockdown's mode in use (`none`, `integrity`,
+    /// `confidentiality`); null before 5.4 or without securityfs.
+    pub lockdown: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
@@ -112,7 +131,63 @@ pub fn host() -> Host {
         high_total_kib: mem.get("HighTotal").copied(),
         dmi_vendor: read_trimmed("/sys/class/dmi/id/sys_vendor"),
         dmi_product: read_trimmed("/sys/class/dmi/id/product_name"),
+        firmware: Some(firmware(Path::new("/sys"))),
     }
+}
+
+impl Firmware {
+    /// One line for the console and the report: `UEFI, Secure Boot on, lockdown integrity`.
+    pub fn summary(&self) -> String {
+        firmware_summary(self.boot_mode.as_deref(), self.secure_boot, self.lockdown.as_deref())
+    }
+}
+
+/// [`Firmware::summary`] from its parts (the report reads them borrowed).
+pub fn firmware_summary(boot_mode: Option<&str>, secure_boot: Option<bool>, lockdown: Option<&str>) -> String {
+    {
+        let mode = match boot_mode {
+            Some("uefi") => "UEFI",
+            Some("bios") => "BIOS",
+            _ => return "unknown (sysfs not mounted)".into(),
+        };
+        let sb = match (mode, secure_boot) {
+            ("BIOS", _) => String::new(),
+            (_, Some(true)) => ", Secure Boot on".into(),
+            (_, Some(false)) => ", Secure Boot off".into(),
+            (_, None) => ", Secure Boot unknown (no UEFI variables)".into(),
+        };
+        let lockdown = lockdown.map(|l| format!(", lockdown {l}")).unwrap_or_default();
+        format!("{mode}{sb}{lockdown}")
+    }
+}
+
+/// The GUID of the UEFI global variables (SecureBoot, SetupMode, …).
+const EFI_GLOBAL: &str = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
+
+/// The firmware facts under a sysfs root. efivarfs files hold 4 bytes of
+/// attributes, then the value; the sysfs efivars of kernels before 3.8 (and
+/// after, when efivarfs is not mounted) keep the bare value in `data`.
+pub fn firmware(sys: &Path) -> Firmware {
+    if !sys.join("kernel").is_dir() {
+        return Firmware::default(); // sysfs not mounted: nothing can be said
+    }
+    let efi = sys.join("firmware/efi");
+    if !efi.is_dir() {
+        return Firmware { boot_mode: Some("bios".into()), secure_boot: Some(false), lockdown: lockdown(sys) };
+    }
+    let efivarfs = std::fs::read(efi.join(format!("efivars/SecureBoot-{EFI_GLOBAL}"))).ok();
+    let value = efivarfs
+        .and_then(|v| v.get(4).copied())
+        .or_else(|| std::fs::read(efi.join(format!("vars/SecureBoot-{EFI_GLOBAL}/data"))).ok()?.first().copied());
+    Firmware { boot_mode: Some("uefi".into()), secure_boot: value.map(|b| b == 1), lockdown: lockdown(sys) }
+}
+
+/// The bracketed mode of `none [integrity] confidentiality`.
+fn lockdown(sys: &Path) -> Option<String> {
+    let text = read_trimmed(sys.join("kernel/security/lockdown"))?;
+    let start = text.find('[')? + 1;
+    let end = start + text[start..].find(']')?;
+    Some(text[start..end].to_string())
 }
 
 /// The vm sysctls that shape writeback: those a sweep may change and a few more.
@@ -280,6 +355,48 @@ mod tests {
         assert_eq!(found.point, "/mnt/my disk");
         assert_eq!(mount_of(&m, Path::new("/home")).unwrap().fs, "ext3");
         assert_eq!(mount_of(&m, Path::new("/mnt/other")).unwrap().fs, "tmpfs");
+    }
+
+    /// Sysfs trees as a BIOS boot, a UEFI boot with Secure Boot on
+    /// (efivarfs: attributes then the value), off, and a pre-3.8 kernel
+    /// (sysfs efivars) show them.
+    #[test]
+    fn firmware_boot_mode_secure_boot_and_lockdown() {
+        let root = std::env::temp_dir().join(format!("bootmark-fw-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let sys = |name: &str| {
+            let s = root.join(name);
+            std::fs::create_dir_all(s.join("kernel/security")).unwrap();
+            s
+        };
+        assert_eq!(firmware(&root.join("unmounted")), Firmware::default());
+        let bios = sys("bios");
+        assert_eq!(
+            firmware(&bios),
+            Firmware { boot_mode: Some("bios".into()), secure_boot: Some(false), lockdown: None }
+        );
+        let on = sys("on");
+        std::fs::create_dir_all(on.join("firmware/efi/efivars")).unwrap();
+        std::fs::write(on.join(format!("firmware/efi/efivars/SecureBoot-{EFI_GLOBAL}")), [6, 0, 0, 0, 1]).unwrap();
+        std::fs::write(on.join("kernel/security/lockdown"), "none [integrity] confidentiality\n").unwrap();
+        let want =
+            Firmware { boot_mode: Some("uefi".into()), secure_boot: Some(true), lockdown: Some("integrity".into()) };
+        assert_eq!(firmware(&on), want);
+        assert_eq!(want.summary(), "UEFI, Secure Boot on, lockdown integrity");
+        let off = sys("off");
+        std::fs::create_dir_all(off.join("firmware/efi/efivars")).unwrap();
+        std::fs::write(off.join(format!("firmware/efi/efivars/SecureBoot-{EFI_GLOBAL}")), [6, 0, 0, 0, 0]).unwrap();
+        std::fs::write(off.join("kernel/security/lockdown"), "[none] integrity confidentiality\n").unwrap();
+        assert_eq!(firmware(&off).secure_boot, Some(false));
+        assert_eq!(firmware(&off).lockdown.as_deref(), Some("none"));
+        let old = sys("old");
+        std::fs::create_dir_all(old.join(format!("firmware/efi/vars/SecureBoot-{EFI_GLOBAL}"))).unwrap();
+        std::fs::write(old.join(format!("firmware/efi/vars/SecureBoot-{EFI_GLOBAL}/data")), [1]).unwrap();
+        assert_eq!(firmware(&old).secure_boot, Some(true));
+        let unreadable = sys("unreadable");
+        std::fs::create_dir_all(unreadable.join("firmware/efi")).unwrap();
+        assert_eq!(firmware(&unreadable).secure_boot, None, "UEFI, but no variables: unknown, not false");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

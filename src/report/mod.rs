@@ -36,6 +36,10 @@ fn named_dimension(g: &Glance, name: &str) -> Option<Option<String>> {
         "scheduler" => text(storage.scheduler.as_ref()),
         "device" => text(device.and_then(|d| d.model.as_ref()).or(device.map(|d| &d.name))),
         "variant" => text(g.variant.as_ref().map(|v| &v.name)),
+        // Records from before the firmware was read have none: "?".
+        "firmware" => host.firmware.as_ref().map(|f| {
+            crate::measure::evidence::firmware_summary(f.boot_mode.as_deref(), f.secure_boot, f.lockdown.as_deref())
+        }),
         _ => return None,
     })
 }
@@ -50,7 +54,7 @@ fn field_by_path(record: &Record, path: &str) -> Option<String> {
     })
 }
 
-pub const DIMENSIONS: [&str; 7] = ["kernel", "fs", "host", "plan", "scheduler", "device", "variant"];
+pub const DIMENSIONS: [&str; 8] = ["kernel", "fs", "host", "plan", "scheduler", "device", "variant", "firmware"];
 
 /// What to group by when the user does not say: kernel, filesystem and
 /// host; a sweep's records (`sweep`: any record has a variant) by variant
