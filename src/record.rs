@@ -4,7 +4,7 @@
 
 // The parts of a record that the measurements define, re-exported so that a
 // reader of records finds every type of the schema here.
-pub use crate::measure::evidence::{Device, Host, Kernel, Storage};
+pub use crate::measure::evidence::{Device, Firmware, Host, Kernel, Storage};
 pub use crate::measure::histogram::LatencySummary;
 pub use crate::measure::probe::{Responsiveness, Spread};
 pub use crate::measure::sampler::Timeline;

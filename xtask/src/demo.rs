@@ -81,20 +81,11 @@ pub fn run(args: &Args) -> Result<()> {
             image: image_dir.clone(),
             entry: Some(i),
             disks: vec![disk],
-            uefi: false,
-            pxe: false,
             log: Some(log.clone()),
-            timeout: 600,
             memory: args.memory,
-            sequence: false,
-            kvm: false,
-            disk_fault: None,
             disk_mbps: args.disk_mbps,
-            disk_buses: Vec::new(),
-            machine: "modern".into(),
-            stick_write_log: None,
-            serial_tcp: None,
             install_deps: install,
+            ..qemu::Args::default()
         })?;
         eprintln!("demo: entry {i} powered off after {:.1} s", booted.elapsed.as_secs_f64());
         logs.push(log);

@@ -36,6 +36,7 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("sfdisk", "fdisk"),                // MBR/GPT PARTUUID tests
     ("mdir", "mtools"),                 // reading a vfat stick image
     ("mcopy", "mtools"),
+    ("mmd", "mtools"),        // the ISO's EFI boot image
     ("cpio", "cpio"),         // newc golden tests against GNU cpio
     ("dpkg-deb", "dpkg"),     // unpacking Debian kernel packages
     ("syslinux", "syslinux"), // the stick's BIOS bootloader
@@ -45,15 +46,19 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("grub-mkstandalone", "grub-common"),
     ("/usr/lib/grub/x86_64-efi/linux.mod", "grub-efi-amd64-bin"),
     ("/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf"),
-    ("qemu-system-x86_64", "qemu-system-x86"), // the boot tests (also qemu-system-i386)
-    ("cryptsetup", "cryptsetup-bin"),          // formatting refusals: a LUKS partition
-    ("pvcreate", "lvm2"),                      // formatting refusals: an LVM2 physical volume
-    ("mkswap", "util-linux"),                  // formatting refusals: swap
-    ("mkfs.btrfs", "btrfs-progs"),             // formatting refusals: btrfs
-    ("mkfs.ntfs", "ntfs-3g"),                  // formatting refusals: NTFS
-    ("lava-run", "lava-dispatcher"),           // the LAVA jobs, run without a server
-    ("rpmbuild", "rpm"),                       // the kernel-RPM boot test builds a 2005-shaped RPM
-    ("xz", "xz-utils"),                        // …of Debian's kernel, its modules as .ko.xz
+    ("/usr/share/OVMF/OVMF_CODE_4M.secboot.fd", "ovmf"), // Secure Boot on, Microsoft's keys
+    ("xorriso", "xorriso"),                              // bootmark.iso
+    ("/usr/lib/ISOLINUX/isolinux.bin", "isolinux"),      // …its BIOS boot
+    ("sbattach", "sbsigntool"),                          // a kernel with its signature removed
+    ("qemu-system-x86_64", "qemu-system-x86"),           // the boot tests (also qemu-system-i386)
+    ("cryptsetup", "cryptsetup-bin"),                    // formatting refusals: a LUKS partition
+    ("pvcreate", "lvm2"),                                // formatting refusals: an LVM2 physical volume
+    ("mkswap", "util-linux"),                            // formatting refusals: swap
+    ("mkfs.btrfs", "btrfs-progs"),                       // formatting refusals: btrfs
+    ("mkfs.ntfs", "ntfs-3g"),                            // formatting refusals: NTFS
+    ("lava-run", "lava-dispatcher"),                     // the LAVA jobs, run without a server
+    ("rpmbuild", "rpm"),                                 // the kernel-RPM boot test builds a 2005-shaped RPM
+    ("xz", "xz-utils"),                                  // …of Debian's kernel, its modules as .ko.xz
     // A kernel built from source (kernel_src::BUILD_TOOLS is what building needs).
     ("/usr/src/linux-source-6.1.tar.xz", "linux-source-6.1"),
     ("/usr/share/lava-common/lava-schema.py", "lava-common"), // …and checked against LAVA's schema

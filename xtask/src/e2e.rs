@@ -96,22 +96,11 @@ pub fn test_image(kernel_debs: Vec<String>, out: std::path::PathBuf, sequence: O
 pub fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::path::PathBuf) -> qemu::Args {
     qemu::Args {
         image,
-        entry: None,
         disks: vec![disk],
-        uefi: false,
-        pxe: false,
         log: Some(log),
         timeout: 300,
-        memory: 1024,
-        sequence: false,
-        kvm: false,
-        disk_fault: None,
-        disk_mbps: 0,
-        disk_buses: Vec::new(),
-        machine: "modern".into(),
-        stick_write_log: None,
-        serial_tcp: None,
         install_deps: crate::deps::can_install(),
+        ..qemu::Args::default()
     }
 }
 
@@ -134,7 +123,11 @@ pub fn harness() -> Result<()> {
             let boot_args = qemu::Args { uefi, pxe, ..test_boot(out.clone(), disk, log.clone()) };
             let seconds = boot_and_check(&boot_args, &package)?;
             let loaded = loaded_modules(&log);
-            check_drivers(&loaded, &["ahci", "xhci_pci", "usb_storage"], &["sym53c8xx", "ehci_pci", "virtio_blk"])?;
+            check_drivers(
+                &loaded,
+                &["ahci", "xhci_pci", "usb_storage"],
+                &["sym53c8xx", "ehci_pci", "virtio_blk", "nvme"],
+            )?;
             println!(
                 "e2e: {name}: {package} booted in QEMU, 6 records + run record on serial and stick, identical ({seconds:.1} s)"
             );
@@ -142,6 +135,16 @@ pub fn harness() -> Result<()> {
         };
         tally.add(name, boot());
     }
+    tally.add("NVMe", crate::check::boots::nvme::test(&out, &base, &package));
+    // Today's servers: Secure Boot on and off, the ISO as a virtual CD.
+    match crate::check::boots::secure_boot::build_image(&package, &base) {
+        Ok(sb) => {
+            tally.add("Secure Boot", crate::check::boots::secure_boot::test(&sb, &out, &base, &package));
+            tally.add("ISO", crate::check::boots::iso::test(&sb, &out, &base, &package));
+        }
+        Err(e) => tally.add("Secure Boot image", Err(e)),
+    }
+    tally.add("unsigned kernel refused", crate::check::boots::secure_boot::unsigned_kernel_refused(&package, &base));
     tally.add("old machine", old_machine_test(&out, &base, &package));
     tally.add("kernel RPM", crate::rpm_boot::test(&out, &package, &base));
     tally.add("sequence", sequence_test(&package, &base));

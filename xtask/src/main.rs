@@ -4,6 +4,7 @@ mod apt;
 mod bench;
 mod bench_collect;
 mod bench_report;
+mod check;
 mod demo;
 mod deps;
 mod e2e;
@@ -85,6 +86,8 @@ enum Task {
     /// A kernel built from Debian's linux-source-6.1 with kernel-configs/6.1, imaged and booted.
     #[command(hide = true)]
     KernelBoot,
+    /// The boots of today's servers alone: the target on NVMe, Secure Boot on and off, the ISO.
+    TodaysServers,
     /// The kernel-RPM boot alone, on the image `cargo xtask e2e` built (target/e2e/image).
     RpmBoot,
     /// The 32-bit boot alone (Debian's 686 kernel, the i686 /init and mke2fs).
@@ -130,6 +133,7 @@ fn main() -> ExitCode {
         Task::BenchCollect(args) => bench_collect::run(&args),
         Task::BenchReport(args) => bench_report::run(&args),
         Task::E2e => e2e::harness(),
+        Task::TodaysServers => check::boots::alone(),
         Task::RpmBoot => {
             let base = project_root().join("target/e2e");
             e2e::resolve_meta("linux-image-amd64").and_then(|p| rpm_boot::test(&base.join("image"), &p, &base))

@@ -15,6 +15,14 @@ use std::time::{Duration, Instant};
 pub const QEMU_TOOLS: [(&str, &str); 3] =
     [("qemu-system-x86_64", "qemu-system-x86"), ("/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf"), ("mcopy", "mtools")];
 
+/// OVMF's firmware: plain, and with Secure Boot (the secboot code and
+/// variables with Microsoft's keys enrolled and Secure Boot on, as
+/// servers ship).
+const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
+const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
+const OVMF_SECBOOT_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd";
+const OVMF_MS_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd";
+
 #[derive(clap::Args, Clone, Debug)]
 pub struct Args {
     /// Image directory made by `cargo xtask image`.
@@ -26,18 +34,32 @@ pub struct Args {
     /// Scratch disk images attached to the machine (repeatable; SATA unless --disk-bus says).
     #[arg(long = "disk", value_name = "FILE")]
     pub disks: Vec<PathBuf>,
-    /// The bus of the N-th --disk (repeatable, in order): sata (AHCI), scsi (LSI 53C895A,
-    /// sym53c8xx), ide (PIIX) or virtio. Default: sata, or scsi with --machine old.
-    #[arg(long = "disk-bus", value_name = "BUS", value_parser = ["sata", "scsi", "ide", "virtio"])]
+    /// The bus of the N-th --disk (repeatable, in order): sata (AHCI), nvme, scsi (LSI
+    /// 53C895A, sym53c8xx), ide (PIIX, --machine old) or virtio. Default: sata, or scsi with
+    /// --machine old.
+    #[arg(long = "disk-bus", value_name = "BUS", value_parser = ["sata", "nvme", "scsi", "ide", "virtio"])]
     pub disk_buses: Vec<String>,
-    /// modern: the stick on xHCI, disks on AHCI. old: a 2006-era PC that a 2.6 kernel
-    /// knows: the stick on EHCI (USB 2.0), disks on an LSI SCSI HBA. Both have an Intel CPU
-    /// model (Linux before about 2.6.2x panics on QEMU's AMD-vendor default).
+    /// modern: a current PC (q35 chipset), the stick on xHCI, disks on AHCI or NVMe. old: a
+    /// 2006-era PC that a 2.6 kernel knows (i440FX): the stick on EHCI (USB 2.0), disks on an
+    /// LSI SCSI HBA or PIIX IDE. Both have an Intel CPU model (Linux before about 2.6.2x
+    /// panics on QEMU's AMD-vendor default).
     #[arg(long, default_value = "modern", value_parser = ["modern", "old"])]
     pub machine: String,
     /// Boot firmware UEFI (OVMF) instead of BIOS.
     #[arg(long)]
     pub uefi: bool,
+    /// UEFI with Secure Boot on: OVMF's secboot firmware with Microsoft's keys enrolled,
+    /// as servers ship (implies --uefi; the image must carry the signed chain:
+    /// `cargo xtask image --secure-boot`).
+    #[arg(long)]
+    pub secure_boot: bool,
+    /// Boot the image's bootmark.iso as a CD-ROM (a BMC's virtual media), with the stick
+    /// attached but not bootable (--no-stick: without it; results then on serial only).
+    #[arg(long)]
+    pub cdrom: bool,
+    /// Attach no USB stick.
+    #[arg(long)]
+    pub no_stick: bool,
     /// Boot over the network from the image's pxe/ tree (the stick stays attached, not bootable).
     #[arg(long)]
     pub pxe: bool,
@@ -81,6 +103,19 @@ pub struct Args {
     pub serial_tcp: Option<u16>,
 }
 
+/// The defaults `cargo xtask qemu` has, for the boots other tasks make:
+/// one truth, the flags' own.
+impl Default for Args {
+    fn default() -> Args {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            args: Args,
+        }
+        <Flags as clap::Parser>::parse_from(["qemu"]).args
+    }
+}
+
 /// A boot that ended with the guest powering off.
 #[derive(Debug)]
 pub struct Booted {
@@ -98,9 +133,18 @@ pub fn run(args: &Args) -> Result<()> {
 fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     let image = &args.image;
     let stick = image.join("usb.img");
-    if !stick.exists() {
+    if !args.no_stick && !stick.exists() {
         return Err(format!("{} has no usb.img: build one with `cargo xtask image`", image.display()));
     }
+    let iso = image.join(crate::image::iso::FILE);
+    if args.cdrom && !iso.exists() {
+        return Err(format!("{} has no {}: build the image again", image.display(), crate::image::iso::FILE));
+    }
+    let old = args.machine == "old";
+    if old && args.secure_boot {
+        return Err("--secure-boot needs --machine modern (Secure Boot needs the q35 chipset's SMM)".into());
+    }
+    let uefi = args.uefi || args.secure_boot;
     // A 32-bit image runs on a 32-bit machine (the i686 /init needs SSE2: a Core Duo).
     let (qemu, cpu) = if image_arch(image) == "i686" {
         ("qemu-system-i386", "coreduo")
@@ -108,7 +152,14 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
         ("qemu-system-x86_64", "qemu64,vendor=GenuineIntel")
     };
     let mut c = Command::new(qemu);
-    c.args(["-M", "pc", "-cpu", cpu, "-smp", "2", "-m", &args.memory.to_string()]);
+    // q35 for today's servers (PCIe, the NVMe disks, SMM that Secure Boot
+    // needs); i440FX for the 2006 machines (PIIX IDE).
+    let chipset = match (old, args.secure_boot) {
+        (true, _) => "pc",
+        (false, false) => "q35",
+        (false, true) => "q35,smm=on",
+    };
+    c.args(["-M", chipset, "-cpu", cpu, "-smp", "2", "-m", &args.memory.to_string()]);
     c.args(["-accel", if args.kvm { "kvm" } else { "tcg" }]);
     c.args(["-nographic", "-monitor", "none"]);
     match args.serial_tcp {
@@ -123,24 +174,37 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     };
     // A guest reboot ends QEMU; sequences start it again (a cold boot, as on real iron).
     c.arg("-no-reboot");
-    let usb = if args.machine == "old" { "usb-ehci" } else { "qemu-xhci" };
+    let usb = if old { "usb-ehci" } else { "qemu-xhci" };
     c.args(["-device", &format!("{usb},id=usbhc")]);
-    match &args.stick_write_log {
-        None => c.arg("-drive").arg(format!("if=none,id=stick,format=raw,file={}", stick.display())),
-        Some(log) => {
-            std::fs::write(log, b"").map_err(|e| format!("{}: {e}", log.display()))?;
-            c.arg("-drive").arg(format!(
-                "if=none,id=stick,driver=blklogwrites,file.driver=file,file.filename={},log.driver=file,log.filename={},log-sector-size=512",
-                stick.display(),
-                log.display()
-            ))
-        }
-    };
-    let stick_boot = if args.pxe { "" } else { ",bootindex=0" };
-    c.args(["-device", &format!("usb-storage,bus=usbhc.0,drive=stick{stick_boot}")]);
+    if !args.no_stick {
+        match &args.stick_write_log {
+            None => c.arg("-drive").arg(format!("if=none,id=stick,format=raw,file={}", stick.display())),
+            Some(log) => {
+                std::fs::write(log, b"").map_err(|e| format!("{}: {e}", log.display()))?;
+                c.arg("-drive").arg(format!(
+                    "if=none,id=stick,driver=blklogwrites,file.driver=file,file.filename={},log.driver=file,log.filename={},log-sector-size=512",
+                    stick.display(),
+                    log.display()
+                ))
+            }
+        };
+        let stick_boot = if args.pxe || args.cdrom { "" } else { ",bootindex=0" };
+        c.args(["-device", &format!("usb-storage,bus=usbhc.0,drive=stick{stick_boot}")]);
+    }
+    if args.cdrom {
+        // The chipset's own IDE/SATA port, as a BMC's virtual CD appears on
+        // a bus the firmware boots from (q35: the ICH9 AHCI's ports ide.0-5).
+        let bus = if old { "ide.1,unit=1" } else { "ide.5" };
+        c.arg("-drive").arg(format!("if=none,id=cd,media=cdrom,format=raw,readonly=on,file={}", iso.display()));
+        c.args(["-device", &format!("ide-cd,drive=cd,bus={bus},bootindex=0")]);
+    }
     if args.pxe {
         let tftp = image.join("pxe");
-        let bootfile = if args.uefi { "grub/x86_64-efi/core.efi" } else { "pxelinux.0" };
+        let bootfile = match (uefi, crate::image::secure_boot::in_pxe(&tftp)) {
+            (false, _) => "pxelinux.0",
+            (true, false) => "grub/x86_64-efi/core.efi",
+            (true, true) => crate::image::secure_boot::PXE_SHIM,
+        };
         c.args(["-netdev", &format!("user,id=n0,tftp={},bootfile={bootfile}", tftp.display())]);
         c.args(["-device", "e1000,netdev=n0,bootindex=0"]);
     } else {
@@ -154,6 +218,9 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     }
     if buses.contains(&"scsi") {
         c.args(["-device", "lsi53c895a,id=scsi0"]);
+    }
+    if buses.contains(&"ide") && !old {
+        return Err("--disk-bus ide needs --machine old (the q35 chipset has no PIIX IDE)".into());
     }
     for (i, d) in args.disks.iter().enumerate() {
         if !d.exists() {
@@ -175,15 +242,22 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
             // The pc machine's PIIX IDE: two channels, master and slave each.
             "ide" => format!("ide-hd,drive=d{i},bus=ide.{},unit={}", i / 2, i % 2),
             "virtio" => format!("virtio-blk-pci,drive=d{i}"),
+            // An NVMe controller per disk, as on servers: /dev/nvme{i}n1.
+            "nvme" => format!("nvme,serial=bootmark{i},drive=d{i}"),
             _ => format!("ide-hd,drive=d{i},bus=ahci.{i}"),
         };
         c.args(["-device", &device]);
     }
-    if args.uefi {
+    if uefi {
+        let (code, vars_template) =
+            if args.secure_boot { (OVMF_SECBOOT_CODE, OVMF_MS_VARS) } else { (OVMF_CODE, OVMF_VARS) };
         let vars = work.join("OVMF_VARS.fd");
-        std::fs::copy("/usr/share/OVMF/OVMF_VARS_4M.fd", &vars)
-            .map_err(|e| format!("OVMF vars: {e} (apt-get install ovmf)"))?;
-        c.args(["-drive", "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"]);
+        std::fs::copy(vars_template, &vars).map_err(|e| format!("{vars_template}: {e} (apt-get install ovmf)"))?;
+        if args.secure_boot {
+            // Only SMM code may write the variables: what makes Secure Boot hold.
+            c.args(["-global", "driver=cfi.pflash01,property=secure,value=on"]);
+        }
+        c.arg("-drive").arg(format!("if=pflash,format=raw,readonly=on,file={code}"));
         c.arg("-drive").arg(format!("if=pflash,format=raw,file={}", vars.display()));
     }
     Ok(c)
@@ -301,6 +375,12 @@ pub fn tail(s: &str, n: usize) -> String {
 pub fn diagnose(serial: &str) -> String {
     if serial.trim().is_empty() {
         return "nothing on the serial console: the bootloader did not start (boot order? BIOS vs UEFI?) or serial output is not on ttyS0".into();
+    }
+    if serial.contains("Access Denied") || serial.contains("Security Violation") {
+        return "the UEFI firmware refused the bootloader (Secure Boot is on and the image's GRUB is unsigned): build the image with --secure-boot".into();
+    }
+    if serial.contains("bad shim signature") {
+        return "shim refused the kernel (Secure Boot is on and the kernel is not signed by a key shim trusts)".into();
     }
     if serial.contains("Kernel panic") {
         if serial.contains("VFS: Unable to mount root") || serial.contains("No working init found") {

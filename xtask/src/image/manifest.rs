@@ -27,6 +27,10 @@ pub struct Manifest {
     pub plan_definition: Option<bootmark::plan::Plan>,
     pub default_entry: usize,
     pub entries: Vec<Entry>,
+    /// With --secure-boot: Debian's signed packages, each file's SHA-256 and
+    /// each kernel's signers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure_boot: Option<super::secure_boot::Facts>,
     /// Every file of the image directory (but this one) → its SHA-256.
     pub outputs: BTreeMap<String, String>,
 }

@@ -67,10 +67,27 @@ impl Menu<'_> {
     }
 }
 
-/// The config built into BOOTX64.EFI: find the stick by label, load its grub.cfg.
-pub fn grub_embedded(label: &str) -> String {
+/// The image's id: the same menus give the same id. GRUB finds the
+/// stick or the ISO by the file `boot/grub/bootmark-ID`, so that an ISO
+/// booted beside a results stick of another image boots its own kernels.
+pub fn image_id(syslinux: &str, grub: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{syslinux}\0{grub}").as_bytes());
+    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The id file's path on the stick and the ISO.
+pub fn id_file(id: &str) -> String {
+    format!("boot/grub/bootmark-{id}")
+}
+
+/// The config that finds the image's own device by its id file and loads
+/// its grub.cfg: built into the unsigned BOOTX64.EFI, and where Debian's
+/// signed GRUB looks first (EFI/debian/grub.cfg on the stick).
+pub fn grub_finder(id: &str) -> String {
     format!(
-        "search --no-floppy --set=root --label {label}\nset prefix=($root)/boot/grub\nconfigfile ($root)/boot/grub/grub.cfg\n"
+        "search --no-floppy --set=root --file /{}\nset prefix=($root)/boot/grub\nconfigfile ($root)/boot/grub/grub.cfg\n",
+        id_file(id)
     )
 }
 

@@ -2,21 +2,25 @@
 //! PXE tree out (plus manifest.json). See README "Building the boot image".
 //!
 //! Steps: check host tools → resolve kernels (bzImage header / .deb) →
-//! static /init per arch → initramfs (common archive + per-kernel modules
-//! archive, concatenated) → stage files → usb.img → pxe/ → manifest.
-//! Everything is built in OUT.tmp and renamed to OUT at the end.
+//! with --secure-boot, check every kernel is signed and take Debian's
+//! signed chain → static /init per arch → initramfs (common archive +
+//! per-kernel modules archive, concatenated) → stage files → usb.img →
+//! pxe/ → bootmark.iso → manifest. Everything is built in OUT.tmp and
+//! renamed to OUT at the end.
 
 pub mod bootloaders;
 pub mod cmdline;
 pub mod config;
 pub mod cpio;
 pub mod initramfs;
+pub mod iso;
 pub mod kernel;
 pub mod manifest;
 pub mod menu;
 pub mod mkfs;
 pub mod modules;
 pub mod rpm;
+pub mod secure_boot;
 pub mod sequence;
 pub mod sources;
 pub mod static_mkfs;
@@ -107,6 +111,12 @@ pub struct Args {
     /// Size of the results journal on the stick in MiB (default 32: thousands of records).
     #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub journal_mib: Option<u64>,
+    /// For servers with UEFI Secure Boot on: boot through Debian's signed chain (shim,
+    /// signed by Microsoft; GRUB, signed by Debian) on the stick, the ISO and pxe/. Every
+    /// kernel must be signed (Debian's are; the build stops at one that is not, naming how
+    /// to sign it). Chosen, not automatic: it changes the bootloader of every output.
+    #[arg(long)]
+    pub secure_boot: bool,
     /// Install missing host tools with apt-get (root, Debian/Ubuntu).
     #[arg(long)]
     pub install_deps: bool,
@@ -123,7 +133,7 @@ pub fn human_size(path: &Path) -> String {
 }
 
 /// SOURCE_DATE_EPOCH, or 0: timestamps inside the image never depend on when it was built.
-fn source_date_epoch() -> u32 {
+pub(crate) fn source_date_epoch() -> u32 {
     std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
@@ -158,6 +168,7 @@ pub fn build(args: &Args) -> Result<PathBuf> {
         );
     }
     tools::ensure(&tools::IMAGE_TOOLS, args.install_deps, "--install-deps")?;
+    tools::ensure(&iso::ISO_TOOLS, args.install_deps, "--install-deps")?;
     let started = std::time::Instant::now();
     let root = project_root();
     let out = if args.out.is_absolute() { args.out.clone() } else { root.join(&args.out) };
@@ -185,6 +196,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     let work = out.join(".work");
     let stage = work.join("stage");
     let kernels = sources::resolve(args, &work)?;
+    let signed = signed_chain(args, &kernels)?;
     let plan = cmdline::resolve_plan(&args.plan)?;
     let line = cmdline::cmdline(args, &plan.name)?;
     let per_kernel = cmdline::entries_for_plan(&plan.plan)?;
@@ -259,6 +271,8 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         menu::Menu { entries: &entries, default: args.default, serial_unit: unit, serial_speed: speed, timeout_s: 3 };
     write(&stage.join("syslinux.cfg"), &m.syslinux("/"))?;
     write(&stage.join("boot/grub/grub.cfg"), &m.grub(""))?;
+    let id = menu::image_id(&m.syslinux("/"), &m.grub(""));
+    write(&stage.join(menu::id_file(&id)), "GRUB finds the bootmark image it belongs to by this file's name.\n")?;
     let journal_bytes = args.journal_mib.map_or(bootmark::journal::DEFAULT_SIZE, |m| m << 20);
     write_journal(&stage.join(bootmark::journal::PATH), journal_bytes)?;
     write(
@@ -271,7 +285,17 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         eprintln!("image: sequence of {} steps on the stick", seq.steps.len());
         write(&stage.join(bootmark::contract::sequence::FILE), &serde_json::to_string_pretty(&seq).unwrap())?;
     }
-    bootloaders::grub_efi(&stage.join("EFI/BOOT/BOOTX64.EFI"), &work)?;
+    // The unsigned GRUB, for the stick and the ISO, or the signed chain.
+    let grub_efi = work.join("BOOTX64.EFI");
+    match &signed {
+        Some((chain, _)) => bootloaders::signed_esp(&stage, chain, &id)?,
+        None => {
+            bootloaders::grub_efi(&grub_efi, &work, &id)?;
+            std::fs::create_dir_all(stage.join("EFI/BOOT")).map_err(|e| format!("{}: {e}", stage.display()))?;
+            std::fs::copy(&grub_efi, stage.join("EFI/BOOT/BOOTX64.EFI"))
+                .map_err(|e| format!("{}: {e}", grub_efi.display()))?;
+        }
+    }
     set_mtimes(&stage, mtime)?;
 
     let size = args.size.unwrap_or_else(|| (dir_size(&stage) >> 20) * 5 / 4 + 128).max(64);
@@ -284,7 +308,11 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     eprintln!("image: assembling usb.img ({size} MiB)");
     usb::build(&out.join("usb.img"), &stage, size, 0x0b00_7a00 ^ mtime)?;
     eprintln!("image: writing pxe/");
-    bootloaders::pxe_tree(&out.join("pxe"), &stage, &m)?;
+    let chain = signed.as_ref().map(|(c, _)| c);
+    bootloaders::pxe_tree(&out.join("pxe"), &stage, &m, chain)?;
+    eprintln!("image: writing {}", iso::FILE);
+    let contents = iso::Contents { stage: &stage, menu: &m, id: &id, chain, grub_efi: &grub_efi };
+    iso::build(&out.join(iso::FILE), &work, &contents)?;
     std::fs::remove_dir_all(&work).map_err(|e| e.to_string())?;
     let manifest = manifest::Manifest {
         schema: manifest::SCHEMA.into(),
@@ -294,9 +322,37 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         plan_definition: Some(plan.plan),
         default_entry: args.default,
         entries: entry_facts,
+        secure_boot: signed.map(|(chain, signers)| secure_boot::Facts { kernel_signers: signers, ..chain.facts }),
         outputs: manifest::outputs(out)?,
     };
     write(&out.join("manifest.json"), &serde_json::to_string_pretty(&manifest).unwrap())
+}
+
+/// With --secure-boot: every kernel signed (checked before anything is
+/// built) and Debian's signed chain; each kernel's signers by its boot
+/// directory. Without it, a hint when every kernel would have passed.
+fn signed_chain(
+    args: &Args,
+    kernels: &[sources::Kernel],
+) -> Result<Option<(secure_boot::Chain, secure_boot::Signers)>> {
+    let by_dir: Vec<(String, PathBuf)> =
+        kernels.iter().enumerate().map(|(i, k)| (format!("k{i}"), k.vmlinuz.clone())).collect();
+    if !args.secure_boot {
+        let all_signed = by_dir.iter().all(|(_, v)| {
+            std::fs::read(v).is_ok_and(|d| matches!(secure_boot::signature(&d), secure_boot::Signature::Signed(_)))
+        });
+        if all_signed {
+            eprintln!("image: every kernel is signed: add --secure-boot for servers with Secure Boot on");
+        }
+        return Ok(None);
+    }
+    if kernels.iter().any(|k| k.arch != "x86_64") {
+        return Err(
+            "--secure-boot: Debian's signed shim and GRUB are for x86_64 UEFI; this image has an i686 kernel".into()
+        );
+    }
+    let signers = secure_boot::check_kernels(&by_dir)?;
+    Ok(Some((secure_boot::chain()?, signers)))
 }
 
 pub(crate) fn write(path: &Path, text: &str) -> Result<()> {

@@ -1,0 +1,113 @@
+//! Secure Boot left on, as most servers ship: OVMF's secboot firmware with
+//! Microsoft's keys enrolled. An image built with --secure-boot boots
+//! through shim and Debian's signed GRUB to records that say Secure Boot
+//! was on and the kernel locked down; the same image with Secure Boot off
+//! says so too. The firmware really enforces it: the unsigned image stops
+//! before any kernel. And the builder refuses, before writing anything, a
+//! kernel whose signature was removed.
+
+use super::firmware_in_records;
+use crate::Result;
+use crate::e2e::{boot_and_check, scratch_disk, test_boot, test_image};
+use crate::image::{self, manifest::Manifest};
+use crate::qemu;
+use bootmark::record::Firmware;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The image every Secure Boot and ISO boot uses: Debian's kernel, --secure-boot.
+pub fn build_image(package: &str, base: &Path) -> Result<PathBuf> {
+    image::build(&image::Args {
+        secure_boot: true,
+        ..test_image(vec![package.to_string()], base.join("sb-image"), None)
+    })
+}
+
+pub fn test(sb_image: &Path, unsigned_image: &Path, base: &Path, package: &str) -> Result<()> {
+    let signers = Manifest::read(sb_image)?.secure_boot.map(|s| s.kernel_signers).unwrap_or_default();
+    if !signers.get("k0").is_some_and(|s| s.iter().any(|n| n == "Debian Secure Boot CA")) {
+        return Err(format!("the manifest does not name Debian's CA among the kernel's signers: {signers:?}"));
+    }
+    let on = Firmware { boot_mode: Some("uefi".into()), secure_boot: Some(true), lockdown: Some("integrity".into()) };
+    let off = Firmware { boot_mode: Some("uefi".into()), secure_boot: Some(false), lockdown: Some("none".into()) };
+    let mut seconds = Vec::new();
+    for (name, secure_boot, want) in [("on", true, &on), ("off", false, &off)] {
+        let disk = base.join("scratch.img");
+        scratch_disk(&disk, "ext3", 512)?;
+        let log = base.join(format!("serial-secure-boot-{name}.log"));
+        let args = qemu::Args { uefi: true, secure_boot, ..test_boot(sb_image.to_path_buf(), disk, log.clone()) };
+        seconds.push(boot_and_check(&args, package).map_err(|e| format!("Secure Boot {name}: {e}"))?);
+        let serial = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let fw = firmware_in_records(&serial)?;
+        if &fw != want {
+            return Err(format!("Secure Boot {name}: the records say {fw:?}, expected {want:?}"));
+        }
+        if secure_boot && !serial.contains("Kernel is locked down from EFI Secure Boot") {
+            return Err("Secure Boot on: the kernel did not say it was locked down".into());
+        }
+    }
+    refused_by_firmware(unsigned_image, base)?;
+    println!(
+        "e2e: Secure Boot: shim + Debian's signed GRUB + {package}: on ({:.1} s) records say secure_boot true, lockdown integrity; off ({:.1} s) false, none; the unsigned image stops in the firmware",
+        seconds[0], seconds[1]
+    );
+    Ok(())
+}
+
+/// The image without --secure-boot under Secure Boot: the firmware refuses
+/// our unsigned GRUB, so no kernel ever starts (what makes the boot above
+/// a proof, not a formality).
+fn refused_by_firmware(unsigned_image: &Path, base: &Path) -> Result<()> {
+    let disk = base.join("scratch.img");
+    scratch_disk(&disk, "ext3", 64)?;
+    let log = base.join("serial-secure-boot-unsigned.log");
+    let args = qemu::Args {
+        uefi: true,
+        secure_boot: true,
+        timeout: 45,
+        ..test_boot(unsigned_image.to_path_buf(), disk, log.clone())
+    };
+    match qemu::boot(&args) {
+        Ok(_) => Err("the unsigned image booted with Secure Boot on".into()),
+        Err(e) if e.contains("did not power off") => {
+            let serial = std::fs::read_to_string(&log).unwrap_or_default();
+            if serial.contains("Linux version") {
+                Err("a kernel started from the unsigned image under Secure Boot".into())
+            } else {
+                Ok(())
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Debian's kernel with its signature removed (`sbattach --remove`), in a
+/// /boot tree, given to `image --secure-boot`: refused before anything is
+/// built, naming the file and how to sign it; no output left behind.
+pub fn unsigned_kernel_refused(package: &str, base: &Path) -> Result<()> {
+    let deb = image::kernel::fetch_deb(package, &crate::project_root().join("target/cache/debs"))?;
+    let k = image::kernel::unpack_deb(&deb, &base.join("unsigned-kernel"))?;
+    image::tools::run(Command::new("sbattach").arg("--remove").arg(&k.vmlinuz))?;
+    let out = base.join("unsigned-sb-image");
+    let args = image::Args {
+        kernels: vec![k.vmlinuz.clone()],
+        secure_boot: true,
+        ..test_image(Vec::new(), out.clone(), None)
+    };
+    let err = match image::build(&args) {
+        Ok(_) => return Err("an image with an unsigned kernel was built with --secure-boot".into()),
+        Err(e) => e,
+    };
+    for want in [format!("{} is not signed", k.vmlinuz.display()), "sbsign --key".into(), "mokutil --import".into()] {
+        if !err.contains(&want) {
+            return Err(format!("the refusal does not say {want:?}: {err}"));
+        }
+    }
+    if out.exists() || out.with_extension("tmp").exists() {
+        return Err(format!("the refused build left {} behind", out.display()));
+    }
+    println!(
+        "e2e: Secure Boot: a kernel without its signature is refused before anything is written, with how to sign it"
+    );
+    Ok(())
+}
