@@ -206,7 +206,10 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
             (true, true) => crate::image::secure_boot::PXE_SHIM,
         };
         c.args(["-netdev", &format!("user,id=n0,tftp={},bootfile={bootfile}", tftp.display())]);
-        c.args(["-device", "e1000,netdev=n0,bootindex=0"]);
+        // Under Secure Boot the firmware refuses QEMU's unsigned iPXE option
+        // ROM: a virtio NIC without one is driven by OVMF's own signed driver.
+        let nic = if args.secure_boot { "virtio-net-pci,romfile=" } else { "e1000" };
+        c.args(["-device", &format!("{nic},netdev=n0,bootindex=0")]);
     } else {
         c.args(["-nic", "none"]);
     }

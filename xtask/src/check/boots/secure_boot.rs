@@ -1,8 +1,8 @@
 //! Secure Boot left on, as most servers ship: OVMF's secboot firmware with
 //! Microsoft's keys enrolled. An image built with --secure-boot boots
 //! through shim and Debian's signed GRUB to records that say Secure Boot
-//! was on and the kernel locked down; the same image with Secure Boot off
-//! says so too. The firmware really enforces it: the unsigned image stops
+//! was on and the kernel locked down, from the stick and over PXE; the same
+//! image with Secure Boot off says so too. The firmware really enforces it: the unsigned image stops
 //! before any kernel. And the builder refuses, before writing anything, a
 //! kernel whose signature was removed.
 
@@ -31,11 +31,13 @@ pub fn test(sb_image: &Path, unsigned_image: &Path, base: &Path, package: &str) 
     let on = Firmware { boot_mode: Some("uefi".into()), secure_boot: Some(true), lockdown: Some("integrity".into()) };
     let off = Firmware { boot_mode: Some("uefi".into()), secure_boot: Some(false), lockdown: Some("none".into()) };
     let mut seconds = Vec::new();
-    for (name, secure_boot, want) in [("on", true, &on), ("off", false, &off)] {
+    for (name, secure_boot, pxe, want) in
+        [("on", true, false, &on), ("off", false, false, &off), ("on over PXE", true, true, &on)]
+    {
         let disk = base.join("scratch.img");
         scratch_disk(&disk, "ext3", 512)?;
-        let log = base.join(format!("serial-secure-boot-{name}.log"));
-        let args = qemu::Args { uefi: true, secure_boot, ..test_boot(sb_image.to_path_buf(), disk, log.clone()) };
+        let log = base.join(format!("serial-secure-boot-{}.log", name.replace(' ', "-")));
+        let args = qemu::Args { uefi: true, secure_boot, pxe, ..test_boot(sb_image.to_path_buf(), disk, log.clone()) };
         seconds.push(boot_and_check(&args, package).map_err(|e| format!("Secure Boot {name}: {e}"))?);
         let serial = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let fw = firmware_in_records(&serial)?;
@@ -48,8 +50,8 @@ pub fn test(sb_image: &Path, unsigned_image: &Path, base: &Path, package: &str) 
     }
     refused_by_firmware(unsigned_image, base)?;
     println!(
-        "e2e: Secure Boot: shim + Debian's signed GRUB + {package}: on ({:.1} s) records say secure_boot true, lockdown integrity; off ({:.1} s) false, none; the unsigned image stops in the firmware",
-        seconds[0], seconds[1]
+        "e2e: Secure Boot: shim + Debian's signed GRUB + {package}: on ({:.1} s) records say secure_boot true, lockdown integrity; off ({:.1} s) false, none; on over PXE, shim and the signed netboot GRUB from TFTP ({:.1} s); the unsigned image stops in the firmware",
+        seconds[0], seconds[1], seconds[2]
     );
     Ok(())
 }
