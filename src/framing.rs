@@ -62,16 +62,30 @@ pub enum LineError {
 }
 
 /// Find and check a framed line anywhere in `text` (one line of a log).
-/// None: no `@BM1 ` in it at all.
+/// None: no `@BM1 ` in it at all. A line may follow any bytes, even a
+/// fragment of another framed line whose end a UART overrun ate: the
+/// occurrence that verifies is taken, else the first one's error.
 pub fn parse_line(text: &str) -> Option<Result<Line, LineError>> {
-    let start = text.find("@BM1 ")?; // MAGIC + ' ', without allocating per line
-    let line = text[start..].trim_end_matches(['\r', '\n']);
-    let Some((body, crc)) = line.rsplit_once(" *") else { return Some(Err(LineError::Malformed)) };
-    let Ok(crc) = u32::from_str_radix(crc.trim(), 16) else { return Some(Err(LineError::Malformed)) };
-    if crc32(body.as_bytes()) != crc {
-        return Some(Err(LineError::BadChecksum));
+    let mut first_error = None;
+    for (start, _) in text.match_indices("@BM1 ") {
+        // MAGIC + ' ', without allocating per line
+        match check_from(&text[start..]) {
+            Ok(line) => return Some(Ok(line)),
+            Err(e) => first_error = first_error.or(Some(e)),
+        }
     }
-    Some(parse_body(body).ok_or(LineError::Malformed))
+    first_error.map(Err)
+}
+
+/// Check the framed line that starts `text`.
+fn check_from(text: &str) -> Result<Line, LineError> {
+    let line = text.trim_end_matches(['\r', '\n']);
+    let Some((body, crc)) = line.rsplit_once(" *") else { return Err(LineError::Malformed) };
+    let Ok(crc) = u32::from_str_radix(crc.trim(), 16) else { return Err(LineError::Malformed) };
+    if crc32(body.as_bytes()) != crc {
+        return Err(LineError::BadChecksum);
+    }
+    parse_body(body).ok_or(LineError::Malformed)
 }
 
 fn parse_body(body: &str) -> Option<Line> {
@@ -332,6 +346,21 @@ mod tests {
             }
         }
         assert_eq!(reassemble(&lines), vec![Fed::Record("r".into(), 1, record)], "undamaged, it is accepted");
+    }
+
+    /// A UART overrun ate a line end: a fragment of one framed line runs
+    /// into the next, whole one, on the same console line.
+    #[test]
+    fn a_framed_line_after_a_fragment_of_another_is_still_read() {
+        let lines = encode("20261201-000000-abcd", 3, br#"{"schema":"bootmark.result/1","x":1}"#);
+        let fragment = &lines[0][..lines[0].len() / 2];
+        for (i, whole) in lines.iter().enumerate() {
+            let merged = format!("[  12.3] noise {fragment}{whole}");
+            assert!(matches!(parse_line(&merged), Some(Ok(_))), "line {i}: {merged}");
+        }
+        let flipped = lines[0].replacen('H', "X", 1);
+        assert_eq!(parse_line(&format!("{fragment}{flipped}")), Some(Err(LineError::BadChecksum)));
+        assert_eq!(parse_line("no frame here"), None);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub mod journal;
 #[cfg(feature = "workstation")]
 pub mod kcidb;
 pub mod measure;
+#[cfg(feature = "workstation")]
+pub mod output;
 pub mod partition_table;
 pub mod plan;
 pub mod process;

@@ -297,7 +297,7 @@ fn print_problems(c: &bootmark::collect::Collected) {
             (Some(r), Some(s)) => format!(" run {r} seq {s}:"),
             _ => String::new(),
         };
-        eprintln!("bootmark: rejected {}{at}:{rec} {}", p.file, p.why);
+        eprintln!("bootmark: {}{at}:{rec} {}", p.file, p.why);
     }
     for b in c.boots.iter().filter(|b| b.no_results || b.panics > 0 || b.oopses > 0 || b.hung_tasks > 0) {
         eprintln!(
@@ -316,21 +316,35 @@ fn print_problems(c: &bootmark::collect::Collected) {
 
 #[cfg(feature = "workstation")]
 fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
-    // Records stream to the output as they are recovered: memory holds keys, not records.
-    let mut sink: Box<dyn std::io::Write> = match out {
-        Some(path) => match std::fs::File::create(path) {
-            Ok(f) => Box::new(std::io::BufWriter::new(f)),
-            Err(e) => return fail(&format!("cannot write {}: {e}", path.display())),
-        },
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    use bootmark::output;
+    // Records stream to the output as they are recovered: memory holds
+    // keys, not records. A file output is renamed into place at the end.
+    let (c, accepted) = match out {
+        Some(path) => {
+            if let Err(e) = output::check_not_an_input(path, "--out", inputs) {
+                return fail(&e);
+            }
+            let mut pending = match output::Pending::create(path) {
+                Ok(p) => p,
+                Err(e) => return fail(&e),
+            };
+            let collected = bootmark::collect::collect_to(inputs, &mut pending);
+            if let Err(e) = pending.commit() {
+                return fail(&e);
+            }
+            collected
+        }
+        None => {
+            let mut sink = std::io::BufWriter::new(std::io::stdout().lock());
+            let collected = bootmark::collect::collect_to(inputs, &mut sink);
+            if let Err(e) = std::io::Write::flush(&mut sink) {
+                return fail(&format!("cannot write the records: {e}"));
+            }
+            collected
+        }
     };
-    let (c, accepted) = bootmark::collect::collect_to(inputs, &mut sink);
-    if let Err(e) = sink.flush() {
-        return fail(&format!("cannot write the records: {e}"));
-    }
-    drop(sink);
     print_problems(&c);
-    eprintln!("bootmark: {accepted} documents, {} duplicates merged, {} rejected", c.duplicates, c.problems.len());
+    eprintln!("bootmark: {accepted} documents, {} duplicates merged, {} problems", c.duplicates, c.problems.len());
     if c.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 

@@ -327,6 +327,25 @@ pub(crate) mod tests {
         Record::blank("r", 0)
     }
 
+    /// A record read and written again keeps every float to the last digit
+    /// (serde_json's float_roundtrip: without it 11.977118935939021 came
+    /// back as 11.97711893593902). The report and export re-serialise
+    /// records; the evidence must come out as it was verified.
+    #[test]
+    fn floats_survive_a_read_and_a_write_exactly() {
+        let mut r = record();
+        r.throughput_mib_s = 11.977118935939021;
+        r.times.wall_s = 0.1 + 0.2;
+        let text = serde_json::to_string(&r).unwrap();
+        let again: Record = serde_json::from_str(&text).unwrap();
+        assert_eq!(again.throughput_mib_s.to_bits(), r.throughput_mib_s.to_bits());
+        assert_eq!(serde_json::to_string(&again).unwrap(), text);
+        for n in ["11.977118935939021", "1796055822.7029932", "2.2250738585072014e-308", "0.30000000000000004"] {
+            let v: f64 = serde_json::from_str(n).unwrap();
+            assert_eq!(serde_json::to_string(&v).unwrap(), n, "{n}");
+        }
+    }
+
     /// docs/record-format.md's run record table names exactly the fields
     /// a RunRecord serialises to.
     #[test]

@@ -30,7 +30,20 @@ fn documents(records: &[Value]) -> Vec<Document> {
     records.iter().map(|r| Document::from_json(r.to_string().as_bytes()).unwrap()).collect()
 }
 
-/// A boot's console: banner, kernel noise, the framed records.
+/// A boot's last document: the run record, counting its result records.
+fn run_record(run: &str, records: usize) -> Value {
+    json!({"schema": "bootmark.run/1", "run_id": run, "seq": records, "status": "ok", "error": null,
+           "started_unix_s": 0, "finished_unix_s": 1, "bootmark": {"version": "test"}, "kernel": {},
+           "host": {"cpus": 1}, "records": records, "failed_records": 0, "facts": {},
+           "kernel_log": {"lines": 0, "counts": {}, "tail": []}})
+}
+
+/// The result records among a collection's documents (the run records set aside).
+fn result_docs(docs: &[Document]) -> Vec<Document> {
+    docs.iter().filter(|d| d.result().is_some()).cloned().collect()
+}
+
+/// A boot's console: banner, kernel noise, the framed records, the run record.
 fn boot_log(run: &str, records: &[Value]) -> Vec<String> {
     let mut lines = vec![
         "SeaBIOS (version 1.16)".to_string(),
@@ -41,6 +54,8 @@ fn boot_log(run: &str, records: &[Value]) -> Vec<String> {
         lines.extend(encode(run, r["seq"].as_u64().unwrap() as u32, r.to_string().as_bytes()));
         lines.push(format!("bootmark: {} done", r["workload"]["name"]));
     }
+    let end = run_record(run, records.len());
+    lines.extend(encode(run, records.len() as u32, end.to_string().as_bytes()));
     lines.push("[   12.962548] reboot: Power down".into());
     lines
 }
@@ -67,7 +82,7 @@ fn a_clean_log_with_crlf_and_escapes_gives_every_record() {
     let recs: Vec<Value> = (0..5).map(|s| record("runA", s)).collect();
     let text: String = boot_log("runA", &recs).iter().map(|l| format!("\x1b[0m{l}\r\n")).collect();
     let c = collect(&[write("clean", &text)]);
-    assert_eq!(c.documents, documents(&recs));
+    assert_eq!(result_docs(&c.documents), documents(&recs));
     assert!(c.problems.is_empty(), "{:?}", c.problems);
     assert_eq!(c.boots.len(), 1);
     assert_eq!(c.boots[0].kernel.as_deref(), Some("6.1.0-57-amd64"));
@@ -110,8 +125,20 @@ fn mutated_logs_never_yield_a_corrupted_record() {
             text.truncate(rng.next(text.len())); // the capture ended early
         }
         let c = collect(&[write(&format!("mut{round}"), &text)]);
-        for d in &c.documents {
+        for d in &result_docs(&c.documents) {
             assert!(originals.contains(d), "round {round}: accepted a record that was never sent: {d}");
+        }
+        // Every record sent is collected or named: missing by its seq, or
+        // under a boot whose run record did not come either.
+        let no_run_record = c.problems.iter().any(|p| p.why.starts_with("no run record"));
+        for (r, doc) in sent.iter().zip(&originals) {
+            let seq = r["seq"].as_u64().unwrap() as u32;
+            let named = c.problems.iter().any(|p| p.seq == Some(seq) && p.run_id.as_deref() == Some("runB"));
+            assert!(
+                c.documents.contains(doc) || named || no_run_record,
+                "round {round}: seq {seq} was neither collected nor reported: {:?}",
+                c.problems
+            );
         }
         if round % 7 != 0 {
             // Records none of whose lines were touched must all come back.
@@ -139,7 +166,7 @@ fn a_second_copy_repairs_a_damaged_first_and_boots_are_told_apart() {
     ];
     let text = [first, crashed.to_vec(), boot_log("runC", &recs)].concat().join("\n");
     let c = collect(&[write("repeat", &text)]);
-    let mut got = c.documents.clone();
+    let mut got = result_docs(&c.documents);
     got.sort_by_key(Document::seq);
     assert_eq!(got, documents(&recs), "all three recovered, once each (seq 1 from the second boot)");
     assert_eq!(c.problems.len(), 1, "only the damaged line: {:?}", c.problems);
@@ -160,7 +187,7 @@ fn stick_files_and_serial_agree_or_the_difference_is_reported() {
     changed["times"]["wall_s"] = json!(99.0);
     std::fs::write(results.join("runD.jsonl"), format!("{}\n{}\n{{not json\n", recs[0], changed)).unwrap();
     let c = collect(&[log, dir.clone()]);
-    assert_eq!(c.documents, documents(&recs), "serial came first and is kept");
+    assert_eq!(result_docs(&c.documents), documents(&recs), "serial came first and is kept");
     assert_eq!(c.duplicates, 1);
     let whys: Vec<&str> = c.problems.iter().map(|p| p.why.as_str()).collect();
     assert!(whys.iter().any(|w| w.contains("different document")), "{whys:?}");
@@ -180,9 +207,11 @@ fn a_record_that_does_not_fit_its_schema_is_rejected_by_name() {
     let good = record("runE", 2);
     let text = boot_log("runE", &[no_times, bad_status, good.clone()]).join("\n");
     let c = collect(&[write("schema", &text)]);
-    assert_eq!(c.documents, documents(&[good]));
+    assert_eq!(result_docs(&c.documents), documents(&[good]));
     let whys: Vec<&str> = c.problems.iter().map(|p| p.why.as_str()).collect();
     assert_eq!(whys.len(), 2, "{whys:?}");
     assert!(whys[0].contains("not a valid bootmark.result/1 record") && whys[0].contains("`times`"), "{whys:?}");
     assert!(whys[1].contains("unknown variant `fine`"), "{whys:?}");
+    let named: Vec<_> = c.problems.iter().map(|p| (p.run_id.as_deref(), p.seq)).collect();
+    assert_eq!(named, [(Some("runE"), Some(0)), (Some("runE"), Some(1))], "rejected by name, not also missing");
 }

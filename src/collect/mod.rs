@@ -93,6 +93,23 @@ pub struct Collector<'a> {
     destination: Destination<'a>,
     /// Documents accepted (kept in memory or streamed).
     pub accepted: usize,
+    /// Each boot's documents, for the completeness check, by run id.
+    runs: std::collections::BTreeMap<String, RunSeen>,
+    /// Whether the input being read is one a boot writes (a serial log, a
+    /// stick's journal), whose boots end with a run record; `.jsonl` files
+    /// from `bootmark run` have none.
+    pub from_boot: bool,
+}
+
+/// What was seen of one boot: its result records' seqs and its run record's count.
+#[derive(Debug, Default)]
+struct RunSeen {
+    /// Where its first document was read.
+    file: String,
+    seqs: std::collections::BTreeSet<u32>,
+    /// The run record's `records`: how many result records the boot emitted.
+    emitted: Option<u32>,
+    from_boot: bool,
 }
 
 /// Where accepted documents go.
@@ -157,7 +174,14 @@ impl<'a> Collector<'a> {
             Some(w) => Destination::Write(w),
             None => Destination::Memory,
         };
-        Collector { collected: Collected::default(), seen: HashMap::new(), destination, accepted: 0 }
+        Collector {
+            collected: Collected::default(),
+            seen: HashMap::new(),
+            destination,
+            accepted: 0,
+            runs: Default::default(),
+            from_boot: true,
+        }
     }
 
     /// Each accepted result record goes to `each`, at a glance, instead of memory.
@@ -167,6 +191,8 @@ impl<'a> Collector<'a> {
             seen: HashMap::new(),
             destination: Destination::Glance(each),
             accepted: 0,
+            runs: Default::default(),
+            from_boot: true,
         }
     }
 
@@ -184,7 +210,7 @@ impl<'a> Collector<'a> {
         };
         let read = match read {
             Ok(r) => r,
-            Err(why) => return self.collected.problems.push(bad(why)),
+            Err(why) => return self.reject(bytes, bad(why)),
         };
         // Only to tell identical copies from different ones: a fast 64-bit hash
         // (SipHash with fixed keys) is enough, the SHA-256 was checked already.
@@ -208,6 +234,7 @@ impl<'a> Collector<'a> {
             None => {
                 self.seen.insert(k, digest);
                 self.accepted += 1;
+                self.note_for_completeness(&read, file);
                 let handed = match (&mut self.destination, read) {
                     (Destination::Write(out), _) => out
                         .write_all(bytes)
@@ -229,30 +256,151 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// A verified document that does not fit its schema: named by its run
+    /// id and seq when those can be read, and counted as seen (rejected
+    /// here, not also missing).
+    fn reject(&mut self, bytes: &[u8], mut problem: Problem) {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            run_id: String,
+            seq: u32,
+        }
+        if let Ok(head) = serde_json::from_slice::<Head>(bytes) {
+            let seen = self
+                .runs
+                .entry(head.run_id.clone())
+                .or_insert_with(|| RunSeen { file: problem.file.clone(), ..RunSeen::default() });
+            seen.seqs.insert(head.seq);
+            (problem.run_id, problem.seq) = (Some(head.run_id), Some(head.seq));
+        }
+        self.collected.problems.push(problem);
+    }
+
+    fn note_for_completeness(&mut self, read: &Read, file: &str) {
+        let seen = self
+            .runs
+            .entry(read.run_id().to_string())
+            .or_insert_with(|| RunSeen { file: file.to_string(), ..RunSeen::default() });
+        seen.from_boot |= self.from_boot;
+        match read {
+            Read::Whole(Document::Run(r)) => seen.emitted = Some(r.records),
+            _ => drop(seen.seqs.insert(read.seq())),
+        }
+    }
+
+    /// Result records of `run_id` its run record counts but no input gave.
+    pub fn missing_of(&self, run_id: &str) -> Vec<u32> {
+        let Some(seen) = self.runs.get(run_id) else { return Vec::new() };
+        (0..seen.emitted.unwrap_or(0)).filter(|s| !seen.seqs.contains(s)).collect()
+    }
+
+    /// After the last input: each result record a run record counts but no
+    /// input gave, and each boot without its run record, as problems — a
+    /// lost result is named, never silently absent.
+    pub fn check_complete(&mut self) {
+        // A boot known only from its damaged records (a capture cut before
+        // any of them verified) still lacks its run record.
+        for p in &self.collected.problems {
+            if let Some(run_id) = &p.run_id
+                && !self.runs.contains_key(run_id)
+            {
+                let seen = RunSeen { file: p.file.clone(), from_boot: true, ..RunSeen::default() };
+                self.runs.insert(run_id.clone(), seen);
+            }
+        }
+        let mut problems = Vec::new();
+        for (run_id, seen) in &self.runs {
+            let problem = |seq: Option<u32>, why: String| Problem {
+                file: seen.file.clone(),
+                line: None,
+                run_id: Some(run_id.clone()),
+                seq,
+                why,
+            };
+            match seen.emitted {
+                Some(n) => problems.extend(self.missing_of(run_id).into_iter().map(|seq| {
+                    problem(Some(seq), format!(
+                        "missing: the boot's run record says it emitted {n} result records, and no input holds a verified copy of this one (a damaged line with no other copy? collect the stick too)"
+                    ))
+                })),
+                None if seen.from_boot => problems.push(problem(None, format!(
+                    "no run record for this boot ({} result records seen): the capture ends before the boot finished, or its run record was damaged, so its records cannot be known to be complete",
+                    seen.seqs.len()
+                ))),
+                None => {}
+            }
+        }
+        self.collected.problems.extend(problems);
+    }
+
     /// Read one input of any kind; a failure to read it is a problem, not an abort.
     pub fn read(&mut self, path: &Path) {
-        let r = match classify(path) {
-            Ok(Input::SerialLog(p)) => serial::collect_log(&p, self),
-            Ok(Input::LavaLog(p)) => std::fs::File::open(&p).and_then(|f| {
-                let console = lava::ConsoleText::new(std::io::BufReader::new(f));
-                serial::collect_reader(console, &p.display().to_string(), self)
-            }),
-            Ok(Input::StickDir(p)) => stick::collect_dir(&p, self),
-            Ok(Input::StickImage(p)) => stick::collect_image(&p, self),
-            Err(e) => Err(e),
+        let before = (self.accepted, self.collected.problems.len(), self.collected.boots.len());
+        let why = match self.read_input(path) {
+            Err(e) => format!("cannot read: {e}"),
+            // A log that showed nothing of a boot is not a quiet success.
+            Ok(true) if before == (self.accepted, self.collected.problems.len(), self.collected.boots.len()) => {
+                "no bootmark output in it: no framed record and no kernel banner (a serial log of a bootmark boot, a stick, or records from collect were expected)".into()
+            }
+            Ok(_) => return,
         };
-        if let Err(e) = r {
-            let file = path.display().to_string();
-            self.collected.problems.push(Problem {
-                file,
-                line: None,
-                run_id: None,
-                seq: None,
-                why: format!("cannot read: {e}"),
-            });
+        let file = if path == Path::new(STDIN) { "standard input".into() } else { path.display().to_string() };
+        self.collected.problems.push(Problem { file, line: None, run_id: None, seq: None, why });
+    }
+
+    /// Read one input; true when it was read as a console log.
+    fn read_input(&mut self, path: &Path) -> std::io::Result<bool> {
+        if path == Path::new(STDIN) {
+            return self.read_stream(std::io::stdin().lock(), "standard input").map(|()| true);
+        }
+        use std::os::unix::fs::FileTypeExt;
+        let kind = std::fs::metadata(path)?.file_type();
+        if kind.is_char_device() {
+            return Err(std::io::Error::other(
+                "a character device (a terminal, a serial port, /dev/zero) has no end to collect: follow a live console with `bootmark watch`, or collect the log it wrote",
+            ));
+        }
+        if kind.is_fifo() || kind.is_socket() {
+            // One handle: a pipe read to sniff it cannot be read again.
+            return self.read_stream(std::fs::File::open(path)?, &path.display().to_string()).map(|()| true);
+        }
+        match classify(path)? {
+            Input::SerialLog(p) => serial::collect_log(&p, self).map(|()| true),
+            Input::LavaLog(p) => std::fs::File::open(&p)
+                .and_then(|f| {
+                    let console = lava::ConsoleText::new(std::io::BufReader::new(f));
+                    serial::collect_reader(console, &p.display().to_string(), self)
+                })
+                .map(|()| true),
+            Input::StickDir(p) => stick::collect_dir(&p, self).map(|()| false),
+            Input::StickImage(p) => stick::collect_image(&p, self).map(|()| false),
+        }
+    }
+
+    /// A stream (standard input, a pipe, a FIFO): records as JSON lines (from
+    /// `collect`), a LAVA job log or a serial log, told apart by the first
+    /// bytes, which stay in the buffer.
+    fn read_stream(&mut self, input: impl std::io::Read, file: &str) -> std::io::Result<()> {
+        use std::io::BufRead;
+        let mut input = std::io::BufReader::with_capacity(1 << 16, input);
+        let head = input.fill_buf()?;
+        if crate::journal::is_journal(head) {
+            return Err(std::io::Error::other(
+                "a stick's journal cannot be read from a pipe: give the file or the stick",
+            ));
+        }
+        if head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+            stick::collect_lines(input, file, self)
+        } else if lava::is_lava_log(head) {
+            serial::collect_reader(lava::ConsoleText::new(input), file, self)
+        } else {
+            serial::collect_reader(input, file, self)
         }
     }
 }
+
+/// The input name that stands for standard input.
+pub const STDIN: &str = "-";
 
 /// What kind of input a path is.
 pub enum Input {
@@ -292,6 +440,7 @@ pub fn collect(inputs: &[PathBuf]) -> Collected {
     for path in inputs {
         c.read(path);
     }
+    c.check_complete();
     c.collected
 }
 
@@ -303,6 +452,7 @@ pub fn collect_glancing(inputs: &[PathBuf], each: &mut dyn FnMut(&Glance) -> Res
     for path in inputs {
         c.read(path);
     }
+    c.check_complete();
     c.collected
 }
 
@@ -313,6 +463,7 @@ pub fn collect_to(inputs: &[PathBuf], out: &mut dyn std::io::Write) -> (Collecte
     for path in inputs {
         c.read(path);
     }
+    c.check_complete();
     let accepted = c.accepted;
     (c.collected, accepted)
 }

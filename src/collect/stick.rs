@@ -91,8 +91,17 @@ pub fn collect_text(data: &[u8], file: &str, c: &mut Collector) -> io::Result<()
     collect_lines(data, file, c)
 }
 
-/// The same from a reader, one line at a time.
-fn collect_lines(mut input: impl io::BufRead, file: &str, c: &mut Collector) -> io::Result<()> {
+/// The same from a reader, one line at a time (a file, or records piped in).
+pub fn collect_lines(input: impl io::BufRead, file: &str, c: &mut Collector) -> io::Result<()> {
+    // `bootmark run --out` writes such files on a workstation: records with
+    // no run record, so their completeness cannot be judged.
+    let was = std::mem::replace(&mut c.from_boot, false);
+    let read = collect_lines_of(input, file, c);
+    c.from_boot = was;
+    read
+}
+
+fn collect_lines_of(mut input: impl io::BufRead, file: &str, c: &mut Collector) -> io::Result<()> {
     let mut line = Vec::new();
     let (mut number, mut bytes, mut last) = (0u64, 0u64, b'\n');
     loop {

@@ -244,6 +244,18 @@ impl Watcher {
                     r.records,
                     r.failed_records
                 ));
+                // The run record comes last: a result it counts that has not
+                // come by now was lost on the line.
+                let missing = self.collector.missing_of(&r.run_id);
+                if !missing.is_empty() {
+                    self.failures += 1;
+                    let seqs: Vec<String> = missing.iter().map(u32::to_string).collect();
+                    self.say(&format!(
+                        "!! run {}: record {} missing (damaged on the line; collect the stick too if there is one)",
+                        r.run_id,
+                        seqs.join(", ")
+                    ));
+                }
             }
         }
     }

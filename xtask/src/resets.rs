@@ -80,12 +80,13 @@ pub fn campaign(image: &Path, base: &Path, kills: usize) -> Result<()> {
         check_fsck(&stick, &dir, &built).map_err(|e| format!("{what}: {e}"))?;
         check_unchanged(&before, &after).map_err(|e| format!("{what}: {e}"))?;
         let collected = bootmark::collect::collect(std::slice::from_ref(&stick));
-        // Only this boot's last entry may be torn; anything else is a failure.
-        let bad: Vec<_> = collected.problems.iter().filter(|p| !p.why.contains("torn")).collect();
+        // Only this boot's last entry may be torn, and a killed boot has no
+        // run record; anything else is a failure.
+        let bad: Vec<_> = collected.problems.iter().filter(|p| !crate::write_log::a_kill_explains(p)).collect();
         if !bad.is_empty() {
             return Err(format!("{what}: the stick has problems: {bad:?}"));
         }
-        torn = collected.problems.len();
+        torn = collected.problems.iter().filter(|p| p.why.contains("torn")).count();
         let docs = serial_documents(&serial);
         if let Some(missing) = docs.iter().find(|d| !collected.documents.contains(d)) {
             return Err(format!(

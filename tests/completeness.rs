@@ -1,0 +1,153 @@
+//! The workstation never loses a result and never says "ok" when one is
+//! missing. Every case starts from a real serial log (tests/data/collect:
+//! a QEMU boot of Debian's 6.1 kernel with Secure Boot on, 6 result records
+//! and a run record) damaged the way a console line or a user can damage it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn real_log() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/collect/secure-boot-on.log");
+    String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bootmark-complete-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `bootmark ARGS` with `stdin` piped in: (exit code, stdout, stderr).
+fn bootmark(args: &[&str], stdin: Option<&[u8]>) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bootmark"))
+        .args(args)
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(bytes) = stdin {
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(bytes).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// The payloads the framing verified, as the boot emitted them.
+fn emitted(log: &str) -> Vec<Vec<u8>> {
+    use bootmark::framing::{Assembler, Fed, parse_line};
+    let mut asm = Assembler::default();
+    let mut out = Vec::new();
+    for line in log.lines() {
+        if let Some(Ok(l)) = parse_line(line)
+            && let Fed::Record(_, _, bytes) = asm.feed(l)
+        {
+            out.push(bytes);
+        }
+    }
+    out
+}
+
+#[test]
+fn collect_writes_every_record_byte_for_byte_as_verified() {
+    let dir = scratch("exact");
+    let log = dir.join("serial.log");
+    std::fs::write(&log, real_log()).unwrap();
+    let (code, out, err) = bootmark(&["collect", log.to_str().unwrap()], None);
+    assert_eq!(code, 0, "{err}");
+    let want = emitted(&real_log());
+    assert_eq!(want.len(), 7);
+    let got: Vec<&[u8]> = out.lines().map(str::as_bytes).collect();
+    assert_eq!(got, want.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    // And through `report --format json`'s re-serialised figures: the
+    // first record's throughput comes back to the last digit.
+    let first: serde_json::Value = serde_json::from_slice(&want[0]).unwrap();
+    let text = serde_json::to_string(&first["throughput_mib_s"]).unwrap();
+    assert!(String::from_utf8_lossy(&want[0]).contains(&format!("\"throughput_mib_s\":{text}")), "{text}");
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
+    let dir = scratch("clobber");
+    let records = dir.join("records.jsonl");
+    let (_, out, _) = bootmark(&["collect", "-"], Some(real_log().as_bytes()));
+    std::fs::write(&records, &out).unwrap();
+    let (code, _, err) = bootmark(&["collect", records.to_str().unwrap(), "--out", records.to_str().unwrap()], None);
+    assert_ne!(code, 0);
+    assert!(err.contains("is the input"), "{err}");
+    assert_eq!(std::fs::read_to_string(&records).unwrap(), out, "the input is unchanged");
+    // A new output is written whole, with no temporary file left beside it.
+    let copy = dir.join("copy.jsonl");
+    let (code, _, err) = bootmark(&["collect", records.to_str().unwrap(), "--out", copy.to_str().unwrap()], None);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), out);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+}
+
+#[test]
+fn a_pipe_is_read_whole_its_first_bytes_included() {
+    let log = real_log();
+    let (code, piped, err) = bootmark(&["collect", "-"], Some(log.as_bytes()));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(piped.lines().count(), 7, "{err}");
+    // Records piped on to a second collect are read as records.
+    let (code, again, err) = bootmark(&["collect", "-"], Some(piped.as_bytes()));
+    assert_eq!((code, again.as_str()), (0, piped.as_str()), "{err}");
+}
+
+#[test]
+fn a_record_lost_on_the_line_is_named_by_collect_and_watch() {
+    let log = real_log();
+    // One data line of record 2 damaged: no other copy of it exists.
+    let victim = log.lines().find(|l| l.contains("@BM1 D 20261201-211910-bb38 2 ")).unwrap();
+    let damaged = log.replacen(victim, &victim.replacen("@BM1 D", "@BM1 D ", 1), 1);
+    let (code, out, err) = bootmark(&["collect", "-"], Some(damaged.as_bytes()));
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(out.lines().count(), 6);
+    assert!(err.contains("seq 2") && err.contains("missing"), "{err}");
+    let (code, out, _) = bootmark(&["watch", "-"], Some(damaged.as_bytes()));
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("record 2 missing"), "{out}");
+}
+
+#[test]
+fn a_capture_cut_before_the_run_record_is_not_ok() {
+    let log = real_log();
+    let cut = &log[..log.find("@BM1 H 20261201-211910-bb38 6 ").unwrap()];
+    let (code, out, err) = bootmark(&["collect", "-"], Some(cut.as_bytes()));
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(out.lines().count(), 6, "the records there are are kept");
+    assert!(err.contains("no run record for this boot (6 result records seen)"), "{err}");
+}
+
+#[test]
+fn a_line_run_into_by_a_fragment_of_another_is_still_read() {
+    let log = real_log();
+    let mut lines: Vec<String> = log.lines().map(String::from).collect();
+    let at = lines.iter().position(|l| l.contains("@BM1 D 20261201-211910-bb38 3 5/")).unwrap();
+    // Half of a framed line ahead of a whole one on the same console line
+    // (an overrun that ate a line end): the whole one must still count.
+    let fragment = lines[at - 1][..lines[at - 1].len() / 2].to_string();
+    lines[at] = format!("{fragment}{}", lines[at]);
+    let (code, out, err) = bootmark(&["collect", "-"], Some(lines.join("\n").as_bytes()));
+    assert_eq!((code, out.lines().count()), (0, 7), "{err}");
+}
+
+#[test]
+fn inputs_without_results_are_not_a_quiet_success() {
+    let dir = scratch("nothing");
+    let text = dir.join("passwd");
+    std::fs::write(&text, "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+    let (code, _, err) = bootmark(&["collect", text.to_str().unwrap()], None);
+    assert_eq!(code, 1);
+    assert!(err.contains("no bootmark output in it"), "{err}");
+    let started = std::time::Instant::now();
+    let (code, _, err) = bootmark(&["collect", "/dev/zero"], None);
+    assert_eq!(code, 1);
+    assert!(err.contains("character device") && err.contains("bootmark watch"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+}
