@@ -165,6 +165,31 @@ fn probe_ticks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error
 }
 
 impl<'a> Glance<'a> {
+    /// Why the record's figures cannot be true, naming the field: a
+    /// negative time or count, a throughput from no time, a number that is
+    /// not finite. None when they can.
+    pub fn implausible(&self) -> Option<String> {
+        let t = &self.times;
+        let times = [("wall_s", Some(t.wall_s)), ("user_s", Some(t.user_s)), ("sys_s", Some(t.sys_s))];
+        let optional =
+            [("writes_returned_s", t.writes_returned_s), ("closed_s", t.closed_s), ("durable_s", t.durable_s)];
+        for (name, value) in times.into_iter().chain(optional) {
+            if let Some(v) = value
+                && !(v.is_finite() && v >= 0.0)
+            {
+                return Some(format!("times.{name} is {v}: a time cannot be negative"));
+            }
+        }
+        let mib_s = self.throughput_mib_s;
+        if !(mib_s.is_finite() && mib_s >= 0.0) {
+            return Some(format!("throughput_mib_s is {mib_s}: not a throughput"));
+        }
+        if mib_s > 0.0 && t.wall_s == 0.0 {
+            return Some(format!("throughput_mib_s is {mib_s} from a times.wall_s of 0"));
+        }
+        None
+    }
+
     /// A result record's JSON, at a glance; an error says what does not fit.
     pub fn from_json(bytes: &'a [u8]) -> Result<Glance<'a>, String> {
         let mut g: Glance = serde_json::from_slice(bytes).map_err(|e| format!("not a valid {SCHEMA} record: {e}"))?;

@@ -63,7 +63,15 @@ enum Command {
     /// Serial records are accepted only when every chunk is present and the
     /// SHA-256 matches; the same record from serial and stick is kept once.
     /// Everything that could not be used is listed on stderr (file, line,
-    /// run id, seq, why) and makes the exit code 1.
+    /// run id, seq, why), and so is every result a boot's run record counts
+    /// that no input holds, and every boot whose run record never came.
+    ///
+    /// Exit status: 0 every result present and verified, 1 something missing, damaged or
+    /// implausible (listed), 2 nothing could be done (an --out that is an input, an unwritable
+    /// output). The same for report and export.
+    #[command(after_help = "Examples:
+  bootmark collect serial-*.log /media/stick --out records.jsonl
+  ipmitool -I lanplus -H BMC -U USER sol activate | bootmark collect -")]
     Collect {
         /// Serial logs, bootmark/results directories, .jsonl files or usb.img files.
         #[arg(required = true, value_name = "INPUT")]
@@ -75,6 +83,10 @@ enum Command {
     #[cfg(feature = "workstation")]
     /// Compare records: one row per group with medians, ranges and a ratio against a baseline,
     /// then findings: the likely cause of stalls and slow writes, with the numbers behind it.
+    ///
+    /// Exit status: 0 every result present and verified, 1 something missing, damaged or
+    /// implausible (listed on stderr; the table shows what was usable), 2 no table (no records,
+    /// a bad --baseline or --timeline).
     #[command(after_help = "Example:
   bootmark report serial-*.log usb.img --by kernel,fs --baseline 2.6.9")]
     Report {
@@ -104,6 +116,9 @@ enum Command {
     /// One checkout and build per kernel, one test per workload run (path bootmark.WORKLOAD,
     /// MiB/s in `number`) and per figure (probe p99, max stall, stalls over 1 s, durable);
     /// ids come from the records, so the same records give the same document.
+    ///
+    /// Exit status: 0 every result present and verified, 1 something missing, damaged or
+    /// implausible (listed on stderr), 2 no document (no records, a bad --origin or --image).
     #[command(after_help = "Example:
   bootmark export --origin mylab --image target/image job-*.yaml > submission.json")]
     Export {
@@ -289,6 +304,28 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// The exit-code contract of collect, watch, report and export: 0 when
+/// every result is present and verified, 1 when something is missing,
+/// damaged, implausible or not ok (the problems are printed), 2 when the
+/// command could not do its job (bad flags, an output it must not or
+/// cannot write, no records at all; for watch, a console that went silent
+/// or ended before its run did).
+#[cfg(feature = "workstation")]
+const EXIT_PROBLEMS: u8 = 1;
+#[cfg(feature = "workstation")]
+const EXIT_CANNOT: u8 = 2;
+
+#[cfg(feature = "workstation")]
+fn cannot(msg: &str) -> ExitCode {
+    eprintln!("bootmark: error: {msg}");
+    ExitCode::from(EXIT_CANNOT)
+}
+
+#[cfg(feature = "workstation")]
+fn judged(c: &bootmark::collect::Collected) -> ExitCode {
+    if c.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_PROBLEMS) }
+}
+
 #[cfg(feature = "workstation")]
 fn print_problems(c: &bootmark::collect::Collected) {
     for p in &c.problems {
@@ -322,15 +359,15 @@ fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
     let (c, accepted) = match out {
         Some(path) => {
             if let Err(e) = output::check_not_an_input(path, "--out", inputs) {
-                return fail(&e);
+                return cannot(&e);
             }
             let mut pending = match output::Pending::create(path) {
                 Ok(p) => p,
-                Err(e) => return fail(&e),
+                Err(e) => return cannot(&e),
             };
             let collected = bootmark::collect::collect_to(inputs, &mut pending);
             if let Err(e) = pending.commit() {
-                return fail(&e);
+                return cannot(&e);
             }
             collected
         }
@@ -338,14 +375,14 @@ fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
             let mut sink = std::io::BufWriter::new(std::io::stdout().lock());
             let collected = bootmark::collect::collect_to(inputs, &mut sink);
             if let Err(e) = std::io::Write::flush(&mut sink) {
-                return fail(&format!("cannot write the records: {e}"));
+                return cannot(&format!("cannot write the records: {e}"));
             }
             collected
         }
     };
     print_problems(&c);
     eprintln!("bootmark: {accepted} documents, {} duplicates merged, {} problems", c.duplicates, c.problems.len());
-    if c.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    judged(&c)
 }
 
 #[cfg(feature = "workstation")]
@@ -365,11 +402,11 @@ fn report(
     let c = bootmark::collect::collect_glancing(inputs, &mut |record| builder.add(record));
     print_problems(&c);
     if builder.results == 0 {
-        return fail("no result records in the inputs");
+        return cannot("no result records in the inputs");
     }
     let report = match builder.finish() {
         Ok(r) => r,
-        Err(e) => return fail(&e),
+        Err(e) => return cannot(&e),
     };
     let (rows, by, found) = (&report.rows, &report.by, &report.findings);
     match format {
@@ -377,11 +414,11 @@ fn report(
         "json" => println!("{}", serde_json::to_string_pretty(&json!({"rows": rows, "findings": found})).unwrap()),
         "html" => match report::html::render(rows, by, report.timeline.as_ref(), found) {
             Ok(html) => print!("{html}"),
-            Err(e) => return fail(&format!("cannot draw the charts: {e}")),
+            Err(e) => return cannot(&format!("cannot draw the charts: {e}")),
         },
         _ => print!("{}{}", report::markdown(rows, by), findings::markdown(found)),
     }
-    ExitCode::SUCCESS
+    judged(&c)
 }
 
 /// `bootmark export`: the records as a KCIDB submission on stdout.
@@ -389,23 +426,23 @@ fn report(
 fn export(inputs: &[PathBuf], origin: &str, images: &[PathBuf]) -> ExitCode {
     use bootmark::kcidb;
     if let Err(e) = kcidb::check_origin(origin) {
-        return fail(&e);
+        return cannot(&e);
     }
     let mut sources = std::collections::BTreeMap::new();
     for dir in images {
         match kcidb::sources_from_manifest(dir) {
             Ok(found) => sources.extend(found),
-            Err(e) => return fail(&e),
+            Err(e) => return cannot(&e),
         }
     }
     let c = bootmark::collect::collect(inputs);
     print_problems(&c);
     if c.results().next().is_none() && c.runs().next().is_none() {
-        return fail("no records in the inputs");
+        return cannot("no records in the inputs");
     }
     let doc = kcidb::export(c.results(), c.runs(), &kcidb::Options { origin: origin.into(), sources });
     println!("{}", serde_json::to_string_pretty(&doc).expect("JSON serialises"));
-    if c.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    judged(&c)
 }
 
 /// `bootmark capture`: the settings as installed, as a variant (JSON on stdout).
@@ -445,7 +482,7 @@ fn watch(opts: &bootmark::watch::Options) -> ExitCode {
     use bootmark::report::{self, findings};
     let (ending, documents) = match bootmark::watch::watch(opts) {
         Ok(r) => r,
-        Err(e) => return fail(&e),
+        Err(e) => return cannot(&e),
     };
     let records = documents.iter().filter_map(|d| d.result());
     if let Ok(r) = report::report(records, report::Options::default())

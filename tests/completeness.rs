@@ -77,7 +77,7 @@ fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
     let (_, out, _) = bootmark(&["collect", "-"], Some(real_log().as_bytes()));
     std::fs::write(&records, &out).unwrap();
     let (code, _, err) = bootmark(&["collect", records.to_str().unwrap(), "--out", records.to_str().unwrap()], None);
-    assert_ne!(code, 0);
+    assert_eq!(code, 2, "the command could not do its job: {err}");
     assert!(err.contains("is the input"), "{err}");
     assert_eq!(std::fs::read_to_string(&records).unwrap(), out, "the input is unchanged");
     // A new output is written whole, with no temporary file left beside it.
@@ -150,4 +150,31 @@ fn inputs_without_results_are_not_a_quiet_success() {
     assert_eq!(code, 1);
     assert!(err.contains("character device") && err.contains("bootmark watch"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(1));
+}
+
+/// A verified record whose figures cannot be true is a problem for every
+/// command alike: not collected, not a row in the report, not exported.
+#[test]
+fn implausible_figures_are_refused_by_collect_report_and_export() {
+    let dir = scratch("implausible");
+    let (_, records, _) = bootmark(&["collect", "-"], Some(real_log().as_bytes()));
+    let mut lines: Vec<serde_json::Value> = records.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let seqwrite = lines.iter().position(|r| r["workload"]["name"] == "seqwrite").unwrap();
+    lines[seqwrite]["times"]["wall_s"] = serde_json::json!(-1.5);
+    let path = dir.join("records.jsonl");
+    let text: String = lines.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let file = path.to_str().unwrap();
+    let (code, out, err) = bootmark(&["collect", file], None);
+    assert_eq!((code, out.lines().count()), (1, 6), "{err}");
+    assert!(err.contains("implausible record: times.wall_s is -1.5"), "{err}");
+    let (code, out, err) = bootmark(&["report", file, "--format", "json"], None);
+    assert_eq!(code, 1, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let workloads: Vec<&str> =
+        report["rows"].as_array().unwrap().iter().map(|r| r["workload"].as_str().unwrap()).collect();
+    assert!(!workloads.contains(&"seqwrite"), "the implausible record made a row: {workloads:?}");
+    let (code, out, err) = bootmark(&["export", file], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(!out.contains("bootmark.seqwrite"), "the implausible record was exported");
 }

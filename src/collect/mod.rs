@@ -212,6 +212,16 @@ impl<'a> Collector<'a> {
             Ok(r) => r,
             Err(why) => return self.reject(bytes, bad(why)),
         };
+        // Verified bytes can still hold figures that cannot be true: they
+        // are a problem here, for every command alike, never a table row.
+        let implausible = match &read {
+            Read::Glance(g) => g.implausible(),
+            Read::Whole(Document::Result(r)) => Glance::of(r).implausible(),
+            Read::Whole(Document::Run(_)) => None,
+        };
+        if let Some(why) = implausible {
+            return self.reject(bytes, bad(format!("implausible record: {why}")));
+        }
         // Only to tell identical copies from different ones: a fast 64-bit hash
         // (SipHash with fixed keys) is enough, the SHA-256 was checked already.
         let digest = {
