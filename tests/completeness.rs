@@ -178,3 +178,50 @@ fn implausible_figures_are_refused_by_collect_report_and_export() {
     assert_eq!(code, 1, "{err}");
     assert!(!out.contains("bootmark.seqwrite"), "the implausible record was exported");
 }
+
+#[test]
+fn watch_refuses_to_log_into_the_file_it_follows() {
+    let dir = scratch("watch-self");
+    let log = dir.join("console.log");
+    std::fs::write(&log, real_log()).unwrap();
+    let (code, _, err) = bootmark(&["watch", log.to_str().unwrap(), "--log", log.to_str().unwrap()], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--log") && err.contains("is the input"), "{err}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), real_log(), "the followed file is unchanged");
+}
+
+/// The next boot's log written over the one being followed, between two
+/// polls and past the old offset: watch starts it from its beginning.
+#[test]
+fn watch_follows_a_file_rewritten_from_the_start() {
+    let dir = scratch("watch-rewrite");
+    let log = dir.join("console.log");
+    // Longer than the new log up to its first record: resumed at the old
+    // offset, the first records would be lost.
+    let noise: String = (0..1500).map(|i| format!("[{i:5}.000000] an earlier boot's kernel line {i}\n")).collect();
+    assert!(noise.len() > real_log().find("@BM1 H").unwrap());
+    std::fs::write(&log, &noise).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_bootmark"))
+        .args(["watch", log.to_str().unwrap(), "--give-up", "20"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::fs::write(&log, real_log()).unwrap(); // truncate, then write more than there was
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.matches("✓ record").count(), 6, "{stdout}");
+}
+
+#[test]
+fn watch_drops_an_endless_line_and_goes_on() {
+    let mut input = vec![b'x'; 2 << 20]; // 2 MiB without a line end
+    input.push(b'\n');
+    input.extend_from_slice(real_log().as_bytes());
+    let (code, out, err) = bootmark(&["watch", "-"], Some(&input));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("without a line end: dropped"), "{out}");
+    assert_eq!(out.matches("✓ record").count(), 6, "{out}");
+}

@@ -73,6 +73,13 @@ impl Ending {
 /// Watch until `opts.until`, silence, or the source's end.
 pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
     let mut source = Source::open(&opts.source, opts.baud)?;
+    if let Some(followed) = source.followed_path() {
+        for (flag, path) in [("--log", &opts.log), ("--out", &opts.out)] {
+            if let Some(p) = path {
+                crate::output::check_not_an_input(p, flag, std::slice::from_ref(&followed))?;
+            }
+        }
+    }
     let open = |p: &Option<PathBuf>| {
         p.as_ref()
             .map(|p| {
@@ -114,12 +121,21 @@ pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
     }
 }
 
+/// The longest console line kept whole: framed lines are under 200 bytes,
+/// kernel lines under 1 KiB.
+const MAX_LINE: usize = 64 << 10;
+
 /// What has been seen so far, and where it goes.
 struct Watcher {
     source: String,
     log: Option<std::fs::File>,
     out: Option<std::fs::File>,
     partial: Vec<u8>,
+    /// How much of `partial` is known to hold no line end.
+    scanned: usize,
+    /// Bytes dropped as lines longer than MAX_LINE, and whether that was said.
+    dropped_bytes: u64,
+    dropped_said: bool,
     asm: Assembler,
     collector: Collector<'static>,
     tty: bool,
@@ -141,6 +157,9 @@ impl Watcher {
             log,
             out,
             partial: Vec::new(),
+            scanned: 0,
+            dropped_bytes: 0,
+            dropped_said: false,
             asm: Assembler::default(),
             collector: Collector::new(None),
             tty: std::io::stdout().is_terminal(),
@@ -161,12 +180,28 @@ impl Watcher {
             let _ = log.write_all(bytes).and_then(|()| log.flush());
         }
         self.partial.extend_from_slice(bytes);
-        while let Some(end) = memchr::memchr(b'\n', &self.partial) {
+        while let Some(end) = memchr::memchr(b'\n', &self.partial[self.scanned..]).map(|i| self.scanned + i) {
+            self.scanned = 0;
             if self.finished(until).is_some() {
                 return;
             }
             let line: Vec<u8> = self.partial.drain(..=end).collect();
             self.line(&String::from_utf8_lossy(&line));
+        }
+        // No line end in what is left: scan only what comes next, and drop
+        // a "line" longer than any console line (binary noise, /dev/zero).
+        self.scanned = self.partial.len();
+        if self.partial.len() > MAX_LINE {
+            self.dropped_bytes += self.partial.len() as u64;
+            self.partial.clear();
+            self.scanned = 0;
+            if !self.dropped_said {
+                self.dropped_said = true;
+                self.say(&format!(
+                    "!! over {} KiB without a line end: dropped (not a console? the log keeps every byte)",
+                    MAX_LINE >> 10
+                ));
+            }
         }
     }
 

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 pub enum Source {
     /// Standard input, a TCP stream, or a serial device: ends at EOF.
     Stream { reader: Box<dyn ReadFd>, name: String, _raw: Option<RawMode> },
-    /// A growing file: never ends by itself.
-    Follow { path: PathBuf, file: File, offset: u64, inode: u64 },
+    /// A growing file: never ends by itself. `seen_tail`: the last bytes
+    /// read, to tell a file rewritten between two polls from one that grew.
+    Follow { path: PathBuf, file: File, offset: u64, inode: u64, seen_tail: Vec<u8> },
 }
 
 /// What a read brought.
@@ -85,7 +86,15 @@ impl Source {
             return Err(format!("{spec}: not a serial device, a regular file, - or tcp:HOST:PORT"));
         }
         let file = File::open(path).map_err(|e| format!("{spec}: {e}"))?;
-        Ok(Source::Follow { path: path.to_path_buf(), file, offset: 0, inode: meta.ino() })
+        Ok(Source::Follow { path: path.to_path_buf(), file, offset: 0, inode: meta.ino(), seen_tail: Vec::new() })
+    }
+
+    /// The file being followed, if it is one.
+    pub fn followed_path(&self) -> Option<PathBuf> {
+        match self {
+            Source::Follow { path, .. } => Some(path.clone()),
+            Source::Stream { .. } => None,
+        }
     }
 
     pub fn name(&self) -> String {
@@ -99,12 +108,24 @@ impl Source {
     pub fn read(&mut self, wait_ms: u16) -> io::Result<Chunk> {
         match self {
             Source::Stream { reader, .. } => read_stream(reader.as_mut(), wait_ms),
-            Source::Follow { path, file, offset, inode } => {
+            Source::Follow { path, file, offset, inode, seen_tail } => {
+                // Truncated and written again past where we were (the next
+                // boot's log): the bytes before our offset are not the ones
+                // we read. Start again from the beginning.
+                if rewritten(file, *offset, seen_tail) {
+                    file.seek(SeekFrom::Start(0))?;
+                    *offset = 0;
+                    seen_tail.clear();
+                }
                 let mut buf = vec![0u8; 64 << 10];
                 let n = file.read(&mut buf)?;
                 if n > 0 {
                     *offset += n as u64;
                     buf.truncate(n);
+                    let keep = buf.len().min(TAIL);
+                    seen_tail.extend_from_slice(&buf[buf.len() - keep..]);
+                    let excess = seen_tail.len().saturating_sub(TAIL);
+                    seen_tail.drain(..excess);
                     return Ok(Chunk::Data(buf));
                 }
                 // At the end: truncated (copytruncate) or replaced (rotation)?
@@ -116,12 +137,29 @@ impl Source {
                     Ok(m) if m.len() < *offset => {
                         file.seek(SeekFrom::Start(0))?;
                         *offset = 0;
+                        seen_tail.clear();
                     }
                     _ => std::thread::sleep(std::time::Duration::from_millis(u64::from(wait_ms).min(200))),
                 }
                 Ok(Chunk::Quiet)
             }
         }
+    }
+}
+
+/// How many of the last bytes read a followed file is checked against.
+const TAIL: usize = 64;
+
+/// Do the bytes just before `offset` differ from the ones read there?
+fn rewritten(file: &File, offset: u64, seen_tail: &[u8]) -> bool {
+    use std::os::unix::fs::FileExt;
+    if seen_tail.is_empty() {
+        return false;
+    }
+    let mut now = vec![0u8; seen_tail.len()];
+    match file.read_exact_at(&mut now, offset - seen_tail.len() as u64) {
+        Ok(()) => now != seen_tail,
+        Err(_) => true, // shorter than before: truncated
     }
 }
 
