@@ -133,6 +133,7 @@ impl Source {
                     Ok(m) if m.ino() != *inode => {
                         *file = File::open(&*path)?;
                         (*offset, *inode) = (0, m.ino());
+                        seen_tail.clear();
                     }
                     Ok(m) if m.len() < *offset => {
                         file.seek(SeekFrom::Start(0))?;
@@ -156,8 +157,9 @@ fn rewritten(file: &File, offset: u64, seen_tail: &[u8]) -> bool {
     if seen_tail.is_empty() {
         return false;
     }
+    let Some(at) = offset.checked_sub(seen_tail.len() as u64) else { return true };
     let mut now = vec![0u8; seen_tail.len()];
-    match file.read_exact_at(&mut now, offset - seen_tail.len() as u64) {
+    match file.read_exact_at(&mut now, at) {
         Ok(()) => now != seen_tail,
         Err(_) => true, // shorter than before: truncated
     }
