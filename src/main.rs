@@ -336,6 +336,13 @@ fn print_problems(c: &bootmark::collect::Collected) {
         };
         eprintln!("bootmark: {}{at}:{rec} {}", p.file, p.why);
     }
+    if c.damaged_lines_not_listed > 0 {
+        eprintln!(
+            "bootmark: and {} more damaged framed lines, not listed (the first {} are)",
+            c.damaged_lines_not_listed,
+            bootmark::collect::DAMAGED_LINES_KEPT
+        );
+    }
     for b in c.boots.iter().filter(|b| b.no_results || b.panics > 0 || b.oopses > 0 || b.hung_tasks > 0) {
         eprintln!(
             "bootmark: boot at {}:{} (kernel {}): {} documents, {} panics, {} oops/BUG, {} hung-task warnings{}",

@@ -225,3 +225,27 @@ fn watch_drops_an_endless_line_and_goes_on() {
     assert!(out.contains("without a line end: dropped"), "{out}");
     assert_eq!(out.matches("✓ record").count(), 6, "{out}");
 }
+
+/// Peak resident memory of the largest child this test process has waited
+/// for, in MiB (getrusage RUSAGE_CHILDREN).
+fn children_peak_mib() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    usage.ru_maxrss as f64 / 1024.0
+}
+
+/// 10 MB of bare `@BM1 x` lines (1.4 million damaged framed lines) before
+/// a real boot: the first thousand are listed, the rest counted, memory
+/// stays small, and the boot's records still come out.
+#[test]
+fn a_flood_of_damaged_lines_is_counted_not_kept() {
+    let mut input = "@BM1 x\n".repeat(10_000_000 / 7).into_bytes();
+    input.extend_from_slice(real_log().as_bytes());
+    let (code, out, err) = bootmark(&["collect", "-"], Some(&input));
+    assert_eq!((code, out.lines().count()), (1, 7), "{}", &err[err.len().saturating_sub(500)..]);
+    assert!(err.contains("more damaged framed lines, not listed (the first 1000 are)"), "{}", &err[err.len() - 300..]);
+    assert!(err.lines().count() < 1100, "{} lines on stderr", err.lines().count());
+    let peak = children_peak_mib();
+    assert!(peak < 64.0, "peak RSS {peak:.1} MiB");
+}

@@ -54,7 +54,13 @@ pub struct Collected {
     pub boots: Vec<BootSeen>,
     /// Documents seen more than once with identical content.
     pub duplicates: usize,
+    /// Damaged framed lines past the first [`DAMAGED_LINES_KEPT`]: counted,
+    /// not listed (a noisy line or a hostile file can hold millions).
+    pub damaged_lines_not_listed: u64,
 }
+
+/// How many damaged framed lines are listed one by one.
+pub const DAMAGED_LINES_KEPT: usize = 1000;
 
 /// A document's identity (schema, run id, seq), hashed to 128 bits: a
 /// fleet's million records are deduplicated in tens of MB, and two
@@ -99,6 +105,8 @@ pub struct Collector<'a> {
     /// stick's journal), whose boots end with a run record; `.jsonl` files
     /// from `bootmark run` have none.
     pub from_boot: bool,
+    /// Damaged framed lines seen (listed or only counted).
+    damaged_lines: usize,
 }
 
 /// What was seen of one boot: its result records' seqs and its run record's count.
@@ -181,6 +189,7 @@ impl<'a> Collector<'a> {
             accepted: 0,
             runs: Default::default(),
             from_boot: true,
+            damaged_lines: 0,
         }
     }
 
@@ -193,6 +202,7 @@ impl<'a> Collector<'a> {
             accepted: 0,
             runs: Default::default(),
             from_boot: true,
+            damaged_lines: 0,
         }
     }
 
@@ -264,6 +274,18 @@ impl<'a> Collector<'a> {
                 }
             }
         }
+    }
+
+    /// A framed line that could not be used: listed while there are few,
+    /// counted past [`DAMAGED_LINES_KEPT`]. What it costs a record is
+    /// named anyway, by the record (incomplete, missing).
+    pub fn damaged_line(&mut self, problem: Problem) {
+        if self.damaged_lines < DAMAGED_LINES_KEPT {
+            self.collected.problems.push(problem);
+        } else {
+            self.collected.damaged_lines_not_listed += 1;
+        }
+        self.damaged_lines += 1;
     }
 
     /// A verified document that does not fit its schema: named by its run

@@ -134,7 +134,7 @@ impl Scan {
         let file = &self.file;
         match framing::parse_line(line) {
             None => {}
-            Some(Err(e)) => c.problems.push(Problem {
+            Some(Err(e)) => c.damaged_line(Problem {
                 file: file.clone(),
                 line: Some(line_no),
                 run_id: None,
