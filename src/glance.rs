@@ -31,6 +31,7 @@ pub struct Glance<'a> {
     pub status: Status,
     #[serde(borrow, default)]
     pub error: Option<Text<'a>>,
+    pub started_unix_s: f64,
     #[serde(borrow)]
     pub plan: Named<'a>,
     #[serde(borrow)]
@@ -180,6 +181,11 @@ impl<'a> Glance<'a> {
                 return Some(format!("times.{name} is {v}: a time cannot be negative"));
             }
         }
+        // A wall clock before 1970 or past 9999 was never set or never read.
+        let started = self.started_unix_s;
+        if !(started.is_finite() && (0.0..253_402_300_800.0).contains(&started)) {
+            return Some(format!("started_unix_s is {started}: not a time between 1970 and 9999"));
+        }
         let mib_s = self.throughput_mib_s;
         if !(mib_s.is_finite() && mib_s >= 0.0) {
             return Some(format!("throughput_mib_s is {mib_s}: not a throughput"));
@@ -210,6 +216,7 @@ impl<'a> Glance<'a> {
             seq: r.seq,
             status: r.status,
             error: text(&r.error),
+            started_unix_s: r.started_unix_s,
             plan: Named { name: Cow::Borrowed(&r.plan.name) },
             workload: Workload { name: Cow::Borrowed(&r.workload.name), params: r.workload.params.clone() },
             variant: r.variant.as_ref().map(|v| Named { name: Cow::Borrowed(&v.name) }),

@@ -116,9 +116,11 @@ struct Kernel {
 
 impl Doc {
     fn kernel(&mut self, k: &crate::record::Kernel, opts: &Options) -> Kernel {
-        let release = k.release.as_deref().unwrap_or("unknown");
+        let release = id_part(k.release.as_deref().unwrap_or("unknown"));
+        let release = release.as_str();
         let version = k.version.as_deref().unwrap_or("");
-        let arch = k.arch.as_deref().unwrap_or("unknown");
+        let arch = id_part(k.arch.as_deref().unwrap_or("unknown"));
+        let arch = arch.as_str();
         let hash: String = Sha256::digest(version.as_bytes()).iter().take(4).map(|b| format!("{b:02x}")).collect();
         let checkout_id = format!("{}:{release}-{hash}", opts.origin);
         let build_id = format!("{checkout_id}-{arch}");
@@ -158,7 +160,7 @@ impl Doc {
             Status::Timeout => "FAIL",
             Status::Error => "ERROR",
         };
-        let id = format!("{}:{}:{}", opts.origin, r.run_id, r.seq);
+        let id = format!("{}:{}:{}", opts.origin, id_part(&r.run_id), r.seq);
         let path = format!("bootmark.{}", path_part(&r.workload.name));
         let mut main = self.test_base(r, &k, &id, &path, status);
         main["number"] = json!({"value": finite(r.throughput_mib_s), "unit": "MiB/s"});
@@ -218,7 +220,7 @@ impl Doc {
             })
         };
         if run.status != Status::Ok && run.records == 0 {
-            let id = format!("{}:{}:boot", opts.origin, run.run_id);
+            let id = format!("{}:{}:boot", opts.origin, id_part(&run.run_id));
             let why = run.error.as_deref().unwrap_or("the boot ran nothing");
             self.tests.insert(id.clone(), base(&id, "bootmark", "MISS", why));
         }
@@ -226,7 +228,7 @@ impl Doc {
         let skipped = run.facts.get("variants_skipped").and_then(Value::as_object).cloned().unwrap_or_default();
         for (name, why) in skipped {
             let why = why.as_str().unwrap_or("");
-            let id = format!("{}:{}:variant:{}", opts.origin, run.run_id, name);
+            let id = format!("{}:{}:variant:{}", opts.origin, id_part(&run.run_id), id_part(&name));
             let t = base(&id, &format!("bootmark.{}", path_part(&name)), "SKIP", why);
             self.tests.insert(id, t);
         }
@@ -238,9 +240,18 @@ fn entry(cmdline: Option<&str>) -> Option<&str> {
     cmdline?.split_whitespace().find_map(|w| w.strip_prefix("bootmark.entry="))
 }
 
-/// A path segment KCIDB accepts: letters, digits, `_` and `-`.
+/// A path segment KCIDB accepts: letters, digits, `_` and `-`, never empty.
 fn path_part(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+    let part: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    if part.is_empty() { "unnamed".into() } else { part }
+}
+
+/// A part of an id (after the origin): printable, no NUL or other control
+/// character (which KCIDB refuses), never empty. Records are verified, but
+/// a `.jsonl` can hold anything that parses.
+fn id_part(s: &str) -> String {
+    let part: String = s.chars().map(|c| if c.is_control() { '_' } else { c }).collect();
+    if part.is_empty() { "unknown".into() } else { part }
 }
 
 fn finite(v: f64) -> f64 {
@@ -291,7 +302,9 @@ fn truncate(s: &str) -> String {
 
 /// Seconds since the epoch as RFC 3339 in UTC (`2026-11-30T18:56:55.946000+00:00`).
 pub fn rfc3339(unix_s: f64) -> String {
-    let unix_s = if unix_s.is_finite() && unix_s >= 0.0 { unix_s } else { 0.0 };
+    // RFC 3339 has four-digit years: past 9999-12-31 (or not a time) is the epoch.
+    const YEAR_10000: f64 = 253_402_300_800.0;
+    let unix_s = if unix_s.is_finite() && (0.0..YEAR_10000).contains(&unix_s) { unix_s } else { 0.0 };
     let secs = unix_s.floor() as i64;
     let micros = ((unix_s - secs as f64) * 1e6).round().min(999_999.0) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));

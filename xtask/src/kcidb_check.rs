@@ -60,6 +60,19 @@ pub fn check() -> Result<()> {
     nothing.error = Some("no target given, so nothing was run".into());
     nothing.facts.insert("variants_skipped".into(), serde_json::json!({"wbt-off": "no wbt_lat_usec on 2.6.9"}));
     write("failures.json", &[&timed_out], &[&nothing])?;
+    // What a .jsonl can hold that a boot never writes: ids with control
+    // characters, an empty workload name, a start in the year 10000.
+    let mut awkward = records[1].clone();
+    awkward.run_id = "run\0with\u{7}controls".into();
+    awkward.kernel.release = Some("6.1.0\0-odd".into());
+    awkward.workload.name = String::new();
+    awkward.started_unix_s = 253_402_300_800.0 + 86_400.0;
+    let mut awkward_run = runs[0].clone();
+    awkward_run.run_id = "\0".into();
+    awkward_run.status = Status::Error;
+    awkward_run.records = 0;
+    awkward_run.facts.insert("variants_skipped".into(), serde_json::json!({"": "a variant without a name"}));
+    write("awkward.json", &[&awkward], &[&awkward_run])?;
     let out = tools::run(Command::new(&python).args(["-c", VALIDATE]).args(&files))?;
     print!("{out}");
     let statuses = ["PASS", "FAIL", "ERROR", "MISS", "SKIP"];
