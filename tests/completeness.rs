@@ -249,3 +249,30 @@ fn a_flood_of_damaged_lines_is_counted_not_kept() {
     let peak = children_peak_mib();
     assert!(peak < 64.0, "peak RSS {peak:.1} MiB");
 }
+
+/// Big files of nothing: a sparse .jsonl (one 256 MiB "line"), a file that
+/// starts like a journal then holds nothing, a log of zeros. Each ends with
+/// its verdict in bounded memory: never read whole.
+#[test]
+fn big_empty_inputs_are_walked_not_loaded() {
+    let dir = scratch("sparse");
+    let sized = |name: &str, head: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, head).unwrap();
+        std::fs::File::options().write(true).open(&p).unwrap().set_len(256 << 20).unwrap();
+        p
+    };
+    let jsonl = sized("sparse.jsonl", b"");
+    let (code, _, err) = bootmark(&["collect", jsonl.to_str().unwrap()], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("line over 16 MiB (268435456 bytes): not a record, skipped"), "{err}");
+    let journal = sized("journal.bin", b"BOOTMARK-JOURNAL 1\n");
+    let (code, _, err) = bootmark(&["collect", journal.to_str().unwrap()], None);
+    assert_eq!(code, 0, "an empty journal is a fresh stick's: {err}");
+    let zeros = sized("zeros.log", b"");
+    let (code, _, err) = bootmark(&["collect", zeros.to_str().unwrap()], None);
+    assert_eq!(code, 1);
+    assert!(err.contains("no bootmark output in it"), "{err}");
+    let peak = children_peak_mib();
+    assert!(peak < 64.0, "peak RSS {peak:.1} MiB");
+}

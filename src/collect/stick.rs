@@ -5,7 +5,7 @@
 //! journal (`bootmark/results/`), or of `bootmark run --out`.
 
 use super::{Collector, Problem};
-use crate::journal::{self, Checked};
+use crate::journal;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -16,8 +16,7 @@ pub fn collect_dir(path: &Path, c: &mut Collector) -> io::Result<()> {
         let mut head = Vec::new();
         (&mut f).take(4096).read_to_end(&mut head)?;
         if journal::is_journal(&head) {
-            f.read_to_end(&mut head)?;
-            return collect_journal(&head, &name, c);
+            return collect_journal_file(&f, &name, c);
         }
         // JSON lines may be a fleet's worth: streamed, never read whole.
         f.seek(SeekFrom::Start(0))?;
@@ -26,7 +25,7 @@ pub fn collect_dir(path: &Path, c: &mut Collector) -> io::Result<()> {
     let mut found = false;
     let journal_file = path.join(journal::PATH);
     if journal_file.is_file() {
-        collect_journal(&std::fs::read(&journal_file)?, &journal_file.display().to_string(), c)?;
+        collect_journal_file(&std::fs::File::open(&journal_file)?, &journal_file.display().to_string(), c)?;
         found = true;
     }
     let dirs = [path.join("bootmark/results"), path.join("results"), path.to_path_buf()];
@@ -48,26 +47,60 @@ pub fn collect_dir(path: &Path, c: &mut Collector) -> io::Result<()> {
     Ok(())
 }
 
-/// Every entry of a journal: intact ones accepted, torn or damaged ones and
-/// stray blocks reported.
+/// Every entry of a journal in memory (read from a stick image's FAT).
 pub fn collect_journal(data: &[u8], file: &str, c: &mut Collector) -> io::Result<()> {
-    if data.len() < 2 * journal::BLOCK || !data.len().is_multiple_of(journal::BLOCK) {
-        c.problems.push(problem(file, None, format!("the journal is truncated ({} bytes)", data.len())));
+    let read_at = |at: u64, buf: &mut [u8]| {
+        let at = at as usize;
+        data.get(at..at + buf.len()).map(|src| buf.copy_from_slice(src)).ok_or_else(|| io::Error::other("past the end"))
+    };
+    collect_journal_at(data.len() as u64, read_at, file, c)
+}
+
+/// Every entry of a journal file, read block by block where it is: memory
+/// holds one entry, whatever the file's size (a 2 GiB file that starts
+/// like a journal is walked, not loaded).
+fn collect_journal_file(f: &std::fs::File, file: &str, c: &mut Collector) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let len = f.metadata()?.len();
+    collect_journal_at(len, |at, buf| f.read_exact_at(buf, at), file, c)
+}
+
+/// Every entry of a journal of `len` bytes read with `read_at`: intact
+/// ones accepted, torn or damaged ones and stray blocks reported.
+fn collect_journal_at(
+    len: u64,
+    mut read_at: impl FnMut(u64, &mut [u8]) -> io::Result<()>,
+    file: &str,
+    c: &mut Collector,
+) -> io::Result<()> {
+    let block = journal::BLOCK as u64;
+    if len < 2 * block || !len.is_multiple_of(block) {
+        c.problems.push(problem(file, None, format!("the journal is truncated ({len} bytes)")));
     }
-    let usable = &data[..data.len() / journal::BLOCK * journal::BLOCK];
-    let (entries, stray) = journal::read_entries(usable);
-    for (block, entry) in entries {
-        match entry {
-            Checked::Ok { json, .. } => c.accept_bytes(json, file, None),
-            Checked::Corrupt { header, why } => c.problems.push(Problem {
+    let blocks = len / block;
+    let scan = journal::scan(blocks, |b, buf| read_at(b * block, buf))?;
+    for (at, header) in scan.entries {
+        let start = at * block + header.header_len as u64;
+        let mut json = vec![0u8; header.len];
+        let why = if start + header.len as u64 > blocks * block {
+            Some("the entry runs past the end of the journal")
+        } else {
+            read_at(start, &mut json)?;
+            (crate::framing::sha256_hex(&json) != header.sha256)
+                .then_some("its SHA-256 does not match: torn by a reset while it was written, or damaged")
+        };
+        match why {
+            None => c.accept_bytes(&json, file, None),
+            Some(why) => c.problems.push(Problem {
                 file: file.into(),
                 line: None,
                 run_id: Some(header.run_id),
                 seq: Some(header.seq),
-                why: format!("journal entry at block {block} rejected: {why}"),
+                why: format!("journal entry at block {at} rejected: {why}"),
             }),
         }
     }
+    let stray = scan.stray_blocks;
     if let (Some(first), Some(last)) = (stray.first(), stray.last()) {
         c.problems.push(problem(
             file,
@@ -101,18 +134,35 @@ pub fn collect_lines(input: impl io::BufRead, file: &str, c: &mut Collector) -> 
     read
 }
 
+/// The longest line read as a record: a record with a long run's timeline
+/// is a few hundred KiB; a longer "line" (a sparse file's zeros) is skipped.
+pub const MAX_RECORD_LINE: u64 = 16 << 20;
+
 fn collect_lines_of(mut input: impl io::BufRead, file: &str, c: &mut Collector) -> io::Result<()> {
+    use io::BufRead;
     let mut line = Vec::new();
     let (mut number, mut bytes, mut last) = (0u64, 0u64, b'\n');
     loop {
         line.clear();
-        let n = input.read_until(b'\n', &mut line)?;
+        let n = (&mut input).take(MAX_RECORD_LINE).read_until(b'\n', &mut line)?;
         if n == 0 {
             break;
         }
         number += 1;
         bytes += n as u64;
         last = line[n - 1];
+        if last != b'\n' && n as u64 == MAX_RECORD_LINE {
+            let skipped = skip_line(&mut input)?;
+            bytes += skipped;
+            last = b'\n';
+            let why = format!(
+                "line over {} MiB ({} bytes): not a record, skipped",
+                MAX_RECORD_LINE >> 20,
+                n as u64 + skipped
+            );
+            c.problems.push(problem(file, Some(number), why));
+            continue;
+        }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         if !text.iter().all(u8::is_ascii_whitespace) {
             c.accept_bytes(text, file, Some(number));
@@ -124,6 +174,28 @@ fn collect_lines_of(mut input: impl io::BufRead, file: &str, c: &mut Collector) 
         c.problems.push(problem(file, None, "the file does not end with a newline: its last line may be cut".into()));
     }
     Ok(())
+}
+
+/// Consume up to and including the next line end; returns how many bytes.
+fn skip_line(input: &mut impl io::BufRead) -> io::Result<u64> {
+    let mut skipped = 0u64;
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(skipped);
+        }
+        match memchr::memchr(b'\n', buf) {
+            Some(i) => {
+                input.consume(i + 1);
+                return Ok(skipped + i as u64 + 1);
+            }
+            None => {
+                let n = buf.len();
+                input.consume(n);
+                skipped += n as u64;
+            }
+        }
+    }
 }
 
 /// A read-only window onto one partition of an image file.
