@@ -1,0 +1,136 @@
+//! Reading a field only to check it has its schema's type, keeping
+//! nothing: what lets a glance refuse every record the whole schema
+//! refuses, in the same pass and without building the timeline's arrays.
+//!
+//! `Check<T>` deserializes a `T` and drops it (for small values); `Str`,
+//! `Seq<T>` and `Map<K, V>` visit strings, arrays and objects element by
+//! element and store none of them.
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::fmt;
+use std::marker::PhantomData;
+
+/// A `T`, checked and dropped.
+pub struct Check<T>(PhantomData<T>);
+
+impl<T> Check<T> {
+    pub const fn new() -> Self {
+        Check(PhantomData)
+    }
+}
+
+impl<T> Default for Check<T> {
+    fn default() -> Self {
+        Check::new()
+    }
+}
+
+impl<T> Clone for Check<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Check<T> {}
+
+impl<T> fmt::Debug for Check<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("checked")
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Check<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(d).map(|_| Check::new())
+    }
+}
+
+/// A string, checked (escaped or not), not kept.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Str;
+
+impl<'de> Deserialize<'de> for Str {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Str;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Str, E> {
+                Ok(Str)
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// An array whose every element is a `T`; keeps their count.
+pub struct Seq<T> {
+    pub len: usize,
+    of: PhantomData<T>,
+}
+
+impl<T> Default for Seq<T> {
+    fn default() -> Self {
+        Seq { len: 0, of: PhantomData }
+    }
+}
+
+impl<T> fmt::Debug for Seq<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} checked", self.len)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Seq<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Seq<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Seq<T>, A::Error> {
+                let mut len = 0;
+                while seq.next_element::<T>()?.is_some() {
+                    len += 1;
+                }
+                Ok(Seq { len, of: PhantomData })
+            }
+        }
+        d.deserialize_seq(V(PhantomData))
+    }
+}
+
+/// An object whose every key is a `K` and value a `V`.
+pub struct Map<K, V>(PhantomData<(K, V)>);
+
+impl<K, V> Default for Map<K, V> {
+    fn default() -> Self {
+        Map(PhantomData)
+    }
+}
+
+impl<K, V> fmt::Debug for Map<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("checked")
+    }
+}
+
+impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for Map<K, V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Vis<K, V>(PhantomData<(K, V)>);
+        impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Visitor<'de> for Vis<K, V> {
+            type Value = Map<K, V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Map<K, V>, A::Error> {
+                while map.next_entry::<K, V>()?.is_some() {}
+                Ok(Map(PhantomData))
+            }
+        }
+        d.deserialize_map(Vis(PhantomData))
+    }
+}
