@@ -226,6 +226,18 @@ fn watch_drops_an_endless_line_and_goes_on() {
     assert_eq!(out.matches("✓ record").count(), 6, "{out}");
 }
 
+/// `watch - < /dev/zero`: bounded memory, and an end with the reason.
+#[test]
+fn watch_gives_up_on_a_source_that_is_not_a_console() {
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bootmark")).args(["watch", "-"]).stdin(zero).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("without a single line end: this is not a console"), "{err}");
+    let peak = children_peak_mib();
+    assert!(peak < 64.0, "peak RSS {peak:.1} MiB");
+}
+
 /// Peak resident memory of the largest child this test process has waited
 /// for, in MiB (getrusage RUSAGE_CHILDREN).
 fn children_peak_mib() -> f64 {

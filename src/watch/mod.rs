@@ -100,6 +100,10 @@ pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
                 last_data = Instant::now();
                 silence_said = false;
                 w.feed(&bytes, opts.until);
+                if w.unterminated >= NOT_A_CONSOLE {
+                    let why = format!("{} MiB without a single line end: this is not a console", NOT_A_CONSOLE >> 20);
+                    return Ok((Ending::Lost(why), w.into_documents()));
+                }
             }
             Chunk::End => {
                 w.flush_partial();
@@ -125,6 +129,10 @@ pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
 /// kernel lines under 1 KiB.
 const MAX_LINE: usize = 64 << 10;
 
+/// Bytes without any line end after which the source is given up on
+/// (`watch - < /dev/zero`): no console is that quiet about lines.
+const NOT_A_CONSOLE: u64 = 64 << 20;
+
 /// What has been seen so far, and where it goes.
 struct Watcher {
     source: String,
@@ -135,6 +143,8 @@ struct Watcher {
     scanned: usize,
     /// Bytes dropped as lines longer than MAX_LINE, and whether that was said.
     dropped_bytes: u64,
+    /// Bytes since the last line end.
+    unterminated: u64,
     dropped_said: bool,
     asm: Assembler,
     collector: Collector<'static>,
@@ -159,6 +169,7 @@ impl Watcher {
             partial: Vec::new(),
             scanned: 0,
             dropped_bytes: 0,
+            unterminated: 0,
             dropped_said: false,
             asm: Assembler::default(),
             collector: Collector::new(None),
@@ -180,6 +191,10 @@ impl Watcher {
             let _ = log.write_all(bytes).and_then(|()| log.flush());
         }
         self.partial.extend_from_slice(bytes);
+        self.unterminated = match memchr::memrchr(b'\n', bytes) {
+            Some(i) => (bytes.len() - i - 1) as u64,
+            None => self.unterminated + bytes.len() as u64,
+        };
         while let Some(end) = memchr::memchr(b'\n', &self.partial[self.scanned..]).map(|i| self.scanned + i) {
             self.scanned = 0;
             if self.finished(until).is_some() {
