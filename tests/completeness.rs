@@ -288,3 +288,24 @@ fn big_empty_inputs_are_walked_not_loaded() {
     let peak = children_peak_mib();
     assert!(peak < 64.0, "peak RSS {peak:.1} MiB");
 }
+
+/// A record whose start lies outside its own boot's clock (the run record's
+/// start and end) was not measured in that boot: a problem.
+#[test]
+fn a_record_outside_its_boots_clock_is_implausible() {
+    let dir = scratch("clock");
+    let (_, records, _) = bootmark(&["collect", "-"], Some(real_log().as_bytes()));
+    let mut lines: Vec<serde_json::Value> = records.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let (code, _, err) = bootmark(&["collect", "-"], Some(records.as_bytes()));
+    assert_eq!(code, 0, "the boot as it was is consistent: {err}");
+    let start = lines[2]["started_unix_s"].as_f64().unwrap();
+    lines[2]["started_unix_s"] = serde_json::json!(start + 86_400.0);
+    let path = dir.join("records.jsonl");
+    std::fs::write(&path, lines.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
+    let (code, _, err) = bootmark(&["collect", path.to_str().unwrap()], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("seq 2: implausible record: it started at") && err.contains("outside its boot's own clock"),
+        "{err}"
+    );
+}

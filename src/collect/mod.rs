@@ -59,6 +59,10 @@ pub struct Collected {
     pub damaged_lines_not_listed: u64,
 }
 
+/// How far (s) a result may start outside its run record's span: both
+/// clocks are read on the same machine, so only rounding separates them.
+const CLOCK_SLACK_S: f64 = 2.0;
+
 /// How many damaged framed lines are listed one by one.
 pub const DAMAGED_LINES_KEPT: usize = 1000;
 
@@ -117,6 +121,11 @@ struct RunSeen {
     seqs: std::collections::BTreeSet<u32>,
     /// The run record's `records`: how many result records the boot emitted.
     emitted: Option<u32>,
+    /// The run record's start and end (its own clock).
+    clock: Option<(f64, f64)>,
+    /// The result records that started first and last: (seq, start).
+    earliest: Option<(u32, f64)>,
+    latest: Option<(u32, f64)>,
     from_boot: bool,
 }
 
@@ -314,9 +323,22 @@ impl<'a> Collector<'a> {
             .entry(read.run_id().to_string())
             .or_insert_with(|| RunSeen { file: file.to_string(), ..RunSeen::default() });
         seen.from_boot |= self.from_boot;
-        match read {
-            Read::Whole(Document::Run(r)) => seen.emitted = Some(r.records),
-            _ => drop(seen.seqs.insert(read.seq())),
+        let started = match read {
+            Read::Whole(Document::Run(r)) => {
+                seen.emitted = Some(r.records);
+                seen.clock = Some((r.started_unix_s, r.finished_unix_s));
+                return;
+            }
+            Read::Whole(Document::Result(r)) => r.started_unix_s,
+            Read::Glance(g) => g.started_unix_s,
+        };
+        seen.seqs.insert(read.seq());
+        let (seq, earliest, latest) = (read.seq(), &mut seen.earliest, &mut seen.latest);
+        if earliest.is_none_or(|(_, t)| started < t) {
+            *earliest = Some((seq, started));
+        }
+        if latest.is_none_or(|(_, t)| started > t) {
+            *latest = Some((seq, started));
         }
     }
 
@@ -349,6 +371,17 @@ impl<'a> Collector<'a> {
                 seq,
                 why,
             };
+            // A result started outside its boot's own clock was not measured then.
+            if let Some((from, to)) = seen.clock {
+                let latest = seen.latest.filter(|l| Some(l.0) != seen.earliest.map(|e| e.0));
+                for (seq, started) in [seen.earliest, latest].into_iter().flatten() {
+                    if started < from - CLOCK_SLACK_S || started > to + CLOCK_SLACK_S {
+                        problems.push(problem(Some(seq), format!(
+                            "implausible record: it started at {started}, outside its boot's own clock ({from} to {to})"
+                        )));
+                    }
+                }
+            }
             match seen.emitted {
                 Some(n) => problems.extend(self.missing_of(run_id).into_iter().map(|seq| {
                     problem(Some(seq), format!(
