@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 
 mod check;
-use check::{Check, Map, Seq, Str};
+use check::{Check, F64, Map, OptU64, Seq, Str};
 
 type Text<'a> = Cow<'a, str>;
 
@@ -266,12 +266,12 @@ fn probe_ticks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error
     #[allow(dead_code)] // read to be checked
     struct Timeline {
         interval_s: Check<f64>,
-        t_s: Seq<f64>,
-        series: Map<Str, Seq<Option<u64>>>,
+        t_s: Seq<F64>,
+        series: Map<Str, Seq<OptU64>>,
         #[serde(default)]
-        probe_t_s: Seq<f64>,
+        probe_t_s: Seq<F64>,
         #[serde(default)]
-        probe_response_ms: Seq<f64>,
+        probe_response_ms: Seq<F64>,
         #[serde(default)]
         workload_start_s: Check<f64>,
         #[serde(default)]

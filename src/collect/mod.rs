@@ -104,7 +104,10 @@ pub struct Collector<'a> {
     /// Documents accepted (kept in memory or streamed).
     pub accepted: usize,
     /// Each boot's documents, for the completeness check, by run id.
-    runs: std::collections::BTreeMap<String, RunSeen>,
+    runs: HashMap<String, RunSeen>,
+    /// The inputs' names, which `RunSeen` points into (one copy per input,
+    /// not per boot: a fleet's million records come from a few files).
+    files: Vec<String>,
     /// Whether the input being read is one a boot writes (a serial log, a
     /// stick's journal), whose boots end with a run record; `.jsonl` files
     /// from `bootmark run` have none.
@@ -116,9 +119,10 @@ pub struct Collector<'a> {
 /// What was seen of one boot: its result records' seqs and its run record's count.
 #[derive(Debug, Default)]
 struct RunSeen {
-    /// Where its first document was read.
-    file: String,
-    seqs: std::collections::BTreeSet<u32>,
+    /// Where its first document was read: an index into `Collector::files`.
+    file: usize,
+    /// The result records' seqs, in the order seen (sorted when judged).
+    seqs: Vec<u32>,
     /// The run record's `records`: how many result records the boot emitted.
     emitted: Option<u32>,
     /// The run record's start and end (its own clock).
@@ -197,6 +201,7 @@ impl<'a> Collector<'a> {
             destination,
             accepted: 0,
             runs: Default::default(),
+            files: Vec::new(),
             from_boot: true,
             damaged_lines: 0,
         }
@@ -210,6 +215,7 @@ impl<'a> Collector<'a> {
             destination: Destination::Glance(each),
             accepted: 0,
             runs: Default::default(),
+            files: Vec::new(),
             from_boot: true,
             damaged_lines: 0,
         }
@@ -307,21 +313,31 @@ impl<'a> Collector<'a> {
             seq: u32,
         }
         if let Ok(head) = serde_json::from_slice::<Head>(bytes) {
-            let seen = self
-                .runs
-                .entry(head.run_id.clone())
-                .or_insert_with(|| RunSeen { file: problem.file.clone(), ..RunSeen::default() });
-            seen.seqs.insert(head.seq);
+            let file = self.file_index(&problem.file);
+            let seen = self.runs.entry(head.run_id.clone()).or_insert_with(|| RunSeen { file, ..RunSeen::default() });
+            seen.seqs.push(head.seq);
             (problem.run_id, problem.seq) = (Some(head.run_id), Some(head.seq));
         }
         self.collected.problems.push(problem);
     }
 
+    /// `file`'s index in `files`, adding it when it is new (the same input
+    /// names every document it gives, one after another).
+    fn file_index(&mut self, file: &str) -> usize {
+        if self.files.last().is_none_or(|f| f != file) {
+            self.files.push(file.to_string());
+        }
+        self.files.len() - 1
+    }
+
     fn note_for_completeness(&mut self, read: &Read, file: &str) {
-        let seen = self
-            .runs
-            .entry(read.run_id().to_string())
-            .or_insert_with(|| RunSeen { file: file.to_string(), ..RunSeen::default() });
+        let file = self.file_index(file);
+        let seen = match self.runs.get_mut(read.run_id()) {
+            Some(seen) => seen,
+            None => {
+                self.runs.entry(read.run_id().to_string()).or_insert_with(|| RunSeen { file, ..RunSeen::default() })
+            }
+        };
         seen.from_boot |= self.from_boot;
         let started = match read {
             Read::Whole(Document::Run(r)) => {
@@ -332,7 +348,7 @@ impl<'a> Collector<'a> {
             Read::Whole(Document::Result(r)) => r.started_unix_s,
             Read::Glance(g) => g.started_unix_s,
         };
-        seen.seqs.insert(read.seq());
+        seen.seqs.push(read.seq());
         let (seq, earliest, latest) = (read.seq(), &mut seen.earliest, &mut seen.latest);
         if earliest.is_none_or(|(_, t)| started < t) {
             *earliest = Some((seq, started));
@@ -345,7 +361,9 @@ impl<'a> Collector<'a> {
     /// Result records of `run_id` its run record counts but no input gave.
     pub fn missing_of(&self, run_id: &str) -> Vec<u32> {
         let Some(seen) = self.runs.get(run_id) else { return Vec::new() };
-        (0..seen.emitted.unwrap_or(0)).filter(|s| !seen.seqs.contains(s)).collect()
+        let mut seqs = seen.seqs.clone();
+        seqs.sort_unstable();
+        (0..seen.emitted.unwrap_or(0)).filter(|s| seqs.binary_search(s).is_err()).collect()
     }
 
     /// After the last input: each result record a run record counts but no
@@ -354,18 +372,25 @@ impl<'a> Collector<'a> {
     pub fn check_complete(&mut self) {
         // A boot known only from its damaged records (a capture cut before
         // any of them verified) still lacks its run record.
-        for p in &self.collected.problems {
-            if let Some(run_id) = &p.run_id
-                && !self.runs.contains_key(run_id)
-            {
-                let seen = RunSeen { file: p.file.clone(), from_boot: true, ..RunSeen::default() };
-                self.runs.insert(run_id.clone(), seen);
-            }
+        let unseen: Vec<(String, String)> = self
+            .collected
+            .problems
+            .iter()
+            .filter_map(|p| {
+                p.run_id.as_ref().filter(|r| !self.runs.contains_key(*r)).map(|r| (r.clone(), p.file.clone()))
+            })
+            .collect();
+        for (run_id, file) in unseen {
+            let file = self.file_index(&file);
+            self.runs.entry(run_id).or_insert(RunSeen { file, from_boot: true, ..RunSeen::default() });
         }
         let mut problems = Vec::new();
-        for (run_id, seen) in &self.runs {
+        let mut run_ids: Vec<&String> = self.runs.keys().collect();
+        run_ids.sort(); // run ids begin with their boot's time: problems in boot order
+        for run_id in run_ids {
+            let seen = &self.runs[run_id];
             let problem = |seq: Option<u32>, why: String| Problem {
-                file: seen.file.clone(),
+                file: self.files[seen.file].clone(),
                 line: None,
                 run_id: Some(run_id.clone()),
                 seq,
@@ -390,7 +415,7 @@ impl<'a> Collector<'a> {
                 })),
                 None if seen.from_boot => problems.push(problem(None, format!(
                     "no run record for this boot ({} result records seen): the capture ends before the boot finished, or its run record was damaged, so its records cannot be known to be complete",
-                    seen.seqs.len()
+                    seen.seqs.iter().collect::<std::collections::BTreeSet<_>>().len()
                 ))),
                 None => {}
             }

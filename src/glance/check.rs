@@ -134,3 +134,35 @@ impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for Map<K, 
         d.deserialize_map(Vis(PhantomData))
     }
 }
+
+/// A number where an `f64` belongs, checked from its JSON text without
+/// converting it (exact float parsing is most of the cost of a record, and
+/// the timeline's arrays are most of its numbers).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct F64;
+
+impl<'de> Deserialize<'de> for F64 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&serde_json::value::RawValue>::deserialize(d)?;
+        match raw.get().as_bytes().first() {
+            Some(b'-' | b'0'..=b'9') => Ok(F64),
+            _ => Err(serde::de::Error::custom(format!("invalid type: {}, expected f64", raw.get()))),
+        }
+    }
+}
+
+/// A `u64` or null, checked from its JSON text: digits only, in range.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OptU64;
+
+impl<'de> Deserialize<'de> for OptU64 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&serde_json::value::RawValue>::deserialize(d)?;
+        let text = raw.get();
+        if text == "null" || text.parse::<u64>().is_ok() {
+            Ok(OptU64)
+        } else {
+            Err(serde::de::Error::custom(format!("invalid value: {text}, expected u64 or null")))
+        }
+    }
+}
