@@ -131,6 +131,13 @@ impl Plan {
         self.workloads.iter().try_for_each(WorkloadSpec::validate)
     }
 
+    /// How many workload runs the plan asks for: every repetition × variant
+    /// × workload (what a boot's run record is checked against).
+    pub fn runs(&self) -> u32 {
+        let variants = self.variants.len().max(1) as u32;
+        self.repeat.saturating_mul(variants).saturating_mul(self.workloads.len() as u32)
+    }
+
     /// Disk space the plan needs at its peak: files kept for the whole run
     /// (each name once, at its largest) plus the largest transient need,
     /// plus the probe's few files.

@@ -63,6 +63,10 @@ pub struct Collected {
 /// clocks are read on the same machine, so only rounding separates them.
 const CLOCK_SLACK_S: f64 = 2.0;
 
+/// How a boot's planned runs that never ran are named: the boot stopped
+/// early (and said why), nothing was lost on the way.
+pub const NOT_RUN: &str = "not run:";
+
 /// How many damaged framed lines are listed one by one.
 pub const DAMAGED_LINES_KEPT: usize = 1000;
 
@@ -131,6 +135,19 @@ struct RunSeen {
     earliest: Option<(u32, f64)>,
     latest: Option<(u32, f64)>,
     from_boot: bool,
+    /// The run record's planned runs (its `plan` fact, less the runs of
+    /// variants the kernel could not apply), and its error if it stopped early.
+    owed: Option<u32>,
+    error: Option<String>,
+}
+
+/// The workload runs a boot's plan owed, from its run record's `plan` fact
+/// (absent before images recorded it, or when the plan never loaded).
+fn runs_owed(r: &RunRecord) -> Option<u32> {
+    let plan = r.facts.get("plan")?;
+    let runs = plan.get("runs")?.as_u64()?;
+    let skipped = plan.get("runs_skipped").and_then(|v| v.as_u64()).unwrap_or(0);
+    u32::try_from(runs.saturating_sub(skipped)).ok()
 }
 
 /// Where accepted documents go.
@@ -343,6 +360,8 @@ impl<'a> Collector<'a> {
             Read::Whole(Document::Run(r)) => {
                 seen.emitted = Some(r.records);
                 seen.clock = Some((r.started_unix_s, r.finished_unix_s));
+                seen.owed = runs_owed(r);
+                seen.error = r.error.clone();
                 return;
             }
             Read::Whole(Document::Result(r)) => r.started_unix_s,
@@ -406,6 +425,15 @@ impl<'a> Collector<'a> {
                         )));
                     }
                 }
+            }
+            if let (Some(owed), Some(n)) = (seen.owed, seen.emitted)
+                && n < owed
+            {
+                let why = seen.error.as_deref().map(|e| format!(" (the boot's error: {e})")).unwrap_or_default();
+                problems.push(problem(None, format!(
+                    "{NOT_RUN} the boot's plan had {owed} workload runs and it emitted {n} result records, so {} planned runs never ran{why}",
+                    owed - n
+                )));
             }
             match seen.emitted {
                 Some(n) => problems.extend(self.missing_of(run_id).into_iter().map(|seq| {
@@ -556,4 +584,29 @@ pub fn collect_to(inputs: &[PathBuf], out: &mut dyn std::io::Write) -> (Collecte
     c.check_complete();
     let accepted = c.accepted;
     (c.collected, accepted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_record(facts: serde_json::Value) -> RunRecord {
+        let mut r: RunRecord = serde_json::from_value(serde_json::json!({
+            "schema": crate::record::RUN_SCHEMA, "run_id": "r", "seq": 2, "status": "ok", "error": null,
+            "started_unix_s": 0.0, "finished_unix_s": 1.0, "bootmark": {"version": "0"},
+            "kernel": crate::record::Kernel::default(), "host": crate::record::Host::default(),
+            "records": 2, "failed_records": 0, "facts": {}, "kernel_log": crate::record::KernelLog::default(),
+        }))
+        .unwrap();
+        r.facts = facts.as_object().unwrap().clone();
+        r
+    }
+
+    #[test]
+    fn the_runs_owed_are_the_plans_less_the_variants_the_kernel_could_not_apply() {
+        assert_eq!(runs_owed(&run_record(serde_json::json!({}))), None, "an older image: nothing to check");
+        assert_eq!(runs_owed(&run_record(serde_json::json!({"plan": {"name": "quick", "runs": 6}}))), Some(6));
+        let swept = serde_json::json!({"plan": {"name": "sweep", "runs": 12, "runs_skipped": 6}});
+        assert_eq!(runs_owed(&run_record(swept)), Some(6));
+    }
 }

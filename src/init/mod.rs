@@ -208,6 +208,9 @@ fn one_boot(settings: &Settings, plan: Plan, boot: &mut Boot, serial: &mut Optio
         }
         _ => settings,
     };
+    // What the boot means to run, so a collector can tell runs that never
+    // came (the boot stopped early) from a boot that had nothing to do.
+    boot.facts.insert("plan".into(), json!({"name": plan.name, "runs": plan.runs()}));
     let result = target::boot_target(settings, plan, boot, serial, results.as_ref());
     if let Some((mut seq, index, _)) = step {
         let root = Path::new(RESULTS_MOUNT);

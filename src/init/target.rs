@@ -112,6 +112,7 @@ fn run_plan(
     for left in run::remove_leftovers(dir) {
         say(serial, &format!("bootmark: removed {left}, left on the target by an earlier boot that did not finish"));
     }
+    let runs_per_variant = plan.repeat.saturating_mul(plan.workloads.len() as u32);
     let opts = Options {
         plan,
         dir: dir.to_path_buf(),
@@ -155,6 +156,10 @@ fn run_plan(
         let skipped: serde_json::Map<String, serde_json::Value> =
             o.skipped_variants.iter().map(|(name, why)| (name.clone(), json!(why))).collect();
         boot.facts.insert("variants_skipped".into(), json!(skipped));
+        // A variant the kernel cannot apply is not run: its runs are not owed.
+        if let Some(plan) = boot.facts.get_mut("plan").and_then(|p| p.as_object_mut()) {
+            plan.insert("runs_skipped".into(), json!(runs_per_variant * o.skipped_variants.len() as u32));
+        }
     }
     result.map(|_| ()).map_err(|e| e.to_string())
 }

@@ -180,6 +180,7 @@ mod tests {
         let mut cases = Cases::planned(&plan);
         let ids: Vec<&str> = cases.ids().collect();
         assert_eq!(ids.len(), 8, "{ids:?}");
+        assert_eq!(plan.runs(), 8, "the run record's count of planned runs agrees with LAVA's cases");
         assert_eq!(ids[0], "dirty40_seqwrite");
         assert!(ids.contains(&"boot15_manyfiles"), "{ids:?}");
         let mut r = record();
