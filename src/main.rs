@@ -343,9 +343,10 @@ fn print_problems(c: &bootmark::collect::Collected) {
             bootmark::collect::DAMAGED_LINES_KEPT
         );
     }
-    for b in c.boots.iter().filter(|b| b.no_results || b.panics > 0 || b.oopses > 0 || b.hung_tasks > 0) {
+    // A boot without results is already a problem above; these are the troubled ones.
+    for b in c.boots.iter().filter(|b| b.panics > 0 || b.oopses > 0 || b.hung_tasks > 0) {
         eprintln!(
-            "bootmark: boot at {}:{} (kernel {}): {} documents, {} panics, {} oops/BUG, {} hung-task warnings{}",
+            "bootmark: boot at {}:{} (kernel {}): {} documents, {} panics, {} oops/BUG, {} hung-task warnings",
             b.file,
             b.line,
             b.kernel.as_deref().unwrap_or("?"),
@@ -353,7 +354,6 @@ fn print_problems(c: &bootmark::collect::Collected) {
             b.panics,
             b.oopses,
             b.hung_tasks,
-            if b.no_results { " — produced no results" } else { "" }
         );
     }
 }

@@ -169,8 +169,9 @@ fn a_second_copy_repairs_a_damaged_first_and_boots_are_told_apart() {
     let mut got = result_docs(&c.documents);
     got.sort_by_key(Document::seq);
     assert_eq!(got, documents(&recs), "all three recovered, once each (seq 1 from the second boot)");
-    assert_eq!(c.problems.len(), 1, "only the damaged line: {:?}", c.problems);
+    assert_eq!(c.problems.len(), 2, "the damaged line and the crashed boot: {:?}", c.problems);
     assert_eq!(c.problems[0].line, Some(victim as u64 + 1));
+    assert!(c.problems[1].why.contains("kernel 2.6.9-42.ELsmp") && c.problems[1].why.contains("crashed"));
     assert_eq!(c.boots.len(), 3);
     assert!(c.boots[1].no_results && c.boots[1].panics == 1);
     assert_eq!(c.boots[1].kernel.as_deref(), Some("2.6.9-42.ELsmp"));

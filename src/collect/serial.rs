@@ -188,5 +188,19 @@ fn finish_boot(c: &mut Collector, mut boot: BootSeen) {
         return; // noise before the first banner
     }
     boot.no_results = boot.documents == 0;
+    if boot.no_results {
+        // Whatever it was to measure is lost unless the stick holds it: not a quiet success.
+        let crashed = if boot.panics + boot.oopses > 0 { "crashed" } else { "never finished" };
+        c.problems.push(Problem {
+            file: boot.file.clone(),
+            line: (boot.line > 0).then_some(boot.line),
+            run_id: None,
+            seq: None,
+            why: format!(
+                "a boot (kernel {}) that printed no verified bootmark record: it {crashed}, or the capture ends early (collect the stick too, if it was in the server)",
+                boot.kernel.as_deref().unwrap_or("?")
+            ),
+        });
+    }
     c.boots.push(boot);
 }
