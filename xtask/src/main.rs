@@ -110,7 +110,7 @@ enum Task {
     WriteLog,
     /// The reset campaign alone, on the image `cargo xtask e2e` built (target/e2e/image).
     Resets {
-        #[arg(long, default_value_t = 22)]
+        #[arg(long, default_value_t = resets::CI_KILLS)]
         kills: usize,
     },
     /// Compare bootmark with dd and fio on one filesystem; prints medians and ratios.
