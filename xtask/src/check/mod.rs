@@ -1,5 +1,12 @@
-//! Checks of the product, grouped by kind. `boots/`: QEMU scenarios, one
-//! file each. (The older checks still sit flat in xtask/src until the
-//! house is rebuilt around this layout.)
+//! The checks of the product: `suite` is `cargo xtask test` (every part in
+//! order, timed); the others are its parts — `boots/` (QEMU scenarios, one
+//! file each), the fake boots of /init, the old-kernel harness, fuzzing,
+//! the KCIDB schema check and the tidy rules.
 
 pub mod boots;
+pub mod fake_boots;
+pub mod fuzz;
+pub mod kcidb;
+pub mod old_kernel;
+pub mod suite;
+pub mod tidy;

@@ -4,11 +4,12 @@
 //! the unsigned image's ISO under OVMF beside a writable results stick,
 //! which then gets the records too.
 
-use super::firmware_in_records;
+use super::support::firmware_in_records;
 use crate::Result;
-use crate::e2e::{boot_and_check, results, run_record, scratch_disk, serial_documents, test_boot};
-use crate::image::{iso, manifest::Manifest};
-use crate::qemu;
+use crate::boot::disks::scratch_disk;
+use crate::boot::qemu;
+use crate::build::image::{iso, manifest::Manifest};
+use crate::check::boots::support::{boot_and_check, results, run_record, serial_documents, test_boot};
 use bootmark::record::Status;
 use std::path::Path;
 

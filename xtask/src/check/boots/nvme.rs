@@ -6,10 +6,11 @@
 //! which have no NVMe controller, do not load it.
 
 use crate::Result;
-use crate::e2e::{
-    boot_and_check, check_drivers, loaded_modules, module_set, results, scratch_disk, serial_documents, test_boot,
+use crate::boot::disks::scratch_disk;
+use crate::boot::qemu;
+use crate::check::boots::support::{
+    boot_and_check, check_drivers, loaded_modules, module_set, results, serial_documents, test_boot,
 };
-use crate::qemu;
 use bootmark::contract::modules::When;
 use std::path::Path;
 

@@ -6,11 +6,12 @@
 //! before any kernel. And the builder refuses, before writing anything, a
 //! kernel whose signature was removed.
 
-use super::firmware_in_records;
+use super::support::firmware_in_records;
 use crate::Result;
-use crate::e2e::{boot_and_check, scratch_disk, test_boot, test_image};
-use crate::image::{self, manifest::Manifest};
-use crate::qemu;
+use crate::boot::disks::scratch_disk;
+use crate::boot::qemu;
+use crate::build::image::{self, manifest::Manifest};
+use crate::check::boots::support::{boot_and_check, test_boot, test_image};
 use bootmark::record::Firmware;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -89,7 +90,7 @@ fn refused_by_firmware(unsigned_image: &Path, base: &Path) -> Result<()> {
 pub fn unsigned_kernel_refused(package: &str, base: &Path) -> Result<()> {
     let deb = image::kernel::fetch_deb(package, &crate::project_root().join("target/cache/debs"))?;
     let k = image::kernel::unpack_deb(&deb, &base.join("unsigned-kernel"))?;
-    image::tools::run(Command::new("sbattach").arg("--remove").arg(&k.vmlinuz))?;
+    crate::host::process::run(Command::new("sbattach").arg("--remove").arg(&k.vmlinuz))?;
     let out = base.join("unsigned-sb-image");
     let args = image::Args {
         kernels: vec![k.vmlinuz.clone()],

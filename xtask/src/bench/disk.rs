@@ -1,0 +1,222 @@
+//! `cargo xtask bench`: bootmark against the tools users trust, on the same
+//! filesystem, alternating run by run so drift hits both sides equally.
+//!
+//! - `seqwrite` vs `dd if=/dev/zero bs=16k conv=fdatasync` (dd's own seconds);
+//! - `manyfiles` (sync=end) vs fio with the seed's job (psync, 16k, round-robin
+//!   over 1000 files created on open, no fallocate, end_fsync) — fio's job_runtime;
+//! - `seqwrite` with the probe on vs off (what the probe costs in throughput).
+//!
+//! Wall time is what each tool reports for its own work (bootmark's record,
+//! dd's "copied, N s", fio's job_runtime). CPU is user+sys of the whole
+//! process tree, from wait4, for every tool alike: bootmark's includes its
+//! runner, worker, probe and sampler, so the probe on/off row shows what the
+//! probe costs. Prints medians and ratios.
+
+use crate::build::static_binary;
+use crate::{Result, project_root};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Directory on the filesystem to measure (default: target/bench).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Pairs of runs per comparison (medians are taken over them).
+    #[arg(long, default_value_t = 5)]
+    pairs: usize,
+    /// Bytes written per run, in MiB (the seed's dd is 1024).
+    #[arg(long, default_value_t = 1024)]
+    mib: u64,
+    /// Files for manyfiles / fio (the seed's program used 1000).
+    #[arg(long, default_value_t = 1000)]
+    files: u64,
+}
+
+/// One timed run: wall seconds as the tool reports them, CPU seconds.
+#[derive(Clone, Copy, Debug)]
+struct Figures {
+    wall: f64,
+    cpu: f64,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    for tool in ["dd", "fio"] {
+        if Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
+            return Err(format!(
+                "{tool} is not installed: apt-get install {}",
+                if tool == "dd" { "coreutils" } else { "fio" }
+            ));
+        }
+    }
+    if args.pairs == 0 || args.mib == 0 || args.files == 0 {
+        return Err("--pairs, --mib and --files must be at least 1".into());
+    }
+    let binary = static_binary::build("x86_64")?;
+    let dir = args.dir.clone().unwrap_or_else(|| project_root().join("target/bench"));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let bytes = args.mib << 20;
+    let per_file = bytes / args.files / 16384 * 16384;
+    eprintln!(
+        "bench: {} pairs, {} MiB per run, {} files of {} KiB, in {}",
+        args.pairs,
+        args.mib,
+        args.files,
+        per_file >> 10,
+        dir.display()
+    );
+
+    let seqwrite = plan_json("seqwrite", &format!(r#"{{"size":{bytes},"block":16384,"sync":"end"}}"#), false);
+    let seqwrite_probed = plan_json("seqwrite", &format!(r#"{{"size":{bytes},"block":16384,"sync":"end"}}"#), true);
+    let manyfiles = plan_json(
+        "manyfiles",
+        &format!(r#"{{"files":{},"file_size":{per_file},"block":16384,"sync":"end"}}"#, args.files),
+        false,
+    );
+    let mut rows = Vec::new();
+    let (a, b) = pairs(args.pairs, "seqwrite vs dd", || bootmark(&binary, &dir, &seqwrite), || dd(&dir, bytes))?;
+    rows.push(("seqwrite vs dd conv=fdatasync", a, b));
+    let (a, b) = pairs(
+        args.pairs,
+        "manyfiles vs fio",
+        || bootmark(&binary, &dir, &manyfiles),
+        || fio(&dir, args.files, per_file),
+    )?;
+    rows.push(("manyfiles vs fio (1000 files)", a, b));
+    let (a, b) = pairs(
+        args.pairs,
+        "probe on vs off",
+        || bootmark(&binary, &dir, &seqwrite_probed),
+        || bootmark(&binary, &dir, &seqwrite),
+    )?;
+    rows.push(("seqwrite probe on vs off", a, b));
+
+    println!("\nmedians over {} pairs, {} MiB per run, {}", args.pairs, args.mib, describe_fs(&dir));
+    println!(
+        "{:<32} {:>10} {:>10} {:>7}   {:>9} {:>9} {:>7}",
+        "comparison", "wall A", "wall B", "A/B", "cpu A", "cpu B", "A/B"
+    );
+    for (name, a, b) in rows {
+        let (wa, wb) = (median(a.iter().map(|f| f.wall)), median(b.iter().map(|f| f.wall)));
+        let (ca, cb) = (median(a.iter().map(|f| f.cpu)), median(b.iter().map(|f| f.cpu)));
+        println!("{name:<32} {wa:>9.3}s {wb:>9.3}s {:>6.3}x   {ca:>8.3}s {cb:>8.3}s {:>6.3}x", wa / wb, ca / cb);
+    }
+    Ok(())
+}
+
+fn plan_json(workload: &str, params: &str, probe: bool) -> String {
+    format!(
+        r#"{{"name":"bench","probe":{{"enabled":{probe},"baseline_s":0.5,"recovery_deadline_s":5}},"workloads":[{{"name":"{workload}","params":{params}}}]}}"#
+    )
+}
+
+/// Run A and B alternately, `n` times each, flushing dirty data before each run.
+fn pairs(
+    n: usize,
+    label: &str,
+    mut a: impl FnMut() -> Result<Figures>,
+    mut b: impl FnMut() -> Result<Figures>,
+) -> Result<(Vec<Figures>, Vec<Figures>)> {
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        for first in [i % 2 == 0, i % 2 != 0] {
+            // SAFETY: sync(2) cannot fail.
+            unsafe { libc::sync() };
+            if first { xs.push(a()?) } else { ys.push(b()?) }
+        }
+        eprintln!("bench: {label}: pair {}/{n}: A {:.3} s, B {:.3} s", i + 1, xs[i].wall, ys[i].wall);
+    }
+    Ok((xs, ys))
+}
+
+fn median(v: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = v.collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+/// Run a command, returning its stdout, stderr and CPU seconds (wait4).
+fn timed(cmd: &mut Command) -> Result<(String, String, f64)> {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("{cmd:?}: {e}"))?;
+    let pid = child.id() as i32;
+    // Read the pipes before reaping, so a chatty child cannot block on a full pipe.
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    use std::io::Read;
+    let (mut out, mut err) = (child.stdout.unwrap(), child.stderr.unwrap());
+    out.read_to_string(&mut stdout).ok();
+    err.read_to_string(&mut stderr).ok();
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if status != 0 {
+        return Err(format!("{cmd:?} failed ({status:#x}): {stderr}"));
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok((stdout, stderr, s(usage.ru_utime) + s(usage.ru_stime)))
+}
+
+fn bootmark(binary: &Path, dir: &Path, plan: &str) -> Result<Figures> {
+    let plan_file = dir.join("bench-plan.json");
+    std::fs::write(&plan_file, plan).map_err(|e| e.to_string())?;
+    let (stdout, _, cpu) =
+        timed(Command::new(binary).args(["run", "--quiet", "--plan"]).arg(&plan_file).arg("--dir").arg(dir))?;
+    let _ = std::fs::remove_file(&plan_file);
+    let r: bootmark::record::Record =
+        serde_json::from_str(stdout.trim()).map_err(|e| format!("bootmark record: {e}"))?;
+    Ok(Figures { wall: r.times.wall_s, cpu })
+}
+
+fn dd(dir: &Path, bytes: u64) -> Result<Figures> {
+    let file = dir.join("dd.dat");
+    let count = (bytes / 16384).to_string();
+    let (_, stderr, cpu) = timed(
+        Command::new("dd")
+            .arg("if=/dev/zero")
+            .arg(format!("of={}", file.display()))
+            .args(["bs=16k", "conv=fdatasync"])
+            .arg(format!("count={count}")),
+    )?;
+    let _ = std::fs::remove_file(&file);
+    // "1073741824 bytes (1.1 GB, 1.0 GiB) copied, 2.34 s, 459 MB/s"
+    let wall = stderr
+        .lines()
+        .find_map(|l| l.split(" copied, ").nth(1))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|s| s.replace(',', ".").parse().ok())
+        .ok_or_else(|| format!("cannot read dd's time from: {stderr}"))?;
+    Ok(Figures { wall, cpu })
+}
+
+fn fio(dir: &Path, files: u64, per_file: u64) -> Result<Figures> {
+    let work = dir.join("fio");
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let (stdout, _, cpu) = timed(
+        Command::new("fio")
+            .args(["--name=manyfiles", "--rw=write", "--bs=16k", "--ioengine=psync", "--file_service_type=roundrobin"])
+            .args(["--fallocate=none", "--create_on_open=1", "--end_fsync=1", "--output-format=json"])
+            .arg(format!("--nrfiles={files}"))
+            .arg(format!("--filesize={per_file}"))
+            .arg(format!("--directory={}", work.display())),
+    )?;
+    let _ = std::fs::remove_dir_all(&work);
+    let v: serde_json::Value = serde_json::from_str(&stdout).map_err(|e| format!("fio JSON: {e}"))?;
+    let ms = v["jobs"][0]["job_runtime"].as_f64().ok_or("fio JSON has no job_runtime")?;
+    Ok(Figures { wall: ms / 1000.0, cpu })
+}
+
+fn describe_fs(dir: &Path) -> String {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let best = mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() > 3 && canonical.starts_with(f[1]))
+                .then(|| (f[1].len(), format!("{} on {} ({})", f[2], f[0], f[1])))
+        })
+        .max_by_key(|(n, _)| *n);
+    best.map(|(_, s)| s).unwrap_or_else(|| "unknown filesystem".into())
+}

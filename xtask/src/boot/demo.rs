@@ -1,0 +1,149 @@
+//! `cargo xtask demo`: the whole product in one command, with QEMU standing
+//! in for the test server. Two real Debian kernels (generic and PREEMPT_RT)
+//! in one USB image, one clean boot per kernel on a freshly formatted SATA
+//! scratch disk as slow as a 2006 disk, each boot running the `demo` sweep
+//! (dirty_ratio 40 with the kernel's protections, with them removed on
+//! purpose, and removed with dirty_ratio 5); results collected from the
+//! serial logs and the stick, checked to agree, compared in the seed's
+//! table with the findings, and drawn in an HTML report.
+
+use crate::boot::disks::scratch_disk;
+use crate::boot::qemu;
+use crate::build::image::{self, usb};
+use crate::host::apt::resolve_meta;
+use crate::host::deps;
+use crate::host::tools;
+use crate::{Result, project_root};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    /// Debian kernel packages to compare (meta names are resolved with apt-cache).
+    #[arg(long = "kernel-deb", default_values = ["linux-image-amd64", "linux-image-rt-amd64"])]
+    pub kernels: Vec<String>,
+    /// Filesystem of the scratch disk (made fresh before every boot).
+    #[arg(long, default_value = "ext3", value_parser = ["ext2", "ext3", "ext4", "xfs", "reiserfs"])]
+    pub fs: String,
+    /// Plan to run (`demo` is a sweep made for this; `quick` runs every workload once).
+    #[arg(long, default_value = "demo")]
+    pub plan: String,
+    /// The scratch disk's speed in MB/s, reads and writes together (QEMU
+    /// throttling; 20 is a slow 2006 disk; 0: as fast as the host).
+    #[arg(long, default_value_t = 20)]
+    pub disk_mbps: u32,
+    /// Guest memory in MiB: enough that the dirty limit (a share of it) matters.
+    #[arg(long, default_value_t = 2048)]
+    pub memory: u32,
+    /// Where everything goes.
+    #[arg(long, default_value = "target/demo")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let started = std::time::Instant::now();
+    let install = deps::can_install();
+    let needed: Vec<(&str, &'static str)> = tools::IMAGE_TOOLS
+        .iter()
+        .chain(qemu::QEMU_TOOLS.iter())
+        .copied()
+        .chain([("mkfs.ext3", "e2fsprogs"), ("mkfs.xfs", "xfsprogs"), ("mkfs.reiserfs", "reiserfsprogs")])
+        .filter(|(t, _)| {
+            !t.starts_with("mkfs.")
+                || *t == format!("mkfs.{}", args.fs)
+                || (args.fs.starts_with("ext") && *t == "mkfs.ext3")
+        })
+        .collect();
+    tools::ensure(&needed, install, "sudo (as root the demo installs them itself)")?;
+    let out = project_root().join(&args.out);
+    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+
+    let mut packages = Vec::new();
+    for k in &args.kernels {
+        let p = if k.ends_with(".deb") || k.matches('-').count() > 3 { k.clone() } else { resolve_or_update(k)? };
+        eprintln!("demo: kernel {k} → {p}");
+        packages.push(p);
+    }
+    let image_dir = image::build(&image::Args {
+        kernel_debs: packages.clone(),
+        out: out.join("image"),
+        plan: args.plan.clone(),
+        target: Some("LABEL=SCRATCH".into()),
+        serial: "ttyS0,115200".into(),
+        install_deps: install,
+        ..image::Args::default()
+    })?;
+    let stick = image_dir.join("usb.img");
+    let mut logs = Vec::new();
+    for (i, p) in packages.iter().enumerate() {
+        let disk = out.join("scratch.img");
+        scratch_disk(&disk, &args.fs, 1024)?;
+        let log = out.join(format!("serial-k{i}.log"));
+        eprintln!("demo: booting entry {i} ({p}) in QEMU, serial → {}", log.display());
+        let booted = qemu::boot(&qemu::Args {
+            image: image_dir.clone(),
+            entry: Some(i),
+            disks: vec![disk],
+            log: Some(log.clone()),
+            memory: args.memory,
+            disk_mbps: args.disk_mbps,
+            install_deps: install,
+            ..qemu::Args::default()
+        })?;
+        eprintln!("demo: entry {i} powered off after {:.1} s", booted.elapsed.as_secs_f64());
+        logs.push(log);
+    }
+    usb::set_default_entry(&stick, 0)?;
+
+    // Results: from the serial logs and from the stick, which must agree.
+    let from_serial = bootmark::collect::collect(&logs);
+    let from_stick = bootmark::collect::collect(std::slice::from_ref(&stick));
+    let mut all_inputs = logs.clone();
+    all_inputs.push(stick.clone());
+    let merged = bootmark::collect::collect(&all_inputs);
+    let mut problems: Vec<String> = merged.problems.iter().map(|p| format!("{}: {}", p.file, p.why)).collect();
+    if from_serial.documents.len() != from_stick.documents.len()
+        || from_serial.documents.iter().any(|d| !from_stick.documents.contains(d))
+    {
+        problems.push(format!(
+            "serial and stick disagree: {} documents from serial, {} from the stick",
+            from_serial.documents.len(),
+            from_stick.documents.len()
+        ));
+    }
+    let records = out.join("records.jsonl");
+    let text: String = merged.documents.iter().map(|d| format!("{d}\n")).collect();
+    std::fs::write(&records, text).map_err(|e| e.to_string())?;
+    use bootmark::report::{self, findings, html};
+    let r = report::report(merged.results(), report::Options::default())?;
+    let (rows, by, found) = (&r.rows, &r.by, &r.findings);
+    let page = out.join("report.html");
+    std::fs::write(&page, html::render(rows, by, r.timeline.as_ref(), found)?).map_err(|e| e.to_string())?;
+    println!("\n{}{}", report::markdown(rows, by), findings::markdown(found));
+    if found.is_empty() {
+        println!("\nNo findings: no stall, no throttled writer, no slow flush and no difference worth naming.");
+    }
+    println!(
+        "{} records from {} boots; serial and stick {}.",
+        merged.results().count(),
+        logs.len(),
+        if problems.is_empty() { "agree" } else { "DISAGREE" }
+    );
+    println!("serial logs: {}", logs.iter().map(|l| l.display().to_string()).collect::<Vec<_>>().join(", "));
+    println!("records:     {}", records.display());
+    println!("report:      {}", page.display());
+    println!("stick image: {}", stick.display());
+    println!("demo took {:.0} s", started.elapsed().as_secs_f64());
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+/// apt-cache knows nothing until `apt-get update` ran once on a fresh machine.
+fn resolve_or_update(meta: &str) -> Result<String> {
+    resolve_meta(meta).or_else(|first| {
+        if !deps::can_install() {
+            return Err(first);
+        }
+        eprintln!("demo: apt-get update (package lists are needed to find {meta})");
+        crate::host::process::run(std::process::Command::new("apt-get").args(["update", "-qq"]))?;
+        resolve_meta(meta)
+    })
+}

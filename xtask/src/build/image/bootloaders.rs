@@ -1,0 +1,90 @@
+//! What boots the entries besides syslinux on the stick: GRUB as a
+//! standalone EFI binary for UEFI sticks (or Debian's signed chain, with
+//! --secure-boot), and the PXE/TFTP tree (pxelinux for BIOS, GRUB's
+//! netboot core or the signed chain for UEFI) with its dnsmasq lines.
+
+use super::{menu, secure_boot, write};
+use crate::Result;
+use std::path::Path;
+
+/// GRUB as a standalone EFI binary with a tiny config that finds the image
+/// (stick or ISO) by its id file. `iso9660` lets it read a CD.
+pub fn grub_efi(out: &Path, work: &Path, id: &str) -> Result<()> {
+    std::fs::create_dir_all(out.parent().unwrap()).map_err(|e| e.to_string())?;
+    let embedded = work.join("grub-embedded.cfg");
+    write(&embedded, &menu::grub_finder(id))?;
+    crate::host::process::run(
+        std::process::Command::new("grub-mkstandalone")
+            .args(["-O", "x86_64-efi", "--locales=", "--themes=", "--fonts="])
+            .arg("--modules=part_msdos part_gpt fat iso9660 search search_fs_file serial terminal linux normal efi_gop echo configfile")
+            .arg("-o")
+            .arg(out)
+            .arg(format!("boot/grub/grub.cfg={}", embedded.display())),
+    )?;
+    Ok(())
+}
+
+/// Debian's signed chain on the stick's ESP: shim as the removable-media
+/// loader, the signed disk GRUB and MokManager beside it, and the config
+/// where that GRUB looks first (its prefix, EFI/debian), which finds the
+/// menu by the id file.
+pub fn signed_esp(stage: &Path, chain: &secure_boot::Chain, id: &str) -> Result<()> {
+    let copy = |from: &Path, to: &str| -> Result<()> {
+        let to = stage.join(to);
+        std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+        std::fs::copy(from, &to).map(|_| ()).map_err(|e| format!("cannot copy {}: {e}", from.display()))
+    };
+    copy(&chain.shim, "EFI/BOOT/BOOTX64.EFI")?;
+    copy(&chain.grub_disk, "EFI/BOOT/grubx64.efi")?;
+    copy(&chain.mok_manager, "EFI/BOOT/mmx64.efi")?;
+    write(&stage.join(secure_boot::GRUB_DISK_PREFIX).join("grub.cfg"), &menu::grub_finder(id))
+}
+
+/// The TFTP tree: pxelinux for BIOS, GRUB's netboot core for UEFI (or,
+/// with `chain`, shim and Debian's signed netboot GRUB), the same entries.
+pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chain: Option<&secure_boot::Chain>) -> Result<()> {
+    let copy = |from: &Path, to: &Path| -> Result<()> {
+        std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("{}: {e}", from.display()))
+    };
+    copy(Path::new("/usr/lib/PXELINUX/pxelinux.0"), &pxe.join("pxelinux.0"))?;
+    copy(Path::new("/usr/lib/syslinux/modules/bios/ldlinux.c32"), &pxe.join("ldlinux.c32"))?;
+    for e in m.entries {
+        for f in ["vmlinuz", "initrd.gz"] {
+            copy(&stage.join("boot").join(&e.dir).join(f), &pxe.join("boot").join(&e.dir).join(f))?;
+        }
+    }
+    write(&pxe.join("pxelinux.cfg/default"), &m.syslinux(""))?;
+    let uefi = crate::host::process::run(
+        std::process::Command::new("grub-mknetdir").arg(format!("--net-directory={}", pxe.display())).args([
+            "--subdir=grub",
+            "-d",
+            "/usr/lib/grub/x86_64-efi",
+        ]),
+    );
+    let uefi_line = match (uefi, chain) {
+        (_, Some(chain)) => {
+            // shim loads grubx64.efi from its own TFTP directory; the signed
+            // netboot GRUB's prefix is (tftp)/grub.
+            copy(&chain.shim, &pxe.join(secure_boot::PXE_SHIM))?;
+            copy(&chain.grub_net, &pxe.join("grubx64.efi"))?;
+            write(&pxe.join("grub/grub.cfg"), &m.grub("(tftp)"))?;
+            "dhcp-match=set:efi64,option:client-arch,7\ndhcp-boot=tag:efi64,shimx64.efi\n"
+        }
+        (Ok(_), None) => {
+            write(&pxe.join("grub/grub.cfg"), &m.grub("(tftp)"))?;
+            "dhcp-match=set:efi64,option:client-arch,7\ndhcp-boot=tag:efi64,grub/x86_64-efi/core.efi\n"
+        }
+        (Err(e), None) => {
+            eprintln!("image: no UEFI network boot in pxe/ ({e})");
+            ""
+        }
+    };
+    write(
+        &pxe.join("README.txt"),
+        &format!(
+            "Serve this directory over TFTP and point DHCP at it. With dnsmasq:\n\n  enable-tftp\n  tftp-root=/path/to/this/pxe\n  dhcp-boot=pxelinux.0\n{}\nOver PXE there is no results stick: results come from the serial console only.\nA LAVA lab boots these files with the jobs `cargo xtask lava` writes.\n",
+            uefi_line.lines().map(|l| format!("  {l}\n")).collect::<String>()
+        ),
+    )
+}

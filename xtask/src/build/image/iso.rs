@@ -1,0 +1,144 @@
+//! bootmark.iso: the image for a BMC's virtual media (iDRAC, iLO, XCC,
+//! Redfish `VirtualMedia.InsertMedia`), which mounts ISOs, not disk images.
+//!
+//! A hybrid ISO, made by xorriso (the tool Debian's own installer images
+//! are made with; no Rust crate writes El Torito for BIOS and UEFI plus the
+//! MBR and GPT that let the same file be written to a stick):
+//! - BIOS: El Torito boots ISOLINUX with the stick's menu;
+//! - UEFI: a second El Torito entry, a small FAT image (efiboot.img) with
+//!   the same EFI loaders as the stick's ESP (GRUB, or shim + Debian's
+//!   signed GRUB for CDs), whose config finds the ISO by its id file;
+//! - MBR + GPT (isohybrid), so `dd` to a stick boots too.
+//!
+//! An ISO is read-only: it carries no results journal and no sequence.
+//! Results go to the serial console (SOL on a BMC), and also to a writable
+//! results stick when one is attached.
+
+use super::{menu, secure_boot, write};
+use crate::Result;
+use std::path::Path;
+use std::process::Command;
+
+/// The ISO's file name in the image directory.
+pub const FILE: &str = "bootmark.iso";
+/// ISO 9660 volume id: not the stick's label, so /init never takes the CD
+/// for the results stick.
+pub const VOLUME_ID: &str = "BOOTMARK_ISO";
+const ISOLINUX_BIN: &str = "/usr/lib/ISOLINUX/isolinux.bin";
+const ISOHYBRID_MBR: &str = "/usr/lib/ISOLINUX/isohdpfx.bin";
+const LDLINUX_C32: &str = "/usr/lib/syslinux/modules/bios/ldlinux.c32";
+
+/// Host tools the ISO needs, with their Debian packages.
+pub const ISO_TOOLS: [(&str, &str); 3] =
+    [("xorriso", "xorriso"), (ISOLINUX_BIN, "isolinux"), ("/usr/lib/ISOLINUX/isohdpfx.bin", "isolinux")];
+
+/// What goes into the ISO besides the kernels: the menus and the EFI loaders.
+pub struct Contents<'a> {
+    /// The staged stick tree: boot/ (kernels, initrds, grub.cfg and the id file) is taken from it.
+    pub stage: &'a Path,
+    pub menu: &'a menu::Menu<'a>,
+    /// The image's id (menu::image_id), for the id file GRUB searches.
+    pub id: &'a str,
+    /// Debian's signed chain, for an image built with --secure-boot.
+    pub chain: Option<&'a secure_boot::Chain>,
+    /// The unsigned standalone GRUB otherwise (the stick's BOOTX64.EFI).
+    pub grub_efi: &'a Path,
+}
+
+/// Write `out` (bootmark.iso); `work` is scratch space.
+pub fn build(out: &Path, work: &Path, c: &Contents) -> Result<()> {
+    let root = work.join("iso");
+    let _ = std::fs::remove_dir_all(&root);
+    copy_dir(&c.stage.join("boot"), &root.join("boot"))?;
+    copy(Path::new(ISOLINUX_BIN), &root.join("isolinux/isolinux.bin"))?;
+    copy(Path::new(LDLINUX_C32), &root.join("isolinux/ldlinux.c32"))?;
+    write(&root.join("isolinux/isolinux.cfg"), &c.menu.syslinux("/"))?;
+    // Debian's signed GRUB for CDs falls back to searching for this file.
+    write(&root.join(".disk/info"), &format!("bootmark image {}\n", c.id))?;
+    let efi = root.join("boot/efiboot.img");
+    efi_image(&efi, work, c)?;
+    crate::host::process::run(
+        Command::new("xorriso")
+            .args(["-as", "mkisofs", "-quiet", "-o"])
+            .arg(out)
+            .args(["-V", VOLUME_ID, "-J", "-joliet-long", "-R", "-isohybrid-mbr", ISOHYBRID_MBR])
+            .args(["-c", "isolinux/boot.cat", "-b", "isolinux/isolinux.bin", "-no-emul-boot"])
+            .args(["-boot-load-size", "4", "-boot-info-table", "-eltorito-alt-boot"])
+            .args(["-e", "boot/efiboot.img", "-no-emul-boot", "-isohybrid-gpt-basdat"])
+            .env("SOURCE_DATE_EPOCH", super::source_date_epoch().max(315_532_800).to_string())
+            .arg(&root),
+    )?;
+    std::fs::remove_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))
+}
+
+/// The UEFI El Torito image: a FAT filesystem with EFI/BOOT/…, sized to fit.
+fn efi_image(img: &Path, work: &Path, c: &Contents) -> Result<()> {
+    let tree = work.join("efiboot");
+    let _ = std::fs::remove_dir_all(&tree);
+    match c.chain {
+        Some(chain) => {
+            copy(&chain.shim, &tree.join("EFI/BOOT/BOOTX64.EFI"))?;
+            copy(&chain.grub_cd, &tree.join("EFI/BOOT/grubx64.efi"))?;
+            copy(&chain.mok_manager, &tree.join("EFI/BOOT/mmx64.efi"))?;
+            // gcdx64's prefix is /boot/grub on the device it came from: if
+            // that is this FAT image rather than the ISO, find the ISO.
+            write(&tree.join("boot/grub/grub.cfg"), &menu::grub_finder(c.id))?;
+        }
+        None => copy(c.grub_efi, &tree.join("EFI/BOOT/BOOTX64.EFI"))?,
+    }
+    let bytes: u64 = walk_files(&tree)?.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
+    let kib = (bytes / 1024) * 11 / 10 + 512; // FAT's own tables and slack
+    let _ = std::fs::remove_file(img);
+    if let Some(parent) = img.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    crate::host::process::run(
+        Command::new("mkfs.fat").args(["-C", "-n", "BOOTMARKEFI"]).arg(img).arg(kib.to_string()),
+    )?;
+    let target = format!("{}", img.display());
+    for dir in ["EFI", "EFI/BOOT", "boot", "boot/grub"] {
+        if tree.join(dir).is_dir() {
+            crate::host::process::run(
+                Command::new("mmd").env("MTOOLS_SKIP_CHECK", "1").args(["-i", &target]).arg(format!("::{dir}")),
+            )?;
+        }
+    }
+    for f in walk_files(&tree)? {
+        let rel = f.strip_prefix(&tree).map_err(|e| e.to_string())?;
+        crate::host::process::run(
+            Command::new("mcopy")
+                .env("MTOOLS_SKIP_CHECK", "1")
+                .args(["-o", "-i", &target])
+                .arg(&f)
+                .arg(format!("::{}", rel.display())),
+        )?;
+    }
+    std::fs::remove_dir_all(&tree).map_err(|e| format!("{}: {e}", tree.display()))
+}
+
+fn copy(from: &Path, to: &Path) -> Result<()> {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    for f in walk_files(from)? {
+        copy(&f, &to.join(f.strip_prefix(from).map_err(|e| e.to_string())?))?;
+    }
+    Ok(())
+}
+
+fn walk_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))?.flatten() {
+            let p = e.path();
+            if p.is_dir() { stack.push(p) } else { out.push(p) }
+        }
+    }
+    out.sort();
+    Ok(out)
+}

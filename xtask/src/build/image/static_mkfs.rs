@@ -1,0 +1,346 @@
+//! Static mkfs programs for the image, built here from pinned upstream
+//! sources with musl. The host's mkfs programs are glibc binaries, which
+//! refuse to start on kernels before 3.2 ("FATAL: kernel too old"); a static
+//! musl binary runs on every kernel from 2.6 on, so one program formats the
+//! target under Linux 2.6.9 and 6.x alike: mke2fs (ext2/3/4) from
+//! e2fsprogs and mkreiserfs (reiserfs 3.6, SLES 9's filesystem) from
+//! reiserfsprogs, which links e2fsprogs' com_err and uuid libraries.
+//!
+//! Sources come from Debian's archive (a package registry this project may
+//! reach), checked against SHA-256s pinned here; both programs are built
+//! together and cached per architecture in target/cache/static-mkfs/
+//! (about a minute the first time).
+
+use crate::host::tools;
+use crate::{Result, project_root};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A pinned upstream source tarball.
+pub struct Source {
+    pub name: &'static str,
+    pub version: &'static str,
+    pub url: &'static str,
+    pub sha256: &'static str,
+}
+
+/// e2fsprogs 1.47.0, as Debian 12 ships it (the orig tarball is upstream's).
+pub const E2FSPROGS: Source = Source {
+    name: "e2fsprogs",
+    version: "1.47.0",
+    url: "http://deb.debian.org/debian/pool/main/e/e2fsprogs/e2fsprogs_1.47.0.orig.tar.gz",
+    sha256: "6667afde56eef0c6af26684974400e4d2288ea49e9441bf5e6229195d51a3578",
+};
+
+/// reiserfsprogs 3.6.27, as Debian 12 ships it.
+pub const REISERFSPROGS: Source = Source {
+    name: "reiserfsprogs",
+    version: "3.6.27",
+    url: "http://deb.debian.org/debian/pool/main/r/reiserfsprogs/reiserfsprogs_3.6.27.orig.tar.gz",
+    sha256: "9bd5849dec1d0f9016e6c4ebae4794086b01fc1e01f591c2d813b09e135d8257",
+};
+
+/// What building for x86_64 needs on the host.
+const BUILD_TOOLS: [(&str, &str); 5] = [
+    ("musl-gcc", "musl-tools"),
+    ("curl", "curl"),
+    ("make", "make"),
+    ("strip", "binutils"),
+    ("/usr/include/linux/major.h", "linux-libc-dev"),
+];
+
+/// glibc-isms reiserfsprogs relies on, supplied for musl: included first
+/// in every file it compiles.
+const COMPAT_H: &str = "#define _GNU_SOURCE 1
+#include <sys/types.h>
+typedef off_t loff_t;
+typedef int (*__compar_fn_t)(const void *, const void *);
+typedef __compar_fn_t comparison_fn_t;
+";
+
+/// glibc's printf extension, as far as reiserfsprogs uses it (custom
+/// conversions for keys and items in debugging messages): registering them
+/// does nothing here, so such a message prints without the value. mkreiserfs
+/// never prints one on its normal path.
+const PRINTF_H: &str = "#ifndef BOOTMARK_PRINTF_H
+#define BOOTMARK_PRINTF_H
+#include <stdio.h>
+#include <stddef.h>
+struct printf_info { int width; unsigned int left; };
+#define PA_FLAG_PTR (1 << 11)
+typedef int printf_function(FILE *, const struct printf_info *, const void *const *);
+typedef int printf_arginfo_function(const struct printf_info *, size_t, int *);
+static inline int register_printf_function(int s, printf_function *f, printf_arginfo_function *a)
+{
+	(void)s; (void)f; (void)a;
+	return 0;
+}
+#endif
+";
+
+/// The C compiler command for `arch`: musl's gcc wrapper for x86_64; for
+/// i686, gcc -m32 with musl's i386 specs (Debian's musl-dev:i386) and the
+/// 32-bit linker mode, which those specs' link line would otherwise drop.
+fn compiler(arch: &str) -> Result<&'static str> {
+    match arch {
+        "x86_64" => Ok("musl-gcc"),
+        "i686" => Ok("gcc -m32 -specs /usr/lib/i386-linux-musl/musl-gcc.specs -Wl,-melf_i386"),
+        other => Err(format!("no static mkfs programs for {other}: x86_64 or i686")),
+    }
+}
+
+/// Install (or name) what building for `arch` needs.
+fn ensure_build_tools(arch: &str, install_deps: bool) -> Result<()> {
+    tools::ensure(&BUILD_TOOLS, install_deps, "--install-deps")?;
+    if arch != "i686" {
+        return Ok(());
+    }
+    // gcc -m32 links with the 32-bit libgcc of the host's gcc version.
+    let major = crate::host::process::run(Command::new("gcc").arg("-dumpversion"))?
+        .trim()
+        .split('.')
+        .next()
+        .unwrap_or("12")
+        .to_string();
+    let libgcc: &'static str = Box::leak(format!("/usr/lib/gcc/x86_64-linux-gnu/{major}/32/libgcc.a").into_boxed_str());
+    let package: &'static str = Box::leak(format!("lib32gcc-{major}-dev").into_boxed_str());
+    if install_deps {
+        crate::host::deps::add_i386_architecture()?;
+    }
+    tools::ensure(
+        &[("/usr/lib/i386-linux-musl/libc.a", "musl-dev:i386"), (libgcc, package)],
+        install_deps,
+        "--install-deps",
+    )
+}
+
+/// The static mke2fs (ext2, ext3, ext4) for `arch`, built if not cached.
+pub fn mke2fs(arch: &str, install_deps: bool) -> Result<PathBuf> {
+    Ok(build(arch, install_deps)?.join("mke2fs"))
+}
+
+/// The static mkreiserfs (reiserfs 3.6) for `arch`, built if not cached.
+pub fn mkreiserfs(arch: &str, install_deps: bool) -> Result<PathBuf> {
+    Ok(build(arch, install_deps)?.join("mkreiserfs"))
+}
+
+/// Build both programs for `arch` (once): the directory holding them.
+fn build(arch: &str, install_deps: bool) -> Result<PathBuf> {
+    let cc = compiler(arch)?;
+    let cache = project_root().join("target/cache/static-mkfs");
+    let dir = cache.join(format!(
+        "{arch}-{}-{}-{}-{}",
+        E2FSPROGS.name, E2FSPROGS.version, REISERFSPROGS.name, REISERFSPROGS.version
+    ));
+    if dir.join("mke2fs").exists() && dir.join("mkreiserfs").exists() {
+        return Ok(dir);
+    }
+    ensure_build_tools(arch, install_deps)?;
+    let work = dir.join("build");
+    let _ = std::fs::remove_dir_all(&work);
+    let e2fs = unpack(&fetch(&E2FSPROGS, &cache)?, &work.join("e2fsprogs"))?;
+    let reiserfs = unpack(&fetch(&REISERFSPROGS, &cache)?, &work.join("reiserfsprogs"))?;
+    eprintln!("image: building static {arch} mke2fs and mkreiserfs with musl");
+    build_mke2fs(&e2fs, cc)?;
+    install_program(&e2fs.join("misc/mke2fs"), &dir.join("mke2fs"))?;
+    build_mkreiserfs(&reiserfs, &e2fs, &work.join("shim"), cc)?;
+    install_program(&reiserfs.join("mkreiserfs/mkreiserfs"), &dir.join("mkreiserfs"))?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(dir)
+}
+
+fn unpack(tarball: &Path, into: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(into).map_err(|e| e.to_string())?;
+    crate::host::process::run(
+        Command::new("tar").arg("xzf").arg(tarball).arg("-C").arg(into).arg("--strip-components=1"),
+    )?;
+    Ok(into.to_path_buf())
+}
+
+fn jobs() -> String {
+    format!("-j{}", std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
+
+/// e2fsprogs' libraries and mke2fs: no NLS (no locale files in the
+/// image), nothing that needs more than libc.
+fn build_mke2fs(src: &Path, cc: &str) -> Result<()> {
+    let configure = [
+        "--disable-nls",
+        "--disable-fuse2fs",
+        "--disable-debugfs",
+        "--disable-imager",
+        "--disable-resizer",
+        "--disable-defrag",
+        "--disable-e2initrd-helper",
+        "--disable-tdb",
+        "--disable-uuidd",
+        "--without-libarchive",
+        "--enable-libuuid",
+        "--enable-libblkid",
+    ];
+    let in_src = |program: &str| {
+        let mut c = Command::new(program);
+        c.current_dir(src).env("CC", cc).env("LDFLAGS", "-static");
+        c
+    };
+    crate::host::process::run(in_src("./configure").arg("--quiet").args(configure))?;
+    crate::host::process::run(in_src("make").args([jobs().as_str(), "libs"]))?;
+    crate::host::process::run(in_src("make").args([jobs().as_str(), "-C", "misc", "mke2fs"]))?;
+    Ok(())
+}
+
+/// reiserfsprogs' libraries and mkreiserfs, against e2fsprogs' com_err and
+/// uuid (built in `e2fs`), with the compatibility headers in `shim` and
+/// the kernel's UAPI headers (musl-gcc leaves /usr/include out).
+fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()> {
+    let write = |rel: &str, text: &str| -> Result<()> {
+        let p = shim.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    write("compat.h", COMPAT_H)?;
+    write("printf.h", PRINTF_H)?;
+    // Included by code mkreiserfs does not use; nothing of libacl is needed.
+    write("sys/acl.h", "/* empty: see bootmark's static_mkfs.rs */\n")?;
+    for (name, target) in [
+        ("linux", "/usr/include/linux"),
+        ("asm-generic", "/usr/include/asm-generic"),
+        ("asm", "/usr/include/x86_64-linux-gnu/asm"),
+    ] {
+        std::os::unix::fs::symlink(target, shim.join(name)).map_err(|e| e.to_string())?;
+    }
+    let et = e2fs.join("lib/et");
+    let lib = e2fs.join("lib");
+    let cflags = format!(
+        "-O2 -include {} -I{} -I{} -I{}",
+        shim.join("compat.h").display(),
+        shim.display(),
+        lib.display(),
+        et.display()
+    );
+    let path = format!("{}:{}", et.display(), std::env::var("PATH").unwrap_or_default());
+    let in_src = |program: &str| {
+        let mut c = Command::new(program);
+        // compile_et from the e2fsprogs build tree, with its templates.
+        c.current_dir(src).env("CC", cc).env("CFLAGS", &cflags).env("PATH", &path).env("_ET_DIR_OVERRIDE", &et);
+        c
+    };
+    let ldflags = format!("-L{}", lib.display());
+    crate::host::process::run(
+        in_src("./configure")
+            .args(["--quiet", "--disable-shared", "--enable-static"])
+            .env("LDFLAGS", format!("-static {ldflags}")),
+    )?;
+    for dir in ["lib", "reiserfscore"] {
+        crate::host::process::run(in_src("make").args([jobs().as_str(), "-C", dir]))?;
+    }
+    // libtool links programs statically only when told -all-static.
+    crate::host::process::run(in_src("make").args(["-C", "mkreiserfs"]).arg(format!("LDFLAGS=-all-static {ldflags}")))?;
+    Ok(())
+}
+
+/// Strip a built program into the cache and check it needs no loader.
+fn install_program(built: &Path, to: &Path) -> Result<()> {
+    crate::host::process::run(Command::new("strip").arg("-o").arg(to).arg(built))?;
+    check_static(to)
+}
+
+/// Download `source` into `dir` (once) and check its SHA-256.
+fn fetch(source: &Source, dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let file = dir.join(source.url.rsplit('/').next().unwrap_or("source.tar.gz"));
+    if !file.exists() {
+        eprintln!("image: downloading {}", source.url);
+        let partial = file.with_extension("partial");
+        crate::host::process::run(
+            Command::new("curl").args(["-fsSL", "--retry", "3", "-o"]).arg(&partial).arg(source.url),
+        )
+        .map_err(|e| format!("cannot download {} {}: {e}", source.name, source.version))?;
+        std::fs::rename(&partial, &file).map_err(|e| e.to_string())?;
+    }
+    let sum = super::manifest::sha256_file(&file)?;
+    if sum != source.sha256 {
+        let _ = std::fs::remove_file(&file);
+        return Err(format!(
+            "{}: SHA-256 {sum}, expected {}: the download is not the pinned {} {} (removed; try again)",
+            file.display(),
+            source.sha256,
+            source.name,
+            source.version
+        ));
+    }
+    Ok(file)
+}
+
+/// A program for the image must need no ELF interpreter: static, not PIE
+/// with a loader.
+fn check_static(program: &Path) -> Result<()> {
+    let elf = std::fs::read(program).map_err(|e| e.to_string())?;
+    if has_interpreter(&elf) {
+        return Err(format!("{} is dynamically linked: the image needs a static program", program.display()));
+    }
+    Ok(())
+}
+
+/// Whether an ELF file has a PT_INTERP program header (needs a loader).
+/// Anything that does not parse counts as having one.
+fn has_interpreter(elf: &[u8]) -> bool {
+    use object::elf::{FileHeader32, FileHeader64, PT_INTERP};
+    use object::read::elf::{FileHeader, ProgramHeader};
+    fn interp<H: FileHeader<Endian = object::Endianness>>(elf: &[u8]) -> Option<bool> {
+        let header = H::parse(elf).ok()?;
+        let endian = header.endian().ok()?;
+        let headers = header.program_headers(endian, elf).ok()?;
+        Some(headers.iter().any(|p| p.p_type(endian) == PT_INTERP))
+    }
+    match elf.get(4) {
+        Some(1) => interp::<FileHeader32<object::Endianness>>(elf),
+        Some(2) => interp::<FileHeader64<object::Endianness>>(elf),
+        _ => None,
+    }
+    .unwrap_or(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An ELF header (64- or 32-bit) with one program header of type `p_type`.
+    fn elf_with(class64: bool, p_type: u32) -> Vec<u8> {
+        let mut elf = vec![0u8; 64 + 56];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[5] = 1; // little-endian
+        elf[6] = 1; // ELF version 1
+        if class64 {
+            elf[4] = 2;
+            elf[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+            elf[0x36..0x38].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+            elf[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+        } else {
+            elf[4] = 1;
+            elf[0x1c..0x20].copy_from_slice(&52u32.to_le_bytes());
+            elf[0x2a..0x2c].copy_from_slice(&32u16.to_le_bytes());
+            elf[0x2c..0x2e].copy_from_slice(&1u16.to_le_bytes());
+        }
+        let at = if class64 { 64 } else { 52 };
+        elf[at..at + 4].copy_from_slice(&p_type.to_le_bytes());
+        elf
+    }
+
+    #[test]
+    fn a_program_with_an_elf_interpreter_is_not_static() {
+        assert!(has_interpreter(&std::fs::read("/bin/sh").unwrap()), "/bin/sh is dynamically linked on Debian");
+        for class64 in [true, false] {
+            assert!(has_interpreter(&elf_with(class64, 3)), "PT_INTERP");
+            assert!(!has_interpreter(&elf_with(class64, 1)), "PT_LOAD only: static");
+        }
+        assert!(has_interpreter(b"\x7fELF\x02"), "a truncated file is not trusted as static");
+    }
+
+    #[test]
+    fn only_x86_64_and_i686_have_a_compiler() {
+        assert_eq!(compiler("x86_64").unwrap(), "musl-gcc");
+        assert!(compiler("i686").unwrap().contains("-m32"));
+        assert!(compiler("arm64").unwrap_err().contains("x86_64 or i686"));
+    }
+}

@@ -1,0 +1,549 @@
+//! `cargo xtask lava`: LAVA job definitions from a built image, so that a lab
+//! already running LAVA boots bootmark on its fleet instead of sticks.
+//!
+//! One job per boot entry and kind of device: LAVA's stock `qemu` device type
+//! (kernel, initramfs and a scratch disk as images) and physical x86 servers
+//! booting over the network (`deploy: to: tftp`, `boot: ipxe` or `grub`, no
+//! stick: results come from the serial console). Results reach LAVA through a
+//! `monitors` test action matching the lines /init prints for it
+//! (`bootmark::sink::lava`, docs/lava.md); the job log goes back to
+//! `bootmark collect`. Everything a job downloads is put in one directory,
+//! to be published at `--url-base`.
+
+use crate::build::image::manifest::{self, Manifest};
+use crate::{Result, project_root};
+use bootmark::contract::cmdline::{DiskSpec, Settings};
+use bootmark::plan::Plan;
+use bootmark::sink::lava as signals;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct Args {
+    /// The image directory `cargo xtask image` wrote.
+    #[arg(long, default_value = "target/image")]
+    pub image: PathBuf,
+    /// Where the jobs (jobs/*.yaml) and the files they download (files/) go.
+    #[arg(long, default_value = "target/lava")]
+    pub out: PathBuf,
+    /// The URL at which the --out directory is published (http://, https:// or file://).
+    /// Default: file://<--out>, for `lava-run` on this machine.
+    #[arg(long, value_name = "URL")]
+    pub url_base: Option<String>,
+    /// Which jobs: `qemu` (LAVA's stock qemu device type), `x86` (physical servers that boot
+    /// over the network), or `both`.
+    #[arg(long, default_value = "both", value_parser = ["qemu", "x86", "both"])]
+    pub devices: String,
+    /// The LAVA device type of the physical servers.
+    #[arg(long, default_value = "x86", value_name = "TYPE")]
+    pub device_type: String,
+    /// How the physical servers boot the kernel and initramfs fetched over TFTP.
+    #[arg(long, default_value = "ipxe", value_parser = ["ipxe", "grub"])]
+    pub boot: String,
+    /// Minutes from power-on to a running kernel (firmware, PXE; 2006 servers are slow):
+    /// part of every timeout.
+    #[arg(long, default_value_t = 5)]
+    pub boot_minutes: u64,
+    /// QEMU jobs for dispatchers without KVM: a software CPU (`-cpu qemu64`, TCG).
+    #[arg(long)]
+    pub tcg: bool,
+    /// Extra QEMU options for the qemu jobs (repeatable), e.g. a serial log file.
+    #[arg(long = "qemu-option", value_name = "OPTION", allow_hyphen_values = true)]
+    pub qemu_options: Vec<String>,
+    /// Extra kernel parameters for every job (e.g. `bootmark.device-wait=10`); checked with /init's rules.
+    #[arg(long, default_value = "")]
+    pub append: String,
+    /// A gzipped raw disk image for the qemu jobs' target, instead of a new ext3 one made to
+    /// match the entries' `bootmark.target`.
+    #[arg(long, value_name = "IMG.gz")]
+    pub scratch: Option<PathBuf>,
+    /// The qemu jobs' memory in MiB.
+    #[arg(long, default_value_t = 1024)]
+    pub memory: u64,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Args {
+            image: "target/image".into(),
+            out: "target/lava".into(),
+            url_base: None,
+            devices: "both".into(),
+            device_type: "x86".into(),
+            boot: "ipxe".into(),
+            boot_minutes: 5,
+            tcg: false,
+            qemu_options: Vec::new(),
+            append: String::new(),
+            scratch: None,
+            memory: 1024,
+        }
+    }
+}
+
+/// One written job.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub path: PathBuf,
+    /// `qemu` or the physical device type.
+    pub device_type: String,
+    pub entry: String,
+    /// The main case of every planned workload run, in order.
+    pub case_ids: Vec<String>,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let jobs = write_jobs(args)?;
+    let out = absolute(&args.out);
+    println!("lava: {} jobs in {}:", jobs.len(), out.join("jobs").display());
+    for j in &jobs {
+        println!("  {} ({}, entry {}, {} workload runs)", j.path.display(), j.device_type, j.entry, j.case_ids.len());
+    }
+    println!(
+        "Publish {} at the --url-base URL, then submit: lavacli jobs submit {}\n\
+         Read the results back: lavacli jobs logs --raw ID > ID.yaml; bootmark report ID.yaml",
+        out.join("files").display(),
+        jobs.first().map(|j| j.path.display().to_string()).unwrap_or_default()
+    );
+    Ok(())
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() { p.to_path_buf() } else { project_root().join(p) }
+}
+
+/// Write every job (and copy the files they download); returns them.
+pub fn write_jobs(args: &Args) -> Result<Vec<Job>> {
+    let image = absolute(&args.image);
+    let m = Manifest::read(&image)?;
+    let manifest_sha = manifest::sha256_file(&image.join("manifest.json"))?;
+    let plan = match &m.plan_definition {
+        Some(p) => p.clone(),
+        None => crate::build::image::cmdline::load_plan(&m.plan)?,
+    };
+    let out = absolute(&args.out);
+    let files = out.join("files");
+    let _ = std::fs::remove_dir_all(out.join("jobs"));
+    std::fs::create_dir_all(out.join("jobs")).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    std::fs::create_dir_all(&files).map_err(|e| format!("cannot create {}: {e}", files.display()))?;
+    let base = match &args.url_base {
+        Some(u) if ["http://", "https://", "file://"].iter().any(|s| u.starts_with(s)) => {
+            u.trim_end_matches('/').to_string()
+        }
+        Some(u) => return Err(format!("--url-base {u}: give an http://, https:// or file:// URL")),
+        None => format!("file://{}", out.display()),
+    };
+    let mut jobs = Vec::new();
+    let mut scratch: Option<(String, String)> = None;
+    for entry in &m.entries {
+        let line = entry_cmdline(&entry.cmdline, &args.append)?;
+        let settings = bootmark::contract::cmdline::parse(&line).map_err(|e| format!("entry {}: {e}", entry.label))?;
+        let mut planned = plan.clone();
+        settings.apply_to(&mut planned).map_err(|e| format!("entry {}: {e}", entry.label))?;
+        let case_ids: Vec<String> = signals::Cases::planned(&planned).ids().map(str::to_string).collect();
+        let kdir = entry.label.split_once('-').map_or(entry.label.as_str(), |(k, _)| k);
+        let artifacts = Artifacts {
+            kernel: publish(&image.join("pxe/boot").join(kdir).join("vmlinuz"), &files, kdir, &base)?,
+            ramdisk: publish(&image.join("pxe/boot").join(kdir).join("initrd.gz"), &files, kdir, &base)?,
+        };
+        let timing = Timing::of(&planned, &settings, args.boot_minutes);
+        let meta = Meta { manifest: &m, manifest_sha: &manifest_sha, entry, plan: &planned };
+        if args.devices != "x86" {
+            if scratch.is_none() {
+                scratch = Some(scratch_disk(args, &settings, &planned, &files, &base)?);
+            }
+            let (url, sha) = scratch.clone().unwrap();
+            let job = qemu_job(args, &meta, &artifacts, (&url, &sha), &line, &timing);
+            jobs.push(write_job(&out, &format!("qemu-{}", entry.label), &job, "qemu", entry, &case_ids)?);
+        }
+        if args.devices != "qemu" {
+            let job = x86_job(args, &meta, &artifacts, &line, &timing);
+            let name = format!("{}-{}", args.device_type, entry.label);
+            jobs.push(write_job(&out, &name, &job, &args.device_type, entry, &case_ids)?);
+        }
+    }
+    Ok(jobs)
+}
+
+fn write_job(
+    out: &Path,
+    name: &str,
+    job: &Yaml,
+    device_type: &str,
+    entry: &manifest::Entry,
+    case_ids: &[String],
+) -> Result<Job> {
+    let path = out.join("jobs").join(format!("{name}.yaml"));
+    let text = format!("# Written by `cargo xtask lava`; see docs/lava.md.\n{}", job.render());
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Job { path, device_type: device_type.into(), entry: entry.label.clone(), case_ids: case_ids.to_vec() })
+}
+
+/// The entry's command line plus `--append`, checked as /init will.
+fn entry_cmdline(line: &str, append: &str) -> Result<String> {
+    let line = if append.trim().is_empty() { line.to_string() } else { format!("{line} {}", append.trim()) };
+    if line.contains('"') {
+        return Err(format!("the kernel command line holds a '\"', which a LAVA job cannot quote: {line}"));
+    }
+    bootmark::contract::cmdline::parse(&line).map_err(|e| format!("--append: /init would refuse the line: {e}"))?;
+    Ok(line)
+}
+
+/// A file the jobs download: copied under files/DIR/, with its URL and SHA-256.
+struct Published {
+    url: String,
+    sha256: String,
+}
+
+struct Artifacts {
+    kernel: Published,
+    ramdisk: Published,
+}
+
+fn publish(src: &Path, files: &Path, dir: &str, base: &str) -> Result<Published> {
+    let name = src.file_name().unwrap().to_string_lossy().into_owned();
+    let to = files.join(dir).join(&name);
+    std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
+    std::fs::copy(src, &to).map_err(|e| format!("cannot copy {} to {}: {e}", src.display(), to.display()))?;
+    Ok(Published { url: format!("{base}/files/{dir}/{name}"), sha256: manifest::sha256_file(&to)? })
+}
+
+/// The qemu jobs' target disk: `--scratch`, or a new ext3 filesystem that
+/// `bootmark.target` finds (its label or UUID), gzipped. Returns (URL, SHA-256).
+fn scratch_disk(args: &Args, s: &Settings, plan: &Plan, files: &Path, base: &str) -> Result<(String, String)> {
+    let to = files.join("scratch.img.gz");
+    if let Some(given) = &args.scratch {
+        std::fs::copy(given, &to).map_err(|e| format!("--scratch {}: {e}", given.display()))?;
+    } else {
+        let mkfs_id: Vec<String> = match &s.target {
+            Some(DiskSpec::Label(l)) => vec!["-L".into(), l.clone()],
+            Some(DiskSpec::Uuid(u)) => vec!["-U".into(), u.clone()],
+            Some(DiskSpec::Path(p)) if p == "/dev/sda" => Vec::new(),
+            other => {
+                return Err(format!(
+                    "the qemu job's scratch disk cannot be made to match bootmark.target={}: build the image with --target LABEL=… (or UUID=…), or give --scratch IMG.gz",
+                    other.as_ref().map_or("(none)".into(), |t| t.to_string())
+                ));
+            }
+        };
+        // Room for the plan's files, plus the filesystem's own.
+        let mib = (plan.space_needed(args.memory << 20) >> 20) * 5 / 4 + 64;
+        let raw = files.join("scratch.img");
+        let f = std::fs::File::create(&raw).map_err(|e| e.to_string())?;
+        f.set_len(mib.max(256) << 20).map_err(|e| e.to_string())?;
+        drop(f);
+        crate::host::process::run(Command::new("mkfs.ext3").args(["-q", "-F"]).args(&mkfs_id).arg(&raw))?;
+        gzip_file(&raw, &to)?;
+        std::fs::remove_file(&raw).map_err(|e| e.to_string())?;
+    }
+    Ok((format!("{base}/files/scratch.img.gz"), manifest::sha256_file(&to)?))
+}
+
+fn gzip_file(from: &Path, to: &Path) -> Result<()> {
+    let mut input = std::fs::File::open(from).map_err(|e| e.to_string())?;
+    let out = std::fs::File::create(to).map_err(|e| e.to_string())?;
+    let mut enc = flate2::GzBuilder::new().mtime(0).write(out, flate2::Compression::fast());
+    std::io::copy(&mut input, &mut enc).map_err(|e| e.to_string())?;
+    enc.finish().map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The timeouts of a job, from the plan: LAVA's monitor allows the boot
+/// action's timeout between two matches, so that is the longest a workload
+/// may take (its watchdog) plus the probe's quiet time and recovery, the
+/// wait for disks and the boot itself; the test action allows the whole plan,
+/// but never more than /init's own whole-run watchdog.
+struct Timing {
+    silence_s: u64,
+    test_s: u64,
+    job_s: u64,
+}
+
+impl Timing {
+    fn of(plan: &Plan, s: &Settings, boot_minutes: u64) -> Timing {
+        const DEPLOY_S: u64 = 600;
+        // Between runs: a variant's settings, remounting, records written.
+        const SLACK_S: f64 = 60.0;
+        let boot = (boot_minutes * 60) as f64 + s.device_wait_s;
+        let per_run = plan.workload_deadline_s + plan.probe.baseline_s + plan.probe.recovery_deadline_s + SLACK_S;
+        let runs = signals::Cases::planned(plan).ids().count() as f64;
+        let whole = (per_run * runs).min(s.timeout_s + SLACK_S);
+        let silence_s = (boot + per_run).ceil() as u64;
+        let test_s = (boot + whole + SLACK_S).ceil() as u64;
+        Timing { silence_s, test_s, job_s: DEPLOY_S + test_s + silence_s }
+    }
+}
+
+/// What every job says about where it came from.
+struct Meta<'a> {
+    manifest: &'a Manifest,
+    manifest_sha: &'a str,
+    entry: &'a manifest::Entry,
+    plan: &'a Plan,
+}
+
+impl Meta<'_> {
+    fn header(&self, device_type: &str, t: &Timing) -> Vec<(&'static str, Yaml)> {
+        let e = self.entry;
+        let name = format!("bootmark {} on Linux {} ({}, entry {})", self.plan.name, e.kernel_release, e.arch, e.label);
+        vec![
+            ("job_name", Yaml::str(&name)),
+            ("device_type", Yaml::str(device_type)),
+            ("visibility", Yaml::str("public")),
+            ("priority", Yaml::str("medium")),
+            (
+                "timeouts",
+                Yaml::map(vec![
+                    ("job", seconds(t.job_s)),
+                    ("action", seconds(t.test_s)),
+                    ("connection", seconds(t.silence_s)),
+                ]),
+            ),
+            (
+                "metadata",
+                Yaml::map(vec![
+                    ("bootmark.version", Yaml::str(&self.manifest.bootmark_version)),
+                    ("bootmark.plan", Yaml::str(&self.plan.name)),
+                    ("bootmark.entry", Yaml::str(&e.label)),
+                    ("bootmark.kernel_release", Yaml::str(&e.kernel_release)),
+                    ("bootmark.arch", Yaml::str(&e.arch)),
+                    ("bootmark.image_manifest_sha256", Yaml::str(self.manifest_sha)),
+                    ("bootmark.binary_sha256", Yaml::str(&e.bootmark_binary_sha256)),
+                ]),
+            ),
+        ]
+    }
+}
+
+fn seconds(s: u64) -> Yaml {
+    Yaml::map(vec![("seconds", Yaml::Int(s))])
+}
+
+/// The test action: LAVA matches /init's case lines on the console.
+fn monitor(t: &Timing) -> Yaml {
+    Yaml::map(vec![(
+        "test",
+        Yaml::map(vec![
+            ("timeout", seconds(t.test_s)),
+            (
+                "monitors",
+                Yaml::List(vec![Yaml::map(vec![
+                    ("name", Yaml::str("bootmark")),
+                    ("start", Yaml::str(signals::START)),
+                    ("end", Yaml::str(signals::END)),
+                    ("pattern", Yaml::str(signals::PATTERN)),
+                ])]),
+            ),
+        ]),
+    )])
+}
+
+fn qemu_job(args: &Args, meta: &Meta, a: &Artifacts, scratch: (&str, &str), line: &str, t: &Timing) -> Yaml {
+    let x86_64 = meta.entry.arch == "x86_64";
+    let mut extra = vec!["-no-reboot".to_string(), "-device ahci,id=ahci".to_string()];
+    if args.tcg {
+        // A software CPU: the template's `-cpu host -enable-kvm` is off (no_kvm).
+        if x86_64 {
+            extra.extend(["-machine pc", "-cpu qemu64,vendor=GenuineIntel", "-accel tcg"].map(String::from));
+        } else {
+            extra.push("-accel tcg".into());
+        }
+    }
+    extra.extend(args.qemu_options.iter().cloned());
+    let mut context = vec![
+        ("arch", Yaml::str(if x86_64 { "amd64" } else { "i386" })),
+        ("memory", Yaml::Int(args.memory)),
+        ("extra_options", Yaml::List(extra.iter().map(|o| Yaml::str(o)).collect())),
+    ];
+    if args.tcg {
+        context.push(("no_kvm", Yaml::Bool(true)));
+    }
+    let image = |arg: &str, p: &Published| {
+        Yaml::map(vec![("image_arg", Yaml::str(arg)), ("url", Yaml::str(&p.url)), ("sha256sum", Yaml::str(&p.sha256))])
+    };
+    let scratch = Yaml::map(vec![
+        (
+            "image_arg",
+            Yaml::str("-drive if=none,id=target,format=raw,file={scratch} -device ide-hd,drive=target,bus=ahci.0"),
+        ),
+        ("url", Yaml::str(scratch.0)),
+        ("sha256sum", Yaml::str(scratch.1)),
+        ("compression", Yaml::str("gz")),
+    ]);
+    let deploy = Yaml::map(vec![(
+        "deploy",
+        Yaml::map(vec![
+            ("to", Yaml::str("tmpfs")),
+            ("timeout", seconds(600)),
+            (
+                "images",
+                Yaml::map(vec![
+                    ("kernel", image(&format!("-kernel {{kernel}} -append \"{line}\""), &a.kernel)),
+                    ("ramdisk", image("-initrd {ramdisk}", &a.ramdisk)),
+                    ("scratch", scratch),
+                ]),
+            ),
+        ]),
+    )]);
+    let boot = Yaml::map(vec![(
+        "boot",
+        Yaml::map(vec![
+            ("method", Yaml::str("qemu")),
+            ("media", Yaml::str("tmpfs")),
+            ("timeout", seconds(t.silence_s)),
+        ]),
+    )]);
+    let mut top = meta.header("qemu", t);
+    top.push(("context", Yaml::map(context)));
+    top.push(("actions", Yaml::List(vec![deploy, boot, monitor(t)])));
+    Yaml::map(top)
+}
+
+/// A physical server: kernel and initramfs over TFTP, booted by iPXE or
+/// GRUB with the entry's command line.
+fn x86_job(args: &Args, meta: &Meta, a: &Artifacts, line: &str, t: &Timing) -> Yaml {
+    // The device dictionary's boot commands add `console=DEVICE,BAUD`: the
+    // device is ours, the speed the dictionary's (LAVA reads the port at it).
+    let console = line.split_whitespace().filter_map(|w| w.strip_prefix("console=")).next_back();
+    let device = console.map_or("ttyS0", |c| c.split_once(',').map_or(c, |(d, _)| d));
+    let kernel_args: Vec<&str> = line.split_whitespace().filter(|w| !w.starts_with("console=")).collect();
+    let deploy = Yaml::map(vec![(
+        "deploy",
+        Yaml::map(vec![
+            ("to", Yaml::str("tftp")),
+            ("timeout", seconds(600)),
+            ("kernel", Yaml::map(vec![("url", Yaml::str(&a.kernel.url)), ("sha256sum", Yaml::str(&a.kernel.sha256))])),
+            (
+                "ramdisk",
+                // Used as built: LAVA must not unpack it to add its overlay or modules.
+                Yaml::map(vec![
+                    ("url", Yaml::str(&a.ramdisk.url)),
+                    ("sha256sum", Yaml::str(&a.ramdisk.sha256)),
+                    ("install_modules", Yaml::Bool(false)),
+                    ("install_overlay", Yaml::Bool(false)),
+                ]),
+            ),
+        ]),
+    )]);
+    let boot = Yaml::map(vec![(
+        "boot",
+        Yaml::map(vec![
+            ("method", Yaml::str(&args.boot)),
+            ("commands", Yaml::str("ramdisk")),
+            ("timeout", seconds(t.silence_s)),
+        ]),
+    )]);
+    let mut top = meta.header(&args.device_type, t);
+    top.push((
+        "context",
+        Yaml::map(vec![
+            ("extra_kernel_args", Yaml::str(&kernel_args.join(" "))),
+            ("console_device", Yaml::str(device)),
+        ]),
+    ));
+    top.push(("actions", Yaml::List(vec![deploy, boot, monitor(t)])));
+    Yaml::map(top)
+}
+
+/// Just enough YAML for a job, in the order written: block mappings and
+/// sequences, strings double-quoted (JSON's escapes are YAML's).
+pub enum Yaml {
+    Map(Vec<(String, Yaml)>),
+    List(Vec<Yaml>),
+    Str(String),
+    Int(u64),
+    Bool(bool),
+}
+
+impl Yaml {
+    fn str(s: &str) -> Yaml {
+        Yaml::Str(s.to_string())
+    }
+    fn map(pairs: Vec<(&str, Yaml)>) -> Yaml {
+        Yaml::Map(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.block(0, &mut out);
+        out
+    }
+
+    fn scalar(&self) -> Option<String> {
+        match self {
+            Yaml::Str(s) => Some(serde_json::to_string(s).unwrap()),
+            Yaml::Int(n) => Some(n.to_string()),
+            Yaml::Bool(b) => Some(b.to_string()),
+            Yaml::Map(_) | Yaml::List(_) => None,
+        }
+    }
+
+    fn block(&self, indent: usize, out: &mut String) {
+        let pad = " ".repeat(indent);
+        match self {
+            Yaml::Map(pairs) => {
+                for (k, v) in pairs {
+                    match v.scalar() {
+                        Some(s) => out.push_str(&format!("{pad}{k}: {s}\n")),
+                        None => {
+                            out.push_str(&format!("{pad}{k}:\n"));
+                            v.block(indent + 2, out);
+                        }
+                    }
+                }
+            }
+            Yaml::List(items) => {
+                for item in items {
+                    match item.scalar() {
+                        Some(s) => out.push_str(&format!("{pad}- {s}\n")),
+                        None => {
+                            // "- " then the item's first line; the rest indented under it.
+                            let mut inner = String::new();
+                            item.block(indent + 2, &mut inner);
+                            out.push_str(&format!("{pad}- {}", &inner[indent + 2..]));
+                        }
+                    }
+                }
+            }
+            scalar => out.push_str(&format!("{pad}{}\n", scalar.scalar().unwrap())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_is_block_style_in_the_order_written() {
+        let y = Yaml::map(vec![
+            ("job_name", Yaml::str("a \"b\"")),
+            ("actions", Yaml::List(vec![Yaml::map(vec![("boot", Yaml::map(vec![("method", Yaml::str("qemu"))]))])])),
+            ("n", Yaml::Int(3)),
+            ("opts", Yaml::List(vec![Yaml::str("-m 1"), Yaml::Bool(true)])),
+        ]);
+        assert_eq!(
+            y.render(),
+            "job_name: \"a \\\"b\\\"\"\nactions:\n  - boot:\n      method: \"qemu\"\nn: 3\nopts:\n  - \"-m 1\"\n  - true\n"
+        );
+    }
+
+    #[test]
+    fn timeouts_follow_the_plan_and_never_outlast_the_whole_run_watchdog() {
+        let plan = bootmark::plan::Plan::load("quick").unwrap();
+        let s = bootmark::contract::cmdline::parse("bootmark.plan=quick").unwrap();
+        let t = Timing::of(&plan, &s, 5);
+        // 5 min boot + 30 s disks + 300 s watchdog + 0.3 s + 3 s + 60 s.
+        assert_eq!(t.silence_s, 694);
+        assert!(t.test_s > 6 * 300 && t.job_s > t.test_s + t.silence_s, "{}", t.test_s);
+        let short = bootmark::contract::cmdline::parse("bootmark.plan=quick bootmark.timeout=100").unwrap();
+        assert_eq!(Timing::of(&plan, &short, 5).test_s, 300 + 30 + 160 + 60);
+    }
+
+    #[test]
+    fn bad_command_lines_are_refused_before_any_job_is_written() {
+        assert!(entry_cmdline("bootmark.plan=quick", "bootmark.plan=seed").unwrap_err().contains("twice"));
+        assert!(entry_cmdline("bootmark.plan=quick", "x=\"y\"").unwrap_err().contains("cannot quote"));
+        assert_eq!(entry_cmdline("a", " bootmark.timeout=9 ").unwrap(), "a bootmark.timeout=9");
+    }
+}

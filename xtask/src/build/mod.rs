@@ -1,0 +1,7 @@
+//! What xtask builds for users: the static /init binary, kernels from
+//! source, the boot image (stick, ISO, PXE tree), and LAVA jobs for it.
+
+pub mod image;
+pub mod kernel_src;
+pub mod lava;
+pub mod static_binary;

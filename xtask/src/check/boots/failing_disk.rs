@@ -1,0 +1,87 @@
+//! A disk that dies mid-run: the target is attached through QEMU's blkdebug
+//! driver with rules that let the first writes through (mounting, creating
+//! the run directory, the first workload's start) and fail every write after
+//! that with EIO. The boot must still end in power-off with a run record,
+//! and no record may claim `ok` for a workload during which the kernel
+//! reported the errors: their status is `error` with the kernel's lines.
+
+use crate::Result;
+use crate::boot::disks::scratch_disk;
+use crate::boot::qemu;
+use crate::check::boots::support::{results, run_record, serial_documents, stick_documents, test_boot};
+use bootmark::collect::Document;
+use bootmark::record::{Record, Status};
+use std::path::Path;
+
+/// blkdebug rules: a chain of states advanced by every write, then EIO on
+/// every write from write number `healthy_writes` on.
+pub fn rules(healthy_writes: usize) -> String {
+    let mut text = String::new();
+    for state in 1..=healthy_writes {
+        text += &format!("[set-state]\nstate = \"{state}\"\nevent = \"write_aio\"\nnew_state = \"{}\"\n\n", state + 1);
+    }
+    text += &format!(
+        "[inject-error]\nstate = \"{}\"\nevent = \"write_aio\"\nerrno = \"5\"\nonce = \"off\"\n",
+        healthy_writes + 1
+    );
+    text
+}
+
+pub fn test(image: &Path, base: &Path) -> Result<()> {
+    let started = std::time::Instant::now();
+    let dir = base.join("failing-disk");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let disk = dir.join("scratch.img");
+    scratch_disk(&disk, "ext3", 512)?;
+    let config = dir.join("blkdebug.conf");
+    std::fs::write(&config, rules(HEALTHY_WRITES)).map_err(|e| e.to_string())?;
+    let stick_before = stick_documents(&image.join("usb.img"))?;
+    let booted = qemu::boot(&qemu::Args {
+        disk_fault: Some(config),
+        timeout: 400,
+        ..test_boot(image.to_path_buf(), disk, dir.join("serial.log"))
+    })
+    .map_err(|e| format!("a failing disk must still end in power-off: {e}"))?;
+    let docs = serial_documents(&booted.serial);
+    let run = run_record(&docs).ok_or_else(|| format!("no run record\n{}", qemu::tail(&booted.serial, 30)))?;
+    let records = results(&docs);
+    let failed: Vec<&&Record> = records.iter().filter(|r| r.status != Status::Ok).collect();
+    let io_errors = run.kernel_log.counts.get("io_error").copied().unwrap_or(0);
+    if io_errors == 0 {
+        return Err(format!(
+            "the kernel log shows no I/O errors: the fault was not injected\n{}",
+            qemu::tail(&booted.serial, 30)
+        ));
+    }
+    if failed.is_empty() {
+        return Err(format!(
+            "{} records, all ok, although the disk failed ({io_errors} I/O errors in the kernel log)",
+            records.len()
+        ));
+    }
+    let with_evidence = failed.iter().filter(|r| r.notes.iter().any(|n| n.contains("storage errors"))).count();
+    if with_evidence == 0 && run.status == Status::Ok {
+        return Err("failed records carry no kernel evidence and the run says ok".into());
+    }
+    if run.records as usize != records.len() {
+        return Err(format!("the run record counts {} records, serial shows {}", run.records, records.len()));
+    }
+    let stick: Vec<Document> =
+        stick_documents(&image.join("usb.img"))?.into_iter().filter(|d| !stick_before.contains(d)).collect();
+    if stick != docs {
+        return Err(format!("the stick holds {} new documents, serial {}", stick.len(), docs.len()));
+    }
+    println!(
+        "e2e: failing disk: powered off with a run record ({}); {} of {} records not ok, {with_evidence} with the kernel's lines; {io_errors} I/O error lines ({:.1} s)",
+        run.status.name(),
+        failed.len(),
+        records.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Writes the target takes before it fails: past mounting and the first
+/// workload's start, well before the quick plan's last workload.
+const HEALTHY_WRITES: usize = 400;

@@ -1,0 +1,269 @@
+//! LAVA, here: the jobs `cargo xtask lava` writes, run by Debian's
+//! lava-dispatcher (`lava-run`, no server) on a `qemu` device rendered from
+//! lava-server's own templates (downloaded and unpacked, not installed),
+//! against images built with Debian's kernel.
+//!
+//! - A clean run: `lava-test-monitor` passed, every planned case is there,
+//!   `pass`, with a measurement, and `bootmark collect` reads the same
+//!   documents out of LAVA's log as out of QEMU's raw serial log.
+//! - A run cut by /init's whole-run watchdog: the workload it cut is `fail`,
+//!   the one that never ran `skip`, and the run's case `fail`.
+//! - Every generated job, the physical server's too, passes
+//!   `lava-schema.py job --strict`.
+//!
+//! A monitor that times out or matches nothing still leaves the job
+//! "passed": hence the checks on the monitor's own case and on every id.
+
+use crate::build::image::{self, kernel};
+use crate::build::lava::{self, Job};
+use crate::{Result, project_root};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Debian's python3 (with jinja2 and yaml from lava-dispatcher's
+/// dependencies), not whatever python3 comes first on PATH.
+const PYTHON: &str = "/usr/bin/python3";
+const SCHEMA: &str = "/usr/share/lava-common/lava-schema.py";
+
+/// lava-server's rendering of a device dictionary, with the job's context
+/// as template variables (as lava-server does when it schedules a job).
+const RENDER: &str = r#"
+import sys, jinja2, yaml
+env = jinja2.Environment(loader=jinja2.FileSystemLoader(sys.argv[1]), trim_blocks=True, autoescape=False)
+context = yaml.safe_load(open(sys.argv[2])).get("context", {})
+print(env.from_string("{% extends 'qemu.jinja2' %}").render(**context))
+"#;
+
+pub fn test(image: &Path, package: &str, base: &Path) -> Result<()> {
+    let started = std::time::Instant::now();
+    let dir = base.join("lava");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let templates = device_templates()?;
+
+    // The clean run, on the image the boot tests share (quick plan).
+    let raw = dir.join("raw-serial.log");
+    let args = lava::Args {
+        image: image.to_path_buf(),
+        out: dir.join("clean"),
+        tcg: true,
+        // No stick over LAVA: do not wait 30 s for one.
+        append: "bootmark.device-wait=5".into(),
+        // QEMU's own capture of the same console, to compare with LAVA's log.
+        qemu_options: vec![
+            format!("-chardev stdio,id=console,logfile={}", raw.display()),
+            "-serial chardev:console".into(),
+        ],
+        ..lava::Args::default()
+    };
+    let jobs = lava::write_jobs(&args)?;
+    jobs.iter().try_for_each(|j| check_schema(&j.path))?;
+    let job = jobs.iter().find(|j| j.device_type == "qemu").ok_or("no qemu job was written")?;
+    let log = run_job(job, &templates, &dir, 1)?;
+    let cases = results(&log)?;
+    check_monitor(&cases, &log)?;
+    for id in job.case_ids.iter().map(String::as_str).chain([bootmark::sink::lava::RUN_CASE]) {
+        match cases.get(id) {
+            Some(c) if c.result == "pass" && c.measurement.is_some() => {}
+            other => return Err(format!("case {id}: {other:?}, not pass with a measurement ({})", log.display())),
+        }
+    }
+    let figures = cases.keys().filter(|k| k.ends_with("_probe_p99")).count();
+    if figures != job.case_ids.len() {
+        return Err(format!("{figures} probe p99 cases for {} workload runs", job.case_ids.len()));
+    }
+    let from_lava = bootmark::collect::collect(std::slice::from_ref(&log));
+    let from_serial = bootmark::collect::collect(std::slice::from_ref(&raw));
+    if !from_lava.problems.is_empty() || from_lava.documents.len() != job.case_ids.len() + 1 {
+        return Err(format!(
+            "collect on the LAVA log: {} documents, problems {:?}",
+            from_lava.documents.len(),
+            from_lava.problems.iter().map(|p| &p.why).collect::<Vec<_>>()
+        ));
+    }
+    if from_lava.documents != from_serial.documents {
+        return Err(format!(
+            "collect: {} documents from LAVA's log, {} from the raw serial log, not the same",
+            from_lava.documents.len(),
+            from_serial.documents.len()
+        ));
+    }
+    println!(
+        "e2e: LAVA: lava-run ran the qemu job: monitor passed, {} cases (every planned run with MiB/s, probe, stall and durable figures), collect = raw serial ({} documents); {} jobs schema-valid",
+        cases.values().filter(|c| c.definition.as_deref() == Some("bootmark")).count(),
+        from_lava.documents.len(),
+        jobs.len()
+    );
+    cut_run(package, &dir, &templates)?;
+    println!("e2e: LAVA: both jobs in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// A plan whose second workload can only end by /init's whole-run watchdog.
+fn cut_plan() -> serde_json::Value {
+    serde_json::json!({
+        "name": "lava-cut",
+        "description": "a write, an idle that outlasts the whole-run watchdog, a write that never starts",
+        "probe": { "enabled": true, "interval_ms": 50, "baseline_s": 0.3, "recovery_deadline_s": 1.0 },
+        "workloads": [
+            { "name": "seqwrite", "params": { "size": "8MiB", "block": "64KiB", "sync": "end" } },
+            { "name": "idle", "params": { "seconds": 3600.0 } },
+            { "name": "seqwrite", "params": { "size": "8MiB", "block": "64KiB", "sync": "end" } }
+        ]
+    })
+}
+
+/// An image of the `lava-cut` plan, booted with `bootmark.timeout=30`: the
+/// idle is cut (fail), the last write never runs (skip), the boot is not clean.
+fn cut_run(package: &str, dir: &Path, templates: &Path) -> Result<()> {
+    let plan = dir.join("lava-cut.json");
+    std::fs::write(&plan, serde_json::to_vec_pretty(&cut_plan()).unwrap()).map_err(|e| e.to_string())?;
+    let out = image::build(&image::Args {
+        plan: plan.to_string_lossy().into_owned(),
+        ..crate::check::boots::support::test_image(vec![package.to_string()], dir.join("image-cut"), None)
+    })?;
+    let args = lava::Args {
+        image: out,
+        out: dir.join("cut"),
+        devices: "qemu".into(),
+        tcg: true,
+        append: "bootmark.device-wait=5 bootmark.timeout=30".into(),
+        ..lava::Args::default()
+    };
+    let jobs = lava::write_jobs(&args)?;
+    let job = &jobs[0];
+    check_schema(&job.path)?;
+    let log = run_job(job, templates, dir, 2)?;
+    let cases = results(&log)?;
+    check_monitor(&cases, &log)?;
+    let want = [("seqwrite_1", "pass"), ("idle", "fail"), ("seqwrite_2", "skip"), ("bootmark_run", "fail")];
+    for (id, result) in want {
+        match cases.get(id) {
+            Some(c) if c.result == result && c.measurement.is_some() => {}
+            other => return Err(format!("case {id}: {other:?}, expected {result} ({})", log.display())),
+        }
+    }
+    println!("e2e: LAVA: a run cut by the whole-run watchdog: the cut workload fail, the next skip, the run fail");
+    Ok(())
+}
+
+/// lava-server's device-type templates, unpacked from its Debian package
+/// (cached under target/cache).
+fn device_templates() -> Result<PathBuf> {
+    let cache = project_root().join("target/cache");
+    let unpacked = cache.join("lava-server");
+    let templates = unpacked.join("usr/share/lava-server/device-types");
+    if !templates.join("qemu.jinja2").exists() {
+        let deb = kernel::fetch_deb("lava-server", &cache.join("debs"))?;
+        let _ = std::fs::remove_dir_all(&unpacked);
+        crate::host::process::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))?;
+    }
+    Ok(templates)
+}
+
+fn check_schema(job: &Path) -> Result<()> {
+    crate::host::process::run(Command::new(PYTHON).args([SCHEMA, "job", "--strict"]).arg(job))
+        .map(|_| ())
+        .map_err(|e| format!("{} is not a valid LAVA job: {e}", job.display()))
+}
+
+/// Render the qemu device for `job`, run it with lava-run, return its log.
+fn run_job(job: &Job, templates: &Path, dir: &Path, id: u32) -> Result<PathBuf> {
+    let device = dir.join(format!("device-{id}.yaml"));
+    let rendered = crate::host::process::run(Command::new(PYTHON).args(["-c", RENDER]).arg(templates).arg(&job.path))?;
+    std::fs::write(&device, rendered).map_err(|e| e.to_string())?;
+    let dispatcher = dir.join("dispatcher.yaml");
+    // Without it lava-run looks for a default route to find its own address.
+    std::fs::write(&dispatcher, "dispatcher_ip: 127.0.0.1\n").map_err(|e| e.to_string())?;
+    let log = dir.join(format!("job-{id}.yaml"));
+    let out = std::fs::File::create(&log).map_err(|e| e.to_string())?;
+    eprintln!("lava: lava-run {} (log: {})", job.path.display(), log.display());
+    // The job's own timeouts allow a real plan; here ten minutes is plenty.
+    let status = Command::new("timeout")
+        .args(["-k", "10", "600", "lava-run", "--job-id", &id.to_string(), "--output-dir"])
+        .arg(dir.join(format!("out-{id}")))
+        .arg("--device")
+        .arg(&device)
+        .arg("--dispatcher")
+        .arg(&dispatcher)
+        .arg(&job.path)
+        // lava-run writes its log on stderr.
+        .stderr(out)
+        .status()
+        .map_err(|e| format!("cannot run lava-run: {e}"))?;
+    if !status.success() {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(15).collect();
+        return Err(format!(
+            "lava-run failed ({status}); the end of its log ({}):\n{}",
+            log.display(),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ));
+    }
+    Ok(log)
+}
+
+/// One LAVA result as the job log has it.
+#[derive(Debug)]
+struct Case {
+    /// `bootmark` for ours, `lava` for LAVA's own.
+    definition: Option<String>,
+    result: String,
+    measurement: Option<String>,
+}
+
+/// Every `lvl: results` line of a job log, by case.
+fn results(log: &Path) -> Result<BTreeMap<String, Case>> {
+    let text = std::fs::read_to_string(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| l.contains("\"lvl\": \"results\"")) {
+        let (Some(case), Some(result)) = (field(line, "case"), field(line, "result")) else { continue };
+        out.insert(
+            case,
+            Case { definition: field(line, "definition"), result, measurement: field(line, "measurement") },
+        );
+    }
+    Ok(out)
+}
+
+/// `"key": "value"` (or `"key": ! "value"`) in a LAVA log line.
+fn field(line: &str, key: &str) -> Option<String> {
+    let at = line.find(&format!("\"{key}\": "))? + key.len() + 4;
+    let rest = line[at..].strip_prefix("! ").unwrap_or(&line[at..]);
+    let rest = rest.strip_prefix('"')?;
+    Some(rest[..rest.find('"')?].to_string())
+}
+
+/// The monitor must have seen the end line, and the job must have passed.
+fn check_monitor(cases: &BTreeMap<String, Case>, log: &Path) -> Result<()> {
+    for id in ["lava-test-monitor", "job"] {
+        match cases.get(id) {
+            Some(c) if c.result == "pass" => {}
+            other => return Err(format!("LAVA's {id}: {other:?} ({})", log.display())),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cut_plan_is_a_valid_plan() {
+        let plan = bootmark::plan::Plan::from_json(&cut_plan().to_string()).unwrap();
+        let ids: Vec<String> = bootmark::sink::lava::Cases::planned(&plan).ids().map(str::to_string).collect();
+        assert_eq!(ids, ["seqwrite_1", "idle", "seqwrite_2"]);
+    }
+
+    #[test]
+    fn results_are_read_from_lava_log_lines() {
+        let line = r#"{"dt": "x", "lvl": "results", "msg": {"case": "seqwrite", "definition": "bootmark", "measurement": ! "57.0", "result": "pass", "units": "MiB/s"}}"#;
+        assert_eq!(field(line, "case").as_deref(), Some("seqwrite"));
+        assert_eq!(field(line, "measurement").as_deref(), Some("57.0"));
+        assert_eq!(field(line, "result").as_deref(), Some("pass"));
+        assert_eq!(field(line, "units").as_deref(), Some("MiB/s"));
+        assert_eq!(field(line, "nothing"), None);
+    }
+}

@@ -1,0 +1,230 @@
+//! What every QEMU scenario uses: the test image and boot, the records read
+//! back from the serial log and the stick, the checks of one quick-plan boot,
+//! and the tally of scenarios. A leaf: scenarios use it, it uses none of them.
+
+use crate::Result;
+use crate::boot::qemu;
+use crate::build::image;
+use bootmark::collect::Document;
+use bootmark::framing::{self, Assembler, Fed};
+use bootmark::record::{Firmware, Record, RunRecord, Status};
+use serde_json::Value;
+use std::path::Path;
+
+/// Documents (records and run records) decoded from a serial log, checksums
+/// verified, each read as its typed record (one that does not fit is left out).
+pub fn serial_documents(serial: &str) -> Vec<Document> {
+    let mut asm = Assembler::default();
+    let mut docs = Vec::new();
+    for line in serial.lines() {
+        if let Some(Ok(l)) = framing::parse_line(line)
+            && let Fed::Record(_, _, bytes) = asm.feed(l)
+        {
+            docs.extend(Document::from_json(&bytes).ok());
+        }
+    }
+    docs
+}
+
+/// The result records among `docs`.
+pub fn results(docs: &[Document]) -> Vec<&Record> {
+    docs.iter().filter_map(Document::result).collect()
+}
+
+/// The (first) run record among `docs`.
+pub fn run_record(docs: &[Document]) -> Option<&RunRecord> {
+    docs.iter().find_map(Document::run)
+}
+
+/// A fact of a run record by its path (`target.mkfs`), null when absent.
+pub fn fact<'a>(run: &'a RunRecord, path: &str) -> &'a Value {
+    let mut parts = path.split('.');
+    let first = run.facts.get(parts.next().unwrap_or("")).unwrap_or(&Value::Null);
+    parts.fold(first, |v, p| v.get(p).unwrap_or(&Value::Null))
+}
+
+/// Every document in the journal of a stick image.
+pub fn stick_documents(img: &Path) -> Result<Vec<Document>> {
+    // The collector reads the journal straight from the image and checks every SHA-256.
+    let collected = bootmark::collect::collect(&[img.to_path_buf()]);
+    // The stick keeps every boot of the suite, refused ones among them:
+    // their runs that never ran are those boots' news, not the journal's fault.
+    if let Some(p) = collected.problems.iter().find(|p| !p.why.starts_with(bootmark::collect::NOT_RUN)) {
+        return Err(format!("the stick's journal: {}: {}", p.file, p.why));
+    }
+    Ok(collected.documents)
+}
+
+/// The image every boot test builds: the quick plan, target LABEL=SCRATCH.
+pub fn test_image(kernel_debs: Vec<String>, out: std::path::PathBuf, sequence: Option<u32>) -> image::Args {
+    image::Args {
+        kernel_debs,
+        out,
+        plan: "quick".into(),
+        target: Some("LABEL=SCRATCH".into()),
+        serial: "ttyS0,115200".into(),
+        sequence,
+        install_deps: crate::host::deps::can_install(),
+        ..image::Args::default()
+    }
+}
+
+/// A BIOS boot of `image` with one SATA disk, serial to `log`.
+pub fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::path::PathBuf) -> qemu::Args {
+    qemu::Args {
+        image,
+        disks: vec![disk],
+        log: Some(log),
+        timeout: 300,
+        install_deps: crate::host::deps::can_install(),
+        ..qemu::Args::default()
+    }
+}
+
+/// Passed and failed test cases, by name.
+#[derive(Default)]
+pub struct Tally {
+    passed: usize,
+    failed: Vec<String>,
+}
+
+impl Tally {
+    pub fn add(&mut self, name: &str, outcome: Result<()>) {
+        match outcome {
+            Ok(()) => self.passed += 1,
+            Err(e) => {
+                println!("e2e: FAIL {name}: {e}");
+                self.failed.push(name.to_string());
+            }
+        }
+    }
+
+    pub fn finish(self, what: &str) -> Result<()> {
+        println!("{what}: {} passed, {} failed", self.passed, self.failed.len());
+        if self.failed.is_empty() { Ok(()) } else { Err(format!("{what} failed: {}", self.failed.join(", "))) }
+    }
+}
+
+/// Boot, then check the serial log and the stick hold the same six ok records
+/// and an ok run record. Returns the boot's duration.
+pub fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
+    boot_and_check_on(args, package, "ext3")
+}
+
+/// As `boot_and_check`, with the target's filesystem `fs` when the records are made.
+pub fn boot_and_check_on(args: &qemu::Args, package: &str, fs: &str) -> Result<f64> {
+    let stick_before = stick_documents(&args.image.join("usb.img"))?;
+    let booted = qemu::boot(args)?;
+    let serial = serial_documents(&booted.serial);
+    let stick: Vec<Document> =
+        stick_documents(&args.image.join("usb.img"))?.into_iter().filter(|d| !stick_before.contains(d)).collect();
+    let records = results(&serial);
+    let tail = || qemu::tail(&booted.serial, 25);
+    // Documents that do not fit their typed record were left out: no run record then.
+    let Some(run) = run_record(&serial) else {
+        return Err(format!("no run record on the serial log ({})\n{}", qemu::diagnose(&booted.serial), tail()));
+    };
+    if run.status != Status::Ok {
+        return Err(format!("the run failed: {}\n{}", run.error.as_deref().unwrap_or_default(), tail()));
+    }
+    let modules = fact(run, "modules");
+    let filesystems = modules["filesystems"].as_object().cloned().unwrap_or_default();
+    let no_failures = |m: &Value| m["failed"].as_object().is_some_and(|f| f.is_empty());
+    if !no_failures(modules) || modules["ms"].as_u64().is_none() || !filesystems.values().all(no_failures) {
+        return Err(format!("module loading failed or was not reported: {modules}"));
+    }
+    if !filesystems.contains_key(fs) {
+        return Err(format!("the target's filesystem modules were not loaded before mounting it: {modules}"));
+    }
+    if records.len() != 6 || records.iter().any(|r| r.status != Status::Ok) {
+        return Err(format!("expected 6 ok records, got {}\n{}", records.len(), tail()));
+    }
+    if records
+        .iter()
+        .any(|r| r.storage.fs.as_deref() != Some(fs) || !r.kernel.release.as_deref().unwrap_or("").starts_with("6."))
+    {
+        return Err(format!("records do not show {package} and the {fs} scratch disk"));
+    }
+    if stick != serial {
+        return Err(format!(
+            "the stick got {} new documents that differ from the {} on serial",
+            stick.len(),
+            serial.len()
+        ));
+    }
+    Ok(booted.elapsed.as_secs_f64())
+}
+
+/// The modules /init loaded in a boot, from the run record on its serial log.
+pub fn loaded_modules(serial_log: &Path) -> Vec<String> {
+    let serial = serial_documents(&std::fs::read_to_string(serial_log).unwrap_or_default());
+    let loaded = run_record(&serial).and_then(|r| fact(r, "modules.loaded").as_array().cloned()).unwrap_or_default();
+    loaded.iter().filter_map(|m| m.as_str().map(String::from)).collect()
+}
+
+/// Drivers `loaded` must have and must not have (those of absent devices).
+pub fn check_drivers(loaded: &[String], present: &[&str], absent: &[&str]) -> Result<()> {
+    let has = |n: &&str| loaded.iter().any(|l| l == n);
+    if let Some(n) = present.iter().find(|n| !has(n)) {
+        return Err(format!("driver {n} was not loaded: {loaded:?}"));
+    }
+    if let Some(n) = absent.iter().find(|n| has(n)) {
+        return Err(format!("driver {n} was loaded with no device for it: {loaded:?}"));
+    }
+    Ok(())
+}
+
+/// The modules.json of an image's first entry (the image builder's output directory).
+pub fn module_set(out: &Path) -> Result<bootmark::contract::modules::ModuleSet> {
+    let initrd = std::fs::read(out.join("pxe/boot/k0/initrd.gz")).map_err(|e| e.to_string())?;
+    let json = file_in_initramfs(&initrd, "etc/bootmark/modules.json")?;
+    serde_json::from_slice(&json).map_err(|e| format!("etc/bootmark/modules.json: {e}"))
+}
+
+/// A file's bytes from an initramfs (concatenated gzip'ed newc archives).
+pub fn file_in_initramfs(initrd: &[u8], name: &str) -> Result<Vec<u8>> {
+    find_in_cpio(&gunzip_all(initrd)?, name).ok_or_else(|| format!("no {name} in the initramfs"))
+}
+
+fn gunzip_all(data: &[u8]) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(data).read_to_end(&mut out).map_err(|e| format!("initramfs is not gzip: {e}"))?;
+    Ok(out)
+}
+
+/// A file's bytes from a stream of newc archives.
+fn find_in_cpio(data: &[u8], name: &str) -> Option<Vec<u8>> {
+    let mut off = 0;
+    while off + 110 <= data.len() {
+        if &data[off..off + 6] != b"070701" {
+            off += 4; // padding between concatenated archives
+            continue;
+        }
+        let field = |i: usize| {
+            usize::from_str_radix(std::str::from_utf8(&data[off + 6 + 8 * i..off + 14 + 8 * i]).ok()?, 16).ok()
+        };
+        let (size, namesize) = (field(6)?, field(11)?);
+        let name_start = off + 110;
+        let entry = std::str::from_utf8(&data[name_start..name_start + namesize - 1]).ok()?;
+        let data_start = (name_start + namesize).div_ceil(4) * 4;
+        if entry == name {
+            return Some(data[data_start..data_start + size].to_vec());
+        }
+        off = (data_start + size).div_ceil(4) * 4;
+    }
+    None
+}
+
+/// What the firmware enforced, as every result record of a serial log says
+/// it; an error when the records disagree or do not say.
+pub fn firmware_in_records(serial: &str) -> Result<Firmware> {
+    let docs = serial_documents(serial);
+    let records = results(&docs);
+    let first = records.first().ok_or("no result records on serial")?;
+    let fw = first.host.firmware.clone().ok_or("the records carry no host.firmware")?;
+    if records.iter().any(|r| r.host.firmware.as_ref() != Some(&fw) || r.status != Status::Ok) {
+        return Err(format!("the records disagree on host.firmware or are not all ok: {fw:?}"));
+    }
+    Ok(fw)
+}

@@ -1,0 +1,107 @@
+//! A sweep in QEMU: the `sweep` plan on Debian's kernel. Its image has two
+//! entries: the plain one runs dirty_ratio 40, then 10, then the target
+//! remounted with data=writeback, in one boot; the
+//! `boot15` variant's own entry boots with `sysctl.vm.dirty_ratio=15` on the
+//! kernel command line. One `qemu --sequence` boots both. Each variant's
+//! records must show the setting asked for and read back, the records' own
+//! vm evidence must agree, and the report must group them by variant with
+//! the first as the baseline.
+
+use crate::Result;
+use crate::boot::disks::scratch_disk;
+use crate::boot::qemu;
+use crate::build::image;
+use crate::check::boots::support::{results, serial_documents, test_boot, test_image};
+use bootmark::record::{Record, RunRecord, Status};
+use std::path::Path;
+
+/// `cargo xtask check sweep`: this test alone, with Debian's current kernel.
+pub fn alone() -> Result<()> {
+    let base = crate::project_root().join("target/e2e");
+    std::fs::create_dir_all(&base).map_err(|e| e.to_string())?;
+    test(&crate::host::apt::resolve_meta("linux-image-amd64")?, &base)
+}
+
+pub fn test(package: &str, base: &Path) -> Result<()> {
+    let image_args =
+        image::Args { plan: "sweep".into(), ..test_image(vec![package.into()], base.join("image-sweep"), Some(1)) };
+    let out = image::build(&image_args)?;
+    let disk = base.join("scratch.img");
+    scratch_disk(&disk, "ext3", 512)?;
+    let booted = qemu::boot(&qemu::Args { sequence: true, ..test_boot(out, disk, base.join("serial-sweep.log")) })?;
+    let docs = serial_documents(&booted.serial);
+    let runs: Vec<&RunRecord> = docs.iter().filter_map(|d| d.run()).collect();
+    if runs.len() != 2 || runs.iter().any(|r| r.status != Status::Ok || r.facts.contains_key("variants_skipped")) {
+        let what: Vec<String> =
+            runs.iter().map(|r| format!("{:?} {:?}", r.error, r.facts.get("variants_skipped"))).collect();
+        return Err(format!(
+            "expected two ok boots without skipped variants, got {what:?}\n{}",
+            qemu::tail(&booted.serial, 25)
+        ));
+    }
+    let records = results(&docs);
+    let names: Vec<&str> = records.iter().filter_map(|r| r.variant.as_ref().map(|v| v.name.as_str())).collect();
+    if names != ["dirty40", "dirty40", "dirty10", "dirty10", "writeback", "writeback", "boot15", "boot15"] {
+        return Err(format!(
+            "expected two workloads under dirty40, dirty10, writeback, then boot15 in its own boot: {names:?}"
+        ));
+    }
+    records.iter().try_for_each(|r| check_variant(r))?;
+    let report = bootmark::report::report(records.iter().copied(), bootmark::report::Options::default())?;
+    let (by, rows) = (&report.by, &report.rows);
+    let baselines: Vec<&str> = rows.iter().filter(|r| r.baseline).map(|r| r.key[0].as_str()).collect();
+    if by[0] != "variant" || rows.len() != 8 || baselines != ["dirty40", "dirty40"] {
+        return Err(format!(
+            "the report should group by variant with dirty40 as baseline: by {by:?}, {} rows, baselines {baselines:?}",
+            rows.len()
+        ));
+    }
+    let found = &report.findings;
+    // On real records every finding points at a record of this run and a row of the table.
+    let ids: Vec<String> = records.iter().map(|r| format!("{}:{}", r.run_id, r.seq)).collect();
+    let subjects: Vec<String> =
+        rows.iter().map(|r| [r.key.clone(), vec![r.workload.clone()]].concat().join(" · ")).collect();
+    if let Some(f) =
+        found.iter().find(|f| f.record.as_ref().is_some_and(|r| !ids.contains(r)) || !subjects.contains(&f.subject))
+    {
+        return Err(format!("a finding points at nothing of this run: {f:?}"));
+    }
+    println!(
+        "e2e: sweep: {package}, plan sweep: dirty_ratio 40 then 10 and data=writeback (target remounted) applied and read back in one boot, dirty_ratio 15 from the kernel command line in its own entry's boot; 8 records grouped by variant, {} findings ({:.1} s)",
+        found.len(),
+        booted.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The record ran under its variant: asked, read back, and in its vm evidence.
+fn check_variant(r: &Record) -> Result<()> {
+    let v = r.variant.as_ref().ok_or("a record without its variant")?;
+    let (key, asked, want) = match v.name.as_str() {
+        "dirty40" => ("vm.dirty_ratio", "40", 40),
+        "dirty10" => ("vm.dirty_ratio", "10", 10),
+        // Every variant starts from the settings as found: dirty_ratio is the kernel's again.
+        "writeback" => ("mount.options", "data=writeback", 0),
+        _ => ("cmdline.sysctl.vm.dirty_ratio=15", "sysctl.vm.dirty_ratio=15", 15),
+    };
+    let back = v.read_back.get(key).cloned().flatten();
+    let shown = match key {
+        "mount.options" => back.as_deref().is_some_and(|b| b.split(',').any(|o| o == asked)),
+        _ => back.as_deref() == Some(asked),
+    };
+    let vm_ok = want == 0 || r.vm.get("dirty_ratio").copied().flatten() == Some(want);
+    if !v.fully() || !shown || !vm_ok {
+        return Err(format!(
+            "variant {}: asked {:?}, read back {:?}, record vm {:?}, not applied {:?}",
+            v.name,
+            v.asked,
+            v.read_back,
+            r.vm.get("dirty_ratio"),
+            v.not_applied
+        ));
+    }
+    if r.status != Status::Ok {
+        return Err(format!("variant {} {}: {:?}", v.name, r.workload.name, r.error));
+    }
+    Ok(())
+}

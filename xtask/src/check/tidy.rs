@@ -1,0 +1,244 @@
+//! Tests that fail when the repository drifts from what its documents say
+//! (as rust-analyzer's tidy tests do): ARCHITECTURE.md's code map against
+//! the files, the README's kernel parameters against `bootmark boot-params`,
+//! links that leave the repository, stale "later" notes, and the old-kernel
+//! rules of the image-side code.
+
+#[cfg(test)]
+mod tests {
+    use crate::project_root;
+    use std::collections::BTreeSet;
+    use std::path::{Path, PathBuf};
+
+    fn read(rel: &str) -> String {
+        std::fs::read_to_string(project_root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    }
+
+    /// Files under `dir` (relative to the root) whose name ends with `ext`, as relative paths.
+    fn files(dir: &str, ext: &str) -> Vec<String> {
+        let root = project_root();
+        let mut out = Vec::new();
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.to_string_lossy().ends_with(ext) {
+                    out.push(p.strip_prefix(&root).unwrap().to_string_lossy().into_owned());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// The source files a newcomer may open.
+    fn sources() -> Vec<String> {
+        ["src", "xtask/src", "tests", "fuzz/fuzz_targets"].iter().flat_map(|d| files(d, ".rs")).collect()
+    }
+
+    /// `a/{x,y}.rs` → `a/x.rs`, `a/y.rs`.
+    fn expand(path: &str) -> Vec<String> {
+        match (path.find('{'), path.find('}')) {
+            (Some(open), Some(close)) if open < close => path[open + 1..close]
+                .split(',')
+                .map(|alt| format!("{}{}{}", &path[..open], alt, &path[close + 1..]))
+                .collect(),
+            _ => vec![path.to_string()],
+        }
+    }
+
+    /// Each code map row: the paths of its first cell (later names in the
+    /// cell are relative to the first one's directory) and the row's text.
+    fn code_map() -> Vec<(Vec<String>, String)> {
+        let text = read("ARCHITECTURE.md");
+        let map = text.split("## Code map").nth(1).expect("ARCHITECTURE.md has a code map");
+        let map = map.split("\n## ").next().unwrap();
+        map.lines()
+            .filter(|l| l.starts_with("| `"))
+            .map(|row| {
+                let first = row.split(" | ").next().unwrap();
+                let names: Vec<&str> = first.split('`').skip(1).step_by(2).collect();
+                let base = names.first().map(|n| Path::new(n).parent().unwrap_or(Path::new("")).to_path_buf());
+                let paths = names
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, n)| {
+                        let full = if i > 0 && !n.contains('/') {
+                            base.clone().unwrap_or_default().join(n).to_string_lossy().into_owned()
+                        } else {
+                            n.to_string()
+                        };
+                        expand(&full)
+                    })
+                    .collect();
+                (paths, row.to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_code_map_path_exists_and_every_source_file_is_in_the_map() {
+        let rows = code_map();
+        assert!(rows.len() > 20, "the code map was not found");
+        for (paths, _) in &rows {
+            for p in paths {
+                let exists = if let Some((dir, pattern)) = p.split_once("*") {
+                    files(dir, pattern).iter().any(|f| f.starts_with(dir))
+                } else {
+                    project_root().join(p).exists()
+                };
+                assert!(exists, "ARCHITECTURE.md's code map names {p}, which does not exist");
+            }
+        }
+        let mut missing = Vec::new();
+        for file in sources() {
+            let name = Path::new(&file).file_name().unwrap().to_string_lossy().into_owned();
+            let listed = rows.iter().any(|(paths, row)| {
+                paths.contains(&file)
+                    || paths.iter().any(|p| p.ends_with('/') && file.starts_with(p.as_str()) && row.contains(&name))
+            });
+            if !listed {
+                missing.push(file);
+            }
+        }
+        assert!(missing.is_empty(), "source files ARCHITECTURE.md's code map does not name: {missing:?}");
+    }
+
+    /// The parameter names of README's `bootmark.*` table.
+    fn readme_parameters() -> BTreeSet<String> {
+        read("README.md")
+            .lines()
+            .filter(|l| l.starts_with("| `bootmark."))
+            .flat_map(|l| {
+                l.split('`')
+                    .filter_map(|s| s.strip_prefix("bootmark."))
+                    .map(|s| s.split(['=', ' ']).next().unwrap().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_readme_lists_exactly_the_boot_parameters_bootmark_reads() {
+        let reference: BTreeSet<String> = bootmark::contract::cmdline::reference()
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("bootmark."))
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect();
+        assert!(reference.len() >= 10, "{reference:?}");
+        assert_eq!(readme_parameters(), reference, "README's table vs `bootmark boot-params`");
+    }
+
+    #[test]
+    fn the_readme_layout_names_real_folders() {
+        let readme = read("README.md");
+        let layout = readme.split("## Layout").nth(1).expect("README has a Layout section");
+        let layout = layout.split("\n## ").next().unwrap();
+        let folders: Vec<&str> = layout.split('`').skip(1).step_by(2).filter(|s| s.ends_with('/')).collect();
+        assert!(folders.len() >= 4, "{folders:?}");
+        for f in folders {
+            assert!(project_root().join(f).is_dir(), "README's layout names {f}, which is not a folder");
+        }
+    }
+
+    /// Documents and sources, with their text.
+    fn texts() -> Vec<(String, String)> {
+        let mut all: Vec<String> = sources();
+        all.extend(["README.md", "ARCHITECTURE.md"].map(String::from));
+        all.extend(files("docs", ".md"));
+        // This file names the very phrases it looks for.
+        all.into_iter().filter(|f| f != "xtask/src/check/tidy.rs").map(|f| (read(&f), f)).map(|(t, f)| (f, t)).collect()
+    }
+
+    #[test]
+    fn nothing_points_outside_the_repository() {
+        for (file, text) in texts() {
+            for (i, line) in text.lines().enumerate() {
+                assert!(
+                    !line.contains("../shared") && !line.contains("](/work") && !line.contains("](../"),
+                    "{file}:{}: a link outside the repository: {line}",
+                    i + 1
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn no_stale_notes_about_work_to_come() {
+        // Phrases that announce a part as missing.
+        let stale = ["later:", "(later", "later /init", "not yet implemented", "TODO", "FIXME"];
+        for (file, text) in texts() {
+            // Prose only: comments in sources, every line of documents.
+            let prose = |l: &str| !file.ends_with(".rs") || l.trim_start().starts_with("//");
+            for (i, line) in text.lines().enumerate().filter(|(_, l)| prose(l)) {
+                if let Some(p) = stale.iter().find(|p| line.contains(*p)) {
+                    panic!("{file}:{}: '{p}' — is it still to come? {line}", i + 1);
+                }
+            }
+        }
+    }
+
+    /// Image-side modules: what runs as /init on Linux 2.6.9.
+    fn image_side() -> Vec<String> {
+        let workstation = ["src/main.rs", "src/collect/", "src/report/"];
+        files("src", ".rs").into_iter().filter(|f| !workstation.iter().any(|w| f.starts_with(w))).collect()
+    }
+
+    #[test]
+    fn image_side_code_keeps_the_old_kernel_rules() {
+        // Threads and std locks (futexes that spin before 2.6.22), *at-only
+        // std calls (2.6.16+), and eprintln! (panics when PID 1's console fails).
+        let banned = [
+            "thread::spawn",
+            "Mutex",
+            "RwLock",
+            "Condvar",
+            "mpsc::",
+            "remove_dir_all",
+            "hard_link",
+            "eprintln!",
+            "println!",
+        ];
+        let files = image_side();
+        assert!(files.iter().any(|f| f == "src/init/mod.rs"), "{files:?}");
+        for file in files {
+            let text = read(&file);
+            // Tests run on the workstation and may use anything.
+            let code = text.split("#[cfg(test)]").next().unwrap();
+            for (i, line) in code.lines().enumerate() {
+                let line = line.trim_start();
+                if line.starts_with("//") {
+                    continue;
+                }
+                if let Some(b) = banned.iter().find(|b| line.contains(*b)) {
+                    panic!("{file}:{}: image-side code uses {b}: {line}", i + 1);
+                }
+            }
+        }
+    }
+
+    /// Other crates reach the image side only through `bootmark::contract`
+    /// (and the record, framing and journal modules), never `init::` itself.
+    #[test]
+    fn the_workstation_side_uses_the_contract_not_init_internals() {
+        let outside: Vec<String> = sources().into_iter().filter(|f| !f.starts_with("src/")).collect();
+        assert!(outside.iter().any(|f| f == "xtask/src/check/boots/support.rs"), "{outside:?}");
+        let internal = ["bootmark::", "init::"].concat();
+        for file in outside.iter().filter(|f| *f != "xtask/src/check/tidy.rs") {
+            for (i, line) in read(file).lines().enumerate() {
+                assert!(!line.contains(&internal), "{file}:{}: uses {internal} directly: {line}", i + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn the_checks_themselves_can_fail() {
+        assert_eq!(expand("src/workload/{a,b}.rs"), ["src/workload/a.rs", "src/workload/b.rs"]);
+        let rows = code_map();
+        let (paths, _) = rows.iter().find(|(_, r)| r.contains("mount.rs")).unwrap();
+        assert!(paths.contains(&"src/init/power.rs".to_string()), "relative names resolve: {paths:?}");
+        assert!(!PathBuf::from("src/nonexistent.rs").exists());
+    }
+}
