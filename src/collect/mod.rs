@@ -31,6 +31,14 @@ pub struct Problem {
     pub why: String,
 }
 
+impl Problem {
+    /// A boot's planned runs that never ran: that boot's own news (it
+    /// stopped early and said why), not damage to the input.
+    pub fn is_not_run(&self) -> bool {
+        self.why.starts_with(NOT_RUN)
+    }
+}
+
 /// A boot seen in a serial log, and what it printed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct BootSeen {

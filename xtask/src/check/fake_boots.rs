@@ -425,8 +425,7 @@ fn read_stick(img: &Path, fs: &str, base: &Path) -> Result<Vec<Document>> {
     }
     let collected = bootmark::collect::collect(&[copy]);
     // Runs a refused boot never ran are the boot's news, not the journal's fault.
-    let problems: Vec<_> =
-        collected.problems.iter().filter(|p| !p.why.starts_with(bootmark::collect::NOT_RUN)).collect();
+    let problems: Vec<_> = collected.problems.iter().filter(|p| !p.is_not_run()).collect();
     if !problems.is_empty() {
         return Err(format!("the stick's journal has problems: {problems:?}"));
     }

@@ -49,7 +49,7 @@ pub fn stick_documents(img: &Path) -> Result<Vec<Document>> {
     let collected = bootmark::collect::collect(&[img.to_path_buf()]);
     // The stick keeps every boot of the suite, refused ones among them:
     // their runs that never ran are those boots' news, not the journal's fault.
-    if let Some(p) = collected.problems.iter().find(|p| !p.why.starts_with(bootmark::collect::NOT_RUN)) {
+    if let Some(p) = collected.problems.iter().find(|p| !p.is_not_run()) {
         return Err(format!("the stick's journal: {}: {}", p.file, p.why));
     }
     Ok(collected.documents)
