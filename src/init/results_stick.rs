@@ -20,7 +20,8 @@ pub(super) fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Optio
         if !may_create && !root.join(crate::journal::PATH).exists() {
             return Err(format!("no {} on it", crate::journal::PATH));
         }
-        Stick::open(root, &results.node, results.size_bytes).map_err(|e| e.to_string())
+        Stick::open(root, &results.node, results.size_bytes)
+            .map_err(|e| format!("{} on {}: {e}", crate::journal::PATH, results.node.display()))
     });
     match opened {
         Ok(stick) => {

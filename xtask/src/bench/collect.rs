@@ -3,6 +3,9 @@
 //! server's log), next to `grep -c` on the same file: MB/s, and peak memory
 //! (which must not grow with the log).
 
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use crate::{Result, project_root};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,7 +24,7 @@ pub struct Args {
 
 /// Write a log of about `mib` MiB: boots with kernel messages and 7 framed documents each.
 fn generate(path: &Path, mib: u64) -> Result<u64> {
-    let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(|e| e.to_string())?);
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, fs::create(path)?);
     // Whole records (the collector rejects any that do not fit the schema),
     // with the timeline a 100 s workload carries.
     let record = |run: &str, seq: u32| {
@@ -53,27 +56,27 @@ fn generate(path: &Path, mib: u64) -> Result<u64> {
                 chunk += "\r\n";
             }
         }
-        f.write_all(chunk.as_bytes()).map_err(|e| e.to_string())?;
+        f.write_all(chunk.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
         written += chunk.len() as u64;
         boot += 1;
     }
-    f.flush().map_err(|e| e.to_string())?;
+    f.flush().with_context(|| format!("cannot write {}", path.display()))?;
     Ok(written)
 }
 
 /// Read a file once, so that the tools compared read it from memory.
 pub fn warm(path: &Path) -> Result<()> {
     let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    std::io::copy(&mut f, &mut std::io::sink()).map(|_| ()).map_err(|e| e.to_string())
+    std::io::copy(&mut f, &mut std::io::sink()).map(|_| ()).with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// Wall seconds and peak RSS (KiB) of a command. Output goes to a file, not
 /// /dev/null: GNU grep stops at the first match when its output is /dev/null.
 /// Its stdout goes to DIR/stdout.
 pub fn measure(cmd: &mut Command, dir: &Path) -> Result<(f64, i64)> {
-    let sink = std::fs::File::create(dir.join("stdout")).map_err(|e| e.to_string())?;
+    let sink = fs::create(dir.join("stdout"))?;
     let start = Instant::now();
-    let child = cmd.stdout(sink).stderr(Stdio::null()).spawn().map_err(|e| format!("{cmd:?}: {e}"))?;
+    let child = crate::host::process::spawn(cmd.stdout(sink).stderr(Stdio::null()))?;
     let mut status = 0;
     // SAFETY: zeroed rusage is a valid out-parameter.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -86,12 +89,12 @@ pub fn measure(cmd: &mut Command, dir: &Path) -> Result<(f64, i64)> {
 
 pub fn run(args: &Args) -> Result<()> {
     let root = project_root();
-    let sh = xshell::Shell::new().map_err(|e| e.to_string())?;
-    sh.change_dir(&root);
-    xshell::cmd!(sh, "cargo build --release --package bootmark --bin bootmark").run().map_err(|e| e.to_string())?;
+    crate::host::process::run_shown(
+        command("cargo").args(["build", "--release", "--package", "bootmark", "--bin", "bootmark"]).current_dir(&root),
+    )?;
     let bin = root.join("target/release/bootmark");
     let dir = root.join("target/bench-collect");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
     println!(
         "{:>10} {:>14} {:>14} {:>8} {:>16} {:>10}",
         "log", "grep -c MB/s", "collect MB/s", "ratio", "collect peak RSS", "records"
@@ -101,9 +104,9 @@ pub fn run(args: &Args) -> Result<()> {
         let bytes = generate(&log, mib)?;
         // Warm the page cache once so both tools read from memory.
         warm(&log)?;
-        let (grep_s, _) = measure(Command::new("grep").args(["-c", "@BM1"]).arg(&log), &dir)?;
+        let (grep_s, _) = measure(command("grep").args(["-c", "@BM1"]).arg(&log), &dir)?;
         let out = dir.join("records.jsonl");
-        let (collect_s, rss) = measure(Command::new(&bin).arg("collect").arg(&log).arg("--out").arg(&out), &dir)?;
+        let (collect_s, rss) = measure(command(&bin).arg("collect").arg(&log).arg("--out").arg(&out), &dir)?;
         let records = std::fs::read_to_string(&out).map(|t| t.lines().count()).unwrap_or(0);
         let mb = bytes as f64 / 1e6;
         println!(

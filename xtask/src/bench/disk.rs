@@ -13,6 +13,8 @@
 //! probe costs. Prints medians and ratios.
 
 use crate::build::static_binary;
+use crate::host::fs;
+use crate::host::process::command;
 use crate::{Result, project_root};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -42,7 +44,7 @@ struct Figures {
 
 pub fn run(args: &Args) -> Result<()> {
     for tool in ["dd", "fio"] {
-        if Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
+        if !crate::host::process::succeeds(command(tool).arg("--version")) {
             return Err(format!(
                 "{tool} is not installed: apt-get install {}",
                 if tool == "dd" { "coreutils" } else { "fio" }
@@ -138,7 +140,7 @@ fn median(v: impl Iterator<Item = f64>) -> f64 {
 
 /// Run a command, returning its stdout, stderr and CPU seconds (wait4).
 fn timed(cmd: &mut Command) -> Result<(String, String, f64)> {
-    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("{cmd:?}: {e}"))?;
+    let child = crate::host::process::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))?;
     let pid = child.id() as i32;
     // Read the pipes before reaping, so a chatty child cannot block on a full pipe.
     let mut stdout = String::new();
@@ -160,9 +162,9 @@ fn timed(cmd: &mut Command) -> Result<(String, String, f64)> {
 
 fn bootmark(binary: &Path, dir: &Path, plan: &str) -> Result<Figures> {
     let plan_file = dir.join("bench-plan.json");
-    std::fs::write(&plan_file, plan).map_err(|e| e.to_string())?;
+    fs::write(&plan_file, plan)?;
     let (stdout, _, cpu) =
-        timed(Command::new(binary).args(["run", "--quiet", "--plan"]).arg(&plan_file).arg("--dir").arg(dir))?;
+        timed(command(binary).args(["run", "--quiet", "--plan"]).arg(&plan_file).arg("--dir").arg(dir))?;
     let _ = std::fs::remove_file(&plan_file);
     let r: bootmark::record::Record =
         serde_json::from_str(stdout.trim()).map_err(|e| format!("bootmark record: {e}"))?;
@@ -173,7 +175,7 @@ fn dd(dir: &Path, bytes: u64) -> Result<Figures> {
     let file = dir.join("dd.dat");
     let count = (bytes / 16384).to_string();
     let (_, stderr, cpu) = timed(
-        Command::new("dd")
+        command("dd")
             .arg("if=/dev/zero")
             .arg(format!("of={}", file.display()))
             .args(["bs=16k", "conv=fdatasync"])
@@ -192,9 +194,9 @@ fn dd(dir: &Path, bytes: u64) -> Result<Figures> {
 
 fn fio(dir: &Path, files: u64, per_file: u64) -> Result<Figures> {
     let work = dir.join("fio");
-    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&work)?;
     let (stdout, _, cpu) = timed(
-        Command::new("fio")
+        command("fio")
             .args(["--name=manyfiles", "--rw=write", "--bs=16k", "--ioengine=psync", "--file_service_type=roundrobin"])
             .args(["--fallocate=none", "--create_on_open=1", "--end_fsync=1", "--output-format=json"])
             .arg(format!("--nrfiles={files}"))

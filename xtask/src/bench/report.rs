@@ -7,11 +7,13 @@
 //! slightly different figures: what a lab's LAVA fleet hands `report`.
 
 use crate::bench::collect::{measure, warm};
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use crate::{Result, project_root};
 use bootmark::record::Record;
 use std::io::Write;
 use std::path::Path;
-use xshell::{Shell, cmd};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -85,12 +87,12 @@ pub fn generate(path: &Path, n: u64, fat: bool) -> Result<u64> {
             p.p99_ms *= f_;
         }
         line.clear();
-        serde_json::to_writer(&mut line, &r).map_err(|e| e.to_string())?;
+        serde_json::to_writer(&mut line, &r).context("a generated record")?;
         line.push(b'\n');
-        f.write_all(&line).map_err(|e| e.to_string())?;
+        f.write_all(&line).with_context(|| format!("cannot write {}", path.display()))?;
         written += line.len() as u64;
     }
-    f.flush().map_err(|e| e.to_string())?;
+    f.flush().with_context(|| format!("cannot write {}", path.display()))?;
     Ok(written)
 }
 
@@ -109,11 +111,9 @@ fn one_size(bin: &Path, dir: &Path, records: u64, fat: bool, keep: bool) -> Resu
     let bytes = generate(&file, records, fat)?;
     // Warm the page cache once so both tools read from memory.
     warm(&file)?;
-    let (grep_s, _) = measure(std::process::Command::new("grep").args(["-c", "bootmark.result/1"]).arg(&file), dir)?;
-    let (report_s, rss_kib) =
-        measure(std::process::Command::new(bin).args(["report", "--by", "kernel,host"]).arg(&file), dir)?;
-    let rows =
-        std::fs::read_to_string(dir.join("stdout")).map_err(|e| e.to_string())?.lines().count().saturating_sub(2);
+    let (grep_s, _) = measure(command("grep").args(["-c", "bootmark.result/1"]).arg(&file), dir)?;
+    let (report_s, rss_kib) = measure(command(bin).args(["report", "--by", "kernel,host"]).arg(&file), dir)?;
+    let rows = fs::read_to_string(dir.join("stdout"))?.lines().count().saturating_sub(2);
     if !keep {
         let _ = std::fs::remove_file(&file);
     }
@@ -122,9 +122,9 @@ fn one_size(bin: &Path, dir: &Path, records: u64, fat: bool, keep: bool) -> Resu
 
 fn release_binary() -> Result<std::path::PathBuf> {
     let root = project_root();
-    let sh = Shell::new().map_err(|e| e.to_string())?;
-    sh.change_dir(&root);
-    cmd!(sh, "cargo build --release --package bootmark --bin bootmark").run().map_err(|e| e.to_string())?;
+    crate::host::process::run_shown(
+        command("cargo").args(["build", "--release", "--package", "bootmark", "--bin", "bootmark"]).current_dir(&root),
+    )?;
     Ok(root.join("target/release/bootmark"))
 }
 
@@ -175,7 +175,7 @@ fn print_row(name: &str, f: &Figures) {
 pub fn run(args: &Args) -> Result<()> {
     let bin = release_binary()?;
     let dir = project_root().join("target/bench-report");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
     println!(
         "{:>10} {:>9} {:>9} {:>11} {:>10} {:>12} {:>8} {:>15} {:>6}",
         "records", "count", "MB", "grep -c s", "report s", "report MB/s", "ratio", "report peak RSS", "rows"
@@ -197,7 +197,7 @@ pub fn run(args: &Args) -> Result<()> {
 pub fn check() -> Result<()> {
     let bin = release_binary()?;
     let dir = project_root().join("target/bench-report");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
     let small = one_size(&bin, &dir, 10_000, false, false)?;
     let fat = one_size(&bin, &dir, 10_000, true, false)?;
     let large = one_size(&bin, &dir, 100_000, false, false)?;

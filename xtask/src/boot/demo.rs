@@ -12,6 +12,8 @@ use crate::boot::qemu;
 use crate::build::image::{self, usb};
 use crate::host::apt::resolve_meta;
 use crate::host::deps;
+use crate::host::fs;
+use crate::host::process::command;
 use crate::host::tools;
 use crate::{Result, project_root};
 use std::path::PathBuf;
@@ -55,7 +57,7 @@ pub fn run(args: &Args) -> Result<()> {
         .collect();
     tools::ensure(&needed, install, "sudo (as root the demo installs them itself)")?;
     let out = project_root().join(&args.out);
-    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&out)?;
 
     let mut packages = Vec::new();
     for k in &args.kernels {
@@ -112,12 +114,12 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let records = out.join("records.jsonl");
     let text: String = merged.documents.iter().map(|d| format!("{d}\n")).collect();
-    std::fs::write(&records, text).map_err(|e| e.to_string())?;
+    fs::write(&records, text)?;
     use bootmark::report::{self, findings, html};
     let r = report::report(merged.results(), report::Options::default())?;
     let (rows, by, found) = (&r.rows, &r.by, &r.findings);
     let page = out.join("report.html");
-    std::fs::write(&page, html::render(rows, by, r.timeline.as_ref(), found)?).map_err(|e| e.to_string())?;
+    fs::write(&page, html::render(rows, by, r.timeline.as_ref(), found)?)?;
     println!("\n{}{}", report::markdown(rows, by), findings::markdown(found));
     if found.is_empty() {
         println!("\nNo findings: no stall, no throttled writer, no slow flush and no difference worth naming.");
@@ -143,7 +145,7 @@ fn resolve_or_update(meta: &str) -> Result<String> {
             return Err(first);
         }
         eprintln!("demo: apt-get update (package lists are needed to find {meta})");
-        crate::host::process::run(std::process::Command::new("apt-get").args(["update", "-qq"]))?;
+        crate::host::process::run(command("apt-get").args(["update", "-qq"]))?;
         resolve_meta(meta)
     })
 }

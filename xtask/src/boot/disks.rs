@@ -2,13 +2,15 @@
 //! the target every test image and the demo name.
 
 use crate::Result;
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use std::path::Path;
-use std::process::Command;
 
 /// A scratch SATA disk with a filesystem labelled SCRATCH.
 pub fn scratch_disk(path: &Path, fs: &str, mib: u64) -> Result<()> {
-    let f = std::fs::File::create(path).map_err(|e| e.to_string())?;
-    f.set_len(mib << 20).map_err(|e| e.to_string())?;
+    let f = fs::create(path)?;
+    f.set_len(mib << 20).with_context(|| format!("cannot size {} to {mib} MiB", path.display()))?;
     drop(f);
     let mkfs = format!("mkfs.{fs}");
     let args: Vec<&str> = match fs {
@@ -16,5 +18,5 @@ pub fn scratch_disk(path: &Path, fs: &str, mib: u64) -> Result<()> {
         "reiserfs" => vec!["-q", "-f", "-f", "-l", "SCRATCH"],
         _ => vec!["-q", "-F", "-L", "SCRATCH"],
     };
-    crate::host::process::run(Command::new(&mkfs).args(args).arg(path)).map(|_| ())
+    crate::host::process::run(command(&mkfs).args(args).arg(path)).map(|_| ())
 }

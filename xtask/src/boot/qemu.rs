@@ -7,6 +7,9 @@
 //! hangs stock kernels early in boot. `--kvm` tries it when asked.
 
 use crate::Result;
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use crate::host::tools;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -151,7 +154,7 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     } else {
         ("qemu-system-x86_64", "qemu64,vendor=GenuineIntel")
     };
-    let mut c = Command::new(qemu);
+    let mut c = command(qemu);
     // q35 for today's servers (PCIe, the NVMe disks, SMM that Secure Boot
     // needs); i440FX for the 2006 machines (PIIX IDE).
     let chipset = match (old, args.secure_boot) {
@@ -315,30 +318,22 @@ pub fn boot(args: &Args) -> Result<Booted> {
 pub fn spawn(args: &Args, log: &Path, work: &Path) -> Result<std::process::Child> {
     tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
     let _ = std::fs::remove_file(log);
-    qemu_command(args, log, work)?
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("qemu: {e}"))
+    crate::host::process::spawn(
+        qemu_command(args, log, work)?.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()),
+    )
 }
 
 /// One QEMU run until the guest powers off or reboots (both end QEMU).
 fn boot_once(args: &Args, log: &Path) -> Result<()> {
     let work = std::env::temp_dir().join(format!("bootmark-qemu-{}", std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&work)?;
     let _ = std::fs::remove_file(log);
     let mut cmd = qemu_command(args, log, &work)?;
     let started = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("qemu-system-x86_64: {e}"))?;
+    let mut child = crate::host::process::spawn(cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()))?;
     let limit = Duration::from_secs(args.timeout);
     let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+        if let Some(st) = child.try_wait().context("waiting for QEMU")? {
             break Some(st);
         }
         if started.elapsed() > limit {

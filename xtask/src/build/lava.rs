@@ -7,16 +7,19 @@
 //! stick: results come from the serial console). Results reach LAVA through a
 //! `monitors` test action matching the lines /init prints for it
 //! (`bootmark::sink::lava`, docs/lava.md); the job log goes back to
-//! `bootmark collect`. Everything a job downloads is put in one directory,
-//! to be published at `--url-base`.
+//! `bootmark collect`. Everything a job downloads is put under `--out`'s
+//! `files/`, and the jobs fetch `<--url-base>/files/…`: the whole `--out`
+//! directory is what gets published at `--url-base`.
 
 use crate::build::image::manifest::{self, Manifest};
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use crate::{Result, project_root};
 use bootmark::contract::cmdline::{DiskSpec, Settings};
 use bootmark::plan::Plan;
 use bootmark::sink::lava as signals;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Args {
@@ -100,9 +103,10 @@ pub fn run(args: &Args) -> Result<()> {
         println!("  {} ({}, entry {}, {} workload runs)", j.path.display(), j.device_type, j.entry, j.case_ids.len());
     }
     println!(
-        "Publish {} at the --url-base URL, then submit: lavacli jobs submit {}\n\
+        "Publish {} (the jobs fetch <--url-base>/files/…) at the --url-base URL, then submit: \
+         lavacli jobs submit {}\n\
          Read the results back: lavacli jobs logs --raw ID > ID.yaml; bootmark report ID.yaml",
-        out.join("files").display(),
+        out.display(),
         jobs.first().map(|j| j.path.display().to_string()).unwrap_or_default()
     );
     Ok(())
@@ -203,7 +207,7 @@ struct Artifacts {
 fn publish(src: &Path, files: &Path, dir: &str, base: &str) -> Result<Published> {
     let name = src.file_name().unwrap().to_string_lossy().into_owned();
     let to = files.join(dir).join(&name);
-    std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
+    fs::create_dir_all(to.parent().unwrap())?;
     std::fs::copy(src, &to).map_err(|e| format!("cannot copy {} to {}: {e}", src.display(), to.display()))?;
     Ok(Published { url: format!("{base}/files/{dir}/{name}"), sha256: manifest::sha256_file(&to)? })
 }
@@ -229,22 +233,23 @@ fn scratch_disk(args: &Args, s: &Settings, plan: &Plan, files: &Path, base: &str
         // Room for the plan's files, plus the filesystem's own.
         let mib = (plan.space_needed(args.memory << 20) >> 20) * 5 / 4 + 64;
         let raw = files.join("scratch.img");
-        let f = std::fs::File::create(&raw).map_err(|e| e.to_string())?;
-        f.set_len(mib.max(256) << 20).map_err(|e| e.to_string())?;
+        let f = fs::create(&raw)?;
+        f.set_len(mib.max(256) << 20).with_context(|| format!("cannot size {}", raw.display()))?;
         drop(f);
-        crate::host::process::run(Command::new("mkfs.ext3").args(["-q", "-F"]).args(&mkfs_id).arg(&raw))?;
+        crate::host::process::run(command("mkfs.ext3").args(["-q", "-F"]).args(&mkfs_id).arg(&raw))?;
         gzip_file(&raw, &to)?;
-        std::fs::remove_file(&raw).map_err(|e| e.to_string())?;
+        fs::remove_file(&raw)?;
     }
     Ok((format!("{base}/files/scratch.img.gz"), manifest::sha256_file(&to)?))
 }
 
 fn gzip_file(from: &Path, to: &Path) -> Result<()> {
-    let mut input = std::fs::File::open(from).map_err(|e| e.to_string())?;
-    let out = std::fs::File::create(to).map_err(|e| e.to_string())?;
+    let mut input = fs::open(from)?;
+    let out = fs::create(to)?;
     let mut enc = flate2::GzBuilder::new().mtime(0).write(out, flate2::Compression::fast());
-    std::io::copy(&mut input, &mut enc).map_err(|e| e.to_string())?;
-    enc.finish().map_err(|e| e.to_string())?;
+    std::io::copy(&mut input, &mut enc)
+        .with_context(|| format!("cannot gzip {} to {}", from.display(), to.display()))?;
+    enc.finish().with_context(|| format!("cannot write {}", to.display()))?;
     Ok(())
 }
 
@@ -545,5 +550,19 @@ mod tests {
         assert!(entry_cmdline("bootmark.plan=quick", "bootmark.plan=seed").unwrap_err().contains("twice"));
         assert!(entry_cmdline("bootmark.plan=quick", "x=\"y\"").unwrap_err().contains("cannot quote"));
         assert_eq!(entry_cmdline("a", " bootmark.timeout=9 ").unwrap(), "a bootmark.timeout=9");
+    }
+
+    /// What the user is told to publish (`--out`) is what the URLs point into.
+    #[test]
+    fn every_download_url_is_a_path_under_the_published_out_directory() {
+        let out = std::env::temp_dir().join(format!("bootmark-lava-publish-{}", std::process::id()));
+        let src = out.join("in/vmlinuz");
+        std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+        std::fs::write(&src, b"kernel").unwrap();
+        let base = "https://files.lab.example/bootmark/run1";
+        let p = publish(&src, &out.join("files"), "k0", base).unwrap();
+        let rel = p.url.strip_prefix(base).expect("the URL starts with --url-base");
+        assert_eq!(std::fs::read(out.join(rel.trim_start_matches('/'))).unwrap(), b"kernel", "{}", p.url);
+        std::fs::remove_dir_all(&out).unwrap();
     }
 }

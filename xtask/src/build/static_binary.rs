@@ -4,9 +4,9 @@
 //! static-pie, which was never tried on 2.6.9. i686 musl needs SSE2
 //! (Pentium 4 or later). Missing rustup targets are added.
 
+use crate::host::process::{self, command};
 use crate::{Result, project_root};
 use std::path::PathBuf;
-use xshell::{Shell, cmd};
 
 pub fn triple(arch: &str) -> Result<&'static str> {
     match arch {
@@ -21,32 +21,34 @@ pub fn binary_path(arch: &str) -> Result<PathBuf> {
     Ok(project_root().join("target").join(triple(arch)?).join("image/bootmark"))
 }
 
-pub fn ensure_target(sh: &Shell, triple: &str) -> Result<()> {
-    let installed = cmd!(sh, "rustup target list --installed").read().map_err(|e| {
+pub fn ensure_target(triple: &str) -> Result<()> {
+    let installed = process::run(command("rustup").args(["target", "list", "--installed"])).map_err(|e| {
         format!("cannot ask rustup for installed targets ({e}); install rustup, or add the {triple} target to your toolchain")
     })?;
     if !installed.lines().any(|l| l.trim() == triple) {
         eprintln!("xtask: adding rustup target {triple}");
-        cmd!(sh, "rustup target add {triple}").run().map_err(|e| format!("rustup target add {triple} failed: {e}"))?;
+        process::run_shown(command("rustup").args(["target", "add", triple]))?;
     }
     Ok(())
 }
 
 pub fn build(arch: &str) -> Result<PathBuf> {
     let triple = triple(arch)?;
-    let sh = Shell::new().map_err(|e| e.to_string())?;
-    sh.change_dir(project_root());
-    ensure_target(&sh, triple)?;
+    ensure_target(triple)?;
     let mut flags = String::from("-C target-feature=+crt-static");
     if arch == "x86_64" {
         flags += " -C relocation-model=static";
     }
     eprintln!("xtask: building static bootmark for {triple}");
     // Without the workstation features (collect, report): /init does not need them.
-    cmd!(sh, "cargo build --profile image --package bootmark --bin bootmark --no-default-features --target {triple}")
-        .env("RUSTFLAGS", &flags)
-        .run()
-        .map_err(|e| format!("static build for {triple} failed: {e}"))?;
+    process::run_shown(
+        command("cargo")
+            .args(["build", "--profile", "image", "--package", "bootmark", "--bin", "bootmark"])
+            .args(["--no-default-features", "--target", triple])
+            .env("RUSTFLAGS", &flags)
+            .current_dir(project_root()),
+    )
+    .map_err(|e| format!("static build for {triple}: {e}"))?;
     let path = binary_path(arch)?;
     if !path.exists() {
         return Err(format!("the build finished but {} is missing", path.display()));

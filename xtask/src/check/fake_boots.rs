@@ -9,11 +9,13 @@
 use crate::build::static_binary;
 use crate::check::boots::support::{fact, results, run_record};
 use crate::check::old_kernel::{self, LINUX_2_6_9, OldKernel};
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use crate::{Result, project_root};
 use bootmark::collect::Document;
 use bootmark::record::Status;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// `cargo xtask pid1 [--old-kernel V] ROOT`: the launcher run inside the new
@@ -96,16 +98,12 @@ impl Scenario {
 }
 
 fn cmd(program: &str, args: &[&str]) -> Result<String> {
-    let out = Command::new(program).args(args).output().map_err(|e| format!("{program}: {e} (is it installed?)"))?;
-    if !out.status.success() {
-        return Err(format!("{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr)));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    crate::host::process::run(command(program).args(args))
 }
 
 fn make_image(path: &Path, mib: u64) -> Result<()> {
-    let f = std::fs::File::create(path).map_err(|e| e.to_string())?;
-    f.set_len(mib << 20).map_err(|e| e.to_string())
+    let f = fs::create(path)?;
+    f.set_len(mib << 20).with_context(|| format!("cannot size {}", path.display()))
 }
 
 pub fn harness() -> Result<()> {
@@ -184,18 +182,18 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
     let _ = std::fs::remove_dir_all(&base);
     let root = base.join("root");
     for d in ["dev", "proc", "sys", "etc/bootmark"] {
-        std::fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
+        fs::create_dir_all(root.join(d))?;
     }
-    std::fs::copy(binary, root.join("init")).map_err(|e| e.to_string())?;
+    fs::copy(binary, root.join("init"))?;
     if s.mkfs {
         for (path, data, mode) in
             crate::build::image::mkfs::files(&["ext3".to_string()], "x86_64", crate::host::deps::can_install())?
         {
             let dest = root.join(&path);
-            std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| e.to_string())?;
-            std::fs::write(&dest, data).map_err(|e| e.to_string())?;
+            fs::create_dir_all(dest.parent().unwrap())?;
+            fs::write(&dest, data)?;
             std::fs::set_permissions(&dest, std::os::unix::fs::PermissionsExt::from_mode(mode))
-                .map_err(|e| e.to_string())?;
+                .with_context(|| format!("cannot chmod {}", dest.display()))?;
         }
     }
     let (results_label, target_label) = (format!("BMR{id}").to_uppercase(), format!("BMT{id}").to_uppercase());
@@ -225,7 +223,7 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
     cmd("mkfs.ext4", &["-q", "-F", "-L", "BYSTANDER", bystander_img.to_str().unwrap()])?;
     if s.precious_file {
         let precious = base.join("precious.txt");
-        std::fs::write(&precious, b"user data").map_err(|e| e.to_string())?;
+        fs::write(&precious, b"user data")?;
         for img in [&target_img, &bystander_img] {
             cmd(
                 "debugfs",
@@ -233,9 +231,9 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
             )?;
         }
     }
-    let target_before = std::fs::read(&target_img).map_err(|e| e.to_string())?;
-    let stick_head_before = std::fs::read(&results_img).map_err(|e| e.to_string())?[..1024].to_vec();
-    let bystander_before = std::fs::read(&bystander_img).map_err(|e| e.to_string())?;
+    let target_before = fs::read(&target_img)?;
+    let stick_head_before = fs::read(&results_img)?[..1024].to_vec();
+    let bystander_before = fs::read(&bystander_img)?;
     let mut loops = Vec::new();
     let outcome = (|| {
         for img in [&results_img, &target_img, &bystander_img] {
@@ -247,17 +245,17 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
         let _ = cmd("losetup", &["-d", l]);
     }
     let serial = outcome?;
-    if std::fs::read(&bystander_img).map_err(|e| e.to_string())? != bystander_before {
+    if fs::read(&bystander_img)? != bystander_before {
         return Err("the bystander disk, named nowhere on the command line, changed".into());
     }
     // The stick's boot block (outside its filesystem: ext2's first KiB, FAT's reserved
     // sectors before the boot sector's dirty flag) is never written.
-    let stick_head_after = std::fs::read(&results_img).map_err(|e| e.to_string())?[..1024].to_vec();
+    let stick_head_after = fs::read(&results_img)?[..1024].to_vec();
     if stick_fs == "ext2" && stick_head_after != stick_head_before {
         return Err("the stick's first KiB (outside its filesystem) changed".into());
     }
     let stick_docs = read_stick(&results_img, stick_fs, &base)?;
-    let target_after = std::fs::read(&target_img).map_err(|e| e.to_string())?;
+    let target_after = fs::read(&target_img)?;
     let target_root = if s.target.is_none() {
         cmd("debugfs", &["-R", "ls -p /", target_img.to_str().unwrap()])?
             .lines()
@@ -288,7 +286,7 @@ fn put_journal(img: &Path, fs: &str, base: &Path) -> Result<()> {
     let journal = base.join("journal.bin");
     let mut data = bootmark::journal::header_block();
     data.resize(4 << 20, 0);
-    std::fs::write(&journal, data).map_err(|e| e.to_string())?;
+    fs::write(&journal, data)?;
     let (i, j) = (img.to_str().unwrap(), journal.to_str().unwrap());
     if fs == "vfat" {
         cmd("mmd", &["-i", i, "::bootmark"])?;
@@ -297,11 +295,11 @@ fn put_journal(img: &Path, fs: &str, base: &Path) -> Result<()> {
         // Not debugfs `write`: it leaves zero blocks as holes, which /init
         // rightly refuses to write through (a hole has no place on the disk).
         let point = base.join("stick-mount");
-        std::fs::create_dir_all(&point).map_err(|e| e.to_string())?;
+        fs::create_dir_all(&point)?;
         cmd("mount", &["-o", "loop", i, point.to_str().unwrap()])?;
         let copied = std::fs::create_dir_all(point.join("bootmark"))
             .and_then(|()| std::fs::copy(&journal, point.join(bootmark::journal::PATH)))
-            .map_err(|e| e.to_string());
+            .with_context(|| format!("cannot copy {} into {}", journal.display(), point.display()));
         cmd("umount", &[point.to_str().unwrap()])?;
         copied?;
     }
@@ -329,24 +327,24 @@ fn boot(s: &Scenario, root: &Path, results_label: &str, target_label: &str, targ
     let console = Console::attach(&root.join("dev/ttyS9"))?;
     // The target's node, so that a hostile bootmark.console= can name a real block device.
     let name = target_dev.trim_start_matches("/dev/");
-    let rdev = std::os::unix::fs::MetadataExt::rdev(&std::fs::metadata(target_dev).map_err(|e| e.to_string())?);
+    let rdev = std::os::unix::fs::MetadataExt::rdev(&fs::metadata(target_dev)?);
     let node = root.join("dev").join(name);
     let _ = std::fs::remove_file(&node);
     nix::sys::stat::mknod(&node, nix::sys::stat::SFlag::S_IFBLK, nix::sys::stat::Mode::from_bits_truncate(0o600), rdev)
         .map_err(|e| format!("mknod {}: {e}", node.display()))?;
-    let xtask = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut c = Command::new("unshare");
+    let xtask = std::env::current_exe().context("the path of xtask itself")?;
+    let mut c = command("unshare");
     c.args(["--pid", "--fork", "--mount", "--"]).arg(xtask).arg("pid1");
     if let Some(k) = s.old_kernel {
         c.args(["--old-kernel", k.name]);
     }
     let cmdline = <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(cmdline);
-    let mut child = c.arg(root).env("BOOTMARK_CMDLINE", &cmdline).spawn().map_err(|e| format!("unshare: {e}"))?;
+    let mut child = crate::host::process::spawn(c.arg(root).env("BOOTMARK_CMDLINE", &cmdline))?;
     let started = Instant::now();
     let mut out = Vec::new();
     loop {
         console.drain(&mut out);
-        if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+        if child.try_wait().context("waiting for the fake boot")?.is_some() {
             console.drain(&mut out);
             break;
         }
@@ -374,15 +372,15 @@ impl Console {
     fn attach(node: &Path) -> Result<Console> {
         use nix::sys::termios;
         let pty = nix::pty::openpty(None, None).map_err(|e| format!("openpty: {e}"))?;
-        let mut t = termios::tcgetattr(&pty.slave).map_err(|e| e.to_string())?;
+        let mut t = termios::tcgetattr(&pty.slave).context("tcgetattr of the console pty")?;
         termios::cfmakeraw(&mut t);
-        termios::tcsetattr(&pty.slave, termios::SetArg::TCSANOW, &t).map_err(|e| e.to_string())?;
+        termios::tcsetattr(&pty.slave, termios::SetArg::TCSANOW, &t).context("tcsetattr of the console pty")?;
         let name = nix::unistd::ttyname(&pty.slave).map_err(|e| format!("ttyname: {e}"))?;
-        std::fs::write(node, b"").map_err(|e| e.to_string())?;
+        fs::write(node, b"")?;
         cmd("mount", &["--bind", name.to_str().unwrap(), node.to_str().unwrap()])?;
         let master = std::fs::File::from(pty.master);
         nix::fcntl::fcntl(&master, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK))
-            .map_err(|e| e.to_string())?;
+            .context("O_NONBLOCK on the console pty")?;
         Ok(Console { master, _slave: pty.slave, node: node.to_path_buf() })
     }
 
@@ -569,7 +567,7 @@ fn check_refused_untouched(b: &Boot, what: &str) -> Result<()> {
 
 fn make_luks(img: &Path) -> Result<()> {
     let key = img.with_extension("key");
-    std::fs::write(&key, b"not a real secret").map_err(|e| e.to_string())?;
+    fs::write(&key, b"not a real secret")?;
     let (k, i) = (key.to_str().unwrap(), img.to_str().unwrap());
     let fast = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
     cmd("cryptsetup", &[&["luksFormat", "--batch-mode", "--key-file", k][..], &fast, &[i]].concat()).map(|_| ())
@@ -598,7 +596,8 @@ fn make_ntfs(img: &Path) -> Result<()> {
 /// Non-zero bytes with no known signature, at the start of the partition.
 fn make_random(img: &Path) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    let f = std::fs::OpenOptions::new().write(true).open(img).map_err(|e| e.to_string())?;
+    let f =
+        std::fs::OpenOptions::new().write(true).open(img).with_context(|| format!("cannot open {}", img.display()))?;
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let data: Vec<u8> = (0..1 << 20)
         .map(|_| {
@@ -608,7 +607,7 @@ fn make_random(img: &Path) -> Result<()> {
             (x >> 24) as u8
         })
         .collect();
-    f.write_all_at(&data, 0).map_err(|e| e.to_string())
+    f.write_all_at(&data, 0).with_context(|| format!("cannot write {}", img.display()))
 }
 
 fn check_format_refused(b: &Boot) -> Result<()> {

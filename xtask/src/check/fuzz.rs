@@ -2,24 +2,30 @@
 //! installed from crates.io if missing) for a bounded time. Runs on stable
 //! Rust with `--sanitizer none`: the target asserts its own invariants.
 
+use crate::host::fs;
+use crate::host::process::{command, run_shown, succeeds};
 use crate::{Result, project_root};
-use xshell::{Shell, cmd};
 
 pub fn run(seconds: u64) -> Result<()> {
-    let sh = Shell::new().map_err(|e| e.to_string())?;
-    sh.change_dir(project_root().join("fuzz"));
-    if cmd!(sh, "cargo fuzz --version").quiet().ignore_stdout().ignore_stderr().run().is_err() {
+    let dir = project_root().join("fuzz");
+    if !succeeds(command("cargo").args(["fuzz", "--version"]).current_dir(&dir)) {
         eprintln!("xtask: installing cargo-fuzz");
-        cmd!(sh, "cargo install cargo-fuzz --locked").run().map_err(|e| format!("cargo install cargo-fuzz: {e}"))?;
+        run_shown(command("cargo").args(["install", "cargo-fuzz", "--locked"]))?;
     }
     // A private corpus directory seeded from fuzz/seeds, so runs do not dirty the tree.
     let corpus = project_root().join("target/fuzz-corpus/serial_log");
-    std::fs::create_dir_all(&corpus).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&corpus)?;
     let seeds = project_root().join("fuzz/seeds/serial_log");
     let time = format!("-max_total_time={seconds}");
-    cmd!(sh, "cargo fuzz run --fuzz-dir . serial_log --sanitizer none {corpus} {seeds} -- {time}")
-        .run()
-        .map_err(|e| format!("the fuzzer found a failure (see fuzz/artifacts): {e}"))?;
+    run_shown(
+        command("cargo")
+            .args(["fuzz", "run", "--fuzz-dir", ".", "serial_log", "--sanitizer", "none"])
+            .arg(&corpus)
+            .arg(&seeds)
+            .args(["--", &time])
+            .current_dir(&dir),
+    )
+    .map_err(|e| format!("the fuzzer found a failure (see fuzz/artifacts): {e}"))?;
     println!("fuzz serial_log: ok, no property failed in {seconds} s");
     Ok(())
 }

@@ -5,10 +5,11 @@
 //! of a timed-out run, and of boots that ran nothing or skipped a variant.
 
 use crate::host::deps;
+use crate::host::fs;
+use crate::host::process::command;
 use crate::{Result, project_root};
 use bootmark::record::{Document, Record, RunRecord, Status};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The kcidb-io release validated against (its latest schema is v5.3).
 const KCIDB_IO: &str = "kcidb-io==141";
@@ -34,14 +35,14 @@ for key, bad in [("status", "OK"), ("id", "no-origin-prefix")]:
 pub fn check() -> Result<()> {
     let python = venv()?;
     let dir = project_root().join("target/kcidb");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
     let (records, runs) = real_records()?;
     let opts = bootmark::kcidb::Options { origin: "bootmark_ci".into(), ..Default::default() };
     let mut files = Vec::new();
     let mut write = |name: &str, records: &[&Record], runs: &[&RunRecord]| -> Result<()> {
         let doc = bootmark::kcidb::export(records.iter().copied(), runs.iter().copied(), &opts);
         let path = dir.join(name);
-        std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).map_err(|e| e.to_string())?;
+        fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap())?;
         files.push(path);
         Ok(())
     };
@@ -74,7 +75,7 @@ pub fn check() -> Result<()> {
     awkward_run.records = 0;
     awkward_run.facts.insert("variants_skipped".into(), serde_json::json!({"": "a variant without a name"}));
     write("awkward.json", &[&awkward], &[&awkward_run])?;
-    let out = crate::host::process::run(Command::new(&python).args(["-c", VALIDATE]).args(&files))?;
+    let out = crate::host::process::run(command(&python).args(["-c", VALIDATE]).args(&files))?;
     print!("{out}");
     let statuses = ["PASS", "FAIL", "ERROR", "MISS", "SKIP"];
     let text: String = files.iter().map(|f| std::fs::read_to_string(f).unwrap_or_default()).collect();
@@ -107,7 +108,7 @@ fn real_records() -> Result<(Vec<Record>, Vec<RunRecord>)> {
 fn venv() -> Result<PathBuf> {
     let dir = project_root().join("target/cache/kcidb-venv");
     let python = dir.join("bin/python");
-    if python.exists() && Command::new(&python).args(["-c", "import kcidb_io"]).status().is_ok_and(|s| s.success()) {
+    if python.exists() && crate::host::process::succeeds(command(&python).args(["-c", "import kcidb_io"])) {
         return Ok(python);
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -117,7 +118,7 @@ fn venv() -> Result<PathBuf> {
             return Err("python3 -m venv failed: install python3-venv (sudo apt-get install python3-venv)".into());
         }
         eprintln!("xtask: apt-get install python3-venv");
-        crate::host::process::run(Command::new("apt-get").args([
+        crate::host::process::run(command("apt-get").args([
             "install",
             "-y",
             "-qq",
@@ -128,7 +129,7 @@ fn venv() -> Result<PathBuf> {
         make_venv(&dir)?;
     }
     eprintln!("xtask: pip install {KCIDB_IO} (from PyPI, into {})", dir.display());
-    crate::host::process::run(Command::new(dir.join("bin/pip")).args(["install", "-q", KCIDB_IO]))
+    crate::host::process::run(command(dir.join("bin/pip")).args(["install", "-q", KCIDB_IO]))
         .map_err(|e| format!("cannot install {KCIDB_IO} from PyPI: {e}"))?;
     Ok(python)
 }
@@ -136,5 +137,5 @@ fn venv() -> Result<PathBuf> {
 fn make_venv(dir: &Path) -> Result<()> {
     // Debian's python3, not one earlier on PATH (pyenv) that may lack venv.
     let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
-    crate::host::process::run(Command::new(python).args(["-m", "venv"]).arg(dir)).map(|_| ())
+    crate::host::process::run(command(python).args(["-m", "venv"]).arg(dir)).map(|_| ())
 }

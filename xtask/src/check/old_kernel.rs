@@ -10,6 +10,9 @@
 //! (clock reads through it never reach seccomp) and missing /proc, /sys files.
 
 use crate::build::static_binary;
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use crate::{Result, project_root};
 use bootmark::record::{Record, Status};
 use std::os::unix::process::CommandExt;
@@ -185,7 +188,7 @@ pub fn install(program: &[libc::sock_filter]) -> std::io::Result<()> {
 /// A command that will run under the old kernel's syscall surface.
 pub fn command_under(k: OldKernel, program: &Path) -> Command {
     let bpf = filter(k);
-    let mut cmd = Command::new(program);
+    let mut cmd = command(program);
     // SAFETY: the closure only calls `install` (prctl), which is async-signal-safe.
     unsafe { cmd.pre_exec(move || install(&bpf)) };
     cmd
@@ -226,18 +229,18 @@ pub fn harness() -> Result<()> {
 /// nothing burned CPU while waiting (std's futex fallbacks spin on old kernels).
 fn check_quick_plan(kernel: OldKernel, binary: &Path) -> Result<String> {
     let dir = project_root().join(format!("target/oldkernel-{}-{}", kernel.name, std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
     let out = dir.join("records.jsonl");
     let work = dir.join("work");
-    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&work)?;
     let start = std::time::Instant::now();
-    let child = command_under(kernel, binary)
-        .args(["run", "--plan", "quick", "--quiet", "--dir"])
-        .arg(&work)
-        .arg("--out")
-        .arg(&out)
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
+    let child = crate::host::process::spawn(
+        command_under(kernel, binary)
+            .args(["run", "--plan", "quick", "--quiet", "--dir"])
+            .arg(&work)
+            .arg("--out")
+            .arg(&out),
+    )?;
     let (status, usage) = wait4(child.id() as i32)?;
     let wall = start.elapsed().as_secs_f64();
     let text = std::fs::read_to_string(&out).unwrap_or_default();
@@ -262,15 +265,12 @@ fn check_static_mkfs(kernel: OldKernel, arch: &str, fs: &str) -> Result<String> 
     let format = |program: &Path| -> Result<bool> {
         std::fs::write(&img, b"")
             .and_then(|()| std::fs::File::create(&img)?.set_len(64 << 20))
-            .map_err(|e| e.to_string())?;
-        let status = command_under(kernel, program)
-            .args(bootmark::contract::formatting::mkfs_args(fs, Some("OLDKERNEL"), None))
-            .arg(&img)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-        Ok(status.success())
+            .with_context(|| format!("cannot make {}", img.display()))?;
+        // A refusal under seccomp is an answer here, not an error.
+        let mut mkfs = command_under(kernel, program);
+        Ok(crate::host::process::succeeds(
+            mkfs.args(bootmark::contract::formatting::mkfs_args(fs, Some("OLDKERNEL"), None)).arg(&img),
+        ))
     };
     let host_ran = Path::new(host).exists() && format(Path::new(host))?;
     let ours_ran = format(&ours)?;
@@ -287,7 +287,7 @@ fn check_static_mkfs(kernel: OldKernel, arch: &str, fs: &str) -> Result<String> 
 
 /// An ext3 Linux 2.6.9 mounts, labelled OLDKERNEL.
 fn check_ext3(img: &Path) -> Result<String> {
-    let summary = crate::host::process::run(Command::new("dumpe2fs").arg("-h").arg(img))?;
+    let summary = crate::host::process::run(command("dumpe2fs").arg("-h").arg(img))?;
     let field = |name: &str| {
         summary.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default()
     };
@@ -305,11 +305,11 @@ fn check_ext3(img: &Path) -> Result<String> {
 
 /// A clean reiserfs 3.6 (the format 2.6 kernels mount) labelled OLDKERNEL.
 fn check_reiserfs(img: &Path) -> Result<String> {
-    let summary = crate::host::process::run(Command::new("debugreiserfs").arg(img))?;
+    let summary = crate::host::process::run(command("debugreiserfs").arg(img))?;
     if !summary.contains("format 3.6 with standard journal") || !summary.contains("LABEL: OLDKERNEL") {
         return Err(format!("not a labelled reiserfs 3.6:\n{summary}"));
     }
-    crate::host::process::run(Command::new("reiserfsck").args(["--check", "--yes", "--quiet"]).arg(img))
+    crate::host::process::run(command("reiserfsck").args(["--check", "--yes", "--quiet"]).arg(img))
         .map_err(|e| format!("reiserfsck: {e}"))?;
     Ok("reiserfs 3.6 with standard journal, label kept, reiserfsck clean".into())
 }

@@ -11,9 +11,9 @@ use super::{fake_boots, fuzz, kcidb, old_kernel};
 use crate::bench::report as bench_report;
 use crate::build::static_binary;
 use crate::host::deps;
+use crate::host::process::{command, run_shown};
 use crate::{Result, project_root};
 use std::time::Instant;
-use xshell::{Shell, cmd};
 
 pub fn run() -> Result<()> {
     let started = Instant::now();
@@ -28,11 +28,7 @@ pub fn run() -> Result<()> {
     deps::add_sbin_to_path();
     lap("host tools", &mut deps::ensure_test_tools)?;
     lap("static builds", &mut || ["x86_64", "i686"].into_iter().try_for_each(|a| static_binary::build(a).map(|_| ())))?;
-    lap("cargo test", &mut || {
-        let sh = Shell::new().map_err(|e| e.to_string())?;
-        sh.change_dir(project_root());
-        cmd!(sh, "cargo test --workspace").run().map_err(|e| format!("cargo test failed: {e}"))
-    })?;
+    lap("cargo test", &mut || run_shown(command("cargo").args(["test", "--workspace"]).current_dir(project_root())))?;
     lap("report at fleet scale", &mut bench_report::check)?;
     lap("KCIDB schema", &mut kcidb::check)?;
     lap("old-kernel harness", &mut old_kernel::harness)?;

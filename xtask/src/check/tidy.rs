@@ -1,8 +1,9 @@
 //! Tests that fail when the repository drifts from what its documents say
 //! (as rust-analyzer's tidy tests do): ARCHITECTURE.md's code map against
 //! the files, the README's kernel parameters against `bootmark boot-params`,
-//! links that leave the repository, stale "later" notes, and the old-kernel
-//! rules of the image-side code.
+//! links that leave the repository, stale "later" notes, the lint configs
+//! that hold the old-kernel rules and the one process runner, module docs,
+//! and docs/lava.md's regexes against the code.
 
 #[cfg(test)]
 mod tests {
@@ -180,42 +181,97 @@ mod tests {
         }
     }
 
-    /// Image-side modules: what runs as /init on Linux 2.6.9.
-    fn image_side() -> Vec<String> {
-        let workstation = ["src/main.rs", "src/collect/", "src/report/"];
-        files("src", ".rs").into_iter().filter(|f| !workstation.iter().any(|w| f.starts_with(w))).collect()
+    /// The old-kernel rules of the /init code (threads, std locks, *at-only
+    /// std calls, panicking prints) are clippy bans in image/clippy.toml,
+    /// read only by the image build's lint in .ci/run; this holds the two
+    /// together so neither can quietly drop a rule.
+    #[test]
+    fn the_old_kernel_bans_are_linted_on_the_image_build() {
+        let bans = read("image/clippy.toml");
+        for rule in [
+            "std::thread::spawn",
+            "std::sync::Mutex",
+            "std::sync::RwLock",
+            "std::sync::Condvar",
+            "std::sync::mpsc::channel",
+            "std::fs::remove_dir_all",
+            "std::fs::hard_link",
+            "std::eprintln",
+            "std::println",
+        ] {
+            assert!(bans.contains(&format!("path = \"{rule}\"")), "image/clippy.toml does not ban {rule}");
+        }
+        let ci = read(".ci/run");
+        assert!(
+            ci.lines().any(|l| l.starts_with("CLIPPY_CONF_DIR=\"$PWD/image\" cargo clippy -p bootmark --no-default-features")),
+            ".ci/run must lint the /init build with image/clippy.toml"
+        );
+    }
+
+    /// One way to run a program: xtask/clippy.toml bans std's process API,
+    /// and only host/process.rs may allow it.
+    #[test]
+    fn only_the_process_runner_runs_programs() {
+        let bans = read("xtask/clippy.toml");
+        for m in ["new", "output", "status", "spawn"] {
+            assert!(
+                bans.contains(&format!("path = \"std::process::Command::{m}\"")),
+                "xtask/clippy.toml: Command::{m}"
+            );
+        }
+        let allow = ["clippy::", "disallowed_methods"].concat();
+        for file in sources().iter().filter(|f| f.starts_with("xtask/") && *f != "xtask/src/check/tidy.rs") {
+            let allowed = read(file).contains(&allow);
+            assert_eq!(allowed, file == "xtask/src/host/process.rs", "{file}: only host/process.rs runs programs");
+        }
+    }
+
+    /// The workstation-only modules, from the `cfg(feature)` gates of src/lib.rs.
+    fn workstation_modules() -> Vec<String> {
+        let lib = read("src/lib.rs");
+        let lines: Vec<&str> = lib.lines().collect();
+        lines
+            .windows(2)
+            .filter(|w| w[0].trim() == "#[cfg(feature = \"workstation\")]")
+            .filter_map(|w| w[1].strip_prefix("pub mod ")?.strip_suffix(';').map(String::from))
+            .collect()
     }
 
     #[test]
-    fn image_side_code_keeps_the_old_kernel_rules() {
-        // Threads and std locks (futexes that spin before 2.6.22), *at-only
-        // std calls (2.6.16+), and eprintln! (panics when PID 1's console fails).
-        let banned = [
-            "thread::spawn",
-            "Mutex",
-            "RwLock",
-            "Condvar",
-            "mpsc::",
-            "remove_dir_all",
-            "hard_link",
-            "eprintln!",
-            "println!",
-        ];
-        let files = image_side();
-        assert!(files.iter().any(|f| f == "src/init/mod.rs"), "{files:?}");
-        for file in files {
-            let text = read(&file);
-            // Tests run on the workstation and may use anything.
-            let code = text.split("#[cfg(test)]").next().unwrap();
-            for (i, line) in code.lines().enumerate() {
-                let line = line.trim_start();
-                if line.starts_with("//") {
-                    continue;
-                }
-                if let Some(b) = banned.iter().find(|b| line.contains(*b)) {
-                    panic!("{file}:{}: image-side code uses {b}: {line}", i + 1);
+    fn architecture_names_the_workstation_side_as_the_code_gates_it() {
+        let gated = workstation_modules();
+        assert!(gated.iter().any(|m| m == "collect") && gated.iter().any(|m| m == "report"), "{gated:?}");
+        let arch = read("ARCHITECTURE.md");
+        for (paths, row) in code_map() {
+            for m in &gated {
+                let module = [format!("src/{m}.rs"), format!("src/{m}/mod.rs")];
+                if paths.iter().any(|p| module.contains(p)) {
+                    assert!(
+                        row.contains("workstation"),
+                        "ARCHITECTURE.md's row for src/{m} must say it is workstation-only: {row}"
+                    );
                 }
             }
+        }
+        assert!(arch.contains("cfg(feature = \"workstation\")"), "ARCHITECTURE.md says where the split is made");
+    }
+
+    #[test]
+    fn every_module_opens_with_a_doc_line() {
+        for file in sources() {
+            let text = read(&file);
+            assert!(text.starts_with("//!"), "{file}: open with a `//!` line saying what the module is");
+        }
+    }
+
+    /// docs/lava.md shows the monitor `cargo xtask lava` writes.
+    #[test]
+    fn docs_lava_shows_the_monitor_regexes_of_the_code() {
+        use bootmark::sink::lava::{END, PATTERN, START};
+        let doc = read("docs/lava.md");
+        for (key, regex) in [("start", START), ("end", END), ("pattern", PATTERN)] {
+            let line = format!("{key}: '{regex}'");
+            assert!(doc.lines().any(|l| l.trim() == line), "docs/lava.md lacks the line `{line}`");
         }
     }
 

@@ -12,9 +12,9 @@
 //! are left alone.
 
 use crate::Result;
+use crate::host::process::command;
 use crate::host::process::run;
 use std::collections::BTreeSet;
-use std::process::Command;
 
 /// `apt-get update`, then install `pkgs`, bringing a stranded package that
 /// blocks them back to the configured sources' version.
@@ -28,22 +28,21 @@ pub fn install(pkgs: &[&str]) -> Result<()> {
             p.package, p.installed, p.available
         );
     }
-    let ok = Command::new("apt-get")
-        .args(["install", "-y", "-qq", "--no-install-recommends"])
-        .args(if pins.is_empty() { &[][..] } else { &["--allow-downgrades"][..] })
-        .args(pkgs)
-        .args(pins.iter().map(|p| format!("{}={}", p.package, p.available)))
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status()
-        .is_ok_and(|s| s.success());
-    if ok { Ok(()) } else { Err(format!("apt-get install {} did not succeed", pkgs.join(" "))) }
+    crate::host::process::run_shown(
+        command("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(if pins.is_empty() { &[][..] } else { &["--allow-downgrades"][..] })
+            .args(pkgs)
+            .args(pins.iter().map(|p| format!("{}={}", p.package, p.available)))
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
 }
 
 /// `apt-get update`. A stale mirror index is not fatal: what is then
 /// missing is named by the install that follows.
 pub fn update() {
     eprintln!("xtask: apt-get update");
-    if !Command::new("apt-get").args(["update", "-qq"]).status().is_ok_and(|s| s.success()) {
+    if crate::host::process::run_shown(command("apt-get").args(["update", "-qq"])).is_err() {
         eprintln!("xtask: apt-get update reported errors; going on with the lists there are");
     }
 }
@@ -60,7 +59,9 @@ struct Pin {
 /// When a dry run of the install fails, the stranded installed packages
 /// among those apt's complaint names.
 fn blocking_strays(pkgs: &[&str]) -> Vec<Pin> {
-    let Ok(dry) = Command::new("apt-get").args(["install", "-s", "--no-install-recommends"]).args(pkgs).output() else {
+    let Ok(dry) =
+        crate::host::process::output(command("apt-get").args(["install", "-s", "--no-install-recommends"]).args(pkgs))
+    else {
         return Vec::new();
     };
     if dry.status.success() {
@@ -72,13 +73,12 @@ fn blocking_strays(pkgs: &[&str]) -> Vec<Pin> {
 
 /// `package` if it is installed at a version no configured source offers.
 fn stray(package: &str) -> Option<Pin> {
-    let installed =
-        run(Command::new("dpkg-query").args(["-W", "-f", "${Version} ${db:Status-Abbrev}", package])).ok()?;
+    let installed = run(command("dpkg-query").args(["-W", "-f", "${Version} ${db:Status-Abbrev}", package])).ok()?;
     let (installed, status) = installed.split_once(' ')?;
     if status.trim() != "ii" {
         return None;
     }
-    let offered = offered_versions(&run(Command::new("apt-cache").args(["madison", package])).ok()?);
+    let offered = offered_versions(&run(command("apt-cache").args(["madison", package])).ok()?);
     let available = offered.first()?.clone();
     (!offered.iter().any(|v| v == installed)).then(|| Pin {
         package: package.to_string(),
@@ -119,7 +119,7 @@ fn offered_versions(madison: &str) -> Vec<String> {
 
 /// The exact package behind a Debian meta package (linux-image-amd64 → linux-image-6.1.0-57-amd64).
 pub fn resolve_meta(meta: &str) -> Result<String> {
-    let out = crate::host::process::run(Command::new("apt-cache").args(["depends", meta]))?;
+    let out = crate::host::process::run(command("apt-cache").args(["depends", meta]))?;
     out.lines()
         .filter_map(|l| l.trim().strip_prefix("Depends: "))
         .find(|d| d.starts_with("linux-image-"))

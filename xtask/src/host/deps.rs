@@ -7,8 +7,8 @@
 //! xtask needs: it calls `cargo xtask test`, which calls `ensure_test_tools`.
 
 use crate::Result;
+use crate::host::process::command;
 use crate::host::tools;
-use std::process::Command;
 
 /// Every host tool the tests use, with its Debian package. A leading '/'
 /// means a file, anything else a command on PATH (or /sbin, /usr/sbin).
@@ -100,10 +100,10 @@ pub fn ensure_test_tools() -> Result<()> {
 }
 
 pub fn add_i386_architecture() -> Result<()> {
-    let known = crate::host::process::run(Command::new("dpkg").arg("--print-foreign-architectures"))?;
+    let known = crate::host::process::run(command("dpkg").arg("--print-foreign-architectures"))?;
     if !known.lines().any(|l| l.trim() == "i386") {
         eprintln!("xtask: dpkg --add-architecture i386 (the 32-bit boot test uses Debian's 686 kernel)");
-        crate::host::process::run(Command::new("dpkg").args(["--add-architecture", "i386"]))?;
+        crate::host::process::run(command("dpkg").args(["--add-architecture", "i386"]))?;
     }
     Ok(())
 }
@@ -124,6 +124,10 @@ mod tests {
     /// under that name: each with why it needs no entry there.
     const NOT_IN_TEST_TOOLS: &[(&str, &str)] = &[
         ("apt-get", "Debian's own (apt, priority required)"),
+        ("cargo", "the toolchain that runs xtask itself"),
+        ("rustup", "the toolchain that runs xtask itself (static_binary says what to do without it)"),
+        ("true", "coreutils, essential (the runner's own tests)"),
+        ("false", "coreutils, essential (the runner's own tests)"),
         ("apt-cache", "Debian's own (apt)"),
         ("dpkg", "Debian's own (dpkg, essential)"),
         ("dpkg-query", "Debian's own (dpkg, essential)"),
@@ -171,7 +175,8 @@ mod tests {
         let mut unlisted = Vec::new();
         for f in files {
             let text = std::fs::read_to_string(&f).unwrap();
-            for (_, rest) in text.match_indices("Command::new(\"").map(|(i, _)| ((), &text[i + 14..])) {
+            const START: &str = "command(\"";
+            for (_, rest) in text.match_indices(START).map(|(i, _)| ((), &text[i + START.len()..])) {
                 let prog = rest.split('"').next().unwrap();
                 if !listed(prog) {
                     unlisted.push(format!("{prog} ({})", f.display()));

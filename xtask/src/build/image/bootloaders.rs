@@ -5,16 +5,18 @@
 
 use super::{menu, secure_boot, write};
 use crate::Result;
+use crate::host::fs;
+use crate::host::process::command;
 use std::path::Path;
 
 /// GRUB as a standalone EFI binary with a tiny config that finds the image
 /// (stick or ISO) by its id file. `iso9660` lets it read a CD.
 pub fn grub_efi(out: &Path, work: &Path, id: &str) -> Result<()> {
-    std::fs::create_dir_all(out.parent().unwrap()).map_err(|e| e.to_string())?;
+    fs::create_dir_all(out.parent().unwrap())?;
     let embedded = work.join("grub-embedded.cfg");
     write(&embedded, &menu::grub_finder(id))?;
     crate::host::process::run(
-        std::process::Command::new("grub-mkstandalone")
+        command("grub-mkstandalone")
             .args(["-O", "x86_64-efi", "--locales=", "--themes=", "--fonts="])
             .arg("--modules=part_msdos part_gpt fat iso9660 search search_fs_file serial terminal linux normal efi_gop echo configfile")
             .arg("-o")
@@ -44,7 +46,7 @@ pub fn signed_esp(stage: &Path, chain: &secure_boot::Chain, id: &str) -> Result<
 /// with `chain`, shim and Debian's signed netboot GRUB), the same entries.
 pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chain: Option<&secure_boot::Chain>) -> Result<()> {
     let copy = |from: &Path, to: &Path| -> Result<()> {
-        std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
+        fs::create_dir_all(to.parent().unwrap())?;
         std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("{}: {e}", from.display()))
     };
     copy(Path::new("/usr/lib/PXELINUX/pxelinux.0"), &pxe.join("pxelinux.0"))?;
@@ -55,13 +57,12 @@ pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chain: Option<&secure_
         }
     }
     write(&pxe.join("pxelinux.cfg/default"), &m.syslinux(""))?;
-    let uefi = crate::host::process::run(
-        std::process::Command::new("grub-mknetdir").arg(format!("--net-directory={}", pxe.display())).args([
+    let uefi =
+        crate::host::process::run(command("grub-mknetdir").arg(format!("--net-directory={}", pxe.display())).args([
             "--subdir=grub",
             "-d",
             "/usr/lib/grub/x86_64-efi",
-        ]),
-    );
+        ]));
     let uefi_line = match (uefi, chain) {
         (_, Some(chain)) => {
             // shim loads grubx64.efi from its own TFTP directory; the signed

@@ -5,6 +5,8 @@
 
 use super::sources::Kernel;
 use super::{cpio, mkfs, modules};
+use crate::host::fs;
+use crate::host::fs::Context as _;
 use crate::{Result, project_root};
 use std::path::{Path, PathBuf};
 
@@ -14,7 +16,7 @@ pub fn common_archive(binary: &Path, mtime: u32, extra: &mkfs::Files) -> Result<
     for (path, data, mode) in extra {
         a.file(path, data.clone(), *mode);
     }
-    a.file("init", std::fs::read(binary).map_err(|e| e.to_string())?, 0o755);
+    a.file("init", fs::read(binary)?, 0o755);
     // Old kernels need these before /init runs (no devtmpfs, fds 0-2 open on /dev/console).
     a.char_dev("dev/console", 5, 1, 0o600);
     a.char_dev("dev/null", 1, 3, 0o666);
@@ -22,9 +24,9 @@ pub fn common_archive(binary: &Path, mtime: u32, extra: &mkfs::Files) -> Result<
         a.dir(d);
     }
     let plans = project_root().join("image/plans");
-    for e in std::fs::read_dir(&plans).map_err(|e| e.to_string())?.flatten() {
+    for e in fs::read_dir(&plans)?.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        a.file(&format!("etc/bootmark/plans/{name}"), std::fs::read(e.path()).map_err(|e| e.to_string())?, 0o644);
+        a.file(&format!("etc/bootmark/plans/{name}"), fs::read(e.path())?, 0o644);
     }
     Ok(cpio::gzip(&a.to_bytes()))
 }
@@ -43,7 +45,7 @@ pub fn modules_archive(
     let mut a = cpio::Archive::new(mtime);
     let mut set = ModuleSet { release: k.release.clone(), modules: Vec::new() };
     let Some(tree) = &k.modules else {
-        a.file("etc/bootmark/modules.json", serde_json::to_vec_pretty(&set).map_err(|e| e.to_string())?, 0o644);
+        a.file("etc/bootmark/modules.json", serde_json::to_vec_pretty(&set).context("modules.json")?, 0o644);
         return Ok((cpio::gzip(&a.to_bytes()), 0, modules::Whereabouts::default()));
     };
     eprintln!("image: resolving modules of {}", k.release);
@@ -55,11 +57,10 @@ pub fn modules_archive(
     let mut list_of = std::collections::BTreeMap::new();
     let mut params = std::collections::BTreeMap::new();
     let lists = project_root().join("image/modules");
-    let mut names: Vec<PathBuf> =
-        std::fs::read_dir(&lists).map_err(|e| e.to_string())?.flatten().map(|e| e.path()).collect();
+    let mut names: Vec<PathBuf> = fs::read_dir(&lists)?.flatten().map(|e| e.path()).collect();
     names.sort();
     for list in names {
-        for (name, required, p) in modules::parse_list(&std::fs::read_to_string(&list).map_err(|e| e.to_string())?) {
+        for (name, required, p) in modules::parse_list(&fs::read_to_string(&list)?) {
             if !p.is_empty() {
                 params.insert(modules::normalize(&name), p);
             }
@@ -92,9 +93,10 @@ pub fn modules_archive(
     whereabouts.allowed_missing = missing;
     let needs: Vec<Vec<String>> = order.iter().map(|m| index.needs(m)).collect();
     for (m, needs_of_m) in order.iter().zip(&needs) {
-        let rel = m.path.strip_prefix(tree).map_err(|e| e.to_string())?;
+        let rel =
+            m.path.strip_prefix(tree).with_context(|| format!("{} is outside {}", m.path.display(), tree.display()))?;
         let inside = format!("lib/modules/{}/{}", k.release, rel.display());
-        a.file(&inside, std::fs::read(&m.path).map_err(|e| e.to_string())?, 0o644);
+        a.file(&inside, fs::read(&m.path)?, 0o644);
         let library = needs.iter().any(|n| n.contains(&m.name));
         let (when, aliases) = modules::when_to_load(m, whereabouts.found.contains(&m.name), library);
         set.modules.push(Module {
@@ -106,6 +108,6 @@ pub fn modules_archive(
             aliases,
         });
     }
-    a.file("etc/bootmark/modules.json", serde_json::to_vec_pretty(&set).map_err(|e| e.to_string())?, 0o644);
+    a.file("etc/bootmark/modules.json", serde_json::to_vec_pretty(&set).context("modules.json")?, 0o644);
     Ok((cpio::gzip(&a.to_bytes()), order.len(), whereabouts))
 }

@@ -16,8 +16,9 @@
 
 use super::{menu, secure_boot, write};
 use crate::Result;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use std::path::Path;
-use std::process::Command;
 
 /// The ISO's file name in the image directory.
 pub const FILE: &str = "bootmark.iso";
@@ -58,7 +59,7 @@ pub fn build(out: &Path, work: &Path, c: &Contents) -> Result<()> {
     let efi = root.join("boot/efiboot.img");
     efi_image(&efi, work, c)?;
     crate::host::process::run(
-        Command::new("xorriso")
+        command("xorriso")
             .args(["-as", "mkisofs", "-quiet", "-o"])
             .arg(out)
             .args(["-V", VOLUME_ID, "-J", "-joliet-long", "-R", "-isohybrid-mbr", ISOHYBRID_MBR])
@@ -92,21 +93,19 @@ fn efi_image(img: &Path, work: &Path, c: &Contents) -> Result<()> {
     if let Some(parent) = img.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    crate::host::process::run(
-        Command::new("mkfs.fat").args(["-C", "-n", "BOOTMARKEFI"]).arg(img).arg(kib.to_string()),
-    )?;
+    crate::host::process::run(command("mkfs.fat").args(["-C", "-n", "BOOTMARKEFI"]).arg(img).arg(kib.to_string()))?;
     let target = format!("{}", img.display());
     for dir in ["EFI", "EFI/BOOT", "boot", "boot/grub"] {
         if tree.join(dir).is_dir() {
             crate::host::process::run(
-                Command::new("mmd").env("MTOOLS_SKIP_CHECK", "1").args(["-i", &target]).arg(format!("::{dir}")),
+                command("mmd").env("MTOOLS_SKIP_CHECK", "1").args(["-i", &target]).arg(format!("::{dir}")),
             )?;
         }
     }
     for f in walk_files(&tree)? {
-        let rel = f.strip_prefix(&tree).map_err(|e| e.to_string())?;
+        let rel = f.strip_prefix(&tree).context("a walked file outside its tree")?;
         crate::host::process::run(
-            Command::new("mcopy")
+            command("mcopy")
                 .env("MTOOLS_SKIP_CHECK", "1")
                 .args(["-o", "-i", &target])
                 .arg(&f)
@@ -125,7 +124,7 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
 
 fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     for f in walk_files(from)? {
-        copy(&f, &to.join(f.strip_prefix(from).map_err(|e| e.to_string())?))?;
+        copy(&f, &to.join(f.strip_prefix(from).context("a walked file outside its tree")?))?;
     }
     Ok(())
 }

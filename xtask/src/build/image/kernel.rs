@@ -2,8 +2,8 @@
 //! Debian kernel package (downloaded with apt-get, extracted with dpkg-deb).
 
 use crate::Result;
+use crate::host::process::command;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// What the boot-protocol header says about a bzImage.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,15 +69,12 @@ pub fn fetch_deb(name_or_path: &str, cache: &Path) -> Result<PathBuf> {
         return Ok(found);
     }
     eprintln!("image: downloading {name_or_path} with apt-get download …");
-    let out = Command::new("apt-get")
-        .args(["download", name_or_path])
-        .current_dir(cache)
-        .output()
-        .map_err(|e| format!("cannot run apt-get ({e}): give a path to the .deb instead"))?;
+    let out = crate::host::process::output(command("apt-get").args(["download", name_or_path]).current_dir(cache))
+        .map_err(|e| format!("{e}: give a path to the .deb instead"))?;
     if !out.status.success() {
         return Err(format!(
             "apt-get download {name_or_path} failed: {}\nCheck the name with `apt-cache search linux-image`, run `apt-get update`, or give a .deb path.",
-            String::from_utf8_lossy(&out.stderr).trim()
+            crate::host::process::stderr_tail(&out)
         ));
     }
     let deb = cached_deb(cache, name_or_path)
@@ -103,12 +100,8 @@ fn cached_deb(cache: &Path, package: &str) -> Option<PathBuf> {
 }
 
 fn deb_field(deb: &Path, field: &str) -> Result<String> {
-    let out = Command::new("dpkg-deb")
-        .args(["-f"])
-        .arg(deb)
-        .arg(field)
-        .output()
-        .map_err(|e| format!("dpkg-deb: {e} (apt-get install dpkg)"))?;
+    let out = crate::host::process::output(command("dpkg-deb").args(["-f"]).arg(deb).arg(field))
+        .map_err(|e| format!("{e} (apt-get install dpkg)"))?;
     if !out.status.success() {
         return Err(format!(
             "{} is not a Debian package: {}",
@@ -142,10 +135,7 @@ pub fn unpack_deb(deb: &Path, dir: &Path) -> Result<DebKernel> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     eprintln!("image: extracting {package}");
-    let st = Command::new("dpkg-deb").arg("-x").arg(deb).arg(dir).status().map_err(|e| format!("dpkg-deb: {e}"))?;
-    if !st.success() {
-        return Err(format!("dpkg-deb -x {} failed", deb.display()));
-    }
+    crate::host::process::run_shown(command("dpkg-deb").arg("-x").arg(deb).arg(dir))?;
     let (vmlinuz, release, modules) = find_kernel_files(dir, &package).map_err(|e| {
         format!("{e} (a meta or -dbg package is not the kernel image; try its versioned dependency: apt-cache depends {package})")
     })?;

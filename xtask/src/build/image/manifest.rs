@@ -3,6 +3,7 @@
 //! `--verify`, which re-checks an image directory against it.
 
 use crate::Result;
+use crate::host::fs::Context as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -87,7 +88,7 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = f.read(&mut buf).map_err(|e| e.to_string())?;
+        let n = f.read(&mut buf).with_context(|| format!("cannot read {}", path.display()))?;
         if n == 0 {
             break;
         }

@@ -9,9 +9,9 @@
 //! kernels — format those targets beforehand.
 
 use crate::Result;
+use crate::host::process::command;
 use crate::host::process::run;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Files to add: (path inside the initramfs, content, mode).
 pub type Files = Vec<(String, Vec<u8>, u32)>;
@@ -34,7 +34,7 @@ fn find_tool(fs: &str) -> Result<PathBuf> {
 
 /// The libraries `ldd` says a program loads, and its ELF interpreter.
 fn libraries(program: &Path) -> Result<Vec<PathBuf>> {
-    let out = run(Command::new("ldd").arg(program))?;
+    let out = run(command("ldd").arg(program))?;
     Ok(out
         .lines()
         .filter_map(|l| {

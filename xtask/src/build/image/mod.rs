@@ -28,6 +28,8 @@ pub mod static_mkfs;
 pub mod usb;
 
 use crate::build::static_binary;
+use crate::host::fs;
+use crate::host::fs::Context as _;
 use crate::host::tools;
 use crate::{Result, project_root};
 use std::path::{Path, PathBuf};
@@ -227,14 +229,14 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     for (i, k) in kernels.iter().enumerate() {
         let kdir = format!("k{i}");
         let dir = stage.join("boot").join(&kdir);
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        std::fs::copy(&k.vmlinuz, dir.join("vmlinuz")).map_err(|e| e.to_string())?;
+        fs::create_dir_all(&dir)?;
+        fs::copy(&k.vmlinuz, dir.join("vmlinuz"))?;
         let (mods, count, whereabouts) = initramfs::modules_archive(k, mtime, &args.allow_missing)?;
         let (common, bin_sha) = &commons[&k.arch];
         eprintln!("image: {kdir}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
         let mut initrd = common.clone();
         initrd.extend_from_slice(&mods);
-        std::fs::write(dir.join("initrd.gz"), &initrd).map_err(|e| e.to_string())?;
+        fs::write(dir.join("initrd.gz"), &initrd)?;
         for (suffix, variant, extra) in &per_kernel {
             let label = format!("{kdir}{suffix}");
             let title = format!("bootmark {} on Linux {} ({}){variant}", plan.name, k.release, k.arch);
@@ -315,7 +317,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     eprintln!("image: writing {}", iso::FILE);
     let contents = iso::Contents { stage: &stage, menu: &m, id: &id, chain, grub_efi: &grub_efi };
     iso::build(&out.join(iso::FILE), &work, &contents)?;
-    std::fs::remove_dir_all(&work).map_err(|e| e.to_string())?;
+    fs::remove_dir_all(&work)?;
     let manifest = manifest::Manifest {
         schema: manifest::SCHEMA.into(),
         bootmark_version: env!("CARGO_PKG_VERSION").into(),
@@ -359,7 +361,7 @@ fn signed_chain(
 
 pub(crate) fn write(path: &Path, text: &str) -> Result<()> {
     if let Some(p) = path.parent() {
-        std::fs::create_dir_all(p).map_err(|e| e.to_string())?;
+        fs::create_dir_all(p)?;
     }
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -374,8 +376,12 @@ fn dir_size(dir: &Path) -> u64 {
 fn set_mtimes(dir: &Path, mtime: u32) -> Result<()> {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(mtime.max(315_532_800) as u64); // FAT cannot store dates before 1980
     for (f, _) in manifest::hash_tree(dir)? {
-        let file = std::fs::File::options().write(true).open(dir.join(&f)).map_err(|e| e.to_string())?;
-        file.set_modified(t).map_err(|e| e.to_string())?;
+        let path = dir.join(&f);
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        file.set_modified(t).with_context(|| format!("cannot set the time of {}", path.display()))?;
     }
     Ok(())
 }
@@ -384,16 +390,16 @@ fn set_mtimes(dir: &Path, mtime: u32) -> Result<()> {
 /// never changes the stick's FAT while it runs (see bootmark::journal).
 fn write_journal(path: &Path, bytes: u64) -> Result<()> {
     use std::io::Write;
-    std::fs::create_dir_all(path.parent().unwrap()).map_err(|e| e.to_string())?;
+    fs::create_dir_all(path.parent().unwrap())?;
     let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    f.write_all(&bootmark::journal::header_block()).map_err(|e| e.to_string())?;
-    f.set_len(bytes).map_err(|e| e.to_string())
+    f.write_all(&bootmark::journal::header_block()).with_context(|| format!("cannot write {}", path.display()))?;
+    f.set_len(bytes).with_context(|| format!("cannot size {}", path.display()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
+    use crate::host::process::command;
 
     /// A file with a valid bzImage header (not bootable): enough to build an image.
     fn fake_kernel(dir: &Path) -> PathBuf {
@@ -437,7 +443,7 @@ mod tests {
     fn stick_layout_partition_and_filesystem_are_right() {
         let (out, base) = build_test_image("layout");
         let img = out.join("usb.img");
-        let table = crate::host::process::run(Command::new("sfdisk").arg("-d").arg(&img)).unwrap();
+        let table = crate::host::process::run(command("sfdisk").arg("-d").arg(&img)).unwrap();
         assert!(
             table.contains("start=        2048") && table.contains("type=c") && table.contains("bootable"),
             "{table}"
@@ -446,7 +452,7 @@ mod tests {
         let part = base.join("part.img");
         let data = std::fs::read(&img).unwrap();
         std::fs::write(&part, &data[2048 * 512..]).unwrap();
-        let fsck = Command::new("fsck.fat").arg("-n").arg(&part).output().unwrap();
+        let fsck = crate::host::process::output(command("fsck.fat").arg("-n").arg(&part)).unwrap();
         assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stdout));
         let info = bootmark::contract::fsprobe::probe(&part).unwrap().unwrap();
         assert_eq!((info.fs.as_str(), info.label.as_deref()), ("vfat", Some("BOOTMARK")));

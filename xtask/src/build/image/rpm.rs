@@ -12,6 +12,7 @@
 //! the host: `init_module` takes raw ELF, and old kernels cannot decompress.
 
 use crate::Result;
+use crate::host::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -165,7 +166,7 @@ pub fn unpack(path: &Path, dir: &Path) -> Result<RpmKernel> {
             decompressed += 1;
         }
         let dest = dir.join(&rel);
-        std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| e.to_string())?;
+        fs::create_dir_all(dest.parent().unwrap())?;
         std::fs::write(&dest, bytes).map_err(|e| format!("{}: {e}", dest.display()))?;
     }
     let (vmlinuz, _, modules) = super::kernel::find_kernel_files(dir, &name)?;

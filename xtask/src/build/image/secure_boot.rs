@@ -15,6 +15,7 @@
 //! reinstall the build machine's own bootloader.
 
 use super::{kernel, manifest};
+use crate::host::process::command;
 use crate::{Result, project_root};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -81,13 +82,8 @@ pub fn chain() -> Result<Chain> {
 fn locate(package: &str, inside: &str) -> Result<(PathBuf, String)> {
     let installed = Path::new("/").join(inside);
     if installed.is_file() {
-        let version = crate::host::process::run(std::process::Command::new("dpkg-query").args([
-            "-W",
-            "-f",
-            "${Version}",
-            package,
-        ]))
-        .unwrap_or_else(|_| "installed".into());
+        let version = crate::host::process::run(command("dpkg-query").args(["-W", "-f", "${Version}", package]))
+            .unwrap_or_else(|_| "installed".into());
         return Ok((installed, version));
     }
     let cache = project_root().join("target/cache");
@@ -98,7 +94,7 @@ fn locate(package: &str, inside: &str) -> Result<(PathBuf, String)> {
     let dir = cache.join("secure-boot").join(&stem);
     if !dir.join(inside).is_file() {
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        crate::host::process::run(std::process::Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&dir))?;
+        crate::host::process::run(command("dpkg-deb").arg("-x").arg(&deb).arg(&dir))?;
     }
     let path = dir.join(inside);
     if !path.is_file() {

@@ -5,6 +5,7 @@
 
 use super::{Args, config, kernel, manifest, rpm};
 use crate::build::kernel_src;
+use crate::host::fs;
 use crate::{Result, project_root};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -52,7 +53,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     for (i, name) in args.kernel_debs.iter().enumerate() {
         let deb = kernel::fetch_deb(name, &cache)?;
         let k = kernel::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
-        let data = std::fs::read(&k.vmlinuz).map_err(|e| e.to_string())?;
+        let data = fs::read(&k.vmlinuz)?;
         let bz = kernel::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
         let config = config::find_beside(&k.vmlinuz, &k.release).map(|p| config::KernelConfig::read(&p)).transpose()?;
         check_config(config.as_ref(), name)?;
@@ -68,7 +69,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     }
     for (i, path) in args.kernel_rpms.iter().enumerate() {
         let k = rpm::unpack(path, &work.join(format!("rpm{i}")))?;
-        let data = std::fs::read(&k.vmlinuz).map_err(|e| e.to_string())?;
+        let data = fs::read(&k.vmlinuz)?;
         let bz = kernel::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
         let release = kernel::release_of(&bz.version);
         let config = config::find_beside(&k.vmlinuz, &release).map(|p| config::KernelConfig::read(&p)).transpose()?;

@@ -11,10 +11,12 @@
 //! together and cached per architecture in target/cache/static-mkfs/
 //! (about a minute the first time).
 
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use crate::host::tools;
 use crate::{Result, project_root};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// A pinned upstream source tarball.
 pub struct Source {
@@ -96,7 +98,7 @@ fn ensure_build_tools(arch: &str, install_deps: bool) -> Result<()> {
         return Ok(());
     }
     // gcc -m32 links with the 32-bit libgcc of the host's gcc version.
-    let major = crate::host::process::run(Command::new("gcc").arg("-dumpversion"))?
+    let major = crate::host::process::run(command("gcc").arg("-dumpversion"))?
         .trim()
         .split('.')
         .next()
@@ -150,10 +152,8 @@ fn build(arch: &str, install_deps: bool) -> Result<PathBuf> {
 }
 
 fn unpack(tarball: &Path, into: &Path) -> Result<PathBuf> {
-    std::fs::create_dir_all(into).map_err(|e| e.to_string())?;
-    crate::host::process::run(
-        Command::new("tar").arg("xzf").arg(tarball).arg("-C").arg(into).arg("--strip-components=1"),
-    )?;
+    fs::create_dir_all(into)?;
+    crate::host::process::run(command("tar").arg("xzf").arg(tarball).arg("-C").arg(into).arg("--strip-components=1"))?;
     Ok(into.to_path_buf())
 }
 
@@ -179,7 +179,7 @@ fn build_mke2fs(src: &Path, cc: &str) -> Result<()> {
         "--enable-libblkid",
     ];
     let in_src = |program: &str| {
-        let mut c = Command::new(program);
+        let mut c = command(program);
         c.current_dir(src).env("CC", cc).env("LDFLAGS", "-static");
         c
     };
@@ -195,7 +195,7 @@ fn build_mke2fs(src: &Path, cc: &str) -> Result<()> {
 fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()> {
     let write = |rel: &str, text: &str| -> Result<()> {
         let p = shim.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).map_err(|e| e.to_string())?;
+        fs::create_dir_all(p.parent().unwrap())?;
         std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
     };
     write("compat.h", COMPAT_H)?;
@@ -207,7 +207,8 @@ fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()
         ("asm-generic", "/usr/include/asm-generic"),
         ("asm", "/usr/include/x86_64-linux-gnu/asm"),
     ] {
-        std::os::unix::fs::symlink(target, shim.join(name)).map_err(|e| e.to_string())?;
+        std::os::unix::fs::symlink(target, shim.join(name))
+            .with_context(|| format!("cannot link {}", shim.join(name).display()))?;
     }
     let et = e2fs.join("lib/et");
     let lib = e2fs.join("lib");
@@ -220,7 +221,7 @@ fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()
     );
     let path = format!("{}:{}", et.display(), std::env::var("PATH").unwrap_or_default());
     let in_src = |program: &str| {
-        let mut c = Command::new(program);
+        let mut c = command(program);
         // compile_et from the e2fsprogs build tree, with its templates.
         c.current_dir(src).env("CC", cc).env("CFLAGS", &cflags).env("PATH", &path).env("_ET_DIR_OVERRIDE", &et);
         c
@@ -241,7 +242,7 @@ fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()
 
 /// Strip a built program into the cache and check it needs no loader.
 fn install_program(built: &Path, to: &Path) -> Result<()> {
-    crate::host::process::run(Command::new("strip").arg("-o").arg(to).arg(built))?;
+    crate::host::process::run(command("strip").arg("-o").arg(to).arg(built))?;
     check_static(to)
 }
 
@@ -252,11 +253,9 @@ fn fetch(source: &Source, dir: &Path) -> Result<PathBuf> {
     if !file.exists() {
         eprintln!("image: downloading {}", source.url);
         let partial = file.with_extension("partial");
-        crate::host::process::run(
-            Command::new("curl").args(["-fsSL", "--retry", "3", "-o"]).arg(&partial).arg(source.url),
-        )
-        .map_err(|e| format!("cannot download {} {}: {e}", source.name, source.version))?;
-        std::fs::rename(&partial, &file).map_err(|e| e.to_string())?;
+        crate::host::process::run(command("curl").args(["-fsSL", "--retry", "3", "-o"]).arg(&partial).arg(source.url))
+            .map_err(|e| format!("cannot download {} {}: {e}", source.name, source.version))?;
+        fs::rename(&partial, &file)?;
     }
     let sum = super::manifest::sha256_file(&file)?;
     if sum != source.sha256 {
@@ -275,7 +274,7 @@ fn fetch(source: &Source, dir: &Path) -> Result<PathBuf> {
 /// A program for the image must need no ELF interpreter: static, not PIE
 /// with a loader.
 fn check_static(program: &Path) -> Result<()> {
-    let elf = std::fs::read(program).map_err(|e| e.to_string())?;
+    let elf = fs::read(program)?;
     if has_interpreter(&elf) {
         return Err(format!("{} is dynamically linked: the image needs a static program", program.display()));
     }

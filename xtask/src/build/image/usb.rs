@@ -4,6 +4,9 @@
 //! (sfdisk, mkfs.fat --offset, syslinux --offset, mtools).
 
 use crate::Result;
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use crate::host::process::run;
 use std::path::Path;
 use std::process::Command;
@@ -14,7 +17,7 @@ const SECTOR: u64 = 512;
 pub const MBR_BIN: &str = "/usr/lib/syslinux/mbr/mbr.bin";
 
 fn mtools(cmd: &str) -> Command {
-    let mut c = Command::new(cmd);
+    let mut c = command(cmd);
     c.env("MTOOLS_SKIP_CHECK", "1");
     c
 }
@@ -32,29 +35,29 @@ pub fn build(img: &Path, stage: &Path, size_mib: u64, volume_id: u32) -> Result<
     drop(f);
     partition(img, volume_id)?;
     let part_kib = ((size_mib << 20) / SECTOR - PART_START) * SECTOR / 1024;
-    run(Command::new("mkfs.fat")
+    run(command("mkfs.fat")
         .args(["-F", "32", "-n", LABEL, "-i", &format!("{volume_id:08X}"), "-h", &PART_START.to_string()])
         .args(["--offset", &PART_START.to_string()])
         .arg(img)
         .arg(part_kib.to_string()))?;
-    run(Command::new("syslinux").args(["--install", "--offset", &(PART_START * SECTOR).to_string()]).arg(img))?;
+    run(command("syslinux").args(["--install", "--offset", &(PART_START * SECTOR).to_string()]).arg(img))?;
     install_mbr(img)?;
     copy_tree(img, stage)
 }
 
 fn partition(img: &Path, volume_id: u32) -> Result<()> {
     use std::io::Write;
-    let mut child = Command::new("sfdisk")
-        .arg("-q")
-        .arg(img)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("sfdisk: {e}"))?;
+    let mut child = crate::host::process::spawn(
+        command("sfdisk")
+            .arg("-q")
+            .arg(img)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped()),
+    )?;
     let script = format!("label: dos\nlabel-id: 0x{volume_id:08x}\nstart={PART_START}, type=c, bootable\n");
-    child.stdin.take().unwrap().write_all(script.as_bytes()).map_err(|e| e.to_string())?;
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    child.stdin.take().unwrap().write_all(script.as_bytes()).context("cannot feed sfdisk its script")?;
+    let out = child.wait_with_output().context("waiting for sfdisk")?;
     if !out.status.success() {
         return Err(format!("sfdisk failed: {}", String::from_utf8_lossy(&out.stderr)));
     }
@@ -66,8 +69,9 @@ fn install_mbr(img: &Path) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let mbr = std::fs::read(MBR_BIN).map_err(|e| format!("{MBR_BIN}: {e} (apt-get install syslinux-common)"))?;
     let code = &mbr[..mbr.len().min(440)];
-    let f = std::fs::OpenOptions::new().write(true).open(img).map_err(|e| e.to_string())?;
-    f.write_all_at(code, 0).map_err(|e| e.to_string())
+    let f =
+        std::fs::OpenOptions::new().write(true).open(img).with_context(|| format!("cannot open {}", img.display()))?;
+    f.write_all_at(code, 0).with_context(|| format!("cannot write the MBR of {}", img.display()))
 }
 
 /// Copy every directory and file under `stage` into the FAT partition.
@@ -124,11 +128,11 @@ pub fn set_default_entry(img: &Path, n: usize) -> Result<()> {
     let syslinux = bootmark::bootmenu::syslinux_set_default(&syslinux, &label);
     let grub = bootmark::bootmenu::grub_set_default(&read("boot/grub/grub.cfg")?, n);
     let tmp = std::env::temp_dir().join(format!("bootmark-menu-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&tmp)?;
     for (name, text, dest) in
         [("syslinux.cfg", &syslinux, "::syslinux.cfg"), ("grub.cfg", &grub, "::boot/grub/grub.cfg")]
     {
-        std::fs::write(tmp.join(name), text).map_err(|e| e.to_string())?;
+        fs::write(tmp.join(name), text)?;
         run(mtools("mcopy").args(["-o", "-i", &target]).arg(tmp.join(name)).arg(dest))?;
     }
     let _ = std::fs::remove_dir_all(&tmp);

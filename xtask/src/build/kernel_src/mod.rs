@@ -16,6 +16,9 @@ pub mod toolchain;
 
 use crate::build::image::config::KernelConfig;
 use crate::build::image::{kernel, manifest};
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use crate::{Result, project_root};
 use line::Line;
 use serde_json::{Value, json};
@@ -270,23 +273,17 @@ fn unpack(tarball: &Path, sha256: &str, work: &Path) -> Result<PathBuf> {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         eprintln!("kernel: unpacking {} into {}", tarball.display(), dir.display());
-        let status = Command::new("tar")
-            .arg("-xf")
-            .arg(tarball)
-            .arg("-C")
-            .arg(&dir)
-            .status()
-            .map_err(|e| format!("cannot run tar: {e}"))?;
-        if !status.success() {
+        let unpacked = crate::host::process::run_shown(command("tar").arg("-xf").arg(tarball).arg("-C").arg(&dir));
+        if let Err(e) = unpacked {
             return Err(format!(
-                "tar -xf {} failed ({status}): is it a kernel tarball? (xz and bzip2 must be installed for .xz/.bz2)",
+                "{e}: is {} a kernel tarball? (xz and bzip2 must be installed for .xz/.bz2)",
                 tarball.display()
             ));
         }
-        std::fs::write(&stamp, sha256).map_err(|e| e.to_string())?;
+        fs::write(&stamp, sha256)?;
     }
     let mut tops: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| e.to_string())?
+        .with_context(|| format!("cannot list {}", dir.display()))?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.is_dir())
@@ -337,7 +334,7 @@ impl Make<'_> {
         };
         let mut c = match &self.args.chroot {
             Some(root) => {
-                let mut c = Command::new("chroot");
+                let mut c = command("chroot");
                 c.arg(root)
                     .args(["/bin/sh", "-c", "cd \"$0\" && exec \"$@\""])
                     .arg(path(self.tree))
@@ -345,7 +342,7 @@ impl Make<'_> {
                 c
             }
             None => {
-                let mut c = Command::new(&self.args.make);
+                let mut c = command(&self.args.make);
                 c.current_dir(self.tree);
                 c
             }
@@ -371,9 +368,9 @@ impl Make<'_> {
     fn run(&self, targets: &[&str], log: &Path, what: &str, answer_defaults: bool) -> Result<()> {
         let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let mut cmd = self.command(targets);
-        cmd.stdout(file.try_clone().map_err(|e| e.to_string())?).stderr(file);
+        cmd.stdout(file.try_clone().with_context(|| format!("{}", log.display()))?).stderr(file);
         cmd.stdin(if answer_defaults { Stdio::piped() } else { Stdio::null() });
-        let mut child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", self.args.make))?;
+        let mut child = crate::host::process::spawn(&mut cmd)?;
         if let Some(mut stdin) = child.stdin.take() {
             std::thread::spawn(move || {
                 let lines = vec![b'\n'; 4096];
@@ -384,7 +381,7 @@ impl Make<'_> {
         let tty = std::io::stderr().is_terminal();
         let mut shown = Instant::now();
         let status = loop {
-            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            if let Some(status) = child.try_wait().context("waiting for make")? {
                 break status;
             }
             std::thread::sleep(Duration::from_millis(500));
@@ -445,7 +442,7 @@ fn install(make: &Make, out: &Path, modules: bool) -> Result<(PathBuf, String)> 
         .map(|c| make.build_dir.join(c))
         .find(|p| p.is_file())
         .ok_or_else(|| format!("make finished but no bzImage is in {}", make.build_dir.display()))?;
-    let data = std::fs::read(&image).map_err(|e| e.to_string())?;
+    let data = fs::read(&image)?;
     let release = kernel::release_of(&kernel::parse_bzimage(&data, &image.display().to_string())?.version);
     let boot = out.join("boot");
     std::fs::create_dir_all(&boot).map_err(|e| format!("{}: {e}", boot.display()))?;
@@ -469,7 +466,7 @@ fn install(make: &Make, out: &Path, modules: bool) -> Result<(PathBuf, String)> 
             "installing modules",
             false,
         )?;
-        crate::host::process::run(Command::new("cp").arg("-a").arg(staged.join("lib")).arg(out))?;
+        crate::host::process::run(command("cp").arg("-a").arg(staged.join("lib")).arg(out))?;
     }
     Ok((boot.join(format!("vmlinuz-{release}")), release))
 }

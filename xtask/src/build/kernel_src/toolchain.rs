@@ -5,6 +5,7 @@
 
 use super::line::{Range, Toolchain, version_numbers};
 use crate::Result;
+use crate::host::process::command;
 use std::process::Command;
 
 /// The tools found, by version.
@@ -21,11 +22,11 @@ pub fn find(cc: &str, make: &str, cross: &str, runner: Option<&std::path::Path>)
     let version = |tool: &str, args: &[&str], parse: &dyn Fn(&str) -> Option<String>| {
         let mut cmd = match runner {
             Some(root) => {
-                let mut c = Command::new("chroot");
+                let mut c = command("chroot");
                 c.arg(root).arg(tool);
                 c
             }
-            None => Command::new(tool),
+            None => command(tool),
         };
         version_of(cmd.args(args), tool, parse)
     };
@@ -42,9 +43,8 @@ pub fn find(cc: &str, make: &str, cross: &str, runner: Option<&std::path::Path>)
 fn version_of(cmd: &mut Command, tool: &str, parse: &dyn Fn(&str) -> Option<String>) -> Result<String> {
     let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
     let args = args.join(" ");
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run {tool}: {e} (install it, or point the build at another one: see --help)"))?;
+    let out = crate::host::process::output(cmd)
+        .map_err(|e| format!("{e} ({tool}: install it, or point the build at another one: see --help)"))?;
     if !out.status.success() && out.stdout.is_empty() {
         return Err(format!("cannot run {tool} ({args}): {}", String::from_utf8_lossy(&out.stderr).trim()));
     }

@@ -9,6 +9,7 @@ use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::check::boots::support::{results, run_record, serial_documents, stick_documents, test_boot};
+use crate::host::fs;
 use bootmark::collect::Document;
 use bootmark::record::{Record, Status};
 use std::path::Path;
@@ -31,11 +32,11 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     let started = std::time::Instant::now();
     let dir = base.join("failing-disk");
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
     let disk = dir.join("scratch.img");
     scratch_disk(&disk, "ext3", 512)?;
     let config = dir.join("blkdebug.conf");
-    std::fs::write(&config, rules(HEALTHY_WRITES)).map_err(|e| e.to_string())?;
+    fs::write(&config, rules(HEALTHY_WRITES))?;
     let stick_before = stick_documents(&image.join("usb.img"))?;
     let booted = qemu::boot(&qemu::Args {
         disk_fault: Some(config),

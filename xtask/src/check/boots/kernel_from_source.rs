@@ -12,6 +12,7 @@ use crate::build::{image, kernel_src};
 use crate::check::boots::support::{
     fact, results, run_record, serial_documents, stick_documents, test_boot, test_image,
 };
+use crate::host::fs;
 use crate::{Result, project_root};
 use bootmark::record::Status;
 use std::path::Path;
@@ -36,7 +37,7 @@ pub fn build(base: &Path) -> Result<Built> {
     let started = std::time::Instant::now();
     let dir = base.join("kernel-src");
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
     // bookworm's security updates replace the tarball: build a newer one
     // all the same (the hash refusal has its own tests), and say so.
     let line = kernel_src::line::Line::read(&project_root().join("kernel-configs/6.1"))?;

@@ -8,6 +8,9 @@
 use crate::boot::disks::scratch_disk;
 use crate::build::image;
 use crate::check::boots::support::{boot_and_check, test_boot, test_image};
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use crate::{Result, project_root};
 use std::path::Path;
 use std::process::Command;
@@ -17,7 +20,7 @@ pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
     let dir = base.join("rpm");
     let _ = std::fs::remove_dir_all(&dir);
     let root = dir.join("buildroot");
-    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&root)?;
     // Debian's kernel, unpacked: vmlinuz, config, and the modules the image needs.
     let deb = image::kernel::fetch_deb(package, &project_root().join("target/cache/debs"))?;
     let tree = dir.join("deb");
@@ -33,7 +36,7 @@ pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
         let inside = m.path.trim_start_matches(&format!("lib/modules/{release}/"));
         let dest = root.join(format!("lib/modules/{release}/{inside}.xz"));
         copy(&k.modules.join(inside), &dest.with_extension(""))?;
-        run(Command::new("xz").arg("-f").arg(dest.with_extension("")))?;
+        run(command("xz").arg("-f").arg(dest.with_extension("")))?;
         files.push(format!("/lib/modules/{release}/{inside}.xz"));
     }
     let spec = dir.join("kernel.spec");
@@ -48,9 +51,9 @@ pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
             files.join("\n")
         ),
     )
-    .map_err(|e| e.to_string())?;
+    .with_context(|| format!("cannot write {}", spec.display()))?;
     let topdir = dir.join("rpmbuild");
-    run(Command::new("rpmbuild")
+    run(command("rpmbuild")
         .args(["-bb", "--target", "x86_64"])
         .arg("--define")
         .arg(format!("_topdir {}", topdir.display()))
@@ -76,7 +79,7 @@ pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
 }
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| e.to_string())?;
+    fs::create_dir_all(to.parent().unwrap())?;
     std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("{}: {e}", from.display()))
 }
 

@@ -16,10 +16,11 @@
 
 use crate::build::image::{self, kernel};
 use crate::build::lava::{self, Job};
+use crate::host::fs;
+use crate::host::process::command;
 use crate::{Result, project_root};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Debian's python3 (with jinja2 and yaml from lava-dispatcher's
 /// dependencies), not whatever python3 comes first on PATH.
@@ -39,7 +40,7 @@ pub fn test(image: &Path, package: &str, base: &Path) -> Result<()> {
     let started = std::time::Instant::now();
     let dir = base.join("lava");
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
     let templates = device_templates()?;
 
     // The clean run, on the image the boot tests share (quick plan).
@@ -118,7 +119,7 @@ fn cut_plan() -> serde_json::Value {
 /// idle is cut (fail), the last write never runs (skip), the boot is not clean.
 fn cut_run(package: &str, dir: &Path, templates: &Path) -> Result<()> {
     let plan = dir.join("lava-cut.json");
-    std::fs::write(&plan, serde_json::to_vec_pretty(&cut_plan()).unwrap()).map_err(|e| e.to_string())?;
+    fs::write(&plan, serde_json::to_vec_pretty(&cut_plan()).unwrap())?;
     let out = image::build(&image::Args {
         plan: plan.to_string_lossy().into_owned(),
         ..crate::check::boots::support::test_image(vec![package.to_string()], dir.join("image-cut"), None)
@@ -157,13 +158,13 @@ fn device_templates() -> Result<PathBuf> {
     if !templates.join("qemu.jinja2").exists() {
         let deb = kernel::fetch_deb("lava-server", &cache.join("debs"))?;
         let _ = std::fs::remove_dir_all(&unpacked);
-        crate::host::process::run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))?;
+        crate::host::process::run(command("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))?;
     }
     Ok(templates)
 }
 
 fn check_schema(job: &Path) -> Result<()> {
-    crate::host::process::run(Command::new(PYTHON).args([SCHEMA, "job", "--strict"]).arg(job))
+    crate::host::process::run(command(PYTHON).args([SCHEMA, "job", "--strict"]).arg(job))
         .map(|_| ())
         .map_err(|e| format!("{} is not a valid LAVA job: {e}", job.display()))
 }
@@ -171,32 +172,32 @@ fn check_schema(job: &Path) -> Result<()> {
 /// Render the qemu device for `job`, run it with lava-run, return its log.
 fn run_job(job: &Job, templates: &Path, dir: &Path, id: u32) -> Result<PathBuf> {
     let device = dir.join(format!("device-{id}.yaml"));
-    let rendered = crate::host::process::run(Command::new(PYTHON).args(["-c", RENDER]).arg(templates).arg(&job.path))?;
-    std::fs::write(&device, rendered).map_err(|e| e.to_string())?;
+    let rendered = crate::host::process::run(command(PYTHON).args(["-c", RENDER]).arg(templates).arg(&job.path))?;
+    fs::write(&device, rendered)?;
     let dispatcher = dir.join("dispatcher.yaml");
     // Without it lava-run looks for a default route to find its own address.
-    std::fs::write(&dispatcher, "dispatcher_ip: 127.0.0.1\n").map_err(|e| e.to_string())?;
+    fs::write(&dispatcher, "dispatcher_ip: 127.0.0.1\n")?;
     let log = dir.join(format!("job-{id}.yaml"));
-    let out = std::fs::File::create(&log).map_err(|e| e.to_string())?;
+    let out = fs::create(&log)?;
     eprintln!("lava: lava-run {} (log: {})", job.path.display(), log.display());
     // The job's own timeouts allow a real plan; here ten minutes is plenty.
-    let status = Command::new("timeout")
-        .args(["-k", "10", "600", "lava-run", "--job-id", &id.to_string(), "--output-dir"])
-        .arg(dir.join(format!("out-{id}")))
-        .arg("--device")
-        .arg(&device)
-        .arg("--dispatcher")
-        .arg(&dispatcher)
-        .arg(&job.path)
-        // lava-run writes its log on stderr.
-        .stderr(out)
-        .status()
-        .map_err(|e| format!("cannot run lava-run: {e}"))?;
-    if !status.success() {
+    let ran = crate::host::process::run_shown(
+        command("timeout")
+            .args(["-k", "10", "600", "lava-run", "--job-id", &id.to_string(), "--output-dir"])
+            .arg(dir.join(format!("out-{id}")))
+            .arg("--device")
+            .arg(&device)
+            .arg("--dispatcher")
+            .arg(&dispatcher)
+            .arg(&job.path)
+            // lava-run writes its log on stderr.
+            .stderr(out),
+    );
+    if let Err(status) = ran {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(15).collect();
         return Err(format!(
-            "lava-run failed ({status}); the end of its log ({}):\n{}",
+            "{status}; the end of lava-run's log ({}):\n{}",
             log.display(),
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         ));

@@ -25,6 +25,7 @@ use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image;
 use crate::host::apt::resolve_meta;
+use crate::host::fs;
 use crate::{Result, project_root};
 use support::{Tally, boot_and_check, check_drivers, loaded_modules, test_boot, test_image};
 
@@ -33,7 +34,7 @@ pub fn harness() -> Result<()> {
     let package = resolve_meta("linux-image-amd64")?;
     let base = project_root().join("target/e2e");
     let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&base)?;
     let out = image::build(&test_image(vec![package.clone()], base.join("image"), None))?;
     built_image::module_closure(&out)?;
     built_image::config_found(&out)?;

@@ -18,9 +18,11 @@ use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image::usb;
 use crate::check::boots::support::serial_documents;
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// When a boot is killed.
@@ -56,7 +58,7 @@ fn plan(kills: usize) -> Vec<KillAt> {
 pub fn own_stick(image: &Path, base: &Path, name: &str) -> Result<(PathBuf, PathBuf, PathBuf)> {
     let dir = base.join(name);
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
     for f in ["usb.img", "manifest.json"] {
         std::fs::copy(image.join(f), dir.join(f)).map_err(|e| format!("{f}: {e}"))?;
     }
@@ -138,7 +140,7 @@ fn boot_and_kill(args: &qemu::Args, log: &Path, work: &Path, at: KillAt) -> Resu
             KillAt::Time(t) => started.elapsed() >= t,
             KillAt::AfterRecords(n) => serial_documents(&read()).len() >= n,
         };
-        let exited = child.try_wait().map_err(|e| e.to_string())?.is_some();
+        let exited = child.try_wait().context("waiting for QEMU")?.is_some();
         if due || exited || started.elapsed() > Duration::from_secs(120) {
             break;
         }
@@ -160,16 +162,13 @@ pub struct Snapshot {
 pub fn snapshot(stick: &Path, dir: &Path) -> Result<Snapshot> {
     let tree = dir.join("tree");
     let _ = std::fs::remove_dir_all(&tree);
-    std::fs::create_dir_all(&tree).map_err(|e| e.to_string())?;
-    let out = Command::new("mcopy")
-        .env("MTOOLS_SKIP_CHECK", "1")
-        .args(["-s", "-n", "-i", &usb::image_arg(stick), "::/"])
-        .arg(&tree)
-        .output()
-        .map_err(|e| format!("mcopy: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("mcopy of the stick failed: {}", String::from_utf8_lossy(&out.stderr)));
-    }
+    fs::create_dir_all(&tree)?;
+    crate::host::process::run(
+        command("mcopy")
+            .env("MTOOLS_SKIP_CHECK", "1")
+            .args(["-s", "-n", "-i", &usb::image_arg(stick), "::/"])
+            .arg(&tree),
+    )?;
     let mut files = BTreeMap::new();
     hash_tree(&tree, &tree, &mut files)?;
     let journal_path = bootmark::journal::PATH.to_string();
@@ -182,12 +181,12 @@ pub fn snapshot(stick: &Path, dir: &Path) -> Result<Snapshot> {
 }
 
 fn hash_tree(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> Result<()> {
-    for e in std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+    for e in fs::read_dir(dir)?.flatten() {
         let p = e.path();
         if p.is_dir() {
             hash_tree(root, &p, out)?;
         } else {
-            let data = std::fs::read(&p).map_err(|e| e.to_string())?;
+            let data = fs::read(&p)?;
             let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
             out.insert(rel, bootmark::framing::sha256_hex(&data));
         }
@@ -214,10 +213,10 @@ pub fn check_unchanged(before: &Snapshot, after: &Snapshot) -> Result<()> {
 
 /// `fsck.fat -n` of the stick's FAT partition, line by line.
 pub fn fsck_lines(stick: &Path, dir: &Path) -> Result<Vec<String>> {
-    let data = std::fs::read(stick).map_err(|e| e.to_string())?;
+    let data = fs::read(stick)?;
     let part = dir.join("part.img");
-    std::fs::write(&part, &data[(usb::PART_START * 512) as usize..]).map_err(|e| e.to_string())?;
-    let out = Command::new("fsck.fat").arg("-n").arg(&part).output().map_err(|e| format!("fsck.fat: {e}"))?;
+    fs::write(&part, &data[(usb::PART_START * 512) as usize..])?;
+    let out = crate::host::process::output(command("fsck.fat").arg("-n").arg(&part))?;
     let _ = std::fs::remove_file(&part);
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     Ok(text.lines().map(|l| l.trim().to_string()).collect())

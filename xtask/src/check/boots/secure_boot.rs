@@ -12,9 +12,9 @@ use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image::{self, manifest::Manifest};
 use crate::check::boots::support::{boot_and_check, test_boot, test_image};
+use crate::host::process::command;
 use bootmark::record::Firmware;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The image every Secure Boot and ISO boot uses: Debian's kernel, --secure-boot.
 pub fn build_image(package: &str, base: &Path) -> Result<PathBuf> {
@@ -90,7 +90,7 @@ fn refused_by_firmware(unsigned_image: &Path, base: &Path) -> Result<()> {
 pub fn unsigned_kernel_refused(package: &str, base: &Path) -> Result<()> {
     let deb = image::kernel::fetch_deb(package, &crate::project_root().join("target/cache/debs"))?;
     let k = image::kernel::unpack_deb(&deb, &base.join("unsigned-kernel"))?;
-    crate::host::process::run(Command::new("sbattach").arg("--remove").arg(&k.vmlinuz))?;
+    crate::host::process::run(command("sbattach").arg("--remove").arg(&k.vmlinuz))?;
     let out = base.join("unsigned-sb-image");
     let args = image::Args {
         kernels: vec![k.vmlinuz.clone()],

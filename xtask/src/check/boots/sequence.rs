@@ -6,10 +6,12 @@ use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image;
 use crate::build::image::usb;
+use crate::host::fs;
+use crate::host::fs::Context as _;
+use crate::host::process::command;
 use bootmark::collect::Document;
 use bootmark::record::RunRecord;
 use std::path::Path;
-use std::process::Command;
 
 /// An unattended sequence: two entries, twice, with the first step marked as
 /// attempted as if its boot had hung. One QEMU run with reboots allowed must
@@ -20,12 +22,12 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         image::build(&test_image(vec![package.to_string(), package.to_string()], base.join("seq-image"), Some(2)))?;
     let img = out.join("usb.img");
     let seq_on_stick = |img: &Path| -> Result<bootmark::contract::sequence::Sequence> {
-        let text = crate::host::process::run(Command::new("mtype").env("MTOOLS_SKIP_CHECK", "1").args([
+        let text = crate::host::process::run(command("mtype").env("MTOOLS_SKIP_CHECK", "1").args([
             "-i",
             &usb::image_arg(img),
             "::bootmark/sequence.json",
         ]))?;
-        serde_json::from_str(&text).map_err(|e| e.to_string())
+        serde_json::from_str(&text).context("the stick's bootmark/sequence.json")
     };
     let mut seq = seq_on_stick(&img)?;
     if seq.steps.iter().map(|s| s.entry.as_str()).collect::<Vec<_>>() != ["k0", "k1", "k0", "k1"] {
@@ -33,9 +35,9 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     }
     seq.states[0] = bootmark::contract::sequence::State::Attempted;
     let edited = base.join("sequence.json");
-    std::fs::write(&edited, serde_json::to_string(&seq).unwrap()).map_err(|e| e.to_string())?;
+    fs::write(&edited, serde_json::to_string(&seq).unwrap())?;
     crate::host::process::run(
-        Command::new("mcopy")
+        command("mcopy")
             .env("MTOOLS_SKIP_CHECK", "1")
             .args(["-o", "-i", &usb::image_arg(&img)])
             .arg(&edited)
@@ -60,7 +62,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     if runs.len() != 4 || records != 18 {
         return Err(format!("expected 4 boots and 18 records, got {} boots and {records} records", runs.len()));
     }
-    let syslinux = crate::host::process::run(Command::new("mtype").env("MTOOLS_SKIP_CHECK", "1").args([
+    let syslinux = crate::host::process::run(command("mtype").env("MTOOLS_SKIP_CHECK", "1").args([
         "-i",
         &usb::image_arg(&img),
         "::syslinux.cfg",

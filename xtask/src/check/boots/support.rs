@@ -5,6 +5,7 @@
 use crate::Result;
 use crate::boot::qemu;
 use crate::build::image;
+use crate::host::fs;
 use bootmark::collect::Document;
 use bootmark::framing::{self, Assembler, Fed};
 use bootmark::record::{Firmware, Record, RunRecord, Status};
@@ -176,7 +177,7 @@ pub fn check_drivers(loaded: &[String], present: &[&str], absent: &[&str]) -> Re
 
 /// The modules.json of an image's first entry (the image builder's output directory).
 pub fn module_set(out: &Path) -> Result<bootmark::contract::modules::ModuleSet> {
-    let initrd = std::fs::read(out.join("pxe/boot/k0/initrd.gz")).map_err(|e| e.to_string())?;
+    let initrd = fs::read(out.join("pxe/boot/k0/initrd.gz"))?;
     let json = file_in_initramfs(&initrd, "etc/bootmark/modules.json")?;
     serde_json::from_slice(&json).map_err(|e| format!("etc/bootmark/modules.json: {e}"))
 }

@@ -7,18 +7,20 @@ use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::check::boots::support::{serial_documents, test_boot};
+use crate::host::fs;
+use crate::host::fs::Context as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub fn test(image: &Path, base: &Path) -> Result<()> {
     let dir = base.join("watch");
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    fs::create_dir_all(&dir)?;
     let disk = dir.join("scratch.img");
     scratch_disk(&disk, "ext3", 512)?;
     // A free loopback port: bound, read, released for QEMU.
     let port =
-        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
+        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).context("a free loopback port")?.port();
     let args = qemu::Args { serial_tcp: Some(port), ..test_boot(image.to_path_buf(), disk, dir.join("qemu.log")) };
     let boot = std::thread::spawn(move || qemu::boot(&args));
     let opts = bootmark::watch::Options {
@@ -48,7 +50,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     if documents.len() != 7 || documents != logged {
         return Err(format!("watch verified {} documents, QEMU's log holds {}", documents.len(), logged.len()));
     }
-    let out = std::fs::read_to_string(dir.join("records.jsonl")).map_err(|e| e.to_string())?;
+    let out = fs::read_to_string(dir.join("records.jsonl"))?;
     if out.lines().count() != 7 {
         return Err(format!("records.jsonl has {} lines, not 7", out.lines().count()));
     }

@@ -15,6 +15,8 @@ use super::resets;
 use crate::Result;
 use crate::boot::qemu;
 use crate::check::boots::support::test_boot;
+use crate::host::fs;
+use crate::host::fs::Context as _;
 use std::path::Path;
 
 const MAGIC: u64 = 0x006a_7366_7773_6872;
@@ -65,13 +67,13 @@ pub fn parse(log: &[u8]) -> Result<Vec<Entry>> {
 pub fn test(image: &Path, base: &Path) -> Result<()> {
     let started = std::time::Instant::now();
     let (dir, stick, disk) = resets::own_stick(image, base, "write-log")?;
-    let pristine = std::fs::read(&stick).map_err(|e| e.to_string())?;
+    let pristine = fs::read(&stick)?;
     let log = dir.join("stick-writes.log");
     qemu::boot(&qemu::Args {
         stick_write_log: Some(log.clone()),
         ..test_boot(dir.clone(), disk, dir.join("serial.log"))
     })?;
-    let entries = parse(&std::fs::read(&log).map_err(|e| e.to_string())?)?;
+    let entries = parse(&fs::read(&log)?)?;
     let final_docs = bootmark::collect::collect(std::slice::from_ref(&stick)).documents;
     let writes = entries.iter().filter(|e| !e.data.is_empty()).count();
     let flushes = entries.iter().filter(|e| e.flush).count();
@@ -81,10 +83,13 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
 
     // Replay onto the stick as it was, checking after every write.
     let replay = dir.join("replay.img");
-    std::fs::write(&replay, &pristine).map_err(|e| e.to_string())?;
+    fs::write(&replay, &pristine)?;
     let built_fsck = resets::fsck_lines(&replay, &dir)?;
     let mut before = resets::snapshot(&replay, &dir)?;
-    let file = std::fs::OpenOptions::new().write(true).open(&replay).map_err(|e| e.to_string())?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&replay)
+        .with_context(|| format!("cannot open {}", replay.display()))?;
     let (mut checked, mut most) = (0, 0);
     // Each write whole, and multi-sector writes also cut in half first (a
     // stick may lose the end of a request when the power goes).
@@ -93,7 +98,8 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
         (half > 0).then_some((i, e, half)).into_iter().chain(std::iter::once((i, e, e.data.len())))
     });
     for (i, e, len) in steps {
-        std::os::unix::fs::FileExt::write_all_at(&file, &e.data[..len], e.offset).map_err(|e| e.to_string())?;
+        std::os::unix::fs::FileExt::write_all_at(&file, &e.data[..len], e.offset)
+            .with_context(|| format!("cannot replay write {i} into {}", replay.display()))?;
         let what =
             format!("after write {} of {} (byte {}, {len} of {} bytes)", i + 1, entries.len(), e.offset, e.data.len());
         resets::check_fsck(&replay, &dir, &built_fsck).map_err(|err| format!("{what}: {err}"))?;
