@@ -40,6 +40,7 @@ pub mod run;
 pub mod sink;
 pub mod size;
 pub mod sysfs_block;
+pub mod tunables;
 pub mod variant;
 #[cfg(feature = "workstation")]
 pub mod watch;

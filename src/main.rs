@@ -130,8 +130,6 @@ enum Command {
         /// Records (JSONL from `collect`), or anything `collect` reads.
         #[arg(required = true, value_name = "INPUT")]
         inputs: Vec<PathBuf>,
-        #[arg(long, default_value = "kcidb", value_parser = ["kcidb"])]
-        format: String,
         /// Your CI system's name in KCIDB (lowercase letters, digits, _): every id starts with it.
         #[arg(long, default_value = "bootmark")]
         origin: String,
@@ -213,7 +211,7 @@ fn main() -> ExitCode {
             report(&inputs, &format, by, baseline, timeline.as_deref())
         }
         #[cfg(feature = "workstation")]
-        Command::Export { inputs, format: _, origin, image } => export(&inputs, &origin, &image),
+        Command::Export { inputs, origin, image } => export(&inputs, &origin, &image),
         Command::Capture { dir, name } => capture(&dir, &name),
         #[cfg(feature = "workstation")]
         Command::Watch { source, baud, log, out, until, silence, give_up } => {

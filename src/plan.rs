@@ -187,7 +187,7 @@ mod tests {
         let object: serde_json::Value = serde_json::from_str(&format!("{{{example}}}")).unwrap();
         let variants: Vec<Variant> = serde_json::from_value(object["variants"].clone()).unwrap();
         variants.iter().for_each(|v| v.validate().unwrap());
-        for setting in crate::variant::VM_SETTINGS.iter().chain(&crate::variant::QUEUE_SETTINGS) {
+        for setting in crate::tunables::VM_SETTINGS.iter().chain(&crate::tunables::QUEUE_SETTINGS) {
             assert!(sweep.contains(&format!("`{setting}`")), "docs/plans.md does not name {setting}");
         }
 

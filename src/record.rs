@@ -6,6 +6,7 @@
 // reader of records finds every type of the schema here.
 pub use crate::measure::evidence::{Device, Firmware, Host, Kernel, Storage};
 pub use crate::measure::histogram::LatencySummary;
+pub use crate::measure::klog::KernelLog;
 pub use crate::measure::probe::{Responsiveness, Spread};
 pub use crate::measure::sampler::Timeline;
 use serde::{Deserialize, Serialize};
@@ -187,16 +188,6 @@ pub struct RunRecord {
     /// devices, target, results stick, sequence…): see the docs.
     pub facts: serde_json::Map<String, serde_json::Value>,
     pub kernel_log: KernelLog,
-}
-
-/// The kernel's log at the end of a boot, summarised.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct KernelLog {
-    pub lines: usize,
-    /// Lines per kind of trouble (I/O errors, hung tasks, OOM, oops…).
-    pub counts: BTreeMap<String, usize>,
-    /// The last lines (the whole log would not fit a serial record).
-    pub tail: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -12,23 +12,10 @@
 //! restored after the last.
 
 use crate::fsutil::read_trimmed;
+use crate::tunables::{QUEUE_SETTINGS, VM_SETTINGS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// The vm sysctls a variant may set (/proc/sys/vm/NAME).
-pub const VM_SETTINGS: [&str; 7] = [
-    "dirty_ratio",
-    "dirty_background_ratio",
-    "dirty_bytes",
-    "dirty_background_bytes",
-    "dirty_expire_centisecs",
-    "dirty_writeback_centisecs",
-    "swappiness",
-];
-
-/// The target disk's queue settings a variant may set (/sys/block/DISK/queue/NAME).
-pub const QUEUE_SETTINGS: [&str; 4] = ["scheduler", "nr_requests", "read_ahead_kb", "wbt_lat_usec"];
 
 /// A named set of settings, as a plan writes it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -170,7 +157,7 @@ impl Knobs {
     /// The value of `key` as the kernel shows it (the scheduler in use, not the list).
     pub fn read(&self, key: &str) -> Option<String> {
         let text = read_trimmed(self.file(key).ok()?)?;
-        Some(if key == "queue.scheduler" { crate::measure::evidence::active_scheduler(&text) } else { text })
+        Some(if key == "queue.scheduler" { crate::tunables::active_scheduler(&text) } else { text })
     }
 
     /// Write one setting and read it back; Err says why it is not in effect.

@@ -5,6 +5,7 @@
 use super::procstat;
 use crate::fsutil::read_trimmed;
 use crate::sysfs_block;
+use crate::tunables::active_scheduler;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -192,7 +193,7 @@ fn lockdown(sys: &Path) -> Option<String> {
 
 /// The vm sysctls that shape writeback: those a sweep may change and a few more.
 pub fn vm() -> BTreeMap<String, Option<i64>> {
-    crate::variant::VM_SETTINGS
+    crate::tunables::VM_SETTINGS
         .iter()
         .chain(&VM_RECORDED_ONLY)
         .map(|k| (k.to_string(), read_trimmed(format!("/proc/sys/vm/{k}")).and_then(|v| v.parse().ok())))
@@ -303,14 +304,6 @@ fn scsi_cache_type(disk_dir: &Path) -> Option<String> {
     None
 }
 
-/// "noop deadline [cfq]" → "cfq"; "none" or a bare name is kept.
-pub fn active_scheduler(line: &str) -> String {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
-        .unwrap_or(line.trim())
-        .to_string()
-}
-
 fn elevator_from_cmdline() -> Option<String> {
     read_trimmed("/proc/cmdline")?
         .split_whitespace()
@@ -397,13 +390,6 @@ mod tests {
         std::fs::create_dir_all(unreadable.join("firmware/efi")).unwrap();
         assert_eq!(firmware(&unreadable).secure_boot, None, "UEFI, but no variables: unknown, not false");
         std::fs::remove_dir_all(&root).unwrap();
-    }
-
-    #[test]
-    fn scheduler_line() {
-        assert_eq!(active_scheduler("noop anticipatory deadline [cfq]"), "cfq");
-        assert_eq!(active_scheduler("[mq-deadline] kyber none"), "mq-deadline");
-        assert_eq!(active_scheduler("none"), "none");
     }
 
     #[test]

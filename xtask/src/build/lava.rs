@@ -120,7 +120,7 @@ fn absolute(p: &Path) -> PathBuf {
 pub fn write_jobs(args: &Args) -> Result<Vec<Job>> {
     let image = absolute(&args.image);
     let m = Manifest::read(&image)?;
-    let manifest_sha = manifest::sha256_file(&image.join("manifest.json"))?;
+    let manifest_sha = crate::host::fs::sha256_file(&image.join("manifest.json"))?;
     let plan = match &m.plan_definition {
         Some(p) => p.clone(),
         None => crate::build::image::cmdline::load_plan(&m.plan)?,
@@ -209,7 +209,7 @@ fn publish(src: &Path, files: &Path, dir: &str, base: &str) -> Result<Published>
     let to = files.join(dir).join(&name);
     fs::create_dir_all(to.parent().unwrap())?;
     std::fs::copy(src, &to).map_err(|e| format!("cannot copy {} to {}: {e}", src.display(), to.display()))?;
-    Ok(Published { url: format!("{base}/files/{dir}/{name}"), sha256: manifest::sha256_file(&to)? })
+    Ok(Published { url: format!("{base}/files/{dir}/{name}"), sha256: crate::host::fs::sha256_file(&to)? })
 }
 
 /// The qemu jobs' target disk: `--scratch`, or a new ext3 filesystem that
@@ -240,7 +240,7 @@ fn scratch_disk(args: &Args, s: &Settings, plan: &Plan, files: &Path, base: &str
         gzip_file(&raw, &to)?;
         fs::remove_file(&raw)?;
     }
-    Ok((format!("{base}/files/scratch.img.gz"), manifest::sha256_file(&to)?))
+    Ok((format!("{base}/files/scratch.img.gz"), crate::host::fs::sha256_file(&to)?))
 }
 
 fn gzip_file(from: &Path, to: &Path) -> Result<()> {

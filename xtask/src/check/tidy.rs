@@ -289,6 +289,123 @@ mod tests {
         }
     }
 
+    /// A source file's module path: `xtask/src/build/image/mod.rs` → `build::image`.
+    fn module_of(file: &str, src: &str) -> Vec<String> {
+        let rel = file.strip_prefix(src).unwrap().trim_start_matches('/').trim_end_matches(".rs");
+        let rel = rel.strip_suffix("/mod").unwrap_or(rel);
+        if matches!(rel, "main" | "lib") { Vec::new() } else { rel.split('/').map(String::from).collect() }
+    }
+
+    /// The modules a file's non-test code names through `crate::` or `super::` paths.
+    fn imports_of(text: &str, me: &[String], is_mod_rs: bool) -> Vec<Vec<String>> {
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        let mut out = Vec::new();
+        for (prefix, base) in [
+            ("crate::", Vec::new()),
+            ("super::", {
+                // `super` of a folder's mod.rs or of a file is the module above it.
+                let up = if is_mod_rs || !me.is_empty() { me.len().saturating_sub(1) } else { 0 };
+                me[..up].to_vec()
+            }),
+        ] {
+            for (at, _) in code.match_indices(prefix) {
+                // Not part of a longer name (`foo_super::`).
+                if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let rest = &code[at + prefix.len()..];
+                let path: Vec<&str> = rest
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                    .next()
+                    .unwrap()
+                    .split("::")
+                    .filter(|p| !p.is_empty())
+                    .collect();
+                let tail = &rest[path.iter().map(|p| p.len() + 2).sum::<usize>().min(rest.len())..];
+                let mut stems = vec![path.iter().map(|p| p.to_string()).collect::<Vec<_>>()];
+                if let Some(list) = tail.strip_prefix('{').and_then(|t| t.split('}').next()) {
+                    let first = stems.pop().unwrap();
+                    for item in list.split(',') {
+                        let head = item.trim().split("::").next().unwrap_or("").trim().to_string();
+                        let mut p = first.clone();
+                        if !head.is_empty() && head != "self" {
+                            p.push(head);
+                        }
+                        stems.push(p);
+                    }
+                }
+                for stem in stems {
+                    out.push(base.iter().cloned().chain(stem).collect());
+                }
+            }
+        }
+        out
+    }
+
+    /// Import cycles between sibling modules (parent ↔ child is Rust's way
+    /// and not counted): for each source tree, each cycle as a list.
+    fn import_cycles(src: &str) -> Vec<Vec<String>> {
+        use std::collections::{BTreeMap, BTreeSet};
+        let files = files(src, ".rs");
+        let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f, src)).collect();
+        // parent → sibling → siblings it imports
+        let mut edges: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+        for f in &files {
+            let me = module_of(f, src);
+            for mut target in imports_of(&read(f), &me, f.ends_with("/mod.rs")) {
+                while !target.is_empty() && !modules.contains(&target) {
+                    target.pop();
+                }
+                let k = me.iter().zip(&target).take_while(|(a, b)| a == b).count();
+                if k == me.len() || k == target.len() {
+                    continue; // my ancestor or my descendant
+                }
+                edges.entry(me[..k].to_vec()).or_default().entry(me[k].clone()).or_default().insert(target[k].clone());
+            }
+        }
+        let mut cycles = Vec::new();
+        for (parent, graph) in &edges {
+            // A cycle exists where a node reaches itself.
+            for start in graph.keys() {
+                let mut stack = vec![vec![start.clone()]];
+                let mut seen = BTreeSet::new();
+                while let Some(path) = stack.pop() {
+                    for next in graph.get(path.last().unwrap()).into_iter().flatten() {
+                        if next == start {
+                            let mut c: Vec<String> = path
+                                .iter()
+                                .map(|m| [&parent[..], std::slice::from_ref(m)].concat().join("::"))
+                                .collect();
+                            c.sort();
+                            if !cycles.contains(&c) {
+                                cycles.push(c);
+                            }
+                        } else if seen.insert(next.clone()) {
+                            stack.push([&path[..], std::slice::from_ref(next)].concat());
+                        }
+                    }
+                }
+            }
+        }
+        cycles
+    }
+
+    #[test]
+    fn no_import_cycles_between_sibling_modules() {
+        for src in ["src", "xtask/src"] {
+            let cycles = import_cycles(src);
+            assert!(
+                cycles.is_empty(),
+                "{src}: modules that import each other (make the shared part a leaf): {cycles:?}"
+            );
+        }
+        // The parser sees what the check needs.
+        let me = vec!["build".to_string(), "image".to_string(), "sources".to_string()];
+        let found = imports_of("use super::{Args, deb};\nuse crate::build::kernel::{bzimage, config};\n", &me, false);
+        assert!(found.contains(&vec!["build".into(), "image".into(), "deb".into()]), "{found:?}");
+        assert!(found.contains(&vec!["build".into(), "kernel".into(), "config".into()]), "{found:?}");
+    }
+
     #[test]
     fn the_checks_themselves_can_fail() {
         assert_eq!(expand("src/workload/{a,b}.rs"), ["src/workload/a.rs", "src/workload/b.rs"]);

@@ -90,6 +90,23 @@ pub fn open(path: impl AsRef<Path>) -> Result<File> {
     File::open(path).with_context(|| format!("cannot open {}", path.display()))
 }
 
+/// The SHA-256 of a file, in hex, read in 1 MiB pieces.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut f = open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).with_context(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +120,9 @@ mod tests {
         assert!(read(&missing).unwrap_err().starts_with(&format!("cannot read {}: ", missing.display())));
         let e = "x".parse::<u32>().context("reading the sector count").unwrap_err();
         assert_eq!(e, "reading the sector count: invalid digit found in string");
+        let f = std::env::temp_dir().join(format!("bootmark-sha-{}", std::process::id()));
+        write(&f, b"abc").unwrap();
+        assert_eq!(sha256_file(&f).unwrap(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        remove_file(&f).unwrap();
     }
 }

@@ -3,10 +3,9 @@
 //! `--verify`, which re-checks an image directory against it.
 
 use crate::Result;
-use crate::host::fs::Context as _;
+use crate::host::fs::sha256_file;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -80,21 +79,6 @@ impl Manifest {
     pub fn default_entry(&self) -> Option<&Entry> {
         self.entries.get(self.default_entry)
     }
-}
-
-pub fn sha256_file(path: &Path) -> Result<String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf).with_context(|| format!("cannot read {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Every regular file under `dir`, relative path → sha256 (sorted).

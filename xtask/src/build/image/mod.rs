@@ -10,11 +10,10 @@
 
 pub mod bootloaders;
 pub mod cmdline;
-pub mod config;
 pub mod cpio;
+pub mod deb;
 pub mod initramfs;
 pub mod iso;
-pub mod kernel;
 pub mod manifest;
 pub mod menu;
 pub mod mkfs;
@@ -222,7 +221,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         extra.extend(plan.file.iter().map(|(path, bytes)| (path.clone(), bytes.clone(), 0o644)));
         let common = initramfs::common_archive(&bin, mtime, &extra)?;
         eprintln!("image: common initramfs for {arch}: {} gzip", bootmark::size::human(common.len() as u64));
-        commons.insert(arch.to_string(), (common, manifest::sha256_file(&bin)?));
+        commons.insert(arch.to_string(), (common, crate::host::fs::sha256_file(&bin)?));
     }
     let mut entries = Vec::new();
     let mut entry_facts = Vec::new();
@@ -264,7 +263,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
                     .as_ref()
                     .and_then(|c| c.path.file_name())
                     .map(|n| n.to_string_lossy().into_owned()),
-                kernel_config_sha256: k.config.as_ref().map(|c| manifest::sha256_file(&c.path)).transpose()?,
+                kernel_config_sha256: k.config.as_ref().map(|c| crate::host::fs::sha256_file(&c.path)).transpose()?,
                 initramfs: manifest::InitramfsSizes { common_gzip_bytes: common.len(), modules_gzip_bytes: mods.len() },
                 bootmark_binary_sha256: bin_sha.clone(),
             });

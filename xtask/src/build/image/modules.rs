@@ -376,7 +376,7 @@ mod tests {
         assert_eq!(idx.unknown_required(&wanted), ["sd_mod", "vfat"]);
         assert_eq!(idx.closure(&wanted).len(), 1);
         assert!(idx.missing_required(&wanted).is_empty(), "without a config: skipped with a warning, not an error");
-        let config = crate::build::image::config::KernelConfig::parse(
+        let config = crate::build::kernel::config::KernelConfig::parse(
             "CONFIG_X86=y\nCONFIG_BLK_DEV_SD=y\nCONFIG_VFAT_FS=m\n",
             std::path::Path::new("config-2.6.9"),
         );

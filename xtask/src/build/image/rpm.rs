@@ -169,7 +169,7 @@ pub fn unpack(path: &Path, dir: &Path) -> Result<RpmKernel> {
         fs::create_dir_all(dest.parent().unwrap())?;
         std::fs::write(&dest, bytes).map_err(|e| format!("{}: {e}", dest.display()))?;
     }
-    let (vmlinuz, _, modules) = super::kernel::find_kernel_files(dir, &name)?;
+    let (vmlinuz, _, modules) = super::deb::find_kernel_files(dir, &name)?;
     let arch = match tag(TAG_ARCH).as_str() {
         "x86_64" | "amd64" => "x86_64",
         "i386" | "i486" | "i586" | "i686" | "athlon" => "i686",

@@ -14,7 +14,7 @@
 //! installing grub-efi-amd64-signed would run its postinst, which may
 //! reinstall the build machine's own bootloader.
 
-use super::{kernel, manifest};
+use super::deb;
 use crate::host::process::command;
 use crate::{Result, project_root};
 use serde::{Deserialize, Serialize};
@@ -70,7 +70,9 @@ pub fn chain() -> Result<Chain> {
     let mut get = |(package, inside): (&str, &str)| -> Result<PathBuf> {
         let (path, version) = locate(package, inside)?;
         facts.packages.insert(package.to_string(), version);
-        facts.files.insert(inside.rsplit('/').next().unwrap_or(inside).to_string(), manifest::sha256_file(&path)?);
+        facts
+            .files
+            .insert(inside.rsplit('/').next().unwrap_or(inside).to_string(), crate::host::fs::sha256_file(&path)?);
         Ok(path)
     };
     let (shim, mok_manager) = (get(SHIM)?, get(MOK_MANAGER)?);
@@ -87,7 +89,7 @@ fn locate(package: &str, inside: &str) -> Result<(PathBuf, String)> {
         return Ok((installed, version));
     }
     let cache = project_root().join("target/cache");
-    let deb = kernel::fetch_deb(package, &cache.join("debs")).map_err(|e| {
+    let deb = deb::fetch_deb(package, &cache.join("debs")).map_err(|e| {
         format!("--secure-boot needs Debian's signed {package}: {e}\nOn Debian/Ubuntu: apt-get update, or install {package}.")
     })?;
     let stem = deb.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();

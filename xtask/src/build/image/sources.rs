@@ -3,7 +3,8 @@
 //! packages and `--kernel-rpm` packages, each checked (a real bzImage, a
 //! config that can run the image) and described for the manifest.
 
-use super::{Args, config, kernel, manifest, rpm};
+use super::{Args, deb, rpm};
+use crate::build::kernel::{bzimage, config};
 use crate::build::kernel_src;
 use crate::host::fs;
 use crate::{Result, project_root};
@@ -51,10 +52,10 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     }
     let cache = project_root().join("target/cache/debs");
     for (i, name) in args.kernel_debs.iter().enumerate() {
-        let deb = kernel::fetch_deb(name, &cache)?;
-        let k = kernel::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
+        let deb = deb::fetch_deb(name, &cache)?;
+        let k = deb::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
         let data = fs::read(&k.vmlinuz)?;
-        let bz = kernel::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
+        let bz = bzimage::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
         let config = config::find_beside(&k.vmlinuz, &k.release).map(|p| config::KernelConfig::read(&p)).transpose()?;
         check_config(config.as_ref(), name)?;
         kernels.push(Kernel {
@@ -64,14 +65,14 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             arch: k.arch.clone(),
             modules: Some(k.modules.clone()),
             config,
-            origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": manifest::sha256_file(&deb)?}),
+            origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": crate::host::fs::sha256_file(&deb)?}),
         });
     }
     for (i, path) in args.kernel_rpms.iter().enumerate() {
         let k = rpm::unpack(path, &work.join(format!("rpm{i}")))?;
         let data = fs::read(&k.vmlinuz)?;
-        let bz = kernel::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
-        let release = kernel::release_of(&bz.version);
+        let bz = bzimage::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
+        let release = bzimage::release_of(&bz.version);
         let config = config::find_beside(&k.vmlinuz, &release).map(|p| config::KernelConfig::read(&p)).transpose()?;
         check_config(config.as_ref(), &path.display().to_string())?;
         let arch = bz
@@ -91,7 +92,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             modules: k.modules.clone(),
             config,
             origin: json!({"rpm": path.file_name().map(|n| n.to_string_lossy().into_owned()), "package": k.name,
-                           "package_version": k.version, "rpm_sha256": manifest::sha256_file(path)?}),
+                           "package_version": k.version, "rpm_sha256": crate::host::fs::sha256_file(path)?}),
         });
     }
     Ok(kernels)
@@ -107,8 +108,8 @@ fn from_file(
     origin: Option<Value>,
 ) -> Result<Kernel> {
     let data = std::fs::read(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
-    let bz = kernel::parse_bzimage(&data, &path.display().to_string())?;
-    let release = kernel::release_of(&bz.version);
+    let bz = bzimage::parse_bzimage(&data, &path.display().to_string())?;
+    let release = bzimage::release_of(&bz.version);
     let config_path = config_path.or_else(|| config::find_beside(path, &release));
     let config = config_path.as_deref().map(config::KernelConfig::read).transpose()?;
     check_config(config.as_ref(), &path.display().to_string())?;
@@ -137,7 +138,7 @@ fn from_file(
         config.as_ref().map(|c| format!(", config {}", c.path.display())).unwrap_or_default(),
         modules.as_ref().map(|m| format!(", modules {}", m.display())).unwrap_or_default()
     );
-    let mut file = json!({"file": path.display().to_string(), "sha256": manifest::sha256_file(path)?});
+    let mut file = json!({"file": path.display().to_string(), "sha256": crate::host::fs::sha256_file(path)?});
     if let (Some(Value::Object(more)), Some(o)) = (origin, file.as_object_mut()) {
         o.extend(more);
     }

@@ -257,7 +257,7 @@ fn fetch(source: &Source, dir: &Path) -> Result<PathBuf> {
             .map_err(|e| format!("cannot download {} {}: {e}", source.name, source.version))?;
         fs::rename(&partial, &file)?;
     }
-    let sum = super::manifest::sha256_file(&file)?;
+    let sum = crate::host::fs::sha256_file(&file)?;
     if sum != source.sha256 {
         let _ = std::fs::remove_file(&file);
         return Err(format!(

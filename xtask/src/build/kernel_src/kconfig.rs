@@ -9,7 +9,7 @@
 //! that the version's own kconfig wrote; a test reads it.
 
 use crate::Result;
-use crate::build::image::config::KernelConfig;
+use crate::build::kernel::config::KernelConfig;
 use std::collections::BTreeSet;
 use std::path::Path;
 

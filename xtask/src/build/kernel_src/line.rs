@@ -3,7 +3,7 @@
 //! hash comes from, the config step, the toolchain that builds it) and a
 //! config per architecture (`x86_64.config`, `i686.config`).
 
-use crate::build::image::config::KernelConfig;
+use crate::build::kernel::config::KernelConfig;
 use crate::{Result, project_root};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};

@@ -14,8 +14,8 @@ pub mod kconfig;
 pub mod line;
 pub mod toolchain;
 
-use crate::build::image::config::KernelConfig;
-use crate::build::image::{kernel, manifest};
+use crate::build::kernel::bzimage;
+use crate::build::kernel::config::KernelConfig;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
@@ -156,8 +156,8 @@ pub fn build(args: &Args) -> Result<Built> {
         "source": source.facts(),
         "config": {
             "file": config.path.strip_prefix(project_root()).unwrap_or(&config.path).display().to_string(),
-            "sha256": manifest::sha256_file(&config.path)?,
-            "built_sha256": manifest::sha256_file(&build_dir.join(".config"))?,
+            "sha256": crate::host::fs::sha256_file(&config.path)?,
+            "built_sha256": crate::host::fs::sha256_file(&build_dir.join(".config"))?,
         },
         "toolchain": tools,
         "build_seconds": started.elapsed().as_secs(),
@@ -238,7 +238,7 @@ fn resolve_source(args: &Args) -> Result<(Source, Line)> {
         ));
     }
     eprintln!("kernel: checking {}", src.display());
-    let sha256 = manifest::sha256_file(src)?;
+    let sha256 = crate::host::fs::sha256_file(src)?;
     let recorded = Line::all()?.into_iter().find(|l| l.source.sha256.as_deref() == Some(sha256.as_str()));
     let line = match (named, recorded) {
         (Some(n), Some(r)) if n.name == r.name => n,
@@ -443,7 +443,7 @@ fn install(make: &Make, out: &Path, modules: bool) -> Result<(PathBuf, String)> 
         .find(|p| p.is_file())
         .ok_or_else(|| format!("make finished but no bzImage is in {}", make.build_dir.display()))?;
     let data = fs::read(&image)?;
-    let release = kernel::release_of(&kernel::parse_bzimage(&data, &image.display().to_string())?.version);
+    let release = bzimage::release_of(&bzimage::parse_bzimage(&data, &image.display().to_string())?.version);
     let boot = out.join("boot");
     std::fs::create_dir_all(&boot).map_err(|e| format!("{}: {e}", boot.display()))?;
     let copy = |from: PathBuf, name: String| {
@@ -556,7 +556,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let tarball = dir.join("linux-9.9.tar.gz");
         std::fs::write(&tarball, b"not really a tarball").unwrap();
-        let sha = manifest::sha256_file(&tarball).unwrap();
+        let sha = crate::host::fs::sha256_file(&tarball).unwrap();
         let args = Args { src: tarball.clone(), arch: "x86_64".into(), make: "make".into(), ..Args::default() };
         let e = resolve_source(&args).err().unwrap();
         assert!(e.contains(&sha) && e.contains("--config"), "{e}");

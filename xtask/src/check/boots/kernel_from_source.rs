@@ -41,7 +41,7 @@ pub fn build(base: &Path) -> Result<Built> {
     // bookworm's security updates replace the tarball: build a newer one
     // all the same (the hash refusal has its own tests), and say so.
     let line = kernel_src::line::Line::read(&project_root().join("kernel-configs/6.1"))?;
-    let sha256 = image::manifest::sha256_file(std::path::Path::new(DEBIAN_SOURCE))?;
+    let sha256 = crate::host::fs::sha256_file(std::path::Path::new(DEBIAN_SOURCE))?;
     let recorded = line.source.sha256.as_deref() == Some(sha256.as_str());
     if !recorded {
         println!(

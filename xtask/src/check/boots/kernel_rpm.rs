@@ -22,9 +22,9 @@ pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
     let root = dir.join("buildroot");
     fs::create_dir_all(&root)?;
     // Debian's kernel, unpacked: vmlinuz, config, and the modules the image needs.
-    let deb = image::kernel::fetch_deb(package, &project_root().join("target/cache/debs"))?;
+    let deb = image::deb::fetch_deb(package, &project_root().join("target/cache/debs"))?;
     let tree = dir.join("deb");
-    let k = image::kernel::unpack_deb(&deb, &tree)?;
+    let k = image::deb::unpack_deb(&deb, &tree)?;
     let release = &k.release;
     for f in [format!("vmlinuz-{release}"), format!("config-{release}")] {
         copy(&tree.join("boot").join(&f), &root.join("boot").join(&f))?;

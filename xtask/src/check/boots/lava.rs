@@ -14,7 +14,7 @@
 //! A monitor that times out or matches nothing still leaves the job
 //! "passed": hence the checks on the monitor's own case and on every id.
 
-use crate::build::image::{self, kernel};
+use crate::build::image::{self, deb};
 use crate::build::lava::{self, Job};
 use crate::host::fs;
 use crate::host::process::command;
@@ -156,7 +156,7 @@ fn device_templates() -> Result<PathBuf> {
     let unpacked = cache.join("lava-server");
     let templates = unpacked.join("usr/share/lava-server/device-types");
     if !templates.join("qemu.jinja2").exists() {
-        let deb = kernel::fetch_deb("lava-server", &cache.join("debs"))?;
+        let deb = deb::fetch_deb("lava-server", &cache.join("debs"))?;
         let _ = std::fs::remove_dir_all(&unpacked);
         crate::host::process::run(command("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))?;
     }

@@ -88,8 +88,8 @@ fn refused_by_firmware(unsigned_image: &Path, base: &Path) -> Result<()> {
 /// /boot tree, given to `image --secure-boot`: refused before anything is
 /// built, naming the file and how to sign it; no output left behind.
 pub fn unsigned_kernel_refused(package: &str, base: &Path) -> Result<()> {
-    let deb = image::kernel::fetch_deb(package, &crate::project_root().join("target/cache/debs"))?;
-    let k = image::kernel::unpack_deb(&deb, &base.join("unsigned-kernel"))?;
+    let deb = image::deb::fetch_deb(package, &crate::project_root().join("target/cache/debs"))?;
+    let k = image::deb::unpack_deb(&deb, &base.join("unsigned-kernel"))?;
     crate::host::process::run(command("sbattach").arg("--remove").arg(&k.vmlinuz))?;
     let out = base.join("unsigned-sb-image");
     let args = image::Args {
