@@ -8,7 +8,7 @@ pub use crate::measure::evidence::{Device, Firmware, Host, Kernel, Storage};
 pub use crate::measure::histogram::LatencySummary;
 pub use crate::measure::klog::KernelLog;
 pub use crate::measure::probe::{Responsiveness, Spread};
-pub use crate::measure::sampler::Timeline;
+pub use crate::measure::sampler::{DiskDelta, Timeline};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -234,7 +234,7 @@ pub struct Counters {
     /// the kernel lacks) are left out.
     pub vmstat_delta: BTreeMap<String, i64>,
     /// /proc/diskstats increases of the device under test; null without one.
-    pub disk_delta: serde_json::Value,
+    pub disk_delta: Option<DiskDelta>,
 }
 
 pub fn mib_per_s(bytes: u64, seconds: f64) -> f64 {

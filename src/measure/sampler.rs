@@ -6,7 +6,7 @@
 
 use super::clock::{mono_ns, secs};
 use super::procstat::{self, DiskStat};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// meminfo fields sampled (kB). Mapped: 2.6 kernels cap the dirty limit
@@ -77,27 +77,51 @@ impl Snapshot {
     }
 
     /// Per-key increase from `self` to `later` (keys present in both).
-    pub fn delta(&self, later: &Snapshot) -> serde_json::Value {
-        let vm: BTreeMap<&String, i64> = later
+    pub fn delta(&self, later: &Snapshot) -> Deltas {
+        let vmstat = later
             .vmstat
             .iter()
-            .filter_map(|(k, v)| self.vmstat.get(k).map(|a| (k, v - a)))
+            .filter_map(|(k, v)| self.vmstat.get(k).map(|a| (k.clone(), v - a)))
             .filter(|(_, d)| *d != 0)
             .collect();
         let disk = match (&self.disk, &later.disk) {
-            (Some(a), Some(b)) => serde_json::json!({
-                "device": b.name,
-                "reads": b.reads.wrapping_sub(a.reads),
-                "sectors_read": b.sectors_read.wrapping_sub(a.sectors_read),
-                "writes": b.writes.wrapping_sub(a.writes),
-                "sectors_written": b.sectors_written.wrapping_sub(a.sectors_written),
-                "ms_io": b.ms_io.zip(a.ms_io).map(|(b, a)| b.wrapping_sub(a)),
-                "ms_writing": b.ms_writing.zip(a.ms_writing).map(|(b, a)| b.wrapping_sub(a)),
+            (Some(a), Some(b)) => Some(DiskDelta {
+                device: b.name.clone(),
+                ms_io: b.ms_io.zip(a.ms_io).map(|(b, a)| b.wrapping_sub(a)),
+                ms_writing: b.ms_writing.zip(a.ms_writing).map(|(b, a)| b.wrapping_sub(a)),
+                reads: b.reads.wrapping_sub(a.reads),
+                sectors_read: b.sectors_read.wrapping_sub(a.sectors_read),
+                sectors_written: b.sectors_written.wrapping_sub(a.sectors_written),
+                writes: b.writes.wrapping_sub(a.writes),
             }),
-            _ => serde_json::Value::Null,
+            _ => None,
         };
-        serde_json::json!({ "vmstat_delta": vm, "disk_delta": disk })
+        Deltas { vmstat, disk }
     }
+}
+
+/// What changed over one workload, from its before and after [`Snapshot`]s.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Deltas {
+    /// /proc/vmstat keys that changed (those the kernel lacks or that did not move are left out).
+    pub vmstat: BTreeMap<String, i64>,
+    /// The device under test's /proc/diskstats increases; None without a device.
+    pub disk: Option<DiskDelta>,
+}
+
+/// /proc/diskstats increases of one device over a workload. Fields in
+/// alphabetical order: the order records have always had them in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskDelta {
+    pub device: String,
+    /// Time the device was busy; None where diskstats has no such column (2.6 partitions).
+    pub ms_io: Option<u64>,
+    pub ms_writing: Option<u64>,
+    pub reads: u64,
+    pub sectors_read: u64,
+    pub sectors_written: u64,
+    pub writes: u64,
 }
 
 fn disk_stat(name: &str) -> Option<DiskStat> {

@@ -3,7 +3,7 @@
 //! per workload run handed to the sink, and the run directory removed at the end.
 
 pub mod interrupt;
-pub mod watch;
+pub mod observe;
 
 use crate::measure::clock::{mono_ns, secs, unix_s};
 use crate::measure::evidence::{self, Evidence};
@@ -373,7 +373,7 @@ impl Runner<'_> {
                 self.outcome.records
             )));
         }
-        let setup = watch::Setup {
+        let setup = observe::Setup {
             spec,
             label: format!("[{}/{}] {}", seq + 1, total, spec.name()),
             context: Context {
@@ -393,7 +393,7 @@ impl Runner<'_> {
             dump_blocked: opts.dump_blocked_tasks,
         };
         let started_unix_s = unix_s();
-        let observed = watch::observe(setup).map_err(|_| RunError::Interrupted)?;
+        let observed = observe::observe(setup).map_err(|_| RunError::Interrupted)?;
         if !opts.keep {
             let _ = fsutil::remove_tree(&work_dir);
         }
@@ -419,7 +419,7 @@ fn build_record(
     started_unix_s: f64,
     plan: &Plan,
     evidence: &Evidence,
-    observed: watch::Observed,
+    observed: observe::Observed,
 ) -> Record {
     let RunStep { seq, repetition, spec, variant } = *step;
     let (user_s, sys_s) = observed.exit.map(|e| process::cpu_seconds(&e.usage)).unwrap_or((0.0, 0.0));
@@ -462,8 +462,8 @@ fn build_record(
         involuntary_switches: usage.map(|u| u.ru_nivcsw as u64).unwrap_or(0),
         minor_faults: usage.map(|u| u.ru_minflt as u64).unwrap_or(0),
         major_faults: usage.map(|u| u.ru_majflt as u64).unwrap_or(0),
-        vmstat_delta: serde_json::from_value(observed.deltas["vmstat_delta"].clone()).unwrap_or_default(),
-        disk_delta: observed.deltas["disk_delta"].clone(),
+        vmstat_delta: observed.deltas.vmstat.clone(),
+        disk_delta: observed.deltas.disk.clone(),
     };
     Record {
         schema: record::SCHEMA.into(),

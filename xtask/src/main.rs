@@ -148,7 +148,7 @@ fn run_check(check: Check) -> Result<()> {
         Check::I686 => boots::i686::test(&e2e),
         Check::Sweep => boots::sweep::alone(),
         Check::FailingDisk => boots::failing_disk::test(&image, &e2e),
-        Check::Watch => boots::watch::test(&image, &e2e),
+        Check::Watch => boots::live_console::test(&image, &e2e),
         Check::Lava => package().and_then(|p| boots::lava::test(&image, &p, &e2e)),
         Check::Kcidb => check::kcidb::check(),
         Check::WriteLog => boots::write_log::test(&image, &e2e),

@@ -11,6 +11,7 @@ pub mod iso;
 pub mod kernel_from_source;
 pub mod kernel_rpm;
 pub mod lava;
+pub mod live_console;
 pub mod nvme;
 pub mod old_machine;
 pub mod resets;
@@ -18,7 +19,6 @@ pub mod secure_boot;
 pub mod sequence;
 pub mod support;
 pub mod sweep;
-pub mod watch;
 pub mod write_log;
 
 use crate::boot::disks::scratch_disk;
@@ -76,7 +76,7 @@ pub fn harness() -> Result<()> {
     tally.add("sweep", crate::check::boots::sweep::test(&package, &base));
     tally.add("i686", i686::test(&base));
     tally.add("failing disk", crate::check::boots::failing_disk::test(&out, &base));
-    tally.add("watch", crate::check::boots::watch::test(&out, &base));
+    tally.add("watch", crate::check::boots::live_console::test(&out, &base));
     tally.add("LAVA", crate::check::boots::lava::test(&out, &package, &base));
     tally.add("stick write log", crate::check::boots::write_log::test(&out, &base));
     // 14 kills: every record line once and 7 spread times. The write-log

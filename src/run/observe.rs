@@ -48,7 +48,7 @@ pub struct Observed {
     pub end_ns: u64,
     pub responsiveness: Option<Responsiveness>,
     pub timeline: Timeline,
-    pub deltas: serde_json::Value,
+    pub deltas: crate::measure::sampler::Deltas,
     pub notes: Vec<String>,
     /// The kernel's blocked-task dumps taken during stalls.
     pub blocked_tasks: Vec<String>,
@@ -223,7 +223,7 @@ impl Observed {
             end_ns: at,
             responsiveness: None,
             timeline,
-            deltas: serde_json::Value::Null,
+            deltas: crate::measure::sampler::Deltas::default(),
             notes: Vec::new(),
             blocked_tasks: Vec::new(),
         }
