@@ -107,9 +107,12 @@ mod tests {
         assert!(missing.is_empty(), "source files ARCHITECTURE.md's code map does not name: {missing:?}");
     }
 
-    /// The parameter names of README's `bootmark.*` table.
+    /// The page of the guide with the `bootmark.*` parameter table.
+    const PARAMETERS_PAGE: &str = "docs/on-the-server.md";
+
+    /// The parameter names of the guide's `bootmark.*` table.
     fn readme_parameters() -> BTreeSet<String> {
-        read("README.md")
+        read(PARAMETERS_PAGE)
             .lines()
             .filter(|l| l.starts_with("| `bootmark."))
             .flat_map(|l| {
@@ -129,7 +132,7 @@ mod tests {
             .map(|l| l.split_whitespace().next().unwrap().to_string())
             .collect();
         assert!(reference.len() >= 10, "{reference:?}");
-        assert_eq!(readme_parameters(), reference, "README's table vs `bootmark boot-params`");
+        assert_eq!(readme_parameters(), reference, "{PARAMETERS_PAGE}'s table vs `bootmark boot-params`");
     }
 
     #[test]
@@ -142,6 +145,142 @@ mod tests {
         for f in folders {
             assert!(project_root().join(f).is_dir(), "README's layout names {f}, which is not a folder");
         }
+    }
+
+    #[test]
+    fn the_readme_is_a_front_door() {
+        let lines = read("README.md").lines().count();
+        assert!(lines < 200, "README.md has {lines} lines: what it is, the two commands, a session, where to read on");
+        for page in
+            ["docs/servers-and-kernels.md", "docs/on-the-server.md", "docs/results.md", "docs/console-and-fleets.md"]
+        {
+            assert!(read("README.md").contains(&format!("]({page})")), "README.md links the guide page {page}");
+        }
+    }
+
+    /// Every section of docs/measurements.md names the command that made
+    /// its figures and when they were measured.
+    #[test]
+    fn every_measurement_names_its_command_and_date() {
+        let text = read("docs/measurements.md");
+        let sections: Vec<&str> = text.split("\n## ").skip(1).collect();
+        assert!(sections.len() >= 8, "{}", sections.len());
+        for s in sections {
+            let title = s.lines().next().unwrap();
+            assert!(s.lines().any(|l| l.starts_with("Command: `")), "measurements: '{title}' has no `Command:` line");
+            let dated = s.lines().filter(|l| l.starts_with("Measured: ")).any(|l| {
+                l.split(|c: char| !(c.is_ascii_digit() || c == '-'))
+                    .any(|w| w.len() == 10 && w.as_bytes()[4] == b'-' && w.as_bytes()[7] == b'-' && w.starts_with("20"))
+            });
+            assert!(dated, "measurements: '{title}' has no `Measured: YYYY-MM-DD` line");
+        }
+    }
+
+    /// Each `PROGRAM WORD… --flag…` command line named in the README and the
+    /// guide (code blocks, code spans and prose alike), with `\` line
+    /// continuations joined: the words after PROGRAM and the flags on the line.
+    fn commands_named(program: &str) -> Vec<(String, Vec<String>, Vec<String>)> {
+        let mut docs = vec!["README.md".to_string(), "ARCHITECTURE.md".to_string()];
+        docs.extend(files("docs", ".md"));
+        let mut out = Vec::new();
+        for doc in docs {
+            let text = read(&doc).replace("\\\n", " ");
+            for line in text.lines() {
+                for (at, _) in line.match_indices(&format!("{program} ")) {
+                    if line[..at]
+                        .ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '-' || c == '/' || c == '.')
+                    {
+                        continue;
+                    }
+                    let rest = &line[at + program.len() + 1..];
+                    let rest = rest.split(['`', '#', '|', ';', ')', '>', '<', '"']).next().unwrap();
+                    let words: Vec<&str> =
+                        rest.split_whitespace().map(|w| w.trim_matches(['[', ']', ',', '.', ':'])).collect();
+                    let path: Vec<String> = words
+                        .iter()
+                        .take_while(|w| {
+                            !w.is_empty()
+                                && !w.starts_with('-')
+                                && w.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+                        })
+                        .map(|w| w.to_string())
+                        .collect();
+                    let flags: Vec<String> = words
+                        .iter()
+                        .filter(|w| w.starts_with("--") && w.len() > 2)
+                        .map(|w| w.split(['=', '|']).next().unwrap().to_string())
+                        .collect();
+                    out.push((doc.clone(), path, flags));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_cargo_xtask_command_and_flag_in_the_docs_exists() {
+        use clap::CommandFactory;
+        let cli = crate::Cli::command();
+        let named = commands_named("cargo xtask");
+        assert!(named.len() > 40, "{}", named.len());
+        for (doc, path, flags) in named {
+            let Some(first) = path.first() else { continue };
+            let mut cmd =
+                cli.find_subcommand(first).unwrap_or_else(|| panic!("{doc}: `cargo xtask {first}` is no command"));
+            // `check NAME`: the scenario's own flags.
+            if let Some(sub) = path.get(1).and_then(|w| cmd.find_subcommand(w)) {
+                cmd = sub;
+            }
+            let longs: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+            for f in flags {
+                let name = f.trim_start_matches('-');
+                assert!(
+                    name == "help" || longs.contains(&name),
+                    "{doc}: `cargo xtask {}` has no {f} (it has {longs:?})",
+                    path.join(" ")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_bootmark_command_and_flag_in_the_docs_exists() {
+        let bin = project_root().join("target/debug/bootmark");
+        crate::host::process::run(
+            crate::host::process::command("cargo")
+                .args(["build", "-q", "-p", "bootmark", "--bin", "bootmark"])
+                .current_dir(project_root()),
+        )
+        .unwrap();
+        let mut helps = std::collections::BTreeMap::new();
+        let named = commands_named("bootmark");
+        let mut checked = 0;
+        for (doc, path, flags) in named {
+            // `bootmark` in prose ("bootmark writes only…") names no command.
+            let Some(first) = path.first().filter(|w| !flags.is_empty() || w.len() > 2) else { continue };
+            let help = helps.entry(first.clone()).or_insert_with(|| {
+                crate::host::process::output(crate::host::process::command(&bin).args([first.as_str(), "--help"]))
+                    .unwrap()
+            });
+            if !help.status.success() {
+                // Prose such as "bootmark writes…": only a line with flags claims a command.
+                assert!(flags.is_empty(), "{doc}: `bootmark {first}` with {flags:?} is no command");
+                continue;
+            }
+            checked += 1;
+            let text = String::from_utf8_lossy(&help.stdout);
+            for f in flags {
+                assert!(
+                    f == "--help"
+                        || text.contains(&format!("{f} "))
+                        || text.contains(&format!("{f}\n"))
+                        || text.contains(&format!("{f}="))
+                        || text.contains(&format!("{f},")),
+                    "{doc}: `bootmark {first}` has no {f}"
+                );
+            }
+        }
+        assert!(checked > 15, "{checked}");
     }
 
     /// Documents and sources, with their text.
