@@ -70,7 +70,6 @@ pub fn run(args: &Args) -> Result<()> {
         out: out.join("image"),
         plan: args.plan.clone(),
         target: Some("LABEL=SCRATCH".into()),
-        serial: "ttyS0,115200".into(),
         install_deps: install,
         ..image::Args::default()
     })?;

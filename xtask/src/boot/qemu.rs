@@ -110,12 +110,7 @@ pub struct Args {
 /// one truth, the flags' own.
 impl Default for Args {
     fn default() -> Args {
-        #[derive(clap::Parser)]
-        struct Flags {
-            #[command(flatten)]
-            args: Args,
-        }
-        <Flags as clap::Parser>::parse_from(["qemu"]).args
+        crate::flags_given(&[])
     }
 }
 

@@ -65,22 +65,10 @@ pub struct Args {
     pub memory: u64,
 }
 
+/// The defaults `cargo xtask lava` has, for the jobs the tests write: the flags' own.
 impl Default for Args {
     fn default() -> Self {
-        Args {
-            image: "target/image".into(),
-            out: "target/lava".into(),
-            url_base: None,
-            devices: "both".into(),
-            device_type: "x86".into(),
-            boot: "ipxe".into(),
-            boot_minutes: 5,
-            tcg: false,
-            qemu_options: Vec::new(),
-            append: String::new(),
-            scratch: None,
-            memory: 1024,
-        }
+        crate::flags_given(&[])
     }
 }
 

@@ -33,7 +33,7 @@ use crate::host::tools;
 use crate::{Result, project_root};
 use std::path::{Path, PathBuf};
 
-#[derive(clap::Args, Clone, Debug, Default)]
+#[derive(clap::Args, Clone, Debug)]
 pub struct Args {
     /// A prebuilt bzImage (repeatable); each becomes a boot entry.
     #[arg(long = "kernel", value_name = "PATH")]
@@ -129,6 +129,14 @@ pub struct Args {
     /// Check an existing image directory against its manifest.json and exit.
     #[arg(long, value_name = "DIR")]
     pub verify: Option<PathBuf>,
+}
+
+/// The defaults `cargo xtask image` has (plan quick, serial ttyS0,115200, out
+/// target/image), for the images other tasks build: the flags' own.
+impl Default for Args {
+    fn default() -> Args {
+        crate::flags_given(&[])
+    }
 }
 
 pub fn human_size(path: &Path) -> String {

@@ -38,13 +38,11 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     for src in &args.kernel_src {
         let arch = args.arch.clone().unwrap_or_else(|| "x86_64".into());
         let build = kernel_src::Args {
-            src: src.clone(),
             config: args.kernel_src_config.clone(),
             arch: arch.clone(),
-            make: "make".into(),
             install_deps: args.install_deps,
             allow_unknown: args.kernel_src_allow_unknown,
-            ..kernel_src::Args::default()
+            ..kernel_src::Args::for_source(src)
         };
         let built = kernel_src::build(&build)?;
         let facts = json!({ "built_from_source": built.facts });

@@ -38,7 +38,7 @@ pub const BUILD_TOOLS: [(&str, &str); 6] = [
     ("bzip2", "bzip2"),                      // 2.6-era .tar.bz2 sources
 ];
 
-#[derive(clap::Args, Clone, Debug, Default)]
+#[derive(clap::Args, Clone, Debug)]
 pub struct Args {
     /// The kernel source: a release tarball (.tar.xz, .tar.bz2, .tar.gz), e.g.
     /// /usr/src/linux-source-6.1.tar.xz or linux-2.6.16.1.tar.bz2, or an unpacked tree.
@@ -79,6 +79,13 @@ pub struct Args {
     /// Install missing host tools (flex, bison, bc, libelf-dev, …) with apt-get (root, Debian/Ubuntu).
     #[arg(long)]
     pub install_deps: bool,
+}
+
+impl Args {
+    /// `cargo xtask kernel --src SRC` with every other flag at its default.
+    pub fn for_source(src: &Path) -> Args {
+        crate::flags_given(&["--src", &src.to_string_lossy()])
+    }
 }
 
 /// A kernel built: where its files are, and what it was built from.
@@ -526,7 +533,7 @@ mod tests {
 
     #[test]
     fn make_runs_in_the_tree_or_inside_the_chroot_with_its_paths() {
-        let args = Args { make: "make".into(), arch: "i686".into(), jobs: Some(3), ..Args::default() };
+        let args = Args { arch: "i686".into(), jobs: Some(3), ..Args::for_source(Path::new("linux")) };
         let (tree, build) = (Path::new("/srv/etch/var/tmp/t"), Path::new("/srv/etch/var/tmp/b"));
         let make = Make { args: &args, tree, build_dir: build, cc: "gcc-4.1" };
         let shown = |c: &Command| {
@@ -557,7 +564,7 @@ mod tests {
         let tarball = dir.join("linux-9.9.tar.gz");
         std::fs::write(&tarball, b"not really a tarball").unwrap();
         let sha = crate::host::fs::sha256_file(&tarball).unwrap();
-        let args = Args { src: tarball.clone(), arch: "x86_64".into(), make: "make".into(), ..Args::default() };
+        let args = Args::for_source(&tarball);
         let e = resolve_source(&args).err().unwrap();
         assert!(e.contains(&sha) && e.contains("--config"), "{e}");
         let args = Args { config: Some(project_root().join("kernel-configs/6.1")), ..args };

@@ -61,9 +61,7 @@ pub fn test_image(kernel_debs: Vec<String>, out: std::path::PathBuf, sequence: O
     image::Args {
         kernel_debs,
         out,
-        plan: "quick".into(),
         target: Some("LABEL=SCRATCH".into()),
-        serial: "ttyS0,115200".into(),
         sequence,
         install_deps: crate::host::deps::can_install(),
         ..image::Args::default()
