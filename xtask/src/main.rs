@@ -34,8 +34,8 @@ enum Task {
     /// Build the static /init binary (musl, runs on Linux 2.6.9+); prints its path last.
     Static {
         /// Target architecture.
-        #[arg(long, default_value = "x86_64", value_parser = ["x86_64", "i686"])]
-        arch: String,
+        #[arg(long, value_enum, default_value_t = build::arch::Arch::X86_64)]
+        arch: build::arch::Arch,
     },
     /// LAVA job definitions from a built image: one per boot entry, for LAVA's qemu device
     /// type and for physical x86 servers booting over the network (docs/lava.md).
@@ -114,7 +114,7 @@ fn main() -> ExitCode {
     let result = match Cli::parse().task {
         Task::Image(args) => build::image::run(&args),
         Task::Kernel(args) => build::kernel_src::run(&args),
-        Task::Static { arch } => build::static_binary::build(&arch).map(|path| println!("{}", path.display())),
+        Task::Static { arch } => build::static_binary::build(arch).map(|path| println!("{}", path.display())),
         Task::Lava(args) => build::lava::run(&args),
         Task::Qemu(args) => boot::qemu::run(&args),
         Task::Demo(args) => boot::demo::run(&args),

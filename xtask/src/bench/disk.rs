@@ -54,7 +54,7 @@ pub fn run(args: &Args) -> Result<()> {
     if args.pairs == 0 || args.mib == 0 || args.files == 0 {
         return Err("--pairs, --mib and --files must be at least 1".into());
     }
-    let binary = static_binary::build("x86_64")?;
+    let binary = static_binary::build(crate::build::arch::Arch::X86_64)?;
     let dir = args.dir.clone().unwrap_or_else(|| project_root().join("target/bench"));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let bytes = args.mib << 20;

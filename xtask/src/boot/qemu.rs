@@ -7,6 +7,7 @@
 //! hangs stock kernels early in boot. `--kvm` tries it when asked.
 
 use crate::Result;
+use crate::build::arch::Arch;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
@@ -144,11 +145,7 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     }
     let uefi = args.uefi || args.secure_boot;
     // A 32-bit image runs on a 32-bit machine (the i686 /init needs SSE2: a Core Duo).
-    let (qemu, cpu) = if image_arch(image) == "i686" {
-        ("qemu-system-i386", "coreduo")
-    } else {
-        ("qemu-system-x86_64", "qemu64,vendor=GenuineIntel")
-    };
+    let (qemu, cpu) = image_arch(image)?.qemu();
     let mut c = command(qemu);
     // q35 for today's servers (PCIe, the NVMe disks, SMM that Secure Boot
     // needs); i440FX for the 2006 machines (PIIX IDE).
@@ -265,9 +262,9 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
 }
 
 /// The default entry's architecture, from the image's manifest.json.
-fn image_arch(image: &Path) -> String {
+fn image_arch(image: &Path) -> Result<Arch> {
     let manifest = crate::build::image::manifest::Manifest::read(image).ok();
-    manifest.as_ref().and_then(|m| m.default_entry()).map_or("x86_64", |e| e.arch.as_str()).to_string()
+    manifest.as_ref().and_then(|m| m.default_entry()).map_or(Ok(Arch::X86_64), |e| Arch::parse(&e.arch))
 }
 
 /// Boot and wait for power-off; a timeout or a crash is an error with the

@@ -2,6 +2,7 @@
 //! source, the boot image (stick, ISO, PXE tree), and LAVA jobs for it;
 //! `kernel/` is what both the image and the kernel build read from a kernel.
 
+pub mod arch;
 pub mod image;
 pub mod kernel;
 pub mod kernel_src;

@@ -4,21 +4,14 @@
 //! static-pie, which was never tried on 2.6.9. i686 musl needs SSE2
 //! (Pentium 4 or later). Missing rustup targets are added.
 
+use crate::build::arch::Arch;
 use crate::host::process::{self, command};
 use crate::{Result, project_root};
 use std::path::PathBuf;
 
-pub fn triple(arch: &str) -> Result<&'static str> {
-    match arch {
-        "x86_64" => Ok("x86_64-unknown-linux-musl"),
-        "i686" => Ok("i686-unknown-linux-musl"),
-        other => Err(format!("unknown arch '{other}': use x86_64 or i686")),
-    }
-}
-
 /// Where the static binary for `arch` ends up.
-pub fn binary_path(arch: &str) -> Result<PathBuf> {
-    Ok(project_root().join("target").join(triple(arch)?).join("image/bootmark"))
+pub fn binary_path(arch: Arch) -> PathBuf {
+    project_root().join("target").join(arch.rust_target()).join("image/bootmark")
 }
 
 pub fn ensure_target(triple: &str) -> Result<()> {
@@ -32,11 +25,11 @@ pub fn ensure_target(triple: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn build(arch: &str) -> Result<PathBuf> {
-    let triple = triple(arch)?;
+pub fn build(arch: Arch) -> Result<PathBuf> {
+    let triple = arch.rust_target();
     ensure_target(triple)?;
     let mut flags = String::from("-C target-feature=+crt-static");
-    if arch == "x86_64" {
+    if arch == Arch::X86_64 {
         flags += " -C relocation-model=static";
     }
     eprintln!("xtask: building static bootmark for {triple}");
@@ -49,7 +42,7 @@ pub fn build(arch: &str) -> Result<PathBuf> {
             .current_dir(project_root()),
     )
     .map_err(|e| format!("static build for {triple}: {e}"))?;
-    let path = binary_path(arch)?;
+    let path = binary_path(arch);
     if !path.exists() {
         return Err(format!("the build finished but {} is missing", path.display()));
     }

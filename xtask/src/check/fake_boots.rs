@@ -107,7 +107,7 @@ fn make_image(path: &Path, mib: u64) -> Result<()> {
 }
 
 pub fn harness() -> Result<()> {
-    let binary = static_binary::build("x86_64")?;
+    let binary = static_binary::build(crate::build::arch::Arch::X86_64)?;
     let hostile =
         |name, extra, check| Scenario { extra_cmdline: extra, precious_file: true, ..Scenario::new(name, check) };
     let refuse_format = |name, target: fn(&Path) -> Result<()>, check| Scenario {
@@ -186,9 +186,11 @@ fn run_scenario(binary: &Path, s: &Scenario) -> Result<()> {
     }
     fs::copy(binary, root.join("init"))?;
     if s.mkfs {
-        for (path, data, mode) in
-            crate::build::image::mkfs::files(&["ext3".to_string()], "x86_64", crate::host::deps::can_install())?
-        {
+        for (path, data, mode) in crate::build::image::mkfs::files(
+            &["ext3".to_string()],
+            crate::build::arch::Arch::X86_64,
+            crate::host::deps::can_install(),
+        )? {
             let dest = root.join(&path);
             fs::create_dir_all(dest.parent().unwrap())?;
             fs::write(&dest, data)?;

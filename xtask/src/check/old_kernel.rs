@@ -9,6 +9,7 @@
 //! i686 binary is held to the 32-bit kernel's limits. Not simulated: the vDSO
 //! (clock reads through it never reach seccomp) and missing /proc, /sys files.
 
+use crate::build::arch::Arch;
 use crate::build::static_binary;
 use crate::host::fs;
 use crate::host::fs::Context as _;
@@ -207,13 +208,13 @@ pub fn harness() -> Result<()> {
             eprintln!("old-kernel: FAIL {label}: {e}");
         }
     };
-    for arch in ["x86_64", "i686"] {
+    for arch in Arch::ALL {
         let binary = static_binary::build(arch)?;
         for kernel in [LINUX_2_6_9, LINUX_2_6_16] {
             report(&format!("{arch} binary on simulated Linux {}", kernel.name), check_quick_plan(kernel, &binary));
         }
     }
-    for arch in ["x86_64", "i686"] {
+    for arch in Arch::ALL {
         for fs in ["ext3", "reiserfs"] {
             report(
                 &format!("the image's static {arch} mkfs formatting {fs} on simulated Linux 2.6.9"),
@@ -255,7 +256,7 @@ fn check_quick_plan(kernel: OldKernel, binary: &Path) -> Result<String> {
 /// old kernel's syscall surface, with the arguments /init gives it, into a
 /// filesystem that kernel mounts. The host's glibc program must fail there:
 /// if it did not, the filter would not be simulating the old kernel.
-fn check_static_mkfs(kernel: OldKernel, arch: &str, fs: &str) -> Result<String> {
+fn check_static_mkfs(kernel: OldKernel, arch: Arch, fs: &str) -> Result<String> {
     let install = crate::host::deps::can_install();
     let (ours, host) = match fs {
         "ext3" => (crate::build::image::static_mkfs::mke2fs(arch, install)?, "/sbin/mke2fs"),

@@ -9,6 +9,7 @@
 use super::boots::{self, kernel_from_source};
 use super::{fake_boots, fuzz, kcidb, old_kernel};
 use crate::bench::report as bench_report;
+use crate::build::arch::Arch;
 use crate::build::static_binary;
 use crate::host::deps;
 use crate::host::process::{command, run_shown};
@@ -27,7 +28,7 @@ pub fn run() -> Result<()> {
     };
     deps::add_sbin_to_path();
     lap("host tools", &mut deps::ensure_test_tools)?;
-    lap("static builds", &mut || ["x86_64", "i686"].into_iter().try_for_each(|a| static_binary::build(a).map(|_| ())))?;
+    lap("static builds", &mut || Arch::ALL.into_iter().try_for_each(|a| static_binary::build(a).map(|_| ())))?;
     lap("cargo test", &mut || run_shown(command("cargo").args(["test", "--workspace"]).current_dir(project_root())))?;
     lap("report at fleet scale", &mut bench_report::check)?;
     lap("KCIDB schema", &mut kcidb::check)?;

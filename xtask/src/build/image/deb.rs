@@ -2,6 +2,7 @@
 //! a .deb), extracted with dpkg-deb, its vmlinuz and modules tree found.
 
 use crate::Result;
+use crate::build::arch::Arch;
 use crate::host::process::command;
 use std::path::{Path, PathBuf};
 
@@ -100,9 +101,10 @@ pub fn unpack_deb(deb: &Path, dir: &Path) -> Result<DebKernel> {
     })?;
     let modules = modules.ok_or_else(|| format!("{package} has no lib/modules/{release}"))?;
     let arch = match deb_field(deb, "Architecture")?.as_str() {
-        "amd64" => "x86_64",
-        "i386" => "i686",
+        "amd64" => Arch::X86_64,
+        "i386" => Arch::I686,
         other => return Err(format!("{package} is for {other}; bootmark images are x86_64 or i686")),
-    };
+    }
+    .name();
     Ok(DebKernel { version: deb_field(deb, "Version")?, package, arch: arch.into(), vmlinuz, modules, release })
 }

@@ -9,6 +9,7 @@
 //! kernels — format those targets beforehand.
 
 use crate::Result;
+use crate::build::arch::Arch;
 use crate::host::process::command;
 use crate::host::process::run;
 use std::path::{Path, PathBuf};
@@ -51,7 +52,7 @@ fn libraries(program: &Path) -> Result<Vec<PathBuf>> {
 /// The mkfs files for an `arch` initramfs. The host's programs are x86_64,
 /// so an i686 image gets only the static mke2fs: its other filesystems are
 /// named in the warning this prints.
-pub fn files(filesystems: &[String], arch: &str, install_deps: bool) -> Result<Files> {
+pub fn files(filesystems: &[String], arch: Arch, install_deps: bool) -> Result<Files> {
     let mut out: Files = Vec::new();
     let mut add = |inside: String, from: &Path, mode: u32| -> Result<()> {
         if !out.iter().any(|(p, _, _)| *p == inside) {
@@ -69,7 +70,7 @@ pub fn files(filesystems: &[String], arch: &str, install_deps: bool) -> Result<F
             add("sbin/mkfs.reiserfs".into(), &super::static_mkfs::mkreiserfs(arch, install_deps)?, 0o755)?;
             continue;
         }
-        if arch != "x86_64" {
+        if arch != Arch::X86_64 {
             eprintln!(
                 "image: no mkfs.{fs} for {arch} entries (the host's is x86_64): format their {fs} targets beforehand"
             );
@@ -96,12 +97,12 @@ mod tests {
 
     #[test]
     fn host_mkfs_comes_with_its_libraries_and_interpreter() {
-        let f = files(&["xfs".into()], "x86_64", false).unwrap();
+        let f = files(&["xfs".into()], Arch::X86_64, false).unwrap();
         let paths: Vec<&str> = f.iter().map(|(p, _, _)| p.as_str()).collect();
         assert!(paths.contains(&"sbin/mkfs.xfs"), "{paths:?}");
         assert!(paths.iter().any(|p| p.contains("ld-linux")), "the ELF interpreter: {paths:?}");
         assert!(f.iter().all(|(_, data, _)| !data.is_empty()));
-        assert!(files(&["nosuchfs".into()], "x86_64", false).unwrap_err().contains("no mkfs.nosuchfs"));
-        assert!(files(&["xfs".into()], "i686", false).unwrap().is_empty(), "no x86_64 program in an i686 image");
+        assert!(files(&["nosuchfs".into()], Arch::X86_64, false).unwrap_err().contains("no mkfs.nosuchfs"));
+        assert!(files(&["xfs".into()], Arch::I686, false).unwrap().is_empty(), "no x86_64 program in an i686 image");
     }
 }

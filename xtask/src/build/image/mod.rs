@@ -26,6 +26,7 @@ pub mod static_mkfs;
 
 pub mod usb;
 
+use crate::build::arch::Arch;
 use crate::build::static_binary;
 use crate::host::fs;
 use crate::host::fs::Context as _;
@@ -71,8 +72,8 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "MODULE,…")]
     pub allow_missing: Vec<String>,
     /// Architecture of --kernel images whose header cannot tell (boot protocol < 2.12).
-    #[arg(long, value_parser = ["x86_64", "i686"])]
-    pub arch: Option<String>,
+    #[arg(long, value_enum)]
+    pub arch: Option<Arch>,
     /// Output directory.
     #[arg(long, default_value = "target/image")]
     pub out: PathBuf,
@@ -218,7 +219,8 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
     let mut arches: Vec<&str> = kernels.iter().map(|k| k.arch.as_str()).collect();
     arches.dedup();
     let mut commons = std::collections::BTreeMap::new();
-    for arch in arches {
+    for name in arches {
+        let arch = Arch::parse(name)?;
         let bin = match &args.bootmark_binary {
             Some(b) => b.clone(),
             None => static_binary::build(arch)?,
@@ -229,7 +231,7 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
         extra.extend(plan.file.iter().map(|(path, bytes)| (path.clone(), bytes.clone(), 0o644)));
         let common = initramfs::common_archive(&bin, mtime, &extra)?;
         eprintln!("image: common initramfs for {arch}: {} gzip", bootmark::size::human(common.len() as u64));
-        commons.insert(arch.to_string(), (common, crate::host::fs::sha256_file(&bin)?));
+        commons.insert(name.to_string(), (common, crate::host::fs::sha256_file(&bin)?));
     }
     let mut entries = Vec::new();
     let mut entry_facts = Vec::new();
@@ -357,7 +359,7 @@ fn signed_chain(
         }
         return Ok(None);
     }
-    if kernels.iter().any(|k| k.arch != "x86_64") {
+    if kernels.iter().any(|k| k.arch != Arch::X86_64.name()) {
         return Err(
             "--secure-boot: Debian's signed shim and GRUB are for x86_64 UEFI; this image has an i686 kernel".into()
         );
@@ -426,7 +428,7 @@ mod tests {
     }
 
     fn static_binary() -> PathBuf {
-        let p = crate::build::static_binary::binary_path("x86_64").unwrap();
+        let p = crate::build::static_binary::binary_path(crate::build::arch::Arch::X86_64);
         assert!(p.exists(), "{} is missing: run `cargo xtask static` first (cargo xtask test does)", p.display());
         p
     }

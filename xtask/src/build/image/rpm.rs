@@ -12,6 +12,7 @@
 //! the host: `init_module` takes raw ELF, and old kernels cannot decompress.
 
 use crate::Result;
+use crate::build::arch::Arch;
 use crate::host::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -171,10 +172,10 @@ pub fn unpack(path: &Path, dir: &Path) -> Result<RpmKernel> {
     }
     let (vmlinuz, _, modules) = super::deb::find_kernel_files(dir, &name)?;
     let arch = match tag(TAG_ARCH).as_str() {
-        "x86_64" | "amd64" => "x86_64",
-        "i386" | "i486" | "i586" | "i686" | "athlon" => "i686",
         "" => "",
-        other => return Err(format!("{name} is for {other}; bootmark images are x86_64 or i686")),
+        other => Arch::of_package(other)
+            .ok_or_else(|| format!("{name} is for {other}; bootmark images are x86_64 or i686"))?
+            .name(),
     };
     Ok(RpmKernel {
         version: format!("{}-{}", tag(TAG_VERSION), tag(TAG_RELEASE)),

@@ -4,6 +4,7 @@
 //! config that can run the image) and described for the manifest.
 
 use super::{Args, deb, rpm};
+use crate::build::arch::Arch;
 use crate::build::kernel::{bzimage, config};
 use crate::build::kernel_src;
 use crate::host::fs;
@@ -33,20 +34,20 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     let mut kernels = Vec::new();
     for (i, path) in args.kernels.iter().enumerate() {
         let (config, modules) = (args.kernel_configs.get(i).cloned(), args.modules.get(i).cloned());
-        kernels.push(from_file(path, config, modules, args.arch.as_deref(), None)?);
+        kernels.push(from_file(path, config, modules, args.arch.map(Arch::name), None)?);
     }
     for src in &args.kernel_src {
-        let arch = args.arch.clone().unwrap_or_else(|| "x86_64".into());
+        let arch = args.arch.unwrap_or(Arch::X86_64);
         let build = kernel_src::Args {
             config: args.kernel_src_config.clone(),
-            arch: arch.clone(),
+            arch,
             install_deps: args.install_deps,
             allow_unknown: args.kernel_src_allow_unknown,
             ..kernel_src::Args::for_source(src)
         };
         let built = kernel_src::build(&build)?;
         let facts = json!({ "built_from_source": built.facts });
-        kernels.push(from_file(&built.vmlinuz, None, None, Some(&arch), Some(facts))?);
+        kernels.push(from_file(&built.vmlinuz, None, None, Some(arch.name()), Some(facts))?);
     }
     let cache = project_root().join("target/cache/debs");
     for (i, name) in args.kernel_debs.iter().enumerate() {

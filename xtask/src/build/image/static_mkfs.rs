@@ -11,6 +11,7 @@
 //! together and cached per architecture in target/cache/static-mkfs/
 //! (about a minute the first time).
 
+use crate::build::arch::Arch;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
@@ -80,21 +81,10 @@ static inline int register_printf_function(int s, printf_function *f, printf_arg
 #endif
 ";
 
-/// The C compiler command for `arch`: musl's gcc wrapper for x86_64; for
-/// i686, gcc -m32 with musl's i386 specs (Debian's musl-dev:i386) and the
-/// 32-bit linker mode, which those specs' link line would otherwise drop.
-fn compiler(arch: &str) -> Result<&'static str> {
-    match arch {
-        "x86_64" => Ok("musl-gcc"),
-        "i686" => Ok("gcc -m32 -specs /usr/lib/i386-linux-musl/musl-gcc.specs -Wl,-melf_i386"),
-        other => Err(format!("no static mkfs programs for {other}: x86_64 or i686")),
-    }
-}
-
 /// Install (or name) what building for `arch` needs.
-fn ensure_build_tools(arch: &str, install_deps: bool) -> Result<()> {
+fn ensure_build_tools(arch: Arch, install_deps: bool) -> Result<()> {
     tools::ensure(&BUILD_TOOLS, install_deps, "--install-deps")?;
-    if arch != "i686" {
+    if arch != Arch::I686 {
         return Ok(());
     }
     // gcc -m32 links with the 32-bit libgcc of the host's gcc version.
@@ -117,18 +107,18 @@ fn ensure_build_tools(arch: &str, install_deps: bool) -> Result<()> {
 }
 
 /// The static mke2fs (ext2, ext3, ext4) for `arch`, built if not cached.
-pub fn mke2fs(arch: &str, install_deps: bool) -> Result<PathBuf> {
+pub fn mke2fs(arch: Arch, install_deps: bool) -> Result<PathBuf> {
     Ok(build(arch, install_deps)?.join("mke2fs"))
 }
 
 /// The static mkreiserfs (reiserfs 3.6) for `arch`, built if not cached.
-pub fn mkreiserfs(arch: &str, install_deps: bool) -> Result<PathBuf> {
+pub fn mkreiserfs(arch: Arch, install_deps: bool) -> Result<PathBuf> {
     Ok(build(arch, install_deps)?.join("mkreiserfs"))
 }
 
 /// Build both programs for `arch` (once): the directory holding them.
-fn build(arch: &str, install_deps: bool) -> Result<PathBuf> {
-    let cc = compiler(arch)?;
+fn build(arch: Arch, install_deps: bool) -> Result<PathBuf> {
+    let cc = arch.musl_cc();
     let cache = project_root().join("target/cache/static-mkfs");
     let dir = cache.join(format!(
         "{arch}-{}-{}-{}-{}",
@@ -338,8 +328,7 @@ mod tests {
 
     #[test]
     fn only_x86_64_and_i686_have_a_compiler() {
-        assert_eq!(compiler("x86_64").unwrap(), "musl-gcc");
-        assert!(compiler("i686").unwrap().contains("-m32"));
-        assert!(compiler("arm64").unwrap_err().contains("x86_64 or i686"));
+        assert_eq!(Arch::X86_64.musl_cc(), "musl-gcc");
+        assert!(Arch::I686.musl_cc().contains("-m32"));
     }
 }

@@ -2,6 +2,7 @@
 //! is it a Linux x86 kernel at all, its version string, and 32- or 64-bit.
 
 use crate::Result;
+use crate::build::arch::Arch;
 
 /// What the boot-protocol header says about a bzImage.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,7 +36,11 @@ pub fn parse_bzimage(data: &[u8], name: &str) -> Result<BzImage> {
         .map(|s| s.iter().take_while(|&&b| b != 0).take(200).map(|&b| b as char).collect::<String>())
         .filter(|v| !v.is_empty())
         .ok_or_else(|| not_kernel("no version string"))?;
-    let arch = if protocol >= (2, 12) { Some(if data[0x236] & 1 != 0 { "x86_64" } else { "i686" }) } else { None };
+    let arch = if protocol >= (2, 12) {
+        Some(if data[0x236] & 1 != 0 { Arch::X86_64 } else { Arch::I686 }.name())
+    } else {
+        None
+    };
     Ok(BzImage { version, protocol, arch })
 }
 

@@ -10,6 +10,7 @@
 //! modules tree alone.
 
 use crate::Result;
+use crate::build::arch::Arch;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -152,9 +153,9 @@ impl KernelConfig {
     /// x86_64 or i686, when the config says.
     pub fn arch(&self) -> Option<&'static str> {
         if self.is_y("X86_64") || self.is_y("64BIT") && self.is_y("X86") {
-            Some("x86_64")
+            Some(Arch::X86_64.name())
         } else if self.is_y("X86_32") || self.is_y("X86") {
-            Some("i686")
+            Some(Arch::I686.name())
         } else {
             None
         }

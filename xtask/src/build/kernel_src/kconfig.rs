@@ -78,7 +78,8 @@ pub fn dropped(wanted: &KernelConfig, got: &KernelConfig) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::kernel_src::line::{ARCHES, Line};
+    use crate::build::arch::Arch;
+    use crate::build::kernel_src::line::Line;
     use std::collections::BTreeMap;
 
     /// A line's `kconfig-evidence.txt`: `source ID TEXT` lines name where the
@@ -159,7 +160,7 @@ mod tests {
         for line in Line::all().unwrap().iter().filter(|l| l.version() < (3, 0, 0)) {
             let ev = Evidence::read(&line.dir.join("kconfig-evidence.txt")).unwrap();
             assert!(!ev.sources.is_empty(), "{}: no sources", line.name);
-            for arch in ARCHES {
+            for arch in Arch::ALL.map(Arch::name) {
                 let missing = ev.unaccounted(&line.config(arch).unwrap());
                 assert!(missing.is_empty(), "{} {arch}: not in kconfig-evidence.txt: {missing:?}", line.name);
             }

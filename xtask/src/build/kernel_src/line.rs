@@ -53,8 +53,6 @@ pub struct Line {
     pub source: Source,
 }
 
-pub const ARCHES: [&str; 2] = ["x86_64", "i686"];
-
 impl Line {
     pub fn read(dir: &Path) -> Result<Line> {
         let file = dir.join("source.json");
@@ -132,6 +130,7 @@ pub fn version_numbers(v: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::arch::Arch;
 
     /// What is wrong with one config of a line: not a config, cannot run the
     /// image, or missing what servers need built in.
@@ -146,8 +145,8 @@ mod tests {
             Err(e) => problems.push(e),
         }
         problems.extend(config.missing_for_servers(line.version()));
-        let wants_64 = arch == "x86_64";
-        if config.arch() != Some(if wants_64 { "x86_64" } else { "i686" }) {
+        let wants_64 = arch == Arch::X86_64.name();
+        if config.arch() != Some(if wants_64 { Arch::X86_64 } else { Arch::I686 }.name()) {
             problems.push(format!("{}: does not say it is for {arch}", config.path.display()));
         }
         problems
@@ -184,7 +183,7 @@ mod tests {
                 assert!(h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()), "{}: {h}", line.name);
             }
             assert!(!line.source.sha256_from.is_empty());
-            for arch in ARCHES {
+            for arch in Arch::ALL.map(Arch::name) {
                 let problems = config_problems(line, arch);
                 assert!(problems.is_empty(), "{} {arch}:\n{}", line.name, problems.join("\n"));
                 // A config generated from fragments still has every option they ask for.

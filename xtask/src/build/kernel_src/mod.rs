@@ -14,6 +14,7 @@ pub mod kconfig;
 pub mod line;
 pub mod toolchain;
 
+use crate::build::arch::Arch;
 use crate::build::kernel::bzimage;
 use crate::build::kernel::config::KernelConfig;
 use crate::host::fs;
@@ -48,8 +49,8 @@ pub struct Args {
     /// tarball hash, or version, matches the source).
     #[arg(long, value_name = "kernel-configs/LINE")]
     pub config: Option<PathBuf>,
-    #[arg(long, default_value = "x86_64", value_parser = clap::builder::PossibleValuesParser::new(line::ARCHES))]
-    pub arch: String,
+    #[arg(long, value_enum, default_value_t = Arch::X86_64)]
+    pub arch: Arch,
     /// The C compiler (default: PREFIXgcc).
     #[arg(long, value_name = "CC")]
     pub cc: Option<String>,
@@ -133,7 +134,7 @@ pub fn build(args: &Args) -> Result<Built> {
     }
     let cc = args.cc.clone().unwrap_or_else(|| format!("{}gcc", args.cross_compile));
     let tools = checked_toolchain(args, &line, &cc, &tree_version)?;
-    let config = line.config(&args.arch)?;
+    let config = line.config(args.arch.name())?;
     let unknown = kconfig::unknown_options(&config, &kconfig::tree_symbols(&tree)?);
     if !unknown.is_empty() {
         return Err(format!(
@@ -145,7 +146,7 @@ pub fn build(args: &Args) -> Result<Built> {
     let build_dir = work.join(format!("build/{}-{}", line.name, args.arch));
     std::fs::create_dir_all(&build_dir).map_err(|e| format!("{}: {e}", build_dir.display()))?;
     let make = Make { args, tree: &tree, build_dir: &build_dir, cc: &cc };
-    configure(&make, &line, &config, &line.wanted(&args.arch)?)?;
+    configure(&make, &line, &config, &line.wanted(args.arch.name())?)?;
     let got = KernelConfig::read(&build_dir.join(".config"))?;
     check_configured(&got, &line)?;
     let modules = got.values().values().any(|v| v == "m");
@@ -159,7 +160,7 @@ pub fn build(args: &Args) -> Result<Built> {
     let built = install(&make, &out, modules)?;
     let facts = json!({
         "line": line.name,
-        "arch": args.arch,
+        "arch": args.arch.name(),
         "source": source.facts(),
         "config": {
             "file": config.path.strip_prefix(project_root()).unwrap_or(&config.path).display().to_string(),
@@ -354,7 +355,7 @@ impl Make<'_> {
                 c
             }
         };
-        let arch = if self.args.arch == "x86_64" { "x86_64" } else { "i386" };
+        let arch = self.args.arch.kernel_arch();
         let jobs = self.args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         c.arg(format!("-j{jobs}"))
             .arg(format!("ARCH={arch}"))
@@ -533,7 +534,7 @@ mod tests {
 
     #[test]
     fn make_runs_in_the_tree_or_inside_the_chroot_with_its_paths() {
-        let args = Args { arch: "i686".into(), jobs: Some(3), ..Args::for_source(Path::new("linux")) };
+        let args = Args { arch: Arch::I686, jobs: Some(3), ..Args::for_source(Path::new("linux")) };
         let (tree, build) = (Path::new("/srv/etch/var/tmp/t"), Path::new("/srv/etch/var/tmp/b"));
         let make = Make { args: &args, tree, build_dir: build, cc: "gcc-4.1" };
         let shown = |c: &Command| {
