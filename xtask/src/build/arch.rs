@@ -6,7 +6,7 @@
 
 use crate::Result;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
 pub enum Arch {
     #[value(name = "x86_64")]
     X86_64,

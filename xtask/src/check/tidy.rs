@@ -39,72 +39,79 @@ mod tests {
         ["src", "xtask/src", "tests", "fuzz/fuzz_targets"].iter().flat_map(|d| files(d, ".rs")).collect()
     }
 
-    /// `a/{x,y}.rs` → `a/x.rs`, `a/y.rs`.
-    fn expand(path: &str) -> Vec<String> {
-        match (path.find('{'), path.find('}')) {
-            (Some(open), Some(close)) if open < close => path[open + 1..close]
-                .split(',')
-                .map(|alt| format!("{}{}{}", &path[..open], alt, &path[close + 1..]))
-                .collect(),
-            _ => vec![path.to_string()],
-        }
+    /// A code map row: its folder, the files it names (in its role and
+    /// open-first cells, relative to the folder unless they name a path
+    /// from the root) and the row's text.
+    struct Row {
+        folder: String,
+        files: Vec<String>,
+        open_first: Vec<String>,
+        text: String,
     }
 
-    /// Each code map row: the paths of its first cell (later names in the
-    /// cell are relative to the first one's directory) and the row's text.
-    fn code_map() -> Vec<(Vec<String>, String)> {
+    /// The names in a cell that are files or folders (`x.rs`, `a/`,
+    /// `plans/*.json`), resolved as the row's text means them.
+    fn paths_in(cell: &str, folder: &str) -> Vec<String> {
+        let is_path =
+            |n: &str| n.ends_with('/') || [".rs", ".md", ".json", ".toml", ".list"].iter().any(|e| n.ends_with(e));
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|n| is_path(n) && !n.contains(' '))
+            .map(|n| {
+                let in_folder = format!("{folder}{n}");
+                if !exists(&in_folder) && n.contains('/') && exists(n) { n.to_string() } else { in_folder }
+            })
+            .collect()
+    }
+
+    fn code_map() -> Vec<Row> {
         let text = read("ARCHITECTURE.md");
         let map = text.split("## Code map").nth(1).expect("ARCHITECTURE.md has a code map");
         let map = map.split("\n## ").next().unwrap();
         map.lines()
             .filter(|l| l.starts_with("| `"))
             .map(|row| {
-                let first = row.split(" | ").next().unwrap();
-                let names: Vec<&str> = first.split('`').skip(1).step_by(2).collect();
-                let base = names.first().map(|n| Path::new(n).parent().unwrap_or(Path::new("")).to_path_buf());
-                let paths = names
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, n)| {
-                        let full = if i > 0 && !n.contains('/') {
-                            base.clone().unwrap_or_default().join(n).to_string_lossy().into_owned()
-                        } else {
-                            n.to_string()
-                        };
-                        expand(&full)
-                    })
-                    .collect();
-                (paths, row.to_string())
+                let cells: Vec<&str> = row.trim_matches('|').split(" | ").collect();
+                let folder = cells[0].trim().trim_matches('`').to_string();
+                assert!(folder.ends_with('/'), "a code map row is a folder (`dir/`): {row}");
+                Row {
+                    files: cells.iter().skip(1).flat_map(|c| paths_in(c, &folder)).collect(),
+                    open_first: cells.get(2).map(|c| paths_in(c, &folder)).unwrap_or_default(),
+                    folder,
+                    text: row.to_string(),
+                }
             })
             .collect()
     }
 
+    /// Does a path of the map exist (`dir/*.ext` when some file matches)?
+    fn exists(p: &str) -> bool {
+        match p.split_once('*') {
+            Some((dir, pattern)) => !files(dir, pattern).is_empty(),
+            None => project_root().join(p).exists(),
+        }
+    }
+
     #[test]
-    fn every_code_map_path_exists_and_every_source_file_is_in_the_map() {
+    fn every_folder_of_code_has_a_row_and_every_named_file_exists() {
         let rows = code_map();
-        assert!(rows.len() > 20, "the code map was not found");
-        for (paths, _) in &rows {
-            for p in paths {
-                let exists = if let Some((dir, pattern)) = p.split_once("*") {
-                    files(dir, pattern).iter().any(|f| f.starts_with(dir))
-                } else {
-                    project_root().join(p).exists()
-                };
-                assert!(exists, "ARCHITECTURE.md's code map names {p}, which does not exist");
+        assert!(rows.len() > 15, "the code map was not found");
+        for row in &rows {
+            assert!(
+                exists(&row.folder),
+                "ARCHITECTURE.md's code map has a row for {}, which does not exist",
+                row.folder
+            );
+            assert!(!row.open_first.is_empty(), "{}: name the files a newcomer opens first", row.folder);
+            for p in &row.files {
+                assert!(exists(p), "ARCHITECTURE.md's row for {} names {p}, which does not exist", row.folder);
             }
         }
-        let mut missing = Vec::new();
-        for file in sources() {
-            let name = Path::new(&file).file_name().unwrap().to_string_lossy().into_owned();
-            let listed = rows.iter().any(|(paths, row)| {
-                paths.contains(&file)
-                    || paths.iter().any(|p| p.ends_with('/') && file.starts_with(p.as_str()) && row.contains(&name))
-            });
-            if !listed {
-                missing.push(file);
-            }
-        }
-        assert!(missing.is_empty(), "source files ARCHITECTURE.md's code map does not name: {missing:?}");
+        let folders: BTreeSet<String> =
+            sources().iter().map(|f| format!("{}/", Path::new(f).parent().unwrap().display())).collect();
+        let missing: Vec<&String> = folders.iter().filter(|f| !rows.iter().any(|r| &r.folder == *f)).collect();
+        assert!(missing.is_empty(), "folders of code ARCHITECTURE.md's code map has no row for: {missing:?}");
     }
 
     /// The page of the guide with the `bootmark.*` parameter table.
@@ -380,19 +387,25 @@ mod tests {
     fn architecture_names_the_workstation_side_as_the_code_gates_it() {
         let gated = workstation_modules();
         assert!(gated.iter().any(|m| m == "collect") && gated.iter().any(|m| m == "report"), "{gated:?}");
-        let arch = read("ARCHITECTURE.md");
-        for (paths, row) in code_map() {
-            for m in &gated {
-                let module = [format!("src/{m}.rs"), format!("src/{m}/mod.rs")];
-                if paths.iter().any(|p| module.contains(p)) {
-                    assert!(
-                        row.contains("workstation"),
-                        "ARCHITECTURE.md's row for src/{m} must say it is workstation-only: {row}"
-                    );
-                }
+        let rows = code_map();
+        let row = |folder: &str| rows.iter().find(|r| r.folder == folder).map(|r| r.text.as_str()).unwrap_or("");
+        for m in &gated {
+            if project_root().join(format!("src/{m}")).is_dir() {
+                let text = row(&format!("src/{m}/"));
+                assert!(
+                    text.contains("workstation only"),
+                    "ARCHITECTURE.md's row for src/{m}/ must say it is workstation only: {text}"
+                );
+            }
+            if project_root().join(format!("src/{m}.rs")).is_file() {
+                let listed = row("src/").split("Workstation only:").nth(1).unwrap_or("").contains(&format!("`{m}.rs`"));
+                assert!(listed, "ARCHITECTURE.md's src/ row must name `{m}.rs` after \"Workstation only:\"");
             }
         }
-        assert!(arch.contains("cfg(feature = \"workstation\")"), "ARCHITECTURE.md says where the split is made");
+        assert!(
+            read("ARCHITECTURE.md").contains("cfg(feature = \"workstation\")"),
+            "ARCHITECTURE.md says where the split is made"
+        );
     }
 
     #[test]
@@ -529,6 +542,47 @@ mod tests {
         cycles
     }
 
+    /// Imports of an item that a folder's mod.rs defines, from inside that
+    /// folder (`super::Args` from `image/sources.rs`): the step depends on
+    /// the command that runs it. The crate root's shared names (`Result`,
+    /// `project_root`) are not counted.
+    fn upward_imports(src: &str) -> Vec<String> {
+        use std::collections::BTreeSet;
+        let files = files(src, ".rs");
+        let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f, src)).collect();
+        let mut found = BTreeSet::new();
+        for f in &files {
+            let me = module_of(f, src);
+            for named in imports_of(&read(f), &me, f.ends_with("/mod.rs")) {
+                let mut target = named.clone();
+                while !target.is_empty() && !modules.contains(&target) {
+                    target.pop();
+                }
+                let is_ancestor = target.len() < me.len() && me.starts_with(&target);
+                if !target.is_empty() && is_ancestor && named.len() > target.len() {
+                    found.insert(format!("{f}: {}", named.join("::")));
+                }
+            }
+        }
+        found.into_iter().collect()
+    }
+
+    /// In xtask a folder's mod.rs is a command and its files are the steps
+    /// it runs: what a step needs from the command (its flags, its helpers)
+    /// lives in a leaf beside it, so `image::Args` is read in one place. In
+    /// `src/` a folder's mod.rs is the concept's interface that its files
+    /// implement (`workload::Context`, `Outcome`), as in rust-analyzer, and
+    /// is not checked.
+    #[test]
+    fn no_xtask_step_imports_from_its_command() {
+        let upward = upward_imports("xtask/src");
+        assert!(
+            upward.is_empty(),
+            "items imported from a parent mod.rs (move them to a leaf beside the importer): {upward:#?}"
+        );
+        assert!(!upward_imports("src").is_empty(), "the check sees src/'s interface imports, so it would see xtask's");
+    }
+
     #[test]
     fn no_import_cycles_between_sibling_modules() {
         for src in ["src", "xtask/src"] {
@@ -547,10 +601,14 @@ mod tests {
 
     #[test]
     fn the_checks_themselves_can_fail() {
-        assert_eq!(expand("src/workload/{a,b}.rs"), ["src/workload/a.rs", "src/workload/b.rs"]);
+        assert!(exists("image/modules/*.list") && !exists("image/modules/*.nothing"));
+        assert_eq!(
+            paths_in("`a.rs` and `Record`, `plans/*.json`, `xtask/clippy.toml`", "d/"),
+            ["d/a.rs", "d/plans/*.json", "xtask/clippy.toml"]
+        );
         let rows = code_map();
-        let (paths, _) = rows.iter().find(|(_, r)| r.contains("mount.rs")).unwrap();
-        assert!(paths.contains(&"src/init/power.rs".to_string()), "relative names resolve: {paths:?}");
+        let init = rows.iter().find(|r| r.folder == "src/init/").unwrap();
+        assert!(init.open_first.contains(&"src/init/target.rs".to_string()), "{:?}", init.open_first);
         assert!(!PathBuf::from("src/nonexistent.rs").exists());
     }
 }

@@ -45,6 +45,20 @@ pub fn write(path: impl AsRef<Path>, data: impl AsRef<[u8]>) -> Result<()> {
     std::fs::write(path, data).with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// `write`, creating the directories above `path` first.
+pub fn write_creating_dirs(path: impl AsRef<Path>, data: impl AsRef<[u8]>) -> Result<()> {
+    let path = path.as_ref();
+    if let Some(parent) = path.parent() {
+        create_dir_all(parent)?;
+    }
+    write(path, data)
+}
+
+/// A file's size as people read it (`1.2 MiB`); `?` when it cannot be read.
+pub fn human_size(path: &Path) -> String {
+    std::fs::metadata(path).map_or("?".into(), |m| bootmark::size::human(m.len()))
+}
+
 pub fn create_dir_all(path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     std::fs::create_dir_all(path).with_context(|| format!("cannot create the directory {}", path.display()))

@@ -3,9 +3,10 @@
 //! --secure-boot), and the PXE/TFTP tree (pxelinux for BIOS, GRUB's
 //! netboot core or the signed chain for UEFI) with its dnsmasq lines.
 
-use super::{menu, secure_boot, write};
+use super::{menu, secure_boot};
 use crate::Result;
 use crate::host::fs;
+use crate::host::fs::write_creating_dirs as write;
 use crate::host::process::command;
 use std::path::Path;
 
@@ -14,7 +15,7 @@ use std::path::Path;
 pub fn grub_efi(out: &Path, work: &Path, id: &str) -> Result<()> {
     fs::create_dir_all(out.parent().unwrap())?;
     let embedded = work.join("grub-embedded.cfg");
-    write(&embedded, &menu::grub_finder(id))?;
+    write(&embedded, menu::grub_finder(id))?;
     crate::host::process::run(
         command("grub-mkstandalone")
             .args(["-O", "x86_64-efi", "--locales=", "--themes=", "--fonts="])
@@ -39,7 +40,7 @@ pub fn signed_esp(stage: &Path, chain: &secure_boot::Chain, id: &str) -> Result<
     copy(&chain.shim, "EFI/BOOT/BOOTX64.EFI")?;
     copy(&chain.grub_disk, "EFI/BOOT/grubx64.efi")?;
     copy(&chain.mok_manager, "EFI/BOOT/mmx64.efi")?;
-    write(&stage.join(secure_boot::GRUB_DISK_PREFIX).join("grub.cfg"), &menu::grub_finder(id))
+    write(stage.join(secure_boot::GRUB_DISK_PREFIX).join("grub.cfg"), menu::grub_finder(id))
 }
 
 /// The TFTP tree: pxelinux for BIOS, GRUB's netboot core for UEFI (or,
@@ -56,7 +57,7 @@ pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chain: Option<&secure_
             copy(&stage.join("boot").join(&e.dir).join(f), &pxe.join("boot").join(&e.dir).join(f))?;
         }
     }
-    write(&pxe.join("pxelinux.cfg/default"), &m.syslinux(""))?;
+    write(pxe.join("pxelinux.cfg/default"), m.syslinux(""))?;
     let uefi =
         crate::host::process::run(command("grub-mknetdir").arg(format!("--net-directory={}", pxe.display())).args([
             "--subdir=grub",
@@ -69,11 +70,11 @@ pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chain: Option<&secure_
             // netboot GRUB's prefix is (tftp)/grub.
             copy(&chain.shim, &pxe.join(secure_boot::PXE_SHIM))?;
             copy(&chain.grub_net, &pxe.join("grubx64.efi"))?;
-            write(&pxe.join("grub/grub.cfg"), &m.grub("(tftp)"))?;
+            write(pxe.join("grub/grub.cfg"), m.grub("(tftp)"))?;
             "dhcp-match=set:efi64,option:client-arch,7\ndhcp-boot=tag:efi64,shimx64.efi\n"
         }
         (Ok(_), None) => {
-            write(&pxe.join("grub/grub.cfg"), &m.grub("(tftp)"))?;
+            write(pxe.join("grub/grub.cfg"), m.grub("(tftp)"))?;
             "dhcp-match=set:efi64,option:client-arch,7\ndhcp-boot=tag:efi64,grub/x86_64-efi/core.efi\n"
         }
         (Err(e), None) => {
@@ -82,8 +83,8 @@ pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chain: Option<&secure_
         }
     };
     write(
-        &pxe.join("README.txt"),
-        &format!(
+        pxe.join("README.txt"),
+        format!(
             "Serve this directory over TFTP and point DHCP at it. With dnsmasq:\n\n  enable-tftp\n  tftp-root=/path/to/this/pxe\n  dhcp-boot=pxelinux.0\n{}\nOver PXE there is no results stick: results come from the serial console only.\nA LAVA lab boots these files with the jobs `cargo xtask lava` writes.\n",
             uefi_line.lines().map(|l| format!("  {l}\n")).collect::<String>()
         ),

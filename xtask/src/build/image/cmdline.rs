@@ -2,7 +2,7 @@
 //! rules /init applies, so an image never carries a line /init would refuse)
 //! and the serial console for the bootloaders.
 
-use super::Args;
+use super::args::Args;
 use crate::Result;
 use bootmark::plan::Plan;
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 pub struct DebKernel {
     pub package: String,
     pub version: String,
-    pub arch: String,
+    pub arch: Arch,
     pub vmlinuz: PathBuf,
     pub modules: PathBuf,
     pub release: String,
@@ -39,7 +39,7 @@ pub fn fetch_deb(name_or_path: &str, cache: &Path) -> Result<PathBuf> {
     }
     let deb = cached_deb(cache, name_or_path)
         .ok_or_else(|| format!("apt-get download {name_or_path} left no .deb in {}", cache.display()))?;
-    eprintln!("image: downloaded {} ({})", deb.display(), crate::build::image::human_size(&deb));
+    eprintln!("image: downloaded {} ({})", deb.display(), crate::host::fs::human_size(&deb));
     Ok(deb)
 }
 
@@ -104,7 +104,6 @@ pub fn unpack_deb(deb: &Path, dir: &Path) -> Result<DebKernel> {
         "amd64" => Arch::X86_64,
         "i386" => Arch::I686,
         other => return Err(format!("{package} is for {other}; bootmark images are x86_64 or i686")),
-    }
-    .name();
-    Ok(DebKernel { version: deb_field(deb, "Version")?, package, arch: arch.into(), vmlinuz, modules, release })
+    };
+    Ok(DebKernel { version: deb_field(deb, "Version")?, package, arch, vmlinuz, modules, release })
 }

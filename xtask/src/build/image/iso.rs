@@ -14,9 +14,10 @@
 //! Results go to the serial console (SOL on a BMC), and also to a writable
 //! results stick when one is attached.
 
-use super::{menu, secure_boot, write};
+use super::{menu, secure_boot};
 use crate::Result;
 use crate::host::fs::Context as _;
+use crate::host::fs::write_creating_dirs as write;
 use crate::host::process::command;
 use std::path::Path;
 
@@ -44,6 +45,8 @@ pub struct Contents<'a> {
     pub chain: Option<&'a secure_boot::Chain>,
     /// The unsigned standalone GRUB otherwise (the stick's BOOTX64.EFI).
     pub grub_efi: &'a Path,
+    /// SOURCE_DATE_EPOCH: the time stamped on every file and on the volume.
+    pub mtime: u32,
 }
 
 /// Write `out` (bootmark.iso); `work` is scratch space.
@@ -53,9 +56,9 @@ pub fn build(out: &Path, work: &Path, c: &Contents) -> Result<()> {
     copy_dir(&c.stage.join("boot"), &root.join("boot"))?;
     copy(Path::new(ISOLINUX_BIN), &root.join("isolinux/isolinux.bin"))?;
     copy(Path::new(LDLINUX_C32), &root.join("isolinux/ldlinux.c32"))?;
-    write(&root.join("isolinux/isolinux.cfg"), &c.menu.syslinux("/"))?;
+    write(root.join("isolinux/isolinux.cfg"), c.menu.syslinux("/"))?;
     // Debian's signed GRUB for CDs falls back to searching for this file.
-    write(&root.join(".disk/info"), &format!("bootmark image {}\n", c.id))?;
+    write(root.join(".disk/info"), format!("bootmark image {}\n", c.id))?;
     let efi = root.join("boot/efiboot.img");
     efi_image(&efi, work, c)?;
     crate::host::process::run(
@@ -66,7 +69,7 @@ pub fn build(out: &Path, work: &Path, c: &Contents) -> Result<()> {
             .args(["-c", "isolinux/boot.cat", "-b", "isolinux/isolinux.bin", "-no-emul-boot"])
             .args(["-boot-load-size", "4", "-boot-info-table", "-eltorito-alt-boot"])
             .args(["-e", "boot/efiboot.img", "-no-emul-boot", "-isohybrid-gpt-basdat"])
-            .env("SOURCE_DATE_EPOCH", super::source_date_epoch().max(315_532_800).to_string())
+            .env("SOURCE_DATE_EPOCH", c.mtime.max(315_532_800).to_string())
             .arg(&root),
     )?;
     std::fs::remove_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))
@@ -83,7 +86,7 @@ fn efi_image(img: &Path, work: &Path, c: &Contents) -> Result<()> {
             copy(&chain.mok_manager, &tree.join("EFI/BOOT/mmx64.efi"))?;
             // gcdx64's prefix is /boot/grub on the device it came from: if
             // that is this FAT image rather than the ISO, find the ISO.
-            write(&tree.join("boot/grub/grub.cfg"), &menu::grub_finder(c.id))?;
+            write(tree.join("boot/grub/grub.cfg"), menu::grub_finder(c.id))?;
         }
         None => copy(c.grub_efi, &tree.join("EFI/BOOT/BOOTX64.EFI"))?,
     }

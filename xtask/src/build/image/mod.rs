@@ -1,13 +1,15 @@
-//! `cargo xtask image`: chosen kernels in, a bootable USB stick image and a
-//! PXE tree out (plus manifest.json). See README "Building the boot image".
+//! `cargo xtask image`: chosen kernels in, a bootable USB stick image, a
+//! PXE tree and an ISO out (plus manifest.json). See docs/servers-and-kernels.md.
 //!
-//! Steps: check host tools → resolve kernels (bzImage header / .deb) →
-//! with --secure-boot, check every kernel is signed and take Debian's
-//! signed chain → static /init per arch → initramfs (common archive +
-//! per-kernel modules archive, concatenated) → stage files → usb.img →
-//! pxe/ → bootmark.iso → manifest. Everything is built in OUT.tmp and
-//! renamed to OUT at the end.
+//! Two steps: `resolve.rs` turns the flags (`args.rs`) into a `Build` —
+//! every kernel found and checked, with --secure-boot every kernel's
+//! signature and Debian's signed chain, the plan, every entry's command
+//! line — and `assemble` below makes the outputs from the `Build` alone:
+//! static /init per arch → initramfs (common archive + per-kernel modules
+//! archive, concatenated) → staged files → usb.img → pxe/ → bootmark.iso →
+//! manifest. Everything is made in OUT.tmp and renamed to OUT at the end.
 
+pub mod args;
 pub mod bootloaders;
 pub mod cmdline;
 pub mod cpio;
@@ -18,136 +20,25 @@ pub mod manifest;
 pub mod menu;
 pub mod mkfs;
 pub mod modules;
+pub mod resolve;
 pub mod rpm;
 pub mod secure_boot;
 pub mod sequence;
 pub mod sources;
 pub mod static_mkfs;
-
 pub mod usb;
+
+pub use args::Args;
 
 use crate::build::arch::Arch;
 use crate::build::static_binary;
-use crate::host::fs;
 use crate::host::fs::Context as _;
+use crate::host::fs::{self, write_creating_dirs as write};
 use crate::host::tools;
 use crate::{Result, project_root};
+use resolve::Build;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-#[derive(clap::Args, Clone, Debug)]
-pub struct Args {
-    /// A prebuilt bzImage (repeatable); each becomes a boot entry.
-    #[arg(long = "kernel", value_name = "PATH")]
-    pub kernels: Vec<PathBuf>,
-    /// The lib/modules/<release> tree of the N-th --kernel (repeatable, in order;
-    /// default: ../lib/modules/<release> beside a kernel taken from a /boot tree).
-    #[arg(long = "modules", value_name = "DIR")]
-    pub modules: Vec<PathBuf>,
-    /// The build config of the N-th --kernel (repeatable, in order; default:
-    /// config-<release> beside it): decides built-in drivers and --arch, and
-    /// refuses a kernel that cannot run the image.
-    #[arg(long = "kernel-config", value_name = "FILE")]
-    pub kernel_configs: Vec<PathBuf>,
-    /// A Debian kernel package: a .deb path or a package name fetched with apt-get download (repeatable).
-    #[arg(long = "kernel-deb", value_name = "NAME|PATH")]
-    pub kernel_debs: Vec<String>,
-    /// A kernel RPM (SLES, RHEL/CentOS, Fedora; any age): its vmlinuz, config and
-    /// modules are taken, compressed modules decompressed (repeatable).
-    #[arg(long = "kernel-rpm", value_name = "PATH")]
-    pub kernel_rpms: Vec<PathBuf>,
-    /// A kernel source, tarball or tree, built first with its kernel-configs/ line
-    /// (as `cargo xtask kernel` does; --arch picks the config, default x86_64) (repeatable).
-    #[arg(long = "kernel-src", value_name = "TARBALL|DIR")]
-    pub kernel_src: Vec<PathBuf>,
-    /// The kernel-configs/ line for --kernel-src (default: the line that records the
-    /// tarball's hash, or the tree's version).
-    #[arg(long = "kernel-src-config", value_name = "kernel-configs/LINE")]
-    pub kernel_src_config: Option<PathBuf>,
-    /// Build --kernel-src tarballs whose SHA-256 the line does not record.
-    #[arg(long = "kernel-src-allow-unknown")]
-    pub kernel_src_allow_unknown: bool,
-    /// Build the image although a kernel lacks these required modules (the
-    /// builder names them and what the image loses without them, e.g. the
-    /// results stick: results then come over the serial console only).
-    #[arg(long, value_delimiter = ',', value_name = "MODULE,…")]
-    pub allow_missing: Vec<String>,
-    /// Architecture of --kernel images whose header cannot tell (boot protocol < 2.12).
-    #[arg(long, value_enum)]
-    pub arch: Option<Arch>,
-    /// Output directory.
-    #[arg(long, default_value = "target/image")]
-    pub out: PathBuf,
-    /// Plan every entry runs: a built-in name, a file in image/plans by name, or a plan
-    /// file by path (carried in the image under the plan's own "name").
-    #[arg(long, default_value = "quick")]
-    pub plan: String,
-    /// bootmark.target for every entry (LABEL=…, UUID=…, PARTUUID=…, /dev/…). Without it, boots report how to set one.
-    #[arg(long)]
-    pub target: Option<String>,
-    /// Extra kernel command line for every entry.
-    #[arg(long, default_value = "")]
-    pub append: String,
-    /// Entry booted by default (0-based).
-    #[arg(long, default_value_t = 0)]
-    pub default: usize,
-    /// Serial console as DEVICE,BAUD.
-    #[arg(long, default_value = "ttyS0,115200")]
-    pub serial: String,
-    /// Put an unattended sequence on the stick: every entry, this many times
-    /// (× every --sequence-fs); each boot runs one step and reboots into the next.
-    #[arg(long, value_name = "REPEAT")]
-    pub sequence: Option<u32>,
-    /// Filesystems a sequence formats the target with, one step each (needs --format-confirm).
-    #[arg(long, value_delimiter = ',', value_name = "FS,…")]
-    pub sequence_fs: Vec<String>,
-    /// Allow formatting the target: must repeat --target exactly.
-    #[arg(long, value_name = "TARGET")]
-    pub format_confirm: Option<String>,
-    /// Put mkfs programs for these filesystems into the initramfs, for
-    /// confirmed formatting: ext2/ext3/ext4 a static mke2fs built from pinned
-    /// e2fsprogs sources (x86_64 and i686; runs on 2.6 kernels too); others
-    /// the host's programs (x86_64 images, kernels 3.2+)
-    #[arg(long, value_delimiter = ',', value_name = "FS,…")]
-    pub mkfs: Vec<String>,
-    /// Stick image size in MiB (default: contents plus 128 MiB).
-    #[arg(long)]
-    pub size: Option<u64>,
-    /// Size of the results journal on the stick in MiB (default 32: thousands of records).
-    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
-    pub journal_mib: Option<u64>,
-    /// For servers with UEFI Secure Boot on: boot through Debian's signed chain (shim,
-    /// signed by Microsoft; GRUB, signed by Debian) on the stick, the ISO and pxe/. Every
-    /// kernel must be signed (Debian's are; the build stops at one that is not, naming how
-    /// to sign it). Chosen, not automatic: it changes the bootloader of every output.
-    #[arg(long)]
-    pub secure_boot: bool,
-    /// Install missing host tools with apt-get (root, Debian/Ubuntu).
-    #[arg(long)]
-    pub install_deps: bool,
-    /// The static bootmark to use as /init (default: build it with `cargo xtask static`).
-    #[arg(long, value_name = "PATH")]
-    pub bootmark_binary: Option<PathBuf>,
-    /// Check an existing image directory against its manifest.json and exit.
-    #[arg(long, value_name = "DIR")]
-    pub verify: Option<PathBuf>,
-}
-
-/// The defaults `cargo xtask image` has (plan quick, serial ttyS0,115200, out
-/// target/image), for the images other tasks build: the flags' own.
-impl Default for Args {
-    fn default() -> Args {
-        crate::flags_given(&[])
-    }
-}
-
-pub fn human_size(path: &Path) -> String {
-    bootmark::size::human(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0))
-}
-
-/// SOURCE_DATE_EPOCH, or 0: timestamps inside the image never depend on when it was built.
-pub(crate) fn source_date_epoch() -> u32 {
-    std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
-}
 
 pub fn run(args: &Args) -> Result<()> {
     if let Some(dir) = &args.verify {
@@ -159,40 +50,22 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// Build the image; returns the output directory.
+/// Build the image; returns the output directory. Everything is made in
+/// OUT.tmp and renamed to OUT at the end, so OUT is whole or untouched.
 pub fn build(args: &Args) -> Result<PathBuf> {
-    if args.kernels.is_empty()
-        && args.kernel_debs.is_empty()
-        && args.kernel_rpms.is_empty()
-        && args.kernel_src.is_empty()
-    {
-        return Err(
-            "no kernel given: add --kernel PATH (a bzImage, e.g. /boot/vmlinuz-R), --kernel-deb NAME|PATH (e.g. linux-image-amd64), --kernel-rpm PATH or --kernel-src TARBALL|DIR".into(),
-        );
-    }
-    if args.modules.len() > args.kernels.len() {
-        return Err("more --modules than --kernel: each --modules belongs to the --kernel in the same position".into());
-    }
-    if args.kernel_configs.len() > args.kernels.len() {
-        return Err(
-            "more --kernel-config than --kernel: each --kernel-config belongs to the --kernel in the same position"
-                .into(),
-        );
-    }
     tools::ensure(&tools::IMAGE_TOOLS, args.install_deps, "--install-deps")?;
     tools::ensure(&iso::ISO_TOOLS, args.install_deps, "--install-deps")?;
     let started = std::time::Instant::now();
-    let root = project_root();
-    let out = if args.out.is_absolute() { args.out.clone() } else { root.join(&args.out) };
+    let out = if args.out.is_absolute() { args.out.clone() } else { project_root().join(&args.out) };
     let tmp = out.with_extension("tmp");
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-    let result = build_into(args, &tmp);
+    fs::create_dir_all(&tmp)?;
+    let work = tmp.join(".work");
+    let result = resolve::resolve(args, &work).and_then(|b| assemble(&b, &tmp, &work));
     match result {
         Ok(()) => {
             let _ = std::fs::remove_dir_all(&out);
-            std::fs::rename(&tmp, &out)
-                .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), out.display()))?;
+            fs::rename(&tmp, &out)?;
             eprintln!("image: done in {:.1} s: {}", started.elapsed().as_secs_f64(), out.display());
             Ok(out)
         }
@@ -203,68 +76,50 @@ pub fn build(args: &Args) -> Result<PathBuf> {
     }
 }
 
-fn build_into(args: &Args, out: &Path) -> Result<()> {
-    let mtime = source_date_epoch();
-    let work = out.join(".work");
-    let stage = work.join("stage");
-    let kernels = sources::resolve(args, &work)?;
-    let signed = signed_chain(args, &kernels)?;
-    let plan = cmdline::resolve_plan(&args.plan)?;
-    let line = cmdline::cmdline(args, &plan.name)?;
-    let per_kernel = cmdline::entries_for_plan(&plan.plan)?;
-    let total = kernels.len() * per_kernel.len();
-    if args.default >= total {
-        return Err(format!("--default {} but there are only {total} entries", args.default));
-    }
-    let mut arches: Vec<&str> = kernels.iter().map(|k| k.arch.as_str()).collect();
-    arches.dedup();
-    let mut commons = std::collections::BTreeMap::new();
-    for name in arches {
-        let arch = Arch::parse(name)?;
-        let bin = match &args.bootmark_binary {
-            Some(b) => b.clone(),
+/// The common /init archive of each architecture, with the SHA-256 of the
+/// static binary inside it.
+fn common_archives(b: &Build) -> Result<BTreeMap<Arch, (Vec<u8>, String)>> {
+    let mut commons = BTreeMap::new();
+    for arch in b.arches() {
+        let bin = match &b.bootmark_binary {
+            Some(bin) => bin.clone(),
             None => static_binary::build(arch)?,
         };
-        let mut needed: Vec<String> = args.mkfs.clone();
-        needed.extend(args.sequence_fs.iter().filter(|f| !needed.contains(f)).cloned().collect::<Vec<_>>());
-        let mut extra = mkfs::files(&needed, arch, args.install_deps)?;
-        extra.extend(plan.file.iter().map(|(path, bytes)| (path.clone(), bytes.clone(), 0o644)));
-        let common = initramfs::common_archive(&bin, mtime, &extra)?;
+        let mut extra = mkfs::files(&b.mkfs, arch, b.install_deps)?;
+        extra.extend(b.plan.file.iter().map(|(path, bytes)| (path.clone(), bytes.clone(), 0o644)));
+        let common = initramfs::common_archive(&bin, b.mtime, &extra)?;
         eprintln!("image: common initramfs for {arch}: {} gzip", bootmark::size::human(common.len() as u64));
-        commons.insert(name.to_string(), (common, crate::host::fs::sha256_file(&bin)?));
+        commons.insert(arch, (common, fs::sha256_file(&bin)?));
     }
-    let mut entries = Vec::new();
+    Ok(commons)
+}
+
+/// Make the image from its resolved description: `out` gets usb.img, pxe/,
+/// the ISO and manifest.json; `work` is scratch space, removed at the end.
+fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
+    let stage = work.join("stage");
+    let commons = common_archives(b)?;
     let mut entry_facts = Vec::new();
-    for (i, k) in kernels.iter().enumerate() {
-        let kdir = format!("k{i}");
+    for (i, k) in b.kernels.iter().enumerate() {
+        let kdir = resolve::kernel_dir(i);
         let dir = stage.join("boot").join(&kdir);
         fs::create_dir_all(&dir)?;
         fs::copy(&k.vmlinuz, dir.join("vmlinuz"))?;
-        let (mods, count, whereabouts) = initramfs::modules_archive(k, mtime, &args.allow_missing)?;
+        let (mods, count, whereabouts) = initramfs::modules_archive(k, b.mtime, &b.allow_missing)?;
         let (common, bin_sha) = &commons[&k.arch];
         eprintln!("image: {kdir}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
         let mut initrd = common.clone();
         initrd.extend_from_slice(&mods);
         fs::write(dir.join("initrd.gz"), &initrd)?;
-        for (suffix, variant, extra) in &per_kernel {
-            let label = format!("{kdir}{suffix}");
-            let title = format!("bootmark {} on Linux {} ({}){variant}", plan.name, k.release, k.arch);
-            let line = format!("{line}{extra} bootmark.entry={label}");
-            bootmark::contract::cmdline::parse(&line)
-                .map_err(|e| format!("entry {label}'s command line would be refused at boot: {e}"))?;
-            entries.push(menu::Entry {
-                label: label.clone(),
-                dir: kdir.clone(),
-                title: title.clone(),
-                cmdline: line.clone(),
-            });
+        let config_sha256 = k.config.as_ref().map(|c| fs::sha256_file(&c.path)).transpose()?;
+        for e in b.entries_of(i) {
             entry_facts.push(manifest::Entry {
-                label,
-                title,
-                cmdline: line,
+                label: e.label.clone(),
+                title: e.title.clone(),
+                cmdline: e.cmdline.clone(),
                 kernel_release: k.release.clone(),
                 kernel_version: k.version.clone(),
-                arch: k.arch.clone(),
+                arch: k.arch.name().to_string(),
                 origin: k.origin.clone(),
                 modules: count,
                 listed_modules: whereabouts.clone(),
@@ -273,106 +128,80 @@ fn build_into(args: &Args, out: &Path) -> Result<()> {
                     .as_ref()
                     .and_then(|c| c.path.file_name())
                     .map(|n| n.to_string_lossy().into_owned()),
-                kernel_config_sha256: k.config.as_ref().map(|c| crate::host::fs::sha256_file(&c.path)).transpose()?,
+                kernel_config_sha256: config_sha256.clone(),
                 initramfs: manifest::InitramfsSizes { common_gzip_bytes: common.len(), modules_gzip_bytes: mods.len() },
                 bootmark_binary_sha256: bin_sha.clone(),
             });
         }
     }
-    let (unit, speed) = cmdline::serial_unit(&args.serial)?;
-    let m =
-        menu::Menu { entries: &entries, default: args.default, serial_unit: unit, serial_speed: speed, timeout_s: 3 };
-    write(&stage.join("syslinux.cfg"), &m.syslinux("/"))?;
-    write(&stage.join("boot/grub/grub.cfg"), &m.grub(""))?;
+    let entries: Vec<menu::Entry> = b
+        .entries
+        .iter()
+        .map(|e| menu::Entry {
+            label: e.label.clone(),
+            dir: resolve::kernel_dir(e.kernel),
+            title: e.title.clone(),
+            cmdline: e.cmdline.clone(),
+        })
+        .collect();
+    let (serial_unit, serial_speed) = b.serial;
+    let m = menu::Menu { entries: &entries, default: b.default, serial_unit, serial_speed, timeout_s: 3 };
+    write(stage.join("syslinux.cfg"), m.syslinux("/"))?;
+    write(stage.join("boot/grub/grub.cfg"), m.grub(""))?;
     let id = menu::image_id(&m.syslinux("/"), &m.grub(""));
-    write(&stage.join(menu::id_file(&id)), "GRUB finds the bootmark image it belongs to by this file's name.\n")?;
-    let journal_bytes = args.journal_mib.map_or(bootmark::journal::DEFAULT_SIZE, |m| m << 20);
-    write_journal(&stage.join(bootmark::journal::PATH), journal_bytes)?;
+    write(stage.join(menu::id_file(&id)), "GRUB finds the bootmark image it belongs to by this file's name.\n")?;
+    write_journal(&stage.join(bootmark::journal::PATH), b.journal_bytes)?;
     write(
-        &stage.join("bootmark/README.txt"),
+        stage.join("bootmark/README.txt"),
         "journal.bin holds every boot's results, written in place so that a reset cannot damage\r\n\
          earlier ones. Read it with: bootmark collect /path/to/stick (or the stick image).\r\n",
     )?;
-    if let Some(repeat) = args.sequence {
-        let seq = sequence::build(&entries, repeat, &args.sequence_fs, args.default);
+    if let Some((repeat, filesystems)) = &b.sequence {
+        let seq = sequence::build(&entries, *repeat, filesystems, b.default);
         eprintln!("image: sequence of {} steps on the stick", seq.steps.len());
-        write(&stage.join(bootmark::contract::sequence::FILE), &serde_json::to_string_pretty(&seq).unwrap())?;
+        write(stage.join(bootmark::contract::sequence::FILE), serde_json::to_string_pretty(&seq).unwrap())?;
     }
     // The unsigned GRUB, for the stick and the ISO, or the signed chain.
     let grub_efi = work.join("BOOTX64.EFI");
-    match &signed {
+    match &b.signed {
         Some((chain, _)) => bootloaders::signed_esp(&stage, chain, &id)?,
         None => {
-            bootloaders::grub_efi(&grub_efi, &work, &id)?;
-            std::fs::create_dir_all(stage.join("EFI/BOOT")).map_err(|e| format!("{}: {e}", stage.display()))?;
-            std::fs::copy(&grub_efi, stage.join("EFI/BOOT/BOOTX64.EFI"))
-                .map_err(|e| format!("{}: {e}", grub_efi.display()))?;
+            bootloaders::grub_efi(&grub_efi, work, &id)?;
+            fs::create_dir_all(stage.join("EFI/BOOT"))?;
+            fs::copy(&grub_efi, stage.join("EFI/BOOT/BOOTX64.EFI"))?;
         }
     }
-    set_mtimes(&stage, mtime)?;
+    set_mtimes(&stage, b.mtime)?;
 
-    let size = args.size.unwrap_or_else(|| (dir_size(&stage) >> 20) * 5 / 4 + 128).max(64);
-    if dir_size(&stage) >> 20 >= size {
-        return Err(format!(
-            "--size {size} MiB is too small: the boot files alone take {} MiB",
-            dir_size(&stage) >> 20
-        ));
+    let staged_mib = dir_size(&stage) >> 20;
+    let size = b.stick_mib.unwrap_or(staged_mib * 5 / 4 + 128).max(64);
+    if staged_mib >= size {
+        return Err(format!("--size {size} MiB is too small: the boot files alone take {staged_mib} MiB"));
     }
     eprintln!("image: assembling usb.img ({size} MiB)");
-    usb::build(&out.join("usb.img"), &stage, size, 0x0b00_7a00 ^ mtime)?;
+    usb::build(&out.join("usb.img"), &stage, size, 0x0b00_7a00 ^ b.mtime)?;
     eprintln!("image: writing pxe/");
-    let chain = signed.as_ref().map(|(c, _)| c);
+    let chain = b.signed.as_ref().map(|(c, _)| c);
     bootloaders::pxe_tree(&out.join("pxe"), &stage, &m, chain)?;
     eprintln!("image: writing {}", iso::FILE);
-    let contents = iso::Contents { stage: &stage, menu: &m, id: &id, chain, grub_efi: &grub_efi };
-    iso::build(&out.join(iso::FILE), &work, &contents)?;
-    fs::remove_dir_all(&work)?;
+    let contents = iso::Contents { stage: &stage, menu: &m, id: &id, chain, grub_efi: &grub_efi, mtime: b.mtime };
+    iso::build(&out.join(iso::FILE), work, &contents)?;
+    fs::remove_dir_all(work)?;
     let manifest = manifest::Manifest {
         schema: manifest::SCHEMA.into(),
         bootmark_version: env!("CARGO_PKG_VERSION").into(),
-        source_date_epoch: mtime,
-        plan: plan.name,
-        plan_definition: Some(plan.plan),
-        default_entry: args.default,
+        source_date_epoch: b.mtime,
+        plan: b.plan.name.clone(),
+        plan_definition: Some(b.plan.plan.clone()),
+        default_entry: b.default,
         entries: entry_facts,
-        secure_boot: signed.map(|(chain, signers)| secure_boot::Facts { kernel_signers: signers, ..chain.facts }),
+        secure_boot: b
+            .signed
+            .as_ref()
+            .map(|(chain, signers)| secure_boot::Facts { kernel_signers: signers.clone(), ..chain.facts.clone() }),
         outputs: manifest::outputs(out)?,
     };
-    write(&out.join("manifest.json"), &serde_json::to_string_pretty(&manifest).unwrap())
-}
-
-/// With --secure-boot: every kernel signed (checked before anything is
-/// built) and Debian's signed chain; each kernel's signers by its boot
-/// directory. Without it, a hint when every kernel would have passed.
-fn signed_chain(
-    args: &Args,
-    kernels: &[sources::Kernel],
-) -> Result<Option<(secure_boot::Chain, secure_boot::Signers)>> {
-    let by_dir: Vec<(String, PathBuf)> =
-        kernels.iter().enumerate().map(|(i, k)| (format!("k{i}"), k.vmlinuz.clone())).collect();
-    if !args.secure_boot {
-        let all_signed = by_dir.iter().all(|(_, v)| {
-            std::fs::read(v).is_ok_and(|d| matches!(secure_boot::signature(&d), secure_boot::Signature::Signed(_)))
-        });
-        if all_signed {
-            eprintln!("image: every kernel is signed: add --secure-boot for servers with Secure Boot on");
-        }
-        return Ok(None);
-    }
-    if kernels.iter().any(|k| k.arch != Arch::X86_64.name()) {
-        return Err(
-            "--secure-boot: Debian's signed shim and GRUB are for x86_64 UEFI; this image has an i686 kernel".into()
-        );
-    }
-    let signers = secure_boot::check_kernels(&by_dir)?;
-    Ok(Some((secure_boot::chain()?, signers)))
-}
-
-pub(crate) fn write(path: &Path, text: &str) -> Result<()> {
-    if let Some(p) = path.parent() {
-        fs::create_dir_all(p)?;
-    }
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest).unwrap())
 }
 
 fn dir_size(dir: &Path) -> u64 {

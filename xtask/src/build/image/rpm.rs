@@ -30,7 +30,8 @@ pub struct RpmKernel {
     pub name: String,
     /// version-release, as rpm -q prints it.
     pub version: String,
-    pub arch: String,
+    /// None when the package does not say.
+    pub arch: Option<Arch>,
     pub vmlinuz: PathBuf,
     pub modules: Option<PathBuf>,
     pub modules_decompressed: usize,
@@ -172,15 +173,16 @@ pub fn unpack(path: &Path, dir: &Path) -> Result<RpmKernel> {
     }
     let (vmlinuz, _, modules) = super::deb::find_kernel_files(dir, &name)?;
     let arch = match tag(TAG_ARCH).as_str() {
-        "" => "",
-        other => Arch::of_package(other)
-            .ok_or_else(|| format!("{name} is for {other}; bootmark images are x86_64 or i686"))?
-            .name(),
+        "" => None,
+        other => Some(
+            Arch::of_package(other)
+                .ok_or_else(|| format!("{name} is for {other}; bootmark images are x86_64 or i686"))?,
+        ),
     };
     Ok(RpmKernel {
         version: format!("{}-{}", tag(TAG_VERSION), tag(TAG_RELEASE)),
         name,
-        arch: arch.into(),
+        arch,
         vmlinuz,
         modules,
         modules_decompressed: decompressed,
@@ -263,7 +265,7 @@ pub mod tests {
         let rpm = dir.join("kernel-smp-2.6.9-42.EL.i686.rpm");
         std::fs::write(&rpm, package("kernel-smp", "i686", &files, gzip)).unwrap();
         let k = unpack(&rpm, &dir.join("out")).unwrap();
-        assert_eq!((k.name.as_str(), k.version.as_str(), k.arch.as_str()), ("kernel-smp", "2.6.9-42.EL", "i686"));
+        assert_eq!((k.name.as_str(), k.version.as_str(), k.arch), ("kernel-smp", "2.6.9-42.EL", Some(Arch::I686)));
         assert!(k.vmlinuz.ends_with("boot/vmlinuz-2.6.9-42.ELsmp"));
         let m = k.modules.unwrap();
         assert_eq!(std::fs::read(m.join("kernel/fs/vfat/vfat.ko")).unwrap(), elf, ".ko.xz decompressed");
@@ -272,7 +274,7 @@ pub mod tests {
         assert!(!dir.join("out/usr/share").exists(), "only boot/ and lib/modules/ are unpacked");
         // The same package with an xz payload (as current distributions make them).
         std::fs::write(&rpm, package("kernel-default", "x86_64", &files, xz)).unwrap();
-        assert_eq!(unpack(&rpm, &dir.join("out")).unwrap().arch, "x86_64");
+        assert_eq!(unpack(&rpm, &dir.join("out")).unwrap().arch, Some(Arch::X86_64));
         // Not a kernel, not an RPM, cut off: clear errors.
         std::fs::write(&rpm, package("bash", "i686", &files, gzip)).unwrap();
         assert!(unpack(&rpm, &dir.join("out")).unwrap_err().contains("not a kernel"));

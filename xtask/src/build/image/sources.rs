@@ -3,7 +3,8 @@
 //! packages and `--kernel-rpm` packages, each checked (a real bzImage, a
 //! config that can run the image) and described for the manifest.
 
-use super::{Args, deb, rpm};
+use super::args::Args;
+use super::{deb, rpm};
 use crate::build::arch::Arch;
 use crate::build::kernel::{bzimage, config};
 use crate::build::kernel_src;
@@ -18,7 +19,7 @@ pub(crate) struct Kernel {
     pub(crate) vmlinuz: PathBuf,
     pub(crate) release: String,
     pub(crate) version: String,
-    pub(crate) arch: String,
+    pub(crate) arch: Arch,
     pub(crate) modules: Option<PathBuf>,
     /// Its build config, when one was given or found beside it.
     pub(crate) config: Option<config::KernelConfig>,
@@ -34,7 +35,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     let mut kernels = Vec::new();
     for (i, path) in args.kernels.iter().enumerate() {
         let (config, modules) = (args.kernel_configs.get(i).cloned(), args.modules.get(i).cloned());
-        kernels.push(from_file(path, config, modules, args.arch.map(Arch::name), None)?);
+        kernels.push(from_file(path, config, modules, args.arch, None)?);
     }
     for src in &args.kernel_src {
         let arch = args.arch.unwrap_or(Arch::X86_64);
@@ -47,7 +48,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         };
         let built = kernel_src::build(&build)?;
         let facts = json!({ "built_from_source": built.facts });
-        kernels.push(from_file(&built.vmlinuz, None, None, Some(arch.name()), Some(facts))?);
+        kernels.push(from_file(&built.vmlinuz, None, None, Some(arch), Some(facts))?);
     }
     let cache = project_root().join("target/cache/debs");
     for (i, name) in args.kernel_debs.iter().enumerate() {
@@ -61,7 +62,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             vmlinuz: k.vmlinuz.clone(),
             release: k.release.clone(),
             version: bz.version,
-            arch: k.arch.clone(),
+            arch: k.arch,
             modules: Some(k.modules.clone()),
             config,
             origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": crate::host::fs::sha256_file(&deb)?}),
@@ -77,9 +78,8 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         let arch = bz
             .arch
             .or_else(|| config.as_ref().and_then(|c| c.arch()))
-            .or((!k.arch.is_empty()).then_some(k.arch.as_str()))
-            .ok_or_else(|| format!("{}: cannot tell whether the kernel is 64-bit", path.display()))?
-            .to_string();
+            .or(k.arch)
+            .ok_or_else(|| format!("{}: cannot tell whether the kernel is 64-bit", path.display()))?;
         if k.modules_decompressed > 0 {
             eprintln!("image: {} compressed modules of {} decompressed", k.modules_decompressed, k.name);
         }
@@ -103,7 +103,7 @@ fn from_file(
     path: &Path,
     config_path: Option<PathBuf>,
     modules: Option<PathBuf>,
-    arch: Option<&str>,
+    arch: Option<Arch>,
     origin: Option<Value>,
 ) -> Result<Kernel> {
     let data = std::fs::read(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
@@ -116,7 +116,6 @@ fn from_file(
         .arch
         .or_else(|| config.as_ref().and_then(|c| c.arch()))
         .or(arch)
-        .map(String::from)
         .ok_or_else(|| {
             format!(
                 "{}: boot protocol {}.{:02} does not say whether it is 64-bit and no kernel config was found: add --kernel-config FILE or --arch x86_64|i686",

@@ -11,7 +11,7 @@ pub struct BzImage {
     pub protocol: (u8, u8),
     /// Some("x86_64") when the header says it is 64-bit (protocol 2.12+),
     /// Some("i686") when it says it is not; None when it cannot say.
-    pub arch: Option<&'static str>,
+    pub arch: Option<Arch>,
 }
 
 /// Read and check the header (Documentation/arch/x86/boot.rst).
@@ -36,11 +36,8 @@ pub fn parse_bzimage(data: &[u8], name: &str) -> Result<BzImage> {
         .map(|s| s.iter().take_while(|&&b| b != 0).take(200).map(|&b| b as char).collect::<String>())
         .filter(|v| !v.is_empty())
         .ok_or_else(|| not_kernel("no version string"))?;
-    let arch = if protocol >= (2, 12) {
-        Some(if data[0x236] & 1 != 0 { Arch::X86_64 } else { Arch::I686 }.name())
-    } else {
-        None
-    };
+    let arch =
+        if protocol >= (2, 12) { Some(if data[0x236] & 1 != 0 { Arch::X86_64 } else { Arch::I686 }) } else { None };
     Ok(BzImage { version, protocol, arch })
 }
 
@@ -71,10 +68,10 @@ mod tests {
     fn reads_version_and_arch() {
         let k = parse_bzimage(&header((2, 15), 1, "6.1.0-57-amd64 (debian) #1 SMP"), "k").unwrap();
         assert_eq!(release_of(&k.version), "6.1.0-57-amd64");
-        assert_eq!(k.arch, Some("x86_64"));
+        assert_eq!(k.arch, Some(Arch::X86_64));
         let old = parse_bzimage(&header((2, 4), 0, "2.6.16.1 (root@build) #1"), "k").unwrap();
         assert_eq!(old.arch, None, "protocol 2.04 cannot tell");
-        assert_eq!(parse_bzimage(&header((2, 12), 0, "x"), "k").unwrap().arch, Some("i686"));
+        assert_eq!(parse_bzimage(&header((2, 12), 0, "x"), "k").unwrap().arch, Some(Arch::I686));
     }
 
     #[test]

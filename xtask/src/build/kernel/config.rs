@@ -151,11 +151,11 @@ impl KernelConfig {
     }
 
     /// x86_64 or i686, when the config says.
-    pub fn arch(&self) -> Option<&'static str> {
+    pub fn arch(&self) -> Option<Arch> {
         if self.is_y("X86_64") || self.is_y("64BIT") && self.is_y("X86") {
-            Some(Arch::X86_64.name())
+            Some(Arch::X86_64)
         } else if self.is_y("X86_32") || self.is_y("X86") {
-            Some(Arch::I686.name())
+            Some(Arch::I686)
         } else {
             None
         }
@@ -258,7 +258,7 @@ mod tests {
     #[test]
     fn a_2_6_9_style_config_says_what_is_built_in() {
         let c = cfg(OLD);
-        assert_eq!(c.arch(), Some("i686"));
+        assert_eq!(c.arch(), Some(Arch::I686));
         assert_eq!(c.built_in("sd_mod"), Some(true));
         assert_eq!(c.built_in("ata_piix"), Some(true), "the SCSI-layer SATA symbol of 2.6.9");
         assert_eq!(c.built_in("nls_cp437"), Some(true));
@@ -268,7 +268,7 @@ mod tests {
         assert_eq!(c.get("LOCALVERSION"), Some("-smp"));
         assert_eq!(c.check_can_run_image(), Ok(vec![]));
         let x64 = cfg(&OLD.replace("CONFIG_X86=y", "CONFIG_X86_64=y\nCONFIG_X86=y"));
-        assert_eq!(x64.arch(), Some("x86_64"));
+        assert_eq!(x64.arch(), Some(Arch::X86_64));
     }
 
     #[test]

@@ -146,7 +146,7 @@ mod tests {
         }
         problems.extend(config.missing_for_servers(line.version()));
         let wants_64 = arch == Arch::X86_64.name();
-        if config.arch() != Some(if wants_64 { Arch::X86_64 } else { Arch::I686 }.name()) {
+        if config.arch() != Some(if wants_64 { Arch::X86_64 } else { Arch::I686 }) {
             problems.push(format!("{}: does not say it is for {arch}", config.path.display()));
         }
         problems
