@@ -27,6 +27,8 @@ pub mod init;
 pub mod journal;
 #[cfg(feature = "workstation")]
 pub mod kcidb;
+#[cfg(feature = "workstation")]
+pub mod lab;
 pub mod measure;
 #[cfg(feature = "workstation")]
 pub mod output;

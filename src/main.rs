@@ -24,6 +24,36 @@ struct Cli {
     command: Command,
 }
 
+#[cfg(feature = "workstation")]
+#[derive(Subcommand)]
+enum LabCommand {
+    /// Check a lab file (servers, credentials, the image's entries) and print every step a
+    /// run would take, with its deadline; nothing is powered, booted or written.
+    #[command(after_help = "Example:
+  bootmark lab plan rack3.toml")]
+    Plan {
+        /// The lab file (TOML; see docs/lab.md).
+        lab: PathBuf,
+    },
+    /// Run every step not yet done, then print the report of all steps' records. A step
+    /// without its run record by its deadline is powered off and recorded as failed; the
+    /// lab goes on. Ctrl-C leaves the state whole: run this again to resume.
+    ///
+    /// Exit status: 0 every step ok, 1 a step failed or reported failures, 2 the lab
+    /// could not run (a bad lab file, a BMC that does not answer) or was interrupted.
+    #[command(after_help = "Example:
+  bootmark lab run rack3.toml      # again after Ctrl-C or a crash: resumes")]
+    Run {
+        /// The lab file (TOML; see docs/lab.md).
+        lab: PathBuf,
+    },
+    /// What a lab has done so far: a line per step (its outcome, log and why it failed).
+    Status {
+        /// The lab file (TOML; see docs/lab.md).
+        lab: PathBuf,
+    },
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run a plan of workloads in a directory and write one JSON record per workload run.
@@ -171,6 +201,16 @@ enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
         give_up: u64,
     },
+    #[cfg(feature = "workstation")]
+    /// Servers reached only through their BMC (IPMI or Redfish), taken through every kernel
+    /// of an image, repeated and interleaved, from this workstation.
+    ///
+    /// `bootmark lab run LAB.toml` boots each server into each entry in turn (PXE through
+    /// the lab's TFTP root, power and serial over LAN through IPMI), follows its console to
+    /// the run record or the step's deadline, saves the state after every step (run it
+    /// again to resume) and prints the report. The lab file is described in docs/lab.md.
+    #[command(subcommand)]
+    Lab(LabCommand),
     /// Write this system's settings as installed (vm sysctls, the disk queue under DIR) as a
     /// sweep variant, to replay next to a kernel's defaults.
     ///
@@ -226,6 +266,12 @@ fn main() -> ExitCode {
             };
             watch(&opts)
         }
+        #[cfg(feature = "workstation")]
+        Command::Lab(LabCommand::Plan { lab }) => lab_plan(&lab),
+        #[cfg(feature = "workstation")]
+        Command::Lab(LabCommand::Run { lab }) => lab_run(&lab),
+        #[cfg(feature = "workstation")]
+        Command::Lab(LabCommand::Status { lab }) => lab_status(&lab),
         Command::BootParams => {
             print!("{}", bootmark::init::cmdline::reference());
             ExitCode::SUCCESS
@@ -299,6 +345,65 @@ fn plans(name: Option<&str>) -> ExitCode {
             }
             None => fail(&format!("no built-in plan '{n}'; built-in plans: {}", plan::builtin_names().join(", "))),
         },
+    }
+}
+
+#[cfg(feature = "workstation")]
+fn lab_plan(path: &std::path::Path) -> ExitCode {
+    use bootmark::lab;
+    let described = lab_read(path).and_then(|l| {
+        let image = lab::ImageEntries::read(&l.manifest)?;
+        let plans = lab::plan(&l, &image)?;
+        Ok(lab::describe(&l, &image, &plans))
+    });
+    match described {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => cannot(&e),
+    }
+}
+
+#[cfg(feature = "workstation")]
+fn lab_read(path: &std::path::Path) -> Result<bootmark::lab::file::Lab, String> {
+    bootmark::lab::file::Lab::read(path, &|var| std::env::var(var).ok())
+}
+
+#[cfg(feature = "workstation")]
+fn lab_run(path: &std::path::Path) -> ExitCode {
+    use bootmark::lab::state::Status;
+    let lab = match lab_read(path) {
+        Ok(l) => l,
+        Err(e) => return cannot(&e),
+    };
+    let ended = match bootmark::lab::session::run(&lab) {
+        Ok(e) => e,
+        Err(e) => return cannot(&e),
+    };
+    let files = ended.state.record_files(&lab.state_dir);
+    print!("{}", ended.state.describe());
+    if ended.interrupted {
+        return ExitCode::from(EXIT_CANNOT);
+    }
+    let reported = if files.is_empty() { ExitCode::SUCCESS } else { report(&files, "md", None, None, None) };
+    let failed = ended.state.steps.iter().filter_map(|s| s.outcome.as_ref()).any(|o| o.status != Status::Ok);
+    if failed { ExitCode::FAILURE } else { reported }
+}
+
+#[cfg(feature = "workstation")]
+fn lab_status(path: &std::path::Path) -> ExitCode {
+    let lab = match bootmark::lab::file::Lab::read_without_passwords(path) {
+        Ok(l) => l,
+        Err(e) => return cannot(&e),
+    };
+    match bootmark::lab::state::State::load(&lab.state_dir) {
+        Ok(Some(state)) => {
+            print!("{}", state.describe());
+            ExitCode::SUCCESS
+        }
+        Ok(None) => cannot(&format!("{}: this lab has not run yet (no {})", path.display(), lab.state_dir.display())),
+        Err(e) => cannot(&e),
     }
 }
 
@@ -507,6 +612,7 @@ fn watch(opts: &bootmark::watch::Options) -> ExitCode {
     }
     match &ending {
         bootmark::watch::Ending::Lost(why) => eprintln!("bootmark: {why}"),
+        bootmark::watch::Ending::Interrupted => eprintln!("bootmark: interrupted"),
         bootmark::watch::Ending::Failures => eprintln!("bootmark: a run or a record reported failures"),
         bootmark::watch::Ending::AllOk => {}
     }

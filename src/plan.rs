@@ -138,6 +138,19 @@ impl Plan {
         self.repeat.saturating_mul(variants).saturating_mul(self.workloads.len() as u32)
     }
 
+    /// How long /init may spend on this plan, its own watchdogs included:
+    /// (one workload run at its longest — its watchdog, the probe's quiet
+    /// baseline and recovery wait, and a minute between runs for settings,
+    /// remounting and records —, all the runs but never more than the
+    /// whole-run watchdog `timeout_s` and a minute). `cargo xtask lava` and
+    /// `bootmark lab` give a boot this long after the kernel starts.
+    pub fn time_budget_s(&self, timeout_s: f64) -> (f64, f64) {
+        const BETWEEN_RUNS_S: f64 = 60.0;
+        let per_run =
+            self.workload_deadline_s + self.probe.baseline_s + self.probe.recovery_deadline_s + BETWEEN_RUNS_S;
+        (per_run, (per_run * self.runs() as f64).min(timeout_s + BETWEEN_RUNS_S))
+    }
+
     /// Disk space the plan needs at its peak: files kept for the whole run
     /// (each name once, at its largest) plus the largest transient need,
     /// plus the probe's few files.

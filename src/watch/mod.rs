@@ -56,8 +56,11 @@ pub enum Ending {
     AllOk,
     /// A run or a record reported failures.
     Failures,
-    /// The console went silent past the limit, or ended before the run record.
+    /// The console went silent past the limit, ended before the run record,
+    /// or the deadline passed.
     Lost(String),
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
 }
 
 impl Ending {
@@ -65,14 +68,14 @@ impl Ending {
         match self {
             Ending::AllOk => 0,
             Ending::Failures => 1,
-            Ending::Lost(_) => 2,
+            Ending::Lost(_) | Ending::Interrupted => 2,
         }
     }
 }
 
 /// Watch until `opts.until`, silence, or the source's end.
 pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
-    let mut source = Source::open(&opts.source, opts.baud)?;
+    let source = Source::open(&opts.source, opts.baud)?;
     if let Some(followed) = source.followed_path() {
         for (flag, path) in [("--log", &opts.log), ("--out", &opts.out)] {
             if let Some(p) = path {
@@ -80,6 +83,35 @@ pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
             }
         }
     }
+    let how = Follow {
+        log: opts.log.clone(),
+        out: opts.out.clone(),
+        until: opts.until,
+        silence: opts.silence,
+        give_up: opts.give_up,
+        deadline: None,
+        prefix: String::new(),
+    };
+    follow(source, &how)
+}
+
+/// How to follow an open console (`bootmark watch`'s flags, and what
+/// `bootmark lab` adds for one step of a lab).
+pub struct Follow {
+    pub log: Option<PathBuf>,
+    pub out: Option<PathBuf>,
+    pub until: Until,
+    pub silence: Duration,
+    pub give_up: Duration,
+    /// Give up at this long after the start, output or not.
+    pub deadline: Option<Duration>,
+    /// Put before every line shown (a lab step's name).
+    pub prefix: String,
+}
+
+/// Follow `source` until `how.until`, silence, the deadline, Ctrl-C (when
+/// the caller installed `run::interrupt`) or the source's end.
+pub fn follow(mut source: Source, how: &Follow) -> Result<(Ending, Vec<Document>), String> {
     let open = |p: &Option<PathBuf>| {
         p.as_ref()
             .map(|p| {
@@ -87,19 +119,30 @@ pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
             })
             .transpose()
     };
-    let mut w = Watcher::new(source.name(), open(&opts.log)?, open(&opts.out)?);
+    let mut w = Watcher::new(source.name(), open(&how.log)?, open(&how.out)?, how.prefix.clone());
     w.say(&format!("watching {} (Ctrl-C stops; the log and records so far are kept)", source.name()));
+    let started = Instant::now();
     let mut last_data = Instant::now();
     let mut silence_said = false;
     loop {
-        if let Some(end) = w.finished(opts.until) {
+        if let Some(end) = w.finished(how.until) {
             return Ok((end, w.into_documents()));
+        }
+        if crate::run::interrupt::interrupted() {
+            w.flush_partial();
+            return Ok((Ending::Interrupted, w.into_documents()));
+        }
+        if let Some(deadline) = how.deadline
+            && started.elapsed() >= deadline
+        {
+            let why = format!("no run record within the deadline of {} s", deadline.as_secs());
+            return Ok((Ending::Lost(w.guess(&why)), w.into_documents()));
         }
         match source.read(500).map_err(|e| format!("{}: {e}", source.name()))? {
             Chunk::Data(bytes) => {
                 last_data = Instant::now();
                 silence_said = false;
-                w.feed(&bytes, opts.until);
+                w.feed(&bytes, how.until);
                 if w.unterminated >= NOT_A_CONSOLE {
                     let why = format!("{} MiB without a single line end: this is not a console", NOT_A_CONSOLE >> 20);
                     return Ok((Ending::Lost(why), w.into_documents()));
@@ -107,16 +150,16 @@ pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
             }
             Chunk::End => {
                 w.flush_partial();
-                let end = w.finished(opts.until).unwrap_or_else(|| Ending::Lost(w.guess("the console ended")));
+                let end = w.finished(how.until).unwrap_or_else(|| Ending::Lost(w.guess("the console ended")));
                 return Ok((end, w.into_documents()));
             }
             Chunk::Quiet => {
                 let quiet = last_data.elapsed();
-                if quiet >= opts.give_up {
+                if quiet >= how.give_up {
                     let why = format!("no output for {} s", quiet.as_secs());
                     return Ok((Ending::Lost(w.guess(&why)), w.into_documents()));
                 }
-                if quiet >= opts.silence && !silence_said {
+                if quiet >= how.silence && !silence_said {
                     silence_said = true;
                     w.say(&format!("!! no output for {} s: the machine may be stalled", quiet.as_secs()));
                 }
@@ -136,6 +179,8 @@ const NOT_A_CONSOLE: u64 = 64 << 20;
 /// What has been seen so far, and where it goes.
 struct Watcher {
     source: String,
+    /// Put before every line shown.
+    prefix: String,
     log: Option<std::fs::File>,
     out: Option<std::fs::File>,
     partial: Vec<u8>,
@@ -161,9 +206,10 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn new(source: String, log: Option<std::fs::File>, out: Option<std::fs::File>) -> Watcher {
+    fn new(source: String, log: Option<std::fs::File>, out: Option<std::fs::File>, prefix: String) -> Watcher {
         Watcher {
             source,
+            prefix,
             log,
             out,
             partial: Vec::new(),
@@ -345,7 +391,7 @@ impl Watcher {
             let _ = write!(out, "\r\x1b[K");
             self.status_shown = false;
         }
-        let _ = writeln!(out, "{text}");
+        let _ = writeln!(out, "{}{text}", self.prefix);
         let _ = out.flush();
     }
 
@@ -355,7 +401,7 @@ impl Watcher {
             return self.say(text);
         }
         let mut out = std::io::stdout().lock();
-        let _ = write!(out, "\r\x1b[K{text}");
+        let _ = write!(out, "\r\x1b[K{}{text}", self.prefix);
         let _ = out.flush();
         self.status_shown = true;
     }

@@ -41,6 +41,11 @@ impl ReadFd for File {
         self.as_fd()
     }
 }
+impl ReadFd for std::process::ChildStdout {
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.as_fd()
+    }
+}
 impl ReadFd for std::net::TcpStream {
     fn fd(&self) -> BorrowedFd<'_> {
         self.as_fd()
@@ -87,6 +92,21 @@ impl Source {
         }
         let file = File::open(path).map_err(|e| format!("{spec}: {e}"))?;
         Ok(Source::Follow { path: path.to_path_buf(), file, offset: 0, inode: meta.ino(), seen_tail: Vec::new() })
+    }
+
+    /// What a program prints (`ipmitool … sol activate`): ends when it exits.
+    pub fn program(stdout: std::process::ChildStdout, name: &str) -> Source {
+        Source::Stream { reader: Box::new(stdout), name: name.into(), _raw: None }
+    }
+
+    /// A followed file: start from its end, past what earlier boots wrote
+    /// (a console server's log of this server). Other sources are live anyway.
+    pub fn skip_what_is_there(&mut self) -> io::Result<()> {
+        if let Source::Follow { file, offset, seen_tail, .. } = self {
+            *offset = file.seek(SeekFrom::End(0))?;
+            seen_tail.clear();
+        }
+        Ok(())
     }
 
     /// The file being followed, if it is one.

@@ -92,6 +92,8 @@ enum Check {
     Watch,
     /// The LAVA jobs (lava-run), on the e2e image.
     Lava,
+    /// `bootmark lab` through ipmi_sim and ipmitool: PXE, SOL, a hung step, a resumed run.
+    Lab,
     /// The KCIDB export against kcidb-io's validator.
     Kcidb,
     /// The stick write-log replay, on the e2e image.
@@ -150,6 +152,7 @@ fn run_check(check: Check) -> Result<()> {
         Check::FailingDisk => boots::failing_disk::test(&image, &e2e),
         Check::Watch => boots::live_console::test(&image, &e2e),
         Check::Lava => package().and_then(|p| boots::lava::test(&image, &p, &e2e)),
+        Check::Lab => package().and_then(|p| boots::lab::test(&p, &e2e)),
         Check::Kcidb => check::kcidb::check(),
         Check::WriteLog => boots::write_log::test(&image, &e2e),
         Check::Resets { kills } => boots::resets::campaign(&image, &e2e, kills),

@@ -67,6 +67,16 @@ pub struct Args {
     /// Boot over the network from the image's pxe/ tree (the stick stays attached, not bootable).
     #[arg(long)]
     pub pxe: bool,
+    /// With --pxe: serve this directory over TFTP instead of the image's pxe/ (a lab's
+    /// TFTP root, where `bootmark lab` writes per-MAC configs).
+    #[arg(long, value_name = "DIR")]
+    pub tftp_root: Option<PathBuf>,
+    /// The network card's MAC address (default: QEMU's 52:54:00:12:34:56).
+    #[arg(long, value_name = "MAC")]
+    pub mac: Option<String>,
+    /// Print the QEMU command line instead of booting (for a BMC simulator's power script).
+    #[arg(long)]
+    pub print_command: bool,
     /// Serial log file (default: IMAGE/serial.log).
     #[arg(long)]
     pub log: Option<PathBuf>,
@@ -124,9 +134,32 @@ pub struct Booted {
 }
 
 pub fn run(args: &Args) -> Result<()> {
+    if args.print_command {
+        println!("{}", command_line(args)?);
+        return Ok(());
+    }
     let b = boot(args)?;
     eprintln!("qemu: guest powered off after {:.1} s; serial log: {}", b.elapsed.as_secs_f64(), b.log.display());
     Ok(())
+}
+
+/// The QEMU command line of one boot, as a shell reads it: for a script
+/// that starts the machine itself (a BMC simulator's power control). The
+/// serial log goes where --log says (default IMAGE/serial.log).
+pub fn command_line(args: &Args) -> Result<String> {
+    let log = args.log.clone().unwrap_or_else(|| args.image.join("serial.log"));
+    let work = args.image.join(".qemu");
+    fs::create_dir_all(&work)?;
+    let c = qemu_command(args, &log, &work)?;
+    let quote = |s: &std::ffi::OsStr| {
+        let s = s.to_string_lossy();
+        if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c)) {
+            s.into_owned()
+        } else {
+            format!("'{}'", s.replace('\'', "'\\''"))
+        }
+    };
+    Ok(std::iter::once(c.get_program()).chain(c.get_args()).map(quote).collect::<Vec<_>>().join(" "))
 }
 
 fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
@@ -194,7 +227,7 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
         c.args(["-device", &format!("ide-cd,drive=cd,bus={bus},bootindex=0")]);
     }
     if args.pxe {
-        let tftp = image.join("pxe");
+        let tftp = args.tftp_root.clone().unwrap_or_else(|| image.join("pxe"));
         let bootfile = match (uefi, crate::build::image::secure_boot::in_pxe(&tftp)) {
             (false, _) => "pxelinux.0",
             (true, false) => "grub/x86_64-efi/core.efi",
@@ -204,7 +237,8 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
         // Under Secure Boot the firmware refuses QEMU's unsigned iPXE option
         // ROM: a virtio NIC without one is driven by OVMF's own signed driver.
         let nic = if args.secure_boot { "virtio-net-pci,romfile=" } else { "e1000" };
-        c.args(["-device", &format!("{nic},netdev=n0,bootindex=0")]);
+        let mac = args.mac.as_deref().map(|m| format!(",mac={m}")).unwrap_or_default();
+        c.args(["-device", &format!("{nic},netdev=n0,bootindex=0{mac}")]);
     } else {
         c.args(["-nic", "none"]);
     }

@@ -258,9 +258,7 @@ impl Timing {
         // Between runs: a variant's settings, remounting, records written.
         const SLACK_S: f64 = 60.0;
         let boot = (boot_minutes * 60) as f64 + s.device_wait_s;
-        let per_run = plan.workload_deadline_s + plan.probe.baseline_s + plan.probe.recovery_deadline_s + SLACK_S;
-        let runs = signals::Cases::planned(plan).ids().count() as f64;
-        let whole = (per_run * runs).min(s.timeout_s + SLACK_S);
+        let (per_run, whole) = plan.time_budget_s(s.timeout_s);
         let silence_s = (boot + per_run).ceil() as u64;
         let test_s = (boot + whole + SLACK_S).ceil() as u64;
         Timing { silence_s, test_s, job_s: DEPLOY_S + test_s + silence_s }

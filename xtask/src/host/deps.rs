@@ -57,6 +57,8 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("mkfs.btrfs", "btrfs-progs"),                       // formatting refusals: btrfs
     ("mkfs.ntfs", "ntfs-3g"),                            // formatting refusals: NTFS
     ("lava-run", "lava-dispatcher"),                     // the LAVA jobs, run without a server
+    ("ipmi_sim", "openipmi"),                            // bootmark lab: a BMC on 127.0.0.1
+    ("ipmitool", "ipmitool"),                            // …driven as a lab drives a server's
     ("rpmbuild", "rpm"),                                 // the kernel-RPM boot test builds a 2005-shaped RPM
     ("xz", "xz-utils"),                                  // …of Debian's kernel, its modules as .ko.xz
     // A kernel built from source (kernel_src::BUILD_TOOLS is what building needs).

@@ -10,6 +10,7 @@ pub mod i686;
 pub mod iso;
 pub mod kernel_from_source;
 pub mod kernel_rpm;
+pub mod lab;
 pub mod lava;
 pub mod live_console;
 pub mod nvme;
@@ -78,6 +79,7 @@ pub fn harness() -> Result<()> {
     tally.add("failing disk", crate::check::boots::failing_disk::test(&out, &base));
     tally.add("watch", crate::check::boots::live_console::test(&out, &base));
     tally.add("LAVA", crate::check::boots::lava::test(&out, &package, &base));
+    tally.add("lab", lab::test(&package, &base));
     tally.add("stick write log", crate::check::boots::write_log::test(&out, &base));
     // 14 kills: every record line once and 7 spread times. The write-log
     // replay above checks every write prefix, so more kills here add CI time

@@ -1,0 +1,477 @@
+//! The lab file (`LAB.toml`): the image every server boots, how often and
+//! in which order, and per server its BMC, how it boots bootmark and where
+//! its console is. Read once and checked whole before any BMC is asked
+//! anything: an error names the server and the key. Credentials come from
+//! a file or the environment (or the lab file itself, which must then not
+//! be readable by others); they are never printed (`Secret`'s Debug).
+
+use serde::Deserialize;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// What the lab file says, as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabFile {
+    image: PathBuf,
+    #[serde(default = "one")]
+    repeat: u32,
+    #[serde(default)]
+    order: Order,
+    seed: Option<u64>,
+    state: Option<PathBuf>,
+    #[serde(rename = "server", default)]
+    servers: Vec<ServerFile>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The order of a server's steps. Interleaved (k0 k1 k0 k1 …) lets drift
+/// over the session (a warming room, an aging disk) fall on every kernel
+/// alike; random, from a seed, breaks any rhythm the interleaving has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    #[default]
+    Interleaved,
+    Random,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerFile {
+    name: String,
+    ipmi: Option<IpmiFile>,
+    redfish: Option<RedfishFile>,
+    pxe: Option<Pxe>,
+    virtual_media: Option<VirtualMedia>,
+    console: String,
+    entries: Option<Vec<String>>,
+    #[serde(default = "default_boot_s")]
+    boot_s: u64,
+    max_step_s: Option<u64>,
+}
+
+/// A server's firmware, PXE and kernel boot, before /init runs: 2006's
+/// machines and today's with their memory tests both fit in five minutes.
+fn default_boot_s() -> u64 {
+    300
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IpmiFile {
+    host: String,
+    #[serde(default = "ipmi_port")]
+    port: u16,
+    user: String,
+    password_file: Option<PathBuf>,
+    password_env: Option<String>,
+    password: Option<String>,
+    /// ipmitool's `-C`: the RMCP+ cipher suite (its default is 17; old BMCs
+    /// and ipmi_sim speak 3).
+    cipher_suite: Option<u8>,
+}
+
+fn ipmi_port() -> u16 {
+    623
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RedfishFile {
+    url: String,
+    user: String,
+    password_file: Option<PathBuf>,
+    password_env: Option<String>,
+    password: Option<String>,
+    #[serde(default)]
+    insecure: bool,
+}
+
+/// Where a BMC table says its password is: exactly one of the three.
+struct PasswordFrom<'a> {
+    file: &'a Option<PathBuf>,
+    env: &'a Option<String>,
+    inline: &'a Option<String>,
+}
+
+/// A password: its Debug never shows it, and nothing serialises it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    #[cfg(test)]
+    pub(crate) fn new(text: String) -> Secret {
+        Secret(text)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+/// How the workstation reaches a server's BMC.
+#[derive(Clone, Debug)]
+pub enum Bmc {
+    /// IPMI over LAN (`ipmitool -I lanplus`).
+    Ipmi { host: String, port: u16, user: String, password: Secret, cipher_suite: Option<u8> },
+    /// Redfish over HTTPS; `insecure` skips certificate verification.
+    Redfish { url: String, user: String, password: Secret, insecure: bool },
+}
+
+/// How a server boots bootmark.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pxe {
+    /// The directory the lab's TFTP server serves the image's pxe/ tree
+    /// from: the lab writes the image and the per-MAC configs there.
+    pub tftp_root: PathBuf,
+    /// The server's MAC address, as the per-MAC config names are made of it.
+    pub mac: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VirtualMedia {
+    /// Where the BMC fetches bootmark.iso from (http:// or https://).
+    pub iso_url: String,
+}
+
+#[derive(Clone, Debug)]
+pub enum Boot {
+    Pxe(Pxe),
+    VirtualMedia(VirtualMedia),
+}
+
+/// Where a server's console is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Console {
+    /// Serial over LAN through the server's IPMI BMC.
+    Sol,
+    /// A console server or ser2net port: `tcp:HOST:PORT`.
+    Tcp(String),
+    /// A log a console server writes: `file:PATH`.
+    File(PathBuf),
+}
+
+#[derive(Clone, Debug)]
+pub struct Server {
+    pub name: String,
+    pub bmc: Bmc,
+    pub boot: Boot,
+    pub console: Console,
+    /// The image entries this server boots (default: all of them).
+    pub entries: Option<Vec<String>>,
+    /// Added to each step's deadline for the firmware and the boot.
+    pub boot_s: u64,
+    /// A step's deadline at most (a plan known to be quick on this server;
+    /// by default the plan's own watchdogs decide).
+    pub max_step_s: Option<u64>,
+}
+
+/// Looks up an environment variable (`std::env::var`, or a test's table).
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// A lab, checked: paths made absolute from the lab file's directory.
+#[derive(Clone, Debug)]
+pub struct Lab {
+    pub path: PathBuf,
+    /// The image's manifest.json.
+    pub manifest: PathBuf,
+    pub repeat: u32,
+    pub order: Order,
+    pub seed: Option<u64>,
+    /// Where the state file, the consoles' logs and the report go.
+    pub state_dir: PathBuf,
+    pub servers: Vec<Server>,
+}
+
+impl Lab {
+    /// Read and check `path`; `env` looks up `password_env` variables.
+    pub fn read(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Lab, String> {
+        Lab::read_with(path, Some(env))
+    }
+
+    /// Read `path` for what it says about servers and steps, without
+    /// reading any password (`bootmark lab status`): every password empty.
+    pub fn read_without_passwords(path: &Path) -> Result<Lab, String> {
+        Lab::read_with(path, None)
+    }
+
+    fn read_with(path: &Path, env: Option<Env>) -> Result<Lab, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let file: LabFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let at = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+        if file.servers.is_empty() {
+            return Err(format!("{}: no [[server]]: add one (see docs/lab.md)", path.display()));
+        }
+        if file.repeat == 0 {
+            return Err(format!("{}: repeat = 0 runs nothing", path.display()));
+        }
+        let mut servers = Vec::new();
+        for s in file.servers {
+            if servers.iter().any(|o: &Server| o.name == s.name) {
+                return Err(format!("{}: two servers are named {:?}", path.display(), s.name));
+            }
+            let server = check_server(s, path, &at, env).map_err(|e| format!("{}: {e}", path.display()))?;
+            servers.push(server);
+        }
+        let manifest = at(&file.image);
+        let manifest = if manifest.is_dir() { manifest.join("manifest.json") } else { manifest };
+        let state_dir = file.state.map(|s| at(&s)).unwrap_or_else(|| path.with_extension("state"));
+        Ok(Lab {
+            path: path.to_path_buf(),
+            manifest,
+            repeat: file.repeat,
+            order: file.order,
+            seed: file.seed,
+            state_dir,
+            servers,
+        })
+    }
+}
+
+fn check_server(
+    s: ServerFile,
+    lab: &Path,
+    at: &dyn Fn(&Path) -> PathBuf,
+    env: Option<Env>,
+) -> Result<Server, String> {
+    let name = s.name;
+    let inside = |e: String| format!("server {name:?}: {e}");
+    let bmc = match (s.ipmi, s.redfish) {
+        (Some(i), None) => Bmc::Ipmi {
+            password: password(
+                PasswordFrom { file: &i.password_file, env: &i.password_env, inline: &i.password },
+                "ipmi",
+                lab,
+                at,
+                env,
+            )
+            .map_err(inside)?,
+            host: i.host,
+            port: i.port,
+            user: i.user,
+            cipher_suite: i.cipher_suite,
+        },
+        (None, Some(r)) => {
+            if !(r.url.starts_with("https://") || r.url.starts_with("http://")) {
+                return Err(inside(format!("redfish.url {:?} must start with https://", r.url)));
+            }
+            Bmc::Redfish {
+                password: password(
+                    PasswordFrom { file: &r.password_file, env: &r.password_env, inline: &r.password },
+                    "redfish",
+                    lab,
+                    at,
+                    env,
+                )
+                .map_err(inside)?,
+                url: r.url.trim_end_matches('/').to_string(),
+                user: r.user,
+                insecure: r.insecure,
+            }
+        }
+        _ => return Err(inside("give exactly one BMC: an [server.ipmi] or a [server.redfish] table".into())),
+    };
+    let boot = match (s.pxe, s.virtual_media) {
+        (Some(mut p), None) => {
+            p.mac = mac(&p.mac).map_err(inside)?;
+            p.tftp_root = at(&p.tftp_root);
+            Boot::Pxe(p)
+        }
+        (None, Some(v)) => Boot::VirtualMedia(v),
+        _ => return Err(inside("give exactly one way to boot: [server.pxe] or [server.virtual_media]".into())),
+    };
+    let console = match s.console.as_str() {
+        "sol" if matches!(bmc, Bmc::Ipmi { .. }) => Console::Sol,
+        "sol" => return Err(inside("console = \"sol\" needs an IPMI BMC; use tcp:HOST:PORT or file:PATH".into())),
+        c if c.starts_with("tcp:") => Console::Tcp(c.to_string()),
+        c if c.starts_with("file:") => Console::File(at(Path::new(&c["file:".len()..]))),
+        c => return Err(inside(format!("console {c:?}: use \"sol\", \"tcp:HOST:PORT\" or \"file:PATH\""))),
+    };
+    if matches!(boot, Boot::VirtualMedia(_)) && !matches!(bmc, Bmc::Redfish { .. }) {
+        return Err(inside("virtual media is inserted through Redfish: give [server.redfish]".into()));
+    }
+    if s.max_step_s == Some(0) {
+        return Err(inside("max_step_s = 0 leaves no time for a boot".into()));
+    }
+    Ok(Server { name, bmc, boot, console, entries: s.entries, boot_s: s.boot_s, max_step_s: s.max_step_s })
+}
+
+/// The password of a BMC table (`what`: its name), from exactly one place
+/// (`env`: None when passwords are not to be read).
+fn password(
+    p: PasswordFrom,
+    what: &str,
+    lab: &Path,
+    at: &dyn Fn(&Path) -> PathBuf,
+    env: Option<Env>,
+) -> Result<Secret, String> {
+    let given = [p.file.is_some(), p.env.is_some(), p.inline.is_some()].iter().filter(|g| **g).count();
+    if given != 1 {
+        return Err(format!("{what}: give exactly one of password_file, password_env and password"));
+    }
+    let Some(env) = env else { return Ok(Secret(String::new())) };
+    match (p.file, p.env, p.inline) {
+        (Some(file), None, None) => {
+            let file = at(file);
+            refuse_if_others_can_read(&file)?;
+            let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+            // A password file ends with a newline, which is not part of it.
+            Ok(Secret(text.strip_suffix('\n').unwrap_or(&text).to_string()))
+        }
+        (None, Some(var), None) => {
+            env(var).map(Secret).ok_or_else(|| format!("{what}.password_env: ${var} is not set"))
+        }
+        (None, None, Some(inline)) => {
+            refuse_if_others_can_read(lab)?;
+            Ok(Secret(inline.clone()))
+        }
+        _ => Err(format!("{what}: give exactly one of password_file, password_env and password")),
+    }
+}
+
+fn refuse_if_others_can_read(path: &Path) -> Result<(), String> {
+    let mode =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?.permissions().mode();
+    if mode & 0o004 != 0 {
+        return Err(format!(
+            "{} holds a password and anyone on this machine can read it: chmod o-r {}",
+            path.display(),
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// `52:54:00:AB:cd:ef` or with dashes → `52:54:00:ab:cd:ef`.
+fn mac(text: &str) -> Result<String, String> {
+    let parts: Vec<&str> = text.split([':', '-']).collect();
+    if parts.len() != 6 || parts.iter().any(|p| p.len() != 2 || !p.chars().all(|c| c.is_ascii_hexdigit())) {
+        return Err(format!("pxe.mac {text:?} is not a MAC address (six hex pairs)"));
+    }
+    Ok(parts.join(":").to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("bootmark-lab-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn write(path: &Path, text: &str, mode: u32) {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    const IPMI_PXE: &str = r#"
+image = "image"
+repeat = 2
+[[server]]
+name = "dl140"
+console = "sol"
+[server.ipmi]
+host = "127.0.0.1"
+port = 9001
+user = "admin"
+password_file = "dl140.pass"
+[server.pxe]
+tftp_root = "tftp"
+mac = "52-54-00-AB-CD-EF"
+"#;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn an_ipmi_pxe_lab_reads_with_paths_beside_the_file() {
+        let d = dir("read");
+        write(&d.join("lab.toml"), IPMI_PXE, 0o644);
+        write(&d.join("dl140.pass"), "s3cret\n", 0o600);
+        let lab = Lab::read(&d.join("lab.toml"), &no_env).unwrap();
+        assert_eq!((lab.repeat, lab.order, lab.state_dir.clone()), (2, Order::Interleaved, d.join("lab.state")));
+        assert_eq!(lab.manifest, d.join("image"));
+        let s = &lab.servers[0];
+        let Bmc::Ipmi { port, password, .. } = &s.bmc else { panic!("{:?}", s.bmc) };
+        assert_eq!((*port, password.expose()), (9001, "s3cret"));
+        let Boot::Pxe(p) = &s.boot else { panic!() };
+        assert_eq!((p.mac.as_str(), p.tftp_root.clone()), ("52:54:00:ab:cd:ef", d.join("tftp")));
+        assert_eq!((s.console.clone(), s.boot_s), (Console::Sol, 300));
+        assert!(!format!("{lab:?}").contains("s3cret"), "Debug shows no password");
+    }
+
+    #[test]
+    fn passwords_others_can_read_are_refused() {
+        let d = dir("perm");
+        write(&d.join("lab.toml"), IPMI_PXE, 0o644);
+        write(&d.join("dl140.pass"), "s3cret\n", 0o644);
+        let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
+        assert!(e.contains("anyone on this machine can read it: chmod o-r"), "{e}");
+        let inline = IPMI_PXE.replace("password_file = \"dl140.pass\"", "password = \"s3cret\"");
+        write(&d.join("lab.toml"), &inline, 0o644);
+        let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
+        assert!(e.contains("lab.toml holds a password") && !e.contains("s3cret"), "{e}");
+        write(&d.join("lab.toml"), &inline, 0o600);
+        assert!(Lab::read(&d.join("lab.toml"), &no_env).is_ok());
+    }
+
+    #[test]
+    fn the_environment_gives_a_password_when_asked() {
+        let d = dir("env");
+        let text = IPMI_PXE.replace("password_file = \"dl140.pass\"", "password_env = \"IPMI_PASSWORD\"");
+        write(&d.join("lab.toml"), &text, 0o644);
+        let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
+        assert!(e.contains("$IPMI_PASSWORD is not set"), "{e}");
+        // `lab status` reads no password, so it needs none.
+        let lab = Lab::read_without_passwords(&d.join("lab.toml")).unwrap();
+        let Bmc::Ipmi { password, .. } = &lab.servers[0].bmc else { panic!() };
+        assert_eq!(password.expose(), "");
+        let env = |v: &str| (v == "IPMI_PASSWORD").then(|| "from-env".to_string());
+        let lab = Lab::read(&d.join("lab.toml"), &env).unwrap();
+        let Bmc::Ipmi { password, .. } = &lab.servers[0].bmc else { panic!() };
+        assert_eq!(password.expose(), "from-env");
+    }
+
+    #[test]
+    fn mistakes_are_named_with_their_server_and_key() {
+        let d = dir("bad");
+        write(&d.join("dl140.pass"), "x", 0o600);
+        let cases = [
+            (IPMI_PXE.replace("mac = \"52-54-00-AB-CD-EF\"", "mac = \"52:54\""), "server \"dl140\": pxe.mac \"52:54\""),
+            (IPMI_PXE.replace("console = \"sol\"", "console = \"com1\""), "console \"com1\": use"),
+            (
+                IPMI_PXE.replace("[server.pxe]", "[server.virtual_media]\niso_url = \"http://x/b.iso\"\n[server.pxe]"),
+                "exactly one way to boot",
+            ),
+            (IPMI_PXE.replace("repeat = 2", "repeat = 2\ncolour = \"red\""), "unknown field `colour`"),
+            (IPMI_PXE.replace("repeat = 2", "repeat = 0"), "repeat = 0"),
+            (IPMI_PXE.replace("[server.ipmi]", "[server.nothing]"), "unknown field `nothing`"),
+            (
+                format!("{IPMI_PXE}{}", &IPMI_PXE[IPMI_PXE.find("[[server]]").unwrap()..]),
+                "two servers are named \"dl140\"",
+            ),
+        ];
+        for (text, want) in cases {
+            write(&d.join("lab.toml"), &text, 0o600);
+            let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
+            assert!(e.contains(want), "want {want:?} in: {e}");
+        }
+    }
+}

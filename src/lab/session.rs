@@ -1,0 +1,247 @@
+//! `bootmark lab run`: the steps not yet done, one after another, each a
+//! cold boot of one server into one entry — boot pointed at the entry, the
+//! boot device set for once, the console opened, the power cycled, the
+//! console followed until the run record or the step's deadline — and the
+//! state saved after each. A step without its run record by its deadline
+//! is powered off and recorded as failed with the console's last words;
+//! the lab goes on. Ctrl-C stops between two reads of the console: the
+//! step it was in stays to do, nothing is powered on, the state is whole.
+//!
+//! Servers run one after another (a lab of a few servers, each step
+//! minutes long); Redfish and virtual media are not built yet.
+
+use super::file::{Bmc, Boot, Console, Lab, Server};
+use super::ipmi::{BootDevice, Ipmi};
+use super::state::{Outcome, State, Status};
+use super::{ImageEntries, pxe};
+use crate::watch::source::Source;
+use crate::watch::{self, Ending, Until};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How a session ended.
+pub struct Ended {
+    pub state: State,
+    pub interrupted: bool,
+}
+
+/// Run every step without an outcome; returns the state at the end.
+pub fn run(lab: &Lab) -> Result<Ended, String> {
+    crate::run::interrupt::install();
+    let image = ImageEntries::read(&lab.manifest)?;
+    let manifest_sha256 = sha256_file(&lab.manifest)?;
+    let dir = &lab.state_dir;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let existing = State::load(dir)?;
+    let seed = existing.as_ref().map(|s| s.seed).or(lab.seed).unwrap_or_else(seed_from_clock);
+    let plans = super::plan_seeded(lab, &image, seed)?;
+    let steps: Vec<_> = plans.into_iter().flat_map(|p| p.steps).collect();
+    let planned = State::new(manifest_sha256, seed, &steps);
+    let mut state = match existing {
+        Some(s) => {
+            s.check_same_lab(&planned, dir)?;
+            let done = s.steps.iter().filter(|s| s.outcome.is_some()).count();
+            say(&format!("lab: resuming in {}: {done} of {} steps done", dir.display(), s.steps.len()));
+            s
+        }
+        None => {
+            planned.save(dir)?;
+            planned
+        }
+    };
+    let servers: Vec<Prepared> = lab.servers.iter().map(|s| prepare(s, lab, dir)).collect::<Result<_, _>>()?;
+    let started = Instant::now();
+    let mut ran = 0u32;
+    let to_do: Vec<usize> = state.to_do().map(|(i, _)| i).collect();
+    let mut interrupted = false;
+    for (n, i) in to_do.iter().enumerate() {
+        let step = state.steps[*i].clone();
+        let server = servers.iter().find(|p| p.server.name == step.server).expect("planned from these servers");
+        let eta = match ran {
+            0 => String::new(),
+            r => format!(
+                ", about {} left",
+                minutes(started.elapsed().as_secs_f64() / r as f64 * (to_do.len() - n) as f64)
+            ),
+        };
+        say(&format!(
+            "lab: step {} of {} to do: {} (deadline {} s{eta})",
+            n + 1,
+            to_do.len(),
+            step.id,
+            step.deadline_s
+        ));
+        match run_step(server, &step.entry, &step.id, step.deadline_s, dir)? {
+            Some(outcome) => {
+                say(&format!("lab: {} {} in {:.0} s", step.id, status_word(outcome.status), outcome.seconds));
+                state.steps[*i].outcome = Some(outcome);
+                state.save(dir)?;
+                ran += 1;
+            }
+            None => {
+                interrupted = true;
+                break;
+            }
+        }
+    }
+    let all_done = state.to_do().next().is_none();
+    for p in &servers {
+        if let Some(saved) = &p.saved_pxe {
+            // Until the lab is over, a resumed run keeps pointing the server.
+            if all_done || interrupted {
+                pxe::restore(saved)?;
+            }
+        }
+    }
+    if interrupted {
+        let next = state.to_do().next().map(|(_, s)| s.id.clone()).unwrap_or_default();
+        say(&format!("lab: interrupted; `bootmark lab run {}` again resumes at {next}", lab.path.display()));
+    }
+    Ok(Ended { state, interrupted })
+}
+
+/// A server with what its boot needs set up once per session.
+struct Prepared<'a> {
+    server: &'a Server,
+    ipmi: Ipmi,
+    saved_pxe: Option<pxe::Saved>,
+}
+
+fn prepare<'a>(server: &'a Server, lab: &Lab, dir: &Path) -> Result<Prepared<'a>, String> {
+    let ipmi = match &server.bmc {
+        Bmc::Ipmi { host, port, user, password, cipher_suite } => Ipmi {
+            host: host.clone(),
+            port: *port,
+            user: user.clone(),
+            password: password.clone(),
+            cipher_suite: *cipher_suite,
+        },
+        Bmc::Redfish { .. } => {
+            return Err(format!("server {:?}: Redfish is not built yet; use its IPMI interface", server.name));
+        }
+    };
+    let saved_pxe = match &server.boot {
+        Boot::Pxe(p) => {
+            let image_pxe = lab.manifest.parent().unwrap_or(Path::new(".")).join("pxe");
+            std::fs::create_dir_all(&p.tftp_root)
+                .map_err(|e| format!("cannot create {}: {e}", p.tftp_root.display()))?;
+            let written = pxe::install_tree(&image_pxe, &p.tftp_root)?;
+            if written > 0 {
+                say(&format!("lab: {} files of {} put in {}", written, image_pxe.display(), p.tftp_root.display()));
+            }
+            let file = dir.join(format!("{}.pxe-before.json", server.name));
+            Some(pxe::save_once(&file, &p.tftp_root, &p.mac)?)
+        }
+        Boot::VirtualMedia(_) => {
+            return Err(format!("server {:?}: virtual media needs Redfish, which is not built yet", server.name));
+        }
+    };
+    Ok(Prepared { server, ipmi, saved_pxe })
+}
+
+/// One step; None when interrupted (the step stays to do).
+fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) -> Result<Option<Outcome>, String> {
+    let server = p.server;
+    let base = format!("{}/{}", server.name, id.split('/').nth(1).unwrap_or(id).replace('#', "-"));
+    let (log, records) = (format!("{base}.log"), format!("{base}.jsonl"));
+    let (log_path, records_path) = (dir.join(&log), dir.join(&records));
+    std::fs::create_dir_all(dir.join(&server.name)).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for stale in [&log_path, &records_path] {
+        // What an interrupted attempt of this step left.
+        let _ = std::fs::remove_file(stale);
+    }
+    if let Boot::Pxe(x) = &server.boot {
+        pxe::point_at(&x.tftp_root, &x.mac, entry)?;
+    }
+    p.ipmi.boot_once(BootDevice::Pxe)?;
+    // The console before the power: the whole boot is on it.
+    let (source, mut child) = open_console(&server.console, &p.ipmi)?;
+    let started_unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let started = Instant::now();
+    p.ipmi.power_cycle()?;
+    let how = watch::Follow {
+        log: Some(log_path.clone()),
+        out: Some(records_path.clone()),
+        until: Until::Runs(1),
+        silence: Duration::from_secs(60),
+        give_up: Duration::from_secs(deadline_s),
+        deadline: Some(Duration::from_secs(deadline_s)),
+        prefix: format!("[{id}] "),
+    };
+    let followed = watch::follow(source, &how);
+    if let Some(c) = child.as_mut() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let (ending, documents) = followed?;
+    let (status, why) = match ending {
+        Ending::AllOk => (Status::Ok, None),
+        Ending::Failures => (Status::Failures, None),
+        Ending::Interrupted => return Ok(None),
+        Ending::Lost(why) => {
+            // Never left running into the next step's time.
+            p.ipmi.power_off()?;
+            (Status::Failed, Some(why))
+        }
+    };
+    if !records_path.exists() {
+        std::fs::write(&records_path, b"").map_err(|e| format!("cannot write {}: {e}", records_path.display()))?;
+    }
+    let run_ids = documents
+        .iter()
+        .filter_map(|d| match d {
+            crate::collect::Document::Run(r) => Some(r.run_id.clone()),
+            crate::collect::Document::Result(_) => None,
+        })
+        .collect();
+    Ok(Some(Outcome { status, why, started_unix, seconds: started.elapsed().as_secs_f64(), log, records, run_ids }))
+}
+
+/// The step's console, opened before the power is switched; a SOL
+/// session's ipmitool child is returned to be ended after the step.
+fn open_console(console: &Console, ipmi: &Ipmi) -> Result<(Source, Option<std::process::Child>), String> {
+    match console {
+        Console::Sol => {
+            let mut child = ipmi.sol()?;
+            let stdout = child.stdout.take().expect("piped");
+            Ok((Source::program(stdout, &format!("serial over LAN of {}", ipmi.host)), Some(child)))
+        }
+        Console::Tcp(spec) => Ok((Source::open(spec, 115200)?, None)),
+        Console::File(path) => {
+            let mut source = Source::open(&path.display().to_string(), 115200)?;
+            source.skip_what_is_there().map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((source, None))
+        }
+    }
+}
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Failures => "ended with failures",
+        Status::Failed => "FAILED",
+    }
+}
+
+fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
+}
+
+fn minutes(seconds: f64) -> String {
+    format!("{:.0} min", (seconds / 60.0).ceil())
+}
+
+/// A random order's seed when the lab file gives none: from the clock,
+/// then kept in the state.
+fn seed_from_clock() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn sha256_file(path: &Path) -> Result<String, String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+}
