@@ -241,12 +241,7 @@ impl Lab {
     }
 }
 
-fn check_server(
-    s: ServerFile,
-    lab: &Path,
-    at: &dyn Fn(&Path) -> PathBuf,
-    env: Option<Env>,
-) -> Result<Server, String> {
+fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: Option<Env>) -> Result<Server, String> {
     let name = s.name;
     let inside = |e: String| format!("server {name:?}: {e}");
     let bmc = match (s.ipmi, s.redfish) {

@@ -55,21 +55,24 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
     let to_do: Vec<usize> = state.to_do().map(|(i, _)| i).collect();
     let mut interrupted = false;
     for (n, i) in to_do.iter().enumerate() {
+        if crate::run::interrupt::interrupted() {
+            interrupted = true;
+            break;
+        }
         let step = state.steps[*i].clone();
         let server = servers.iter().find(|p| p.server.name == step.server).expect("planned from these servers");
+        let elapsed = started.elapsed().as_secs_f64();
         let eta = match ran {
             0 => String::new(),
-            r => format!(
-                ", about {} left",
-                minutes(started.elapsed().as_secs_f64() / r as f64 * (to_do.len() - n) as f64)
-            ),
+            r => format!(", about {} left", minutes(elapsed / r as f64 * (to_do.len() - n) as f64)),
         };
         say(&format!(
-            "lab: step {} of {} to do: {} (deadline {} s{eta})",
+            "lab: step {} of {} to do: {} (deadline {} s; {} elapsed{eta})",
             n + 1,
             to_do.len(),
             step.id,
-            step.deadline_s
+            step.deadline_s,
+            minutes(elapsed)
         ));
         match run_step(server, &step.entry, &step.id, step.deadline_s, dir)? {
             Some(outcome) => {
@@ -155,9 +158,14 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
     }
     p.ipmi.boot_once(BootDevice::Pxe)?;
     // The console before the power: the whole boot is on it.
-    let (source, mut child) = open_console(&server.console, &p.ipmi)?;
+    let (source, child) = open_console(&server.console, &p.ipmi)?;
     let started_unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let started = Instant::now();
+    // Ctrl-C before the power: nothing is switched on.
+    if crate::run::interrupt::interrupted() {
+        end_console(child);
+        return Ok(None);
+    }
     p.ipmi.power_cycle()?;
     let how = watch::Follow {
         log: Some(log_path.clone()),
@@ -169,10 +177,7 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
         prefix: format!("[{id}] "),
     };
     let followed = watch::follow(source, &how);
-    if let Some(c) = child.as_mut() {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+    end_console(child);
     let (ending, documents) = followed?;
     let (status, why) = match ending {
         Ending::AllOk => (Status::Ok, None),
@@ -215,6 +220,15 @@ fn open_console(console: &Console, ipmi: &Ipmi) -> Result<(Source, Option<std::p
     }
 }
 
+/// End a SOL session's ipmitool (the BMC's session is closed by the next
+/// step's `sol deactivate`).
+fn end_console(child: Option<std::process::Child>) {
+    if let Some(mut c) = child {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
 fn status_word(s: Status) -> &'static str {
     match s {
         Status::Ok => "ok",
@@ -231,7 +245,7 @@ fn say(text: &str) {
 }
 
 fn minutes(seconds: f64) -> String {
-    format!("{:.0} min", (seconds / 60.0).ceil())
+    format!("{:.0} min", (seconds / 60.0).round())
 }
 
 /// A random order's seed when the lab file gives none: from the clock,
