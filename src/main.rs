@@ -386,7 +386,19 @@ fn lab_run(path: &std::path::Path) -> ExitCode {
     if ended.interrupted {
         return ExitCode::from(EXIT_CANNOT);
     }
-    let reported = if files.is_empty() { ExitCode::SUCCESS } else { report(&files, "md", None, None, None) };
+    let rendered = (!files.is_empty()).then(|| rendered_report(&files, &["md", "html"], None, None, None));
+    let reported = match rendered {
+        None => ExitCode::SUCCESS,
+        Some(Ok((texts, c))) => {
+            let html = lab.state_dir.join("report.html");
+            if let Err(e) = std::fs::write(&html, &texts[1]) {
+                return cannot(&format!("cannot write {}: {e}", html.display()));
+            }
+            println!("\n{}report: {}", texts[0], html.display());
+            judged(&c)
+        }
+        Some(Err(e)) => cannot(&e),
+    };
     let failed = ended.state.steps.iter().filter_map(|s| s.outcome.as_ref()).any(|o| o.status != Status::Ok);
     if failed { ExitCode::FAILURE } else { reported }
 }
@@ -508,6 +520,24 @@ fn report(
     baseline: Option<String>,
     timeline: Option<&str>,
 ) -> ExitCode {
+    let (text, c) = match rendered_report(inputs, &[format], by, baseline, timeline) {
+        Ok((mut texts, c)) => (texts.remove(0), c),
+        Err(e) => return cannot(&e),
+    };
+    print!("{text}");
+    judged(&c)
+}
+
+/// The report of `inputs` in each of `formats` (md, csv, json, html), its
+/// problems printed; or why there is none.
+#[cfg(feature = "workstation")]
+fn rendered_report(
+    inputs: &[PathBuf],
+    formats: &[&str],
+    by: Option<Vec<String>>,
+    baseline: Option<String>,
+    timeline: Option<&str>,
+) -> Result<(Vec<String>, bootmark::collect::Collected), String> {
     use bootmark::report::{self, findings};
     use serde_json::json;
     // Records stream from the collector into the report's groups: memory
@@ -517,23 +547,23 @@ fn report(
     let c = bootmark::collect::collect_glancing(inputs, &mut |record| builder.add(record));
     print_problems(&c);
     if builder.results == 0 {
-        return cannot("no result records in the inputs");
+        return Err("no result records in the inputs".into());
     }
-    let report = match builder.finish() {
-        Ok(r) => r,
-        Err(e) => return cannot(&e),
-    };
+    let report = builder.finish()?;
     let (rows, by, found) = (&report.rows, &report.by, &report.findings);
-    match format {
-        "csv" => print!("{}", report::csv(rows, by)),
-        "json" => println!("{}", serde_json::to_string_pretty(&json!({"rows": rows, "findings": found})).unwrap()),
-        "html" => match report::html::render(rows, by, report.timeline.as_ref(), found) {
-            Ok(html) => print!("{html}"),
-            Err(e) => return cannot(&format!("cannot draw the charts: {e}")),
-        },
-        _ => print!("{}{}", report::markdown(rows, by), findings::markdown(found)),
-    }
-    judged(&c)
+    let texts = formats
+        .iter()
+        .map(|format| match *format {
+            "csv" => Ok(report::csv(rows, by)),
+            "json" => {
+                Ok(format!("{}\n", serde_json::to_string_pretty(&json!({"rows": rows, "findings": found})).unwrap()))
+            }
+            "html" => report::html::render(rows, by, report.timeline.as_ref(), found)
+                .map_err(|e| format!("cannot draw the charts: {e}")),
+            _ => Ok(format!("{}{}", report::markdown(rows, by), findings::markdown(found))),
+        })
+        .collect::<Result<Vec<String>, String>>()?;
+    Ok((texts, c))
 }
 
 /// `bootmark export`: the records as a KCIDB submission on stdout.

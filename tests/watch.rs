@@ -1,6 +1,7 @@
 //! `bootmark watch` on every kind of source: a pseudo-terminal (a serial
 //! line), standard input, a growing file (truncated mid-run), and a TCP
-//! console server on loopback; and on consoles that go silent or panic.
+//! console server on loopback; on consoles that go silent or panic; and
+//! `watch::follow` reopening a console, as `bootmark lab` follows a step.
 //! The console is a boot's: kernel noise, /init's lines, heartbeats and
 //! framed records (real framing, real records).
 
@@ -246,4 +247,70 @@ fn until_sequence_follows_the_reboots_to_the_last_step() {
         assert_eq!(seen.matches("== run ").count(), runs, "--until {until}: {seen}");
         assert_eq!(seen.matches("== boot ").count(), runs, "--until {until}: a section per boot: {seen}");
     }
+}
+
+/// `bootmark lab`'s way of following a step: a console that ends (a BMC
+/// dropping its serial-over-LAN session at a power cycle) or goes quiet
+/// is opened again and followed to the run record, the records of both
+/// sessions verified; without a way to reopen it, its end is the end.
+#[test]
+fn a_console_that_ends_or_goes_quiet_is_opened_again_when_the_caller_can() {
+    use bootmark::watch::{Ending, Follow, Until, follow, source::Source};
+    for quiet_first in [false, true] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let spec = format!("tcp:127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let (first, rest) = console("ok");
+        let server = std::thread::spawn(move || {
+            let (mut one, _) = listener.accept().unwrap();
+            one.write_all(first.as_bytes()).unwrap();
+            // Quiet: left open and silent until the watcher opens another; else closed now.
+            let one = quiet_first.then_some(one);
+            let (mut two, _) = listener.accept().unwrap();
+            drop(one);
+            two.write_all(rest.as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+        });
+        let dir = scratch(&format!("reopen-{quiet_first}"));
+        let how = Follow {
+            log: Some(dir.join("console.log")),
+            out: Some(dir.join("records.jsonl")),
+            until: Until::Runs(1),
+            silence: Duration::from_secs(30),
+            give_up: Duration::from_secs(30),
+            deadline: Some(Duration::from_secs(30)),
+            prefix: "[t] ".into(),
+            reopen_after: Some(Duration::from_secs(1)),
+        };
+        let mut opened = 1;
+        let mut again = || {
+            opened += 1;
+            Source::open(&spec, 115200)
+        };
+        let (ending, docs) = follow(Source::open(&spec, 115200).unwrap(), &how, Some(&mut again)).unwrap();
+        server.join().unwrap();
+        assert_eq!((ending, docs.len(), opened), (Ending::AllOk, 3, 2), "quiet first: {quiet_first}");
+        let records = std::fs::read_to_string(dir.join("records.jsonl")).unwrap();
+        assert_eq!(records.lines().count(), 3, "{records}");
+    }
+    // Without a way to reopen, a console that ends before the run record is lost.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let spec = format!("tcp:127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let (first, _) = console("ok");
+    let server = std::thread::spawn(move || {
+        let (mut one, _) = listener.accept().unwrap();
+        one.write_all(first.as_bytes()).unwrap();
+    });
+    let how = Follow {
+        log: None,
+        out: None,
+        until: Until::Runs(1),
+        silence: Duration::from_secs(30),
+        give_up: Duration::from_secs(30),
+        deadline: None,
+        prefix: String::new(),
+        reopen_after: None,
+    };
+    let (ending, _) = follow(Source::open(&spec, 115200).unwrap(), &how, None).unwrap();
+    server.join().unwrap();
+    assert!(matches!(&ending, Ending::Lost(why) if why.contains("the console ended")), "{ending:?}");
 }

@@ -19,6 +19,11 @@ use crate::watch::{self, Ending, Until};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// A console quiet this long after it was opened is opened again: /init
+/// prints a heartbeat every few seconds and a kernel prints as it boots, so
+/// a silence this long is a session the BMC stopped feeding, or a hang.
+const REOPEN_AFTER_S: u64 = 45;
+
 /// How a session ended.
 pub struct Ended {
     pub state: State,
@@ -41,7 +46,11 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
         Some(s) => {
             s.check_same_lab(&planned, dir)?;
             let done = s.steps.iter().filter(|s| s.outcome.is_some()).count();
-            say(&format!("lab: resuming in {}: {done} of {} steps done", dir.display(), s.steps.len()));
+            if done == s.steps.len() {
+                say(&format!("lab: every step is done ({}); the report of all of them:", dir.display()));
+            } else {
+                say(&format!("lab: resuming in {}: {done} of {} steps done", dir.display(), s.steps.len()));
+            }
             s
         }
         None => {
@@ -158,12 +167,13 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
     }
     p.ipmi.boot_once(BootDevice::Pxe)?;
     // The console before the power: the whole boot is on it.
-    let (source, child) = open_console(&server.console, &p.ipmi)?;
+    let mut console = StepConsole::new(&server.console, &p.ipmi);
+    let source = console.open()?;
     let started_unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let started = Instant::now();
     // Ctrl-C before the power: nothing is switched on.
     if crate::run::interrupt::interrupted() {
-        end_console(child);
+        console.end();
         return Ok(None);
     }
     p.ipmi.power_cycle()?;
@@ -175,9 +185,15 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
         give_up: Duration::from_secs(deadline_s),
         deadline: Some(Duration::from_secs(deadline_s)),
         prefix: format!("[{id}] "),
+        reopen_after: Some(Duration::from_secs(REOPEN_AFTER_S)),
     };
-    let followed = watch::follow(source, &how);
-    end_console(child);
+    let followed = if console.reopens() {
+        let mut again = || console.open();
+        watch::follow(source, &how, Some(&mut again))
+    } else {
+        watch::follow(source, &how, None)
+    };
+    console.end();
     let (ending, documents) = followed?;
     let (status, why) = match ending {
         Ending::AllOk => (Status::Ok, None),
@@ -202,30 +218,51 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
     Ok(Some(Outcome { status, why, started_unix, seconds: started.elapsed().as_secs_f64(), log, records, run_ids }))
 }
 
-/// The step's console, opened before the power is switched; a SOL
-/// session's ipmitool child is returned to be ended after the step.
-fn open_console(console: &Console, ipmi: &Ipmi) -> Result<(Source, Option<std::process::Child>), String> {
-    match console {
-        Console::Sol => {
-            let mut child = ipmi.sol()?;
-            let stdout = child.stdout.take().expect("piped");
-            Ok((Source::program(stdout, &format!("serial over LAN of {}", ipmi.host)), Some(child)))
-        }
-        Console::Tcp(spec) => Ok((Source::open(spec, 115200)?, None)),
-        Console::File(path) => {
-            let mut source = Source::open(&path.display().to_string(), 115200)?;
-            source.skip_what_is_there().map_err(|e| format!("{}: {e}", path.display()))?;
-            Ok((source, None))
-        }
-    }
+/// A step's console: opened before the power is switched, opened again
+/// when it ends or goes quiet (BMCs drop SOL sessions across power cycles,
+/// console servers drop connections), ended after the step.
+struct StepConsole<'a> {
+    console: &'a Console,
+    ipmi: &'a Ipmi,
+    /// A SOL session's ipmitool.
+    child: Option<std::process::Child>,
 }
 
-/// End a SOL session's ipmitool (the BMC's session is closed by the next
-/// step's `sol deactivate`).
-fn end_console(child: Option<std::process::Child>) {
-    if let Some(mut c) = child {
-        let _ = c.kill();
-        let _ = c.wait();
+impl<'a> StepConsole<'a> {
+    fn new(console: &'a Console, ipmi: &'a Ipmi) -> StepConsole<'a> {
+        StepConsole { console, ipmi, child: None }
+    }
+
+    fn open(&mut self) -> Result<Source, String> {
+        self.end();
+        match self.console {
+            Console::Sol => {
+                let mut child = self.ipmi.sol()?;
+                let stdout = child.stdout.take().expect("piped");
+                self.child = Some(child);
+                Ok(Source::program(stdout, &format!("serial over LAN of {}", self.ipmi.host)))
+            }
+            Console::Tcp(spec) => Source::open(spec, 115200),
+            Console::File(path) => {
+                let mut source = Source::open(&path.display().to_string(), 115200)?;
+                source.skip_what_is_there().map_err(|e| format!("{}: {e}", path.display()))?;
+                Ok(source)
+            }
+        }
+    }
+
+    /// A followed log file needs no reopening (`watch` follows rotation).
+    fn reopens(&self) -> bool {
+        !matches!(self.console, Console::File(_))
+    }
+
+    /// End a SOL session's ipmitool (the BMC's session is closed by the
+    /// next `sol deactivate`).
+    fn end(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 

@@ -133,13 +133,15 @@ impl State {
         self.steps.iter().enumerate().filter(|(_, s)| s.outcome.is_none())
     }
 
-    /// Every step's records file that exists, for the report.
+    /// Every step's records file that holds records, for the report (a
+    /// step that never reached /init has an empty one: nothing to report,
+    /// and its failure is in the state, not a problem of the records).
     pub fn record_files(&self, dir: &Path) -> Vec<PathBuf> {
         self.steps
             .iter()
             .filter_map(|s| s.outcome.as_ref())
             .map(|o| dir.join(&o.records))
-            .filter(|p| p.exists())
+            .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
             .collect()
     }
 

@@ -91,9 +91,17 @@ pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
         give_up: opts.give_up,
         deadline: None,
         prefix: String::new(),
+        reopen_after: None,
     };
-    follow(source, &how)
+    follow(source, &how, None)
 }
+
+/// Opens a console again (a BMC's serial-over-LAN session that ended or
+/// stopped delivering): `bootmark lab`'s, never `bootmark watch`'s.
+pub type Reopen<'a> = &'a mut dyn FnMut() -> Result<Source, String>;
+
+/// How often a console is opened again within one follow, at most.
+const MAX_REOPENS: u32 = 5;
 
 /// How to follow an open console (`bootmark watch`'s flags, and what
 /// `bootmark lab` adds for one step of a lab).
@@ -107,11 +115,16 @@ pub struct Follow {
     pub deadline: Option<Duration>,
     /// Put before every line shown (a lab step's name).
     pub prefix: String,
+    /// With a `Reopen`: open the console again after this long without
+    /// output (besides when it ends).
+    pub reopen_after: Option<Duration>,
 }
 
 /// Follow `source` until `how.until`, silence, the deadline, Ctrl-C (when
-/// the caller installed `run::interrupt`) or the source's end.
-pub fn follow(mut source: Source, how: &Follow) -> Result<(Ending, Vec<Document>), String> {
+/// the caller installed `run::interrupt`) or the source's end — which,
+/// with `reopen`, is met by opening the console again (and so is silence
+/// past `how.reopen_after`), at most MAX_REOPENS times.
+pub fn follow(mut source: Source, how: &Follow, mut reopen: Option<Reopen>) -> Result<(Ending, Vec<Document>), String> {
     let open = |p: &Option<PathBuf>| {
         p.as_ref()
             .map(|p| {
@@ -123,6 +136,8 @@ pub fn follow(mut source: Source, how: &Follow) -> Result<(Ending, Vec<Document>
     w.say(&format!("watching {} (Ctrl-C stops; the log and records so far are kept)", source.name()));
     let started = Instant::now();
     let mut last_data = Instant::now();
+    let mut last_open = Instant::now();
+    let mut reopens = 0;
     let mut silence_said = false;
     loop {
         if let Some(end) = w.finished(how.until) {
@@ -150,11 +165,25 @@ pub fn follow(mut source: Source, how: &Follow) -> Result<(Ending, Vec<Document>
             }
             Chunk::End => {
                 w.flush_partial();
+                if let Some(again) = reopen.as_mut().filter(|_| reopens < MAX_REOPENS) {
+                    w.say("!! the console ended: opening it again");
+                    (source, last_open, reopens) = (again()?, Instant::now(), reopens + 1);
+                    continue;
+                }
                 let end = w.finished(how.until).unwrap_or_else(|| Ending::Lost(w.guess("the console ended")));
                 return Ok((end, w.into_documents()));
             }
             Chunk::Quiet => {
                 let quiet = last_data.elapsed();
+                if let (Some(after), Some(again)) = (how.reopen_after, reopen.as_mut())
+                    && quiet >= after
+                    && last_open.elapsed() >= after
+                    && reopens < MAX_REOPENS
+                {
+                    w.say(&format!("!! no output for {} s: opening the console again", quiet.as_secs()));
+                    (source, last_open, reopens) = (again()?, Instant::now(), reopens + 1);
+                    continue;
+                }
                 if quiet >= how.give_up {
                     let why = format!("no output for {} s", quiet.as_secs());
                     return Ok((Ending::Lost(w.guess(&why)), w.into_documents()));

@@ -92,6 +92,9 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     check_second_run(&out, second.status.code())?;
     let state = bootmark::lab::state::State::load(&state_dir)?.ok_or("lab: no state after the second run")?;
     check_outcomes(&state)?;
+    if !fs::read_to_string(state_dir.join("report.html"))?.contains("<svg") {
+        return Err("lab: report.html in the state directory has no charts".into());
+    }
     if logs_of_done_steps(&state_dir)?.iter().take(3).ne(done_logs.iter()) {
         return Err("lab: the resumed run changed a done step's log".into());
     }
