@@ -202,6 +202,19 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
         Ending::Lost(why) => {
             // Never left running into the next step's time.
             p.ipmi.power_off()?;
+            let silent = printed_nothing(&log_path);
+            let why = if silent {
+                // The lab switched the power itself: a console that said
+                // nothing at all is a server stuck before its kernel, or a
+                // console that is not the server's serial port.
+                format!(
+                    "{why} (the console printed nothing at all after the power-on: the server hung in its \
+                     firmware or network boot, or its serial port is not the one SOL carries — check \
+                     the BIOS's console redirection)"
+                )
+            } else {
+                why
+            };
             (Status::Failed, Some(why))
         }
     };
@@ -266,6 +279,12 @@ impl<'a> StepConsole<'a> {
     }
 }
 
+/// Did the step's console show nothing but ipmitool's own session lines?
+fn printed_nothing(log: &Path) -> bool {
+    let bytes = std::fs::read(log).unwrap_or_default();
+    String::from_utf8_lossy(&bytes).lines().map(str::trim).all(|l| l.is_empty() || l.starts_with("[SOL Session"))
+}
+
 fn status_word(s: Status) -> &'static str {
     match s {
         Status::Ok => "ok",
@@ -295,4 +314,21 @@ fn sha256_file(path: &Path) -> Result<String, String> {
     use sha2::{Digest, Sha256};
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipmitools_own_session_lines_are_not_console_output() {
+        let dir = std::env::temp_dir().join(format!("bootmark-lab-session-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("step.log");
+        assert!(printed_nothing(&log), "no log yet: nothing printed");
+        std::fs::write(&log, "[SOL Session operational.  Use ~? for help]\n\n").unwrap();
+        assert!(printed_nothing(&log));
+        std::fs::write(&log, "[SOL Session operational.  Use ~? for help]\nSeaBIOS (version 1.16.2)\n").unwrap();
+        assert!(!printed_nothing(&log));
+    }
 }
