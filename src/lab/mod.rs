@@ -36,10 +36,17 @@ pub struct ImageEntry {
 
 impl ImageEntries {
     pub fn read(manifest: &Path) -> Result<ImageEntries, String> {
-        let text = std::fs::read_to_string(manifest).map_err(|e| {
+        ImageEntries::read_with_sha256(manifest).map(|(entries, _)| entries)
+    }
+
+    /// `read`, and the manifest's SHA-256 (of the same bytes).
+    pub fn read_with_sha256(manifest: &Path) -> Result<(ImageEntries, String), String> {
+        let bytes = std::fs::read(manifest).map_err(|e| {
             format!("cannot read the image's manifest {}: {e} (build it with `cargo xtask image`)", manifest.display())
         })?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: not an image manifest: {e}", manifest.display()))
+        let entries = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{}: not an image manifest: {e}", manifest.display()))?;
+        Ok((entries, crate::framing::sha256_hex(&bytes)))
     }
 
     /// The seconds a boot of `entry` may take after the kernel starts:

@@ -33,8 +33,7 @@ pub struct Ended {
 /// Run every step without an outcome; returns the state at the end.
 pub fn run(lab: &Lab) -> Result<Ended, String> {
     crate::run::interrupt::install();
-    let image = ImageEntries::read(&lab.manifest)?;
-    let manifest_sha256 = sha256_file(&lab.manifest)?;
+    let (image, manifest_sha256) = ImageEntries::read_with_sha256(&lab.manifest)?;
     let dir = &lab.state_dir;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let existing = State::load(dir)?;
@@ -308,12 +307,6 @@ fn minutes(seconds: f64) -> String {
 /// then kept in the state.
 fn seed_from_clock() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
-}
-
-fn sha256_file(path: &Path) -> Result<String, String> {
-    use sha2::{Digest, Sha256};
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]
