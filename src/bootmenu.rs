@@ -51,6 +51,59 @@ pub fn write_synced(path: &std::path::Path, text: &str) -> Result<(), String> {
     go().map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Where bootmark.iso holds its two menus, byte for byte (recorded in the
+/// image's manifest): `bootmark lab` boots a server from a copy of the ISO
+/// whose default entry it changes in place, as ISO 9660 stores a file's
+/// bytes whole and unencoded, so no ISO tool is needed on the workstation.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct IsoMenus {
+    /// isolinux/isolinux.cfg (BIOS).
+    pub syslinux: Span,
+    /// boot/grub/grub.cfg (UEFI).
+    pub grub: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Span {
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Blank lines after the ISO's menus: room for a longer default entry's
+/// name when the lab changes it (both bootloaders skip blank lines).
+pub const ISO_MENU_ROOM: usize = 64;
+
+/// A menu as the ISO carries it: with `ISO_MENU_ROOM` blank lines at its end.
+pub fn with_room(menu: &str) -> String {
+    format!("{menu}{}", "\n".repeat(ISO_MENU_ROOM))
+}
+
+/// Both menus of an ISO (as found at their spans) with `label` the
+/// default, each the same length as before: the blank lines at the end
+/// absorb the change.
+pub fn iso_menus_set_default(syslinux: &[u8], grub: &[u8], label: &str) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let text = |bytes: &[u8], what: &str| {
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| format!("the ISO's {what} menu is not text: not this image's ISO"))
+    };
+    let (sys, grub) = (text(syslinux, "BIOS")?, text(grub, "UEFI")?);
+    if !sys.starts_with("# bootmark boot menu (BIOS)") || !grub.starts_with("# bootmark boot menu (UEFI)") {
+        return Err("the ISO's menus are not where the manifest says: not this image's ISO".into());
+    }
+    let index = labels(&sys)
+        .iter()
+        .position(|l| l == label)
+        .ok_or_else(|| format!("the ISO's boot menu has no entry {label}"))?;
+    let fit = |changed: String, len: usize| -> Result<Vec<u8>, String> {
+        let body = changed.trim_end_matches('\n');
+        if body.len() + 1 > len {
+            return Err(format!("entry {label}: its name does not fit the room the ISO's menu has"));
+        }
+        Ok(format!("{body}{}", "\n".repeat(len - body.len())).into_bytes())
+    };
+    Ok((fit(syslinux_set_default(&sys, label), syslinux.len())?, fit(grub_set_default(&grub, index), grub.len())?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +133,25 @@ mod tests {
         assert_eq!(std::fs::read_to_string(root.join("boot/grub/grub.cfg")).unwrap(), "set default=1\n");
         assert!(set_default(&root, "k7").unwrap_err().contains("no entry k7"));
         crate::fsutil::remove_tree(&root).unwrap();
+    }
+
+    #[test]
+    fn iso_menus_change_their_default_and_keep_their_length() {
+        let sys = with_room(&format!("# bootmark boot menu (BIOS).\n{SYS}\nLABEL k1-a-long-variant-name\n"));
+        let grub = with_room("# bootmark boot menu (UEFI).\nset timeout=0\nset default=0\n");
+        let (s, g) = iso_menus_set_default(sys.as_bytes(), grub.as_bytes(), "k1-a-long-variant-name").unwrap();
+        assert_eq!((s.len(), g.len()), (sys.len(), grub.len()));
+        let (s, g) = (String::from_utf8(s).unwrap(), String::from_utf8(g).unwrap());
+        assert!(s.contains("\nDEFAULT k1-a-long-variant-name\n") && !s.contains("DEFAULT k0"), "{s}");
+        assert!(g.contains("set default=2\n"), "{g}");
+        // And back: the room is not used up by changing the default again.
+        let (s2, _) = iso_menus_set_default(s.as_bytes(), g.as_bytes(), "k0").unwrap();
+        assert_eq!(String::from_utf8(s2).unwrap(), sys);
+        let e = iso_menus_set_default(b"MZ\x90\0", grub.as_bytes(), "k0").unwrap_err();
+        assert!(e.contains("not this image's ISO"), "{e}");
+        assert!(iso_menus_set_default(sys.as_bytes(), grub.as_bytes(), "k9").unwrap_err().contains("no entry k9"));
+        let tight = format!("# bootmark boot menu (BIOS).\n{SYS}\nLABEL k10000000\n\n");
+        let e = iso_menus_set_default(tight.as_bytes(), grub.as_bytes(), "k10000000").unwrap_err();
+        assert!(e.contains("does not fit"), "{e}");
     }
 }

@@ -124,7 +124,10 @@ impl Doc {
         let hash: String = Sha256::digest(version.as_bytes()).iter().take(4).map(|b| format!("{b:02x}")).collect();
         let checkout_id = format!("{}:{release}-{hash}", opts.origin);
         let build_id = format!("{checkout_id}-{arch}");
-        let source = entry(k.cmdline.as_deref()).and_then(|e| opts.sources.get(e)).cloned().unwrap_or_default();
+        let source = crate::record::boot_entry(k.cmdline.as_deref())
+            .and_then(|e| opts.sources.get(e))
+            .cloned()
+            .unwrap_or_default();
         self.checkouts.entry(checkout_id.clone()).or_insert_with(|| {
             json!({
                 "id": checkout_id,
@@ -235,11 +238,6 @@ impl Doc {
     }
 }
 
-/// The boot entry a command line came from (`bootmark.entry=k0`).
-fn entry(cmdline: Option<&str>) -> Option<&str> {
-    cmdline?.split_whitespace().find_map(|w| w.strip_prefix("bootmark.entry="))
-}
-
 /// A path segment KCIDB accepts: letters, digits, `_` and `-`, never empty.
 fn path_part(s: &str) -> String {
     let part: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
@@ -338,7 +336,7 @@ mod tests {
         assert!(check_origin("bootmark_lab1").is_ok());
         assert!(check_origin("Lab-1").is_err() && check_origin("").is_err());
         assert_eq!(path_part("seq write/1"), "seq_write_1");
-        assert_eq!(entry(Some("console=ttyS0 bootmark.entry=k1 x")), Some("k1"));
+        assert_eq!(crate::record::boot_entry(Some("console=ttyS0 bootmark.entry=k1 x")), Some("k1"));
     }
 
     #[test]

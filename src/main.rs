@@ -206,8 +206,9 @@ enum Command {
     /// of an image, repeated and interleaved, from this workstation.
     ///
     /// `bootmark lab run LAB.toml` boots each server into each entry in turn (PXE through
-    /// the lab's TFTP root, power and serial over LAN through IPMI), follows its console to
-    /// the run record or the step's deadline, saves the state after every step (run it
+    /// the lab's TFTP root, or the image's ISO as virtual media; the power and the next
+    /// boot's device through IPMI or Redfish), follows its console (serial over LAN, a
+    /// console server's port or log) to the run record or the step's deadline, saves the state after every step (run it
     /// again to resume) and prints the report. The lab file is described in docs/lab.md.
     #[command(subcommand)]
     Lab(LabCommand),

@@ -237,6 +237,12 @@ pub struct Counters {
     pub disk_delta: Option<DiskDelta>,
 }
 
+/// The boot entry a record's command line came from (`bootmark.entry=k0`,
+/// which the image builder puts on every entry's command line).
+pub fn boot_entry(cmdline: Option<&str>) -> Option<&str> {
+    cmdline?.split_whitespace().find_map(|w| w.strip_prefix("bootmark.entry="))
+}
+
 pub fn mib_per_s(bytes: u64, seconds: f64) -> f64 {
     if seconds > 0.0 { bytes as f64 / (1u64 << 20) as f64 / seconds } else { 0.0 }
 }

@@ -45,6 +45,7 @@ struct ServerFile {
     name: String,
     ipmi: Option<IpmiFile>,
     redfish: Option<RedfishFile>,
+    qemu: Option<QemuFile>,
     pxe: Option<Pxe>,
     virtual_media: Option<VirtualMedia>,
     console: String,
@@ -87,8 +88,24 @@ struct RedfishFile {
     password_file: Option<PathBuf>,
     password_env: Option<String>,
     password: Option<String>,
+    /// The CA certificate(s) the BMC's certificate is checked against
+    /// (PEM; BMCs mostly have self-signed ones: their own certificate).
+    ca_file: Option<PathBuf>,
+    /// No certificate check at all (the password can be read on the way).
     #[serde(default)]
     insecure: bool,
+    /// Which of the service's systems (an id or a path), when it has several.
+    system: Option<String>,
+}
+
+/// A server that is a program while it is on: a QEMU guest (`cargo xtask
+/// qemu …`), or any script that boots a machine and ends when it is off.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QemuFile {
+    /// Run by `sh -c` from the lab file's directory; `{entry}` becomes the
+    /// step's entry (k0, k1, …), which the command boots itself.
+    command: String,
 }
 
 /// Where a BMC table says its password is: exactly one of the three.
@@ -103,7 +120,6 @@ struct PasswordFrom<'a> {
 pub struct Secret(String);
 
 impl Secret {
-    #[cfg(test)]
     pub(crate) fn new(text: String) -> Secret {
         Secret(text)
     }
@@ -124,8 +140,23 @@ impl std::fmt::Debug for Secret {
 pub enum Bmc {
     /// IPMI over LAN (`ipmitool -I lanplus`).
     Ipmi { host: String, port: u16, user: String, password: Secret, cipher_suite: Option<u8> },
-    /// Redfish over HTTPS; `insecure` skips certificate verification.
-    Redfish { url: String, user: String, password: Secret, insecure: bool },
+    /// Redfish over HTTPS; `system` when the service has several.
+    Redfish { url: String, user: String, password: Secret, tls: Tls, system: Option<String> },
+    /// No BMC: power on runs `command` (with the step's entry in it), power
+    /// off ends it: the lab's loop with QEMU standing in for a server.
+    Qemu { command: String },
+}
+
+/// How the BMC's certificate is checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tls {
+    /// Mozilla's root certificates (a BMC with a certificate from a public CA).
+    WebPki,
+    /// The CA certificates (PEM) of this file: a lab's own CA, or the BMC's
+    /// self-signed certificate itself.
+    CaFile(std::path::PathBuf),
+    /// No verification at all: anyone on the path can read the password.
+    Insecure,
 }
 
 /// How a server boots bootmark.
@@ -142,14 +173,19 @@ pub struct Pxe {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VirtualMedia {
-    /// Where the BMC fetches bootmark.iso from (http:// or https://).
-    pub iso_url: String,
+    /// A directory a web server serves: the lab writes the step's ISO there
+    /// (`bootmark-SERVER.iso`, the step's entry as its menu's default).
+    pub http_dir: PathBuf,
+    /// The URL of that directory, as the BMC fetches from it.
+    pub http_url: String,
 }
 
 #[derive(Clone, Debug)]
 pub enum Boot {
     Pxe(Pxe),
     VirtualMedia(VirtualMedia),
+    /// The power-on command boots the step's entry itself (`[server.qemu]`).
+    Command,
 }
 
 /// Where a server's console is read.
@@ -244,8 +280,17 @@ impl Lab {
 fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: Option<Env>) -> Result<Server, String> {
     let name = s.name;
     let inside = |e: String| format!("server {name:?}: {e}");
-    let bmc = match (s.ipmi, s.redfish) {
-        (Some(i), None) => Bmc::Ipmi {
+    let bmc = match (s.ipmi, s.redfish, s.qemu) {
+        (None, None, Some(q)) => {
+            if !q.command.contains("{entry}") {
+                return Err(inside(format!(
+                    "qemu.command {:?} has no {{entry}}: every step would boot the same kernel",
+                    q.command
+                )));
+            }
+            Bmc::Qemu { command: q.command }
+        }
+        (Some(i), None, None) => Bmc::Ipmi {
             password: password(
                 PasswordFrom { file: &i.password_file, env: &i.password_env, inline: &i.password },
                 "ipmi",
@@ -259,7 +304,7 @@ fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: O
             user: i.user,
             cipher_suite: i.cipher_suite,
         },
-        (None, Some(r)) => {
+        (None, Some(r), None) => {
             if !(r.url.starts_with("https://") || r.url.starts_with("http://")) {
                 return Err(inside(format!("redfish.url {:?} must start with https://", r.url)));
             }
@@ -274,18 +319,45 @@ fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: O
                 .map_err(inside)?,
                 url: r.url.trim_end_matches('/').to_string(),
                 user: r.user,
-                insecure: r.insecure,
+                tls: match (r.insecure, r.ca_file) {
+                    (true, Some(_)) => return Err(inside("redfish: insecure = true and a ca_file: give one".into())),
+                    (true, None) => Tls::Insecure,
+                    (false, Some(f)) => Tls::CaFile(at(&f)),
+                    (false, None) => Tls::WebPki,
+                },
+                system: r.system,
             }
         }
-        _ => return Err(inside("give exactly one BMC: an [server.ipmi] or a [server.redfish] table".into())),
+        _ => {
+            return Err(inside(
+                "give exactly one BMC: an [server.ipmi] or a [server.redfish] table (or [server.qemu] for a guest)"
+                    .into(),
+            ));
+        }
     };
     let boot = match (s.pxe, s.virtual_media) {
+        (None, None) if matches!(bmc, Bmc::Qemu { .. }) => Boot::Command,
+        (_, _) if matches!(bmc, Bmc::Qemu { .. }) => {
+            return Err(inside(
+                "[server.qemu] boots the entry itself: drop [server.pxe] and [server.virtual_media]".into(),
+            ));
+        }
         (Some(mut p), None) => {
             p.mac = mac(&p.mac).map_err(inside)?;
             p.tftp_root = at(&p.tftp_root);
             Boot::Pxe(p)
         }
-        (None, Some(v)) => Boot::VirtualMedia(v),
+        (None, Some(mut v)) => {
+            if !(v.http_url.starts_with("http://") || v.http_url.starts_with("https://")) {
+                return Err(inside(format!(
+                    "virtual_media.http_url {:?} must start with http:// or https://",
+                    v.http_url
+                )));
+            }
+            v.http_url = v.http_url.trim_end_matches('/').to_string();
+            v.http_dir = at(&v.http_dir);
+            Boot::VirtualMedia(v)
+        }
         _ => return Err(inside("give exactly one way to boot: [server.pxe] or [server.virtual_media]".into())),
     };
     let console = match s.console.as_str() {
@@ -412,6 +484,56 @@ mac = "52-54-00-AB-CD-EF"
         assert!(!format!("{lab:?}").contains("s3cret"), "Debug shows no password");
     }
 
+    const REDFISH_MEDIA: &str = r#"
+image = "image"
+[[server]]
+name = "r650"
+console = "tcp:consoles:3001"
+[server.redfish]
+url = "https://idrac-r650/redfish/v1/"
+user = "root"
+password_env = "REDFISH_PASSWORD"
+ca_file = "idrac.pem"
+system = "System.Embedded.1"
+[server.virtual_media]
+http_dir = "www"
+http_url = "http://10.0.0.1/bootmark/"
+"#;
+
+    #[test]
+    fn a_redfish_lab_with_virtual_media_reads_with_its_certificate_policy() {
+        let d = dir("redfish");
+        write(&d.join("lab.toml"), REDFISH_MEDIA, 0o644);
+        let env = |v: &str| (v == "REDFISH_PASSWORD").then(|| "calvin".to_string());
+        let lab = Lab::read(&d.join("lab.toml"), &env).unwrap();
+        let s = &lab.servers[0];
+        let Bmc::Redfish { url, tls, system, password, .. } = &s.bmc else { panic!("{:?}", s.bmc) };
+        assert_eq!(url, "https://idrac-r650/redfish/v1");
+        assert_eq!(tls, &Tls::CaFile(d.join("idrac.pem")));
+        assert_eq!((system.as_deref(), password.expose()), (Some("System.Embedded.1"), "calvin"));
+        let Boot::VirtualMedia(v) = &s.boot else { panic!() };
+        assert_eq!((v.http_dir.clone(), v.http_url.as_str()), (d.join("www"), "http://10.0.0.1/bootmark"));
+        assert_eq!(s.console, Console::Tcp("tcp:consoles:3001".into()));
+        let cases = [
+            (REDFISH_MEDIA.replace("ca_file = \"idrac.pem\"", "insecure = true"), None),
+            (
+                REDFISH_MEDIA.replace("ca_file = \"idrac.pem\"", "ca_file = \"a.pem\"\ninsecure = true"),
+                Some("give one"),
+            ),
+            (REDFISH_MEDIA.replace("console = \"tcp:consoles:3001\"", "console = \"sol\""), Some("needs an IPMI BMC")),
+            (REDFISH_MEDIA.replace("http://10.0.0.1", "ftp://10.0.0.1"), Some("http_url \"ftp://")),
+            (REDFISH_MEDIA.replace("https://idrac-r650", "idrac-r650"), Some("must start with https://")),
+        ];
+        for (text, want) in cases {
+            write(&d.join("lab.toml"), &text, 0o644);
+            match (Lab::read(&d.join("lab.toml"), &env), want) {
+                (Ok(lab), None) => assert!(matches!(lab.servers[0].bmc, Bmc::Redfish { tls: Tls::Insecure, .. })),
+                (Err(e), Some(want)) => assert!(e.contains(want), "want {want:?} in: {e}"),
+                (got, _) => panic!("{want:?}: {:?}", got.map(|l| l.servers[0].bmc.clone())),
+            }
+        }
+    }
+
     #[test]
     fn passwords_others_can_read_are_refused() {
         let d = dir("perm");
@@ -452,7 +574,10 @@ mac = "52-54-00-AB-CD-EF"
             (IPMI_PXE.replace("mac = \"52-54-00-AB-CD-EF\"", "mac = \"52:54\""), "server \"dl140\": pxe.mac \"52:54\""),
             (IPMI_PXE.replace("console = \"sol\"", "console = \"com1\""), "console \"com1\": use"),
             (
-                IPMI_PXE.replace("[server.pxe]", "[server.virtual_media]\niso_url = \"http://x/b.iso\"\n[server.pxe]"),
+                IPMI_PXE.replace(
+                    "[server.pxe]",
+                    "[server.virtual_media]\nhttp_dir = \"www\"\nhttp_url = \"http://x/\"\n[server.pxe]",
+                ),
                 "exactly one way to boot",
             ),
             (IPMI_PXE.replace("repeat = 2", "repeat = 2\ncolour = \"red\""), "unknown field `colour`"),

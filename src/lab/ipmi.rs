@@ -8,6 +8,7 @@
 //! `… chassis bootdev pxe|cdrom|disk` (once, for the next boot),
 //! `… sol deactivate`, `… sol activate` (the console).
 
+use super::BootDevice;
 use super::file::Secret;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -19,14 +20,6 @@ pub struct Ipmi {
     pub password: Secret,
     /// `-C N`, when the lab file sets it (ipmitool's default otherwise).
     pub cipher_suite: Option<u8>,
-}
-
-/// Where the next boot comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BootDevice {
-    Pxe,
-    Cdrom,
-    Disk,
 }
 
 impl Ipmi {
@@ -82,10 +75,10 @@ impl Ipmi {
         Ok(())
     }
 
-    /// A cold boot: off (if on), then on. `chassis power cycle` is refused
-    /// by many BMCs when the server is off, and does nothing on others.
-    pub fn power_cycle(&self) -> Result<(), String> {
-        self.power_off()?;
+    /// On. A step is a cold boot: off (if on), then on; never `chassis
+    /// power cycle`, which many BMCs refuse when the server is off and
+    /// others ignore.
+    pub fn power_on(&self) -> Result<(), String> {
         self.run(&["chassis", "power", "on"]).map(|_| ())
     }
 

@@ -2,14 +2,19 @@
 //! through every kernel of an image, repeated and interleaved, from the
 //! workstation. The lab file (`file.rs`) → the steps and their deadlines
 //! (`steps.rs`, here `plan`) → a session (`session.rs`: per step the boot
-//! pointed with `pxe.rs`, the power and console through `ipmi.rs`, the
-//! console followed by `watch`) → the state after every step (`state.rs`)
+//! pointed with `pxe.rs` or `media.rs`, the power through `power.rs` —
+//! `ipmi.rs` or `redfish.rs` —, the console followed by `watch`) → the
+//! state after every step (`state.rs`)
 //! → the report of every step's records. `bootmark lab plan` prints the
 //! steps without asking any BMC anything.
 
 pub mod file;
 pub mod ipmi;
+pub mod media;
+pub mod power;
 pub mod pxe;
+pub mod qemu;
+pub mod redfish;
 pub mod session;
 pub mod state;
 pub mod steps;
@@ -19,12 +24,24 @@ use file::{Bmc, Boot, Console, Lab};
 use serde::Deserialize;
 use std::path::Path;
 
+/// Where a server's next boot comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootDevice {
+    Pxe,
+    Cdrom,
+    Disk,
+}
+
 /// What the lab reads of an image's manifest.json (written by `cargo xtask
 /// image`, whose type holds much more: serde skips the rest).
 #[derive(Deserialize)]
 pub struct ImageEntries {
     pub entries: Vec<ImageEntry>,
     pub plan_definition: Option<Plan>,
+    /// Where bootmark.iso holds its menus (images built before the lab
+    /// booted ISOs lack it).
+    #[serde(default)]
+    pub iso_menus: Option<crate::bootmenu::IsoMenus>,
 }
 
 #[derive(Deserialize)]
@@ -128,13 +145,27 @@ pub fn describe(lab: &Lab, image: &ImageEntries, plans: &[ServerPlan]) -> String
     for (server, plan) in lab.servers.iter().zip(plans) {
         let bmc = match &server.bmc {
             Bmc::Ipmi { host, port, user, .. } => format!("IPMI {user}@{host}:{port}"),
-            Bmc::Redfish { url, user, insecure, .. } => {
-                format!("Redfish {user} at {url}{}", if *insecure { " (certificate NOT verified)" } else { "" })
-            }
+            Bmc::Redfish { url, user, tls, system, .. } => format!(
+                "Redfish {user} at {url}{}{}",
+                system.as_ref().map_or(String::new(), |s| format!(" system {s}")),
+                match tls {
+                    file::Tls::Insecure =>
+                        " (certificate NOT verified: the password can be read on the way)".to_string(),
+                    file::Tls::CaFile(f) => format!(" (certificate checked against {})", f.display()),
+                    file::Tls::WebPki => String::new(),
+                }
+            ),
+            Bmc::Qemu { command } => format!("no BMC: on while `{command}` runs"),
         };
         let boot = match &server.boot {
             Boot::Pxe(p) => format!("PXE (MAC {}, TFTP root {})", p.mac, p.tftp_root.display()),
-            Boot::VirtualMedia(v) => format!("virtual media {}", v.iso_url),
+            Boot::Command => "the entry in its command".to_string(),
+            Boot::VirtualMedia(v) => format!(
+                "virtual media {}/{} (written to {})",
+                v.http_url,
+                media::published_name(&server.name),
+                v.http_dir.display()
+            ),
         };
         let console = match &server.console {
             Console::Sol => "serial over LAN".to_string(),

@@ -7,13 +7,22 @@
 //! the lab goes on. Ctrl-C stops between two reads of the console: the
 //! step it was in stays to do, nothing is powered on, the state is whole.
 //!
+//! Per step, in this order, whichever the BMC: the boot pointed at the
+//! entry (PXE: the per-MAC configs; virtual media: eject, the ISO
+//! published with the entry as default, inserted); the boot device for
+//! the next boot only; the console opened; power off (if on), power on —
+//! a cold boot, never a reset, and the boot device set seconds before it.
+//!
 //! Servers run one after another (a lab of a few servers, each step
-//! minutes long); Redfish and virtual media are not built yet.
+//! minutes long).
 
-use super::file::{Bmc, Boot, Console, Lab, Server};
-use super::ipmi::{BootDevice, Ipmi};
+use super::BootDevice;
+use super::file::{Boot, Console, Lab, Server};
+use super::ipmi::Ipmi;
+use super::power::Controller;
+use super::redfish::Media;
 use super::state::{Outcome, State, Status};
-use super::{ImageEntries, pxe};
+use super::{ImageEntries, media, pxe};
 use crate::watch::source::Source;
 use crate::watch::{self, Ending, Until};
 use std::path::Path;
@@ -57,7 +66,7 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
             planned
         }
     };
-    let servers: Vec<Prepared> = lab.servers.iter().map(|s| prepare(s, lab, dir)).collect::<Result<_, _>>()?;
+    let servers: Vec<Prepared> = lab.servers.iter().map(|s| prepare(s, lab, &image, dir)).collect::<Result<_, _>>()?;
     let started = Instant::now();
     let mut ran = 0u32;
     let to_do: Vec<usize> = state.to_do().map(|(i, _)| i).collect();
@@ -103,6 +112,10 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
                 pxe::restore(saved)?;
             }
         }
+        if let (Some(cd), Some(redfish)) = (&p.cd, p.bmc.redfish()) {
+            // The server's next boot is not ours.
+            redfish.eject(cd)?;
+        }
     }
     if interrupted {
         let next = state.to_do().next().map(|(_, s)| s.id.clone()).unwrap_or_default();
@@ -114,26 +127,22 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
 /// A server with what its boot needs set up once per session.
 struct Prepared<'a> {
     server: &'a Server,
-    ipmi: Ipmi,
+    bmc: Controller,
     saved_pxe: Option<pxe::Saved>,
+    /// Virtual media: the BMC's CD device, and the image's ISO with where its menus are.
+    cd: Option<Media>,
+    iso: Option<(std::path::PathBuf, crate::bootmenu::IsoMenus)>,
 }
 
-fn prepare<'a>(server: &'a Server, lab: &Lab, dir: &Path) -> Result<Prepared<'a>, String> {
-    let ipmi = match &server.bmc {
-        Bmc::Ipmi { host, port, user, password, cipher_suite } => Ipmi {
-            host: host.clone(),
-            port: *port,
-            user: user.clone(),
-            password: password.clone(),
-            cipher_suite: *cipher_suite,
-        },
-        Bmc::Redfish { .. } => {
-            return Err(format!("server {:?}: Redfish is not built yet; use its IPMI interface", server.name));
-        }
-    };
-    let saved_pxe = match &server.boot {
+fn prepare<'a>(server: &'a Server, lab: &Lab, image: &ImageEntries, dir: &Path) -> Result<Prepared<'a>, String> {
+    let lab_dir = lab.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let bmc = Controller::connect(server, lab_dir, dir)?;
+    let image_dir = lab.manifest.parent().unwrap_or(Path::new("."));
+    let mut prepared = Prepared { server, bmc, saved_pxe: None, cd: None, iso: None };
+    match &server.boot {
+        Boot::Command => {}
         Boot::Pxe(p) => {
-            let image_pxe = lab.manifest.parent().unwrap_or(Path::new(".")).join("pxe");
+            let image_pxe = image_dir.join("pxe");
             std::fs::create_dir_all(&p.tftp_root)
                 .map_err(|e| format!("cannot create {}: {e}", p.tftp_root.display()))?;
             let written = pxe::install_tree(&image_pxe, &p.tftp_root)?;
@@ -141,13 +150,44 @@ fn prepare<'a>(server: &'a Server, lab: &Lab, dir: &Path) -> Result<Prepared<'a>
                 say(&format!("lab: {} files of {} put in {}", written, image_pxe.display(), p.tftp_root.display()));
             }
             let file = dir.join(format!("{}.pxe-before.json", server.name));
-            Some(pxe::save_once(&file, &p.tftp_root, &p.mac)?)
+            prepared.saved_pxe = Some(pxe::save_once(&file, &p.tftp_root, &p.mac)?);
         }
         Boot::VirtualMedia(_) => {
-            return Err(format!("server {:?}: virtual media needs Redfish, which is not built yet", server.name));
+            let menus = image.iso_menus.clone().ok_or_else(|| {
+                format!(
+                    "{}: this image's manifest does not say where its ISO's menus are (built by an older bootmark): \
+                     rebuild it with `cargo xtask image`",
+                    lab.manifest.display()
+                )
+            })?;
+            let redfish = prepared.bmc.redfish().expect("virtual media needs Redfish (checked with the lab file)");
+            prepared.cd = Some(redfish.find_cd().map_err(|e| format!("server {:?}: {e}", server.name))?);
+            prepared.iso = Some((image_dir.join("bootmark.iso"), menus));
         }
-    };
-    Ok(Prepared { server, ipmi, saved_pxe })
+    }
+    Ok(prepared)
+}
+
+/// Point `p`'s next boot at `entry`; the boot device it boots from.
+fn point_boot(p: &Prepared, entry: &str) -> Result<BootDevice, String> {
+    match &p.server.boot {
+        // The power-on command boots the entry: the device is its business.
+        Boot::Command => Ok(BootDevice::Disk),
+        Boot::Pxe(x) => {
+            pxe::point_at(&x.tftp_root, &x.mac, entry)?;
+            Ok(BootDevice::Pxe)
+        }
+        Boot::VirtualMedia(v) => {
+            let (Some(cd), Some(redfish), Some((iso, menus))) = (&p.cd, p.bmc.redfish(), &p.iso) else {
+                unreachable!("prepared for virtual media")
+            };
+            // Out before the file changes: a BMC never reads two ISOs as one.
+            redfish.eject(cd)?;
+            media::publish(iso, menus, entry, &v.http_dir, &p.server.name)?;
+            redfish.insert(cd, &format!("{}/{}", v.http_url, media::published_name(&p.server.name)))?;
+            Ok(BootDevice::Cdrom)
+        }
+    }
 }
 
 /// One step; None when interrupted (the step stays to do).
@@ -161,12 +201,10 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
         // What an interrupted attempt of this step left.
         let _ = std::fs::remove_file(stale);
     }
-    if let Boot::Pxe(x) = &server.boot {
-        pxe::point_at(&x.tftp_root, &x.mac, entry)?;
-    }
-    p.ipmi.boot_once(BootDevice::Pxe)?;
+    let device = point_boot(p, entry)?;
+    p.bmc.boot_once(device)?;
     // The console before the power: the whole boot is on it.
-    let mut console = StepConsole::new(&server.console, &p.ipmi);
+    let mut console = StepConsole::new(&server.console, p.bmc.ipmi());
     let source = console.open()?;
     let started_unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let started = Instant::now();
@@ -175,7 +213,8 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
         console.end();
         return Ok(None);
     }
-    p.ipmi.power_cycle()?;
+    p.bmc.power_off()?;
+    p.bmc.power_on(entry)?;
     let how = watch::Follow {
         log: Some(log_path.clone()),
         out: Some(records_path.clone()),
@@ -194,13 +233,13 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
     };
     console.end();
     let (ending, documents) = followed?;
-    let (status, why) = match ending {
+    let (mut status, mut why) = match ending {
         Ending::AllOk => (Status::Ok, None),
         Ending::Failures => (Status::Failures, None),
         Ending::Interrupted => return Ok(None),
         Ending::Lost(why) => {
             // Never left running into the next step's time.
-            p.ipmi.power_off()?;
+            p.bmc.power_off()?;
             let silent = printed_nothing(&log_path);
             let why = if silent {
                 // The lab switched the power itself: a console that said
@@ -220,13 +259,19 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
     if !records_path.exists() {
         std::fs::write(&records_path, b"").map_err(|e| format!("cannot write {}: {e}", records_path.display()))?;
     }
-    let run_ids = documents
+    let runs: Vec<&crate::record::RunRecord> = documents
         .iter()
         .filter_map(|d| match d {
-            crate::collect::Document::Run(r) => Some(r.run_id.clone()),
+            crate::collect::Document::Run(r) => Some(&**r),
             crate::collect::Document::Result(_) => None,
         })
         .collect();
+    if let Some(wrong) = wrong_entry(&runs, entry) {
+        // Its records are kept (they are true of the kernel that booted)
+        // but the step is not done: it is that entry's step that ran.
+        (status, why) = (Status::Failed, Some(wrong));
+    }
+    let run_ids = runs.iter().map(|r| r.run_id.clone()).collect();
     Ok(Some(Outcome { status, why, started_unix, seconds: started.elapsed().as_secs_f64(), log, records, run_ids }))
 }
 
@@ -235,13 +280,14 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
 /// console servers drop connections), ended after the step.
 struct StepConsole<'a> {
     console: &'a Console,
-    ipmi: &'a Ipmi,
+    /// The BMC that carries serial over LAN (`console = "sol"` needs IPMI).
+    ipmi: Option<&'a Ipmi>,
     /// A SOL session's ipmitool.
     child: Option<std::process::Child>,
 }
 
 impl<'a> StepConsole<'a> {
-    fn new(console: &'a Console, ipmi: &'a Ipmi) -> StepConsole<'a> {
+    fn new(console: &'a Console, ipmi: Option<&'a Ipmi>) -> StepConsole<'a> {
         StepConsole { console, ipmi, child: None }
     }
 
@@ -249,10 +295,11 @@ impl<'a> StepConsole<'a> {
         self.end();
         match self.console {
             Console::Sol => {
-                let mut child = self.ipmi.sol()?;
+                let ipmi = self.ipmi.expect("console = \"sol\" needs IPMI (checked with the lab file)");
+                let mut child = ipmi.sol()?;
                 let stdout = child.stdout.take().expect("piped");
                 self.child = Some(child);
-                Ok(Source::program(stdout, &format!("serial over LAN of {}", self.ipmi.host)))
+                Ok(Source::program(stdout, &format!("serial over LAN of {}", ipmi.host)))
             }
             Console::Tcp(spec) => Source::open(spec, 115200),
             Console::File(path) => {
@@ -276,6 +323,23 @@ impl<'a> StepConsole<'a> {
             let _ = c.wait();
         }
     }
+}
+
+/// A run record from another entry than the step's: the server ignored
+/// where the lab pointed its boot (a BMC that kept an older ISO, a DHCP
+/// server that hands out another boot file, a menu default not honoured).
+fn wrong_entry(runs: &[&crate::record::RunRecord], entry: &str) -> Option<String> {
+    runs.iter().find_map(|r| {
+        let booted = crate::record::boot_entry(r.kernel.cmdline.as_deref());
+        (booted != Some(entry)).then(|| {
+            format!(
+                "the server booted entry {} ({}), not {entry}: it did not boot what the lab pointed it at \
+                 (its boot order, its DHCP server's boot file, or a BMC that kept an older ISO?)",
+                booted.unwrap_or("none"),
+                r.kernel.release.as_deref().unwrap_or("unknown kernel")
+            )
+        })
+    })
 }
 
 /// Did the step's console show nothing but ipmitool's own session lines?
@@ -323,5 +387,26 @@ mod tests {
         assert!(printed_nothing(&log));
         std::fs::write(&log, "[SOL Session operational.  Use ~? for help]\nSeaBIOS (version 1.16.2)\n").unwrap();
         assert!(!printed_nothing(&log));
+    }
+
+    #[test]
+    fn a_run_record_from_another_entry_fails_the_step() {
+        let run = |cmdline: Option<&str>| -> crate::record::RunRecord {
+            serde_json::from_value(serde_json::json!({
+                "schema": crate::record::RUN_SCHEMA, "run_id": "r", "seq": 2, "status": "ok", "error": null,
+                "started_unix_s": 0.0, "finished_unix_s": 1.0, "bootmark": {"version": "0"},
+                "kernel": {"release": "6.1.0-41-amd64", "cmdline": cmdline},
+                "host": crate::record::Host::default(), "records": 2, "failed_records": 0, "facts": {},
+                "kernel_log": crate::record::KernelLog::default(),
+            }))
+            .unwrap()
+        };
+        let k1 = run(Some("console=ttyS0,115200 bootmark.plan=quick bootmark.entry=k1"));
+        assert_eq!(wrong_entry(&[&k1], "k1"), None);
+        let why = wrong_entry(&[&k1], "k0").unwrap();
+        assert!(why.starts_with("the server booted entry k1 (6.1.0-41-amd64), not k0"), "{why}");
+        let none = run(Some("console=ttyS0"));
+        assert!(wrong_entry(&[&none], "k0").unwrap().contains("booted entry none"));
+        assert_eq!(wrong_entry(&[], "k0"), None, "no run record: the deadline decides");
     }
 }

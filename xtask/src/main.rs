@@ -92,8 +92,14 @@ enum Check {
     Watch,
     /// The LAVA jobs (lava-run), on the e2e image.
     Lava,
-    /// `bootmark lab` through ipmi_sim and ipmitool: PXE, SOL, a hung step, a resumed run.
+    /// `bootmark lab` through ipmi_sim and ipmitool: PXE, SOL, a hung step, a resumed run;
+    /// then through sushy-tools' Redfish emulator: virtual media, BIOS and UEFI; then with
+    /// a `[server.qemu]` server (the demo's loop).
     Lab,
+    /// The Redfish part of `lab` alone (sushy-tools, virtual media), on the lab's image.
+    LabRedfish,
+    /// The `[server.qemu]` part of `lab` alone, on the lab's image.
+    LabQemu,
     /// The KCIDB export against kcidb-io's validator.
     Kcidb,
     /// The stick write-log replay, on the e2e image.
@@ -152,7 +158,18 @@ fn run_check(check: Check) -> Result<()> {
         Check::FailingDisk => boots::failing_disk::test(&image, &e2e),
         Check::Watch => boots::live_console::test(&image, &e2e),
         Check::Lava => package().and_then(|p| boots::lava::test(&image, &p, &e2e)),
-        Check::Lab => package().and_then(|p| boots::lab::test(&p, &e2e)),
+        Check::Lab => package().and_then(|p| boots::lab::image(&p, &e2e)).and_then(|image| {
+            let ipmi = boots::lab::test(&image, &e2e);
+            let redfish = boots::lab_redfish::test(&image, &e2e);
+            let qemu = boots::lab_qemu::test(&image, &e2e);
+            ipmi.and(redfish).and(qemu)
+        }),
+        Check::LabQemu => {
+            package().and_then(|p| boots::lab::image(&p, &e2e)).and_then(|image| boots::lab_qemu::test(&image, &e2e))
+        }
+        Check::LabRedfish => {
+            package().and_then(|p| boots::lab::image(&p, &e2e)).and_then(|image| boots::lab_redfish::test(&image, &e2e))
+        }
         Check::Kcidb => check::kcidb::check(),
         Check::WriteLog => boots::write_log::test(&image, &e2e),
         Check::Resets { kills } => boots::resets::campaign(&image, &e2e, kills),

@@ -35,6 +35,15 @@ pub struct Args {
     /// Boot this menu entry (0-based); it becomes the stick's default.
     #[arg(long)]
     pub entry: Option<usize>,
+    /// Boot the entry with this label (k0, k1, k0-rt…: what a `[server.qemu]` lab
+    /// command gets as {entry}); it becomes the stick's default.
+    #[arg(long, value_name = "LABEL", conflicts_with = "entry")]
+    pub entry_label: Option<String>,
+    /// Before booting, make the first --disk a fresh filesystem of this type (ext2, ext3,
+    /// ext4, xfs, reiserfs) labelled SCRATCH, keeping its size (1 GiB if it does not
+    /// exist): every boot on a clean disk, as the demo and a `[server.qemu]` lab want.
+    #[arg(long, value_name = "FS", value_parser = ["ext2", "ext3", "ext4", "xfs", "reiserfs"])]
+    pub fresh_disk: Option<String>,
     /// Scratch disk images attached to the machine (repeatable; SATA unless --disk-bus says).
     #[arg(long = "disk", value_name = "FILE")]
     pub disks: Vec<PathBuf>,
@@ -61,6 +70,10 @@ pub struct Args {
     /// attached but not bootable (--no-stick: without it; results then on serial only).
     #[arg(long)]
     pub cdrom: bool,
+    /// With --cdrom: this ISO instead of the image's bootmark.iso (a copy that
+    /// `bootmark lab` published with another default entry).
+    #[arg(long, value_name = "FILE", requires = "cdrom")]
+    pub iso: Option<PathBuf>,
     /// Attach no USB stick.
     #[arg(long)]
     pub no_stick: bool,
@@ -168,9 +181,9 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     if !args.no_stick && !stick.exists() {
         return Err(format!("{} has no usb.img: build one with `cargo xtask image`", image.display()));
     }
-    let iso = image.join(crate::build::image::iso::FILE);
+    let iso = args.iso.clone().unwrap_or_else(|| image.join(crate::build::image::iso::FILE));
     if args.cdrom && !iso.exists() {
-        return Err(format!("{} has no {}: build the image again", image.display(), crate::build::image::iso::FILE));
+        return Err(format!("{}: no such ISO (build the image again)", iso.display()));
     }
     let old = args.machine == "old";
     if old && args.secure_boot {
@@ -295,6 +308,18 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
     Ok(c)
 }
 
+/// The entry to boot, by --entry or --entry-label (None: the stick's default).
+fn entry_index(args: &Args) -> Result<Option<usize>> {
+    let Some(label) = &args.entry_label else { return Ok(args.entry) };
+    let manifest = crate::build::image::manifest::Manifest::read(&args.image)?;
+    let labels: Vec<&str> = manifest.entries.iter().map(|e| e.label.as_str()).collect();
+    labels
+        .iter()
+        .position(|l| l == label)
+        .map(Some)
+        .ok_or_else(|| format!("--entry-label {label}: the image has {}", labels.join(", ")))
+}
+
 /// The default entry's architecture, from the image's manifest.json.
 fn image_arch(image: &Path) -> Result<Arch> {
     let manifest = crate::build::image::manifest::Manifest::read(image).ok();
@@ -306,21 +331,30 @@ fn image_arch(image: &Path) -> Result<Arch> {
 /// every reboot (and after a hang) into one combined serial log.
 pub fn boot(args: &Args) -> Result<Booted> {
     tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
-    if let Some(n) = args.entry {
+    if let Some(n) = entry_index(args)? {
         crate::build::image::usb::set_default_entry(&args.image.join("usb.img"), n)?;
     }
+    if let (Some(fs), Some(disk)) = (&args.fresh_disk, args.disks.first()) {
+        let mib = std::fs::metadata(disk).map_or(1024, |m| (m.len() >> 20).max(64));
+        crate::boot::disks::scratch_disk(disk, fs, mib)?;
+    }
     let log = args.log.clone().unwrap_or_else(|| args.image.join("serial.log"));
+    // A new file for every boot: whoever follows the log (a `[server.qemu]`
+    // lab, `bootmark watch`) sees the next boot's from its start.
     let _ = std::fs::remove_file(&log);
     let started = Instant::now();
     let mut serial = String::new();
     let mut hangs_in_a_row = 0;
     for boot_no in 1..=64 {
-        let one = log.with_extension(format!("boot{boot_no}"));
+        // One boot writes the log as it goes; a sequence's boots are joined into it.
+        let one = if args.sequence { log.with_extension(format!("boot{boot_no}")) } else { log.clone() };
         let ended = boot_once(args, &one);
         let text = String::from_utf8_lossy(&std::fs::read(&one).unwrap_or_default()).into_owned();
-        let _ = std::fs::remove_file(&one);
         serial += &text;
-        std::fs::write(&log, &serial).map_err(|e| format!("{}: {e}", log.display()))?;
+        if args.sequence {
+            let _ = std::fs::remove_file(&one);
+            std::fs::write(&log, &serial).map_err(|e| format!("{}: {e}", log.display()))?;
+        }
         let last = text.lines().rev().find(|l| l.contains("bootmark: run ") && l.contains(" done ("));
         match ended {
             Ok(()) if !args.sequence => return Ok(Booted { log, serial, elapsed: started.elapsed() }),

@@ -59,6 +59,8 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("lava-run", "lava-dispatcher"),                     // the LAVA jobs, run without a server
     ("ipmi_sim", "openipmi"),                            // bootmark lab: a BMC on 127.0.0.1
     ("ipmitool", "ipmitool"),                            // …driven as a lab drives a server's
+    ("python3", "python3"),                              // bootmark lab's Redfish test: sushy-tools in a venv
+    ("openssl", "openssl"),                              // …its BMC's self-signed certificate
     ("rpmbuild", "rpm"),                                 // the kernel-RPM boot test builds a 2005-shaped RPM
     ("xz", "xz-utils"),                                  // …of Debian's kernel, its modules as .ko.xz
     // A kernel built from source (kernel_src::BUILD_TOOLS is what building needs).

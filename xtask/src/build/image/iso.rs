@@ -10,6 +10,10 @@
 //!   signed GRUB for CDs), whose config finds the ISO by its id file;
 //! - MBR + GPT (isohybrid), so `dd` to a stick boots too.
 //!
+//! Its two menus are stored once each with blank lines at their end, and
+//! the manifest records where (`iso_menus`): `bootmark lab` publishes a
+//! copy per step with the step's entry as the default.
+//!
 //! An ISO is read-only: it carries no results journal and no sequence.
 //! Results go to the serial console (SOL on a BMC), and also to a writable
 //! results stick when one is attached.
@@ -19,6 +23,7 @@ use crate::Result;
 use crate::host::fs::Context as _;
 use crate::host::fs::write_creating_dirs as write;
 use crate::host::process::command;
+use bootmark::bootmenu::{self, IsoMenus, Span};
 use std::path::Path;
 
 /// The ISO's file name in the image directory.
@@ -49,14 +54,19 @@ pub struct Contents<'a> {
     pub mtime: u32,
 }
 
-/// Write `out` (bootmark.iso); `work` is scratch space.
-pub fn build(out: &Path, work: &Path, c: &Contents) -> Result<()> {
+/// Write `out` (bootmark.iso); `work` is scratch space. Returns where the
+/// ISO holds its two menus, for `bootmark lab` to change their default.
+pub fn build(out: &Path, work: &Path, c: &Contents) -> Result<IsoMenus> {
     let root = work.join("iso");
     let _ = std::fs::remove_dir_all(&root);
     copy_dir(&c.stage.join("boot"), &root.join("boot"))?;
     copy(Path::new(ISOLINUX_BIN), &root.join("isolinux/isolinux.bin"))?;
     copy(Path::new(LDLINUX_C32), &root.join("isolinux/ldlinux.c32"))?;
-    write(root.join("isolinux/isolinux.cfg"), c.menu.syslinux("/"))?;
+    // Both menus with room to name a longer default entry later.
+    let syslinux = bootmenu::with_room(&c.menu.syslinux("/"));
+    let grub = bootmenu::with_room(&c.menu.grub(""));
+    write(root.join("isolinux/isolinux.cfg"), &syslinux)?;
+    write(root.join("boot/grub/grub.cfg"), &grub)?;
     // Debian's signed GRUB for CDs falls back to searching for this file.
     write(root.join(".disk/info"), format!("bootmark image {}\n", c.id))?;
     let efi = root.join("boot/efiboot.img");
@@ -72,7 +82,20 @@ pub fn build(out: &Path, work: &Path, c: &Contents) -> Result<()> {
             .env("SOURCE_DATE_EPOCH", c.mtime.max(315_532_800).to_string())
             .arg(&root),
     )?;
-    std::fs::remove_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))
+    std::fs::remove_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let iso = std::fs::read(out).with_context(|| format!("cannot read {}", out.display()))?;
+    Ok(IsoMenus { syslinux: span_of(&iso, &syslinux, out)?, grub: span_of(&iso, &grub, out)? })
+}
+
+/// Where `file`'s bytes stand in the ISO: once, or the lab could not know
+/// which copy the bootloader reads.
+fn span_of(iso: &[u8], file: &str, out: &Path) -> Result<Span> {
+    let mut found = memchr::memmem::find_iter(iso, file.as_bytes());
+    match (found.next(), found.next()) {
+        (Some(offset), None) => Ok(Span { offset: offset as u64, len: file.len() as u64 }),
+        (None, _) => Err(format!("{}: a menu is not stored whole in it", out.display())),
+        (Some(_), Some(_)) => Err(format!("{}: a menu is stored twice in it", out.display())),
+    }
 }
 
 /// The UEFI El Torito image: a FAT filesystem with EFI/BOOT/…, sized to fit.

@@ -31,6 +31,10 @@ pub struct Manifest {
     /// each kernel's signers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secure_boot: Option<super::secure_boot::Facts>,
+    /// Where bootmark.iso holds its menus (`bootmark lab` changes their
+    /// default in a copy); images built before lack it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iso_menus: Option<bootmark::bootmenu::IsoMenus>,
     /// Every file of the image directory (but this one) → its SHA-256.
     pub outputs: BTreeMap<String, String>,
 }

@@ -185,7 +185,7 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
     bootloaders::pxe_tree(&out.join("pxe"), &stage, &m, chain)?;
     eprintln!("image: writing {}", iso::FILE);
     let contents = iso::Contents { stage: &stage, menu: &m, id: &id, chain, grub_efi: &grub_efi, mtime: b.mtime };
-    iso::build(&out.join(iso::FILE), work, &contents)?;
+    let iso_menus = iso::build(&out.join(iso::FILE), work, &contents)?;
     fs::remove_dir_all(work)?;
     let manifest = manifest::Manifest {
         schema: manifest::SCHEMA.into(),
@@ -199,6 +199,7 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
             .signed
             .as_ref()
             .map(|(chain, signers)| secure_boot::Facts { kernel_signers: signers.clone(), ..chain.facts.clone() }),
+        iso_menus: Some(iso_menus),
         outputs: manifest::outputs(out)?,
     };
     write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest).unwrap())

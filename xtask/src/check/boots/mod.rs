@@ -11,6 +11,8 @@ pub mod iso;
 pub mod kernel_from_source;
 pub mod kernel_rpm;
 pub mod lab;
+pub mod lab_qemu;
+pub mod lab_redfish;
 pub mod lava;
 pub mod live_console;
 pub mod nvme;
@@ -79,7 +81,14 @@ pub fn harness() -> Result<()> {
     tally.add("failing disk", crate::check::boots::failing_disk::test(&out, &base));
     tally.add("watch", crate::check::boots::live_console::test(&out, &base));
     tally.add("LAVA", crate::check::boots::lava::test(&out, &package, &base));
-    tally.add("lab", lab::test(&package, &base));
+    match lab::image(&package, &base) {
+        Ok(lab_image) => {
+            tally.add("lab", lab::test(&lab_image, &base));
+            tally.add("lab Redfish", lab_redfish::test(&lab_image, &base));
+            tally.add("lab qemu", lab_qemu::test(&lab_image, &base));
+        }
+        Err(e) => tally.add("lab image", Err(e)),
+    }
     tally.add("stick write log", crate::check::boots::write_log::test(&out, &base));
     // 14 kills: every record line once and 7 spread times. The write-log
     // replay above checks every write prefix, so more kills here add CI time

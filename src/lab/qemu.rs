@@ -1,0 +1,150 @@
+//! A server that is a program while it is on (`[server.qemu]`): power on
+//! runs the lab file's command with the step's entry in it (`cargo xtask
+//! qemu --entry-label {entry} …` starts a QEMU guest booting that entry),
+//! the server is on while it runs, and power off ends it (its whole
+//! process group). So `cargo xtask demo` and the tests run the very loop a
+//! user runs on a server.
+//!
+//! The running program's process group id is kept in the state directory
+//! (`SERVER.power.pid`): a lab killed while a guest ran and started again
+//! ends that guest at its next power-off, never leaving two on one disk.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub struct QemuPower {
+    command: String,
+    /// The lab file's directory: the command runs there.
+    dir: PathBuf,
+    pid_file: PathBuf,
+    /// What the command prints (QEMU's own errors), appended per power-on.
+    output: PathBuf,
+    /// The program this session started, reaped once it ends (a guest that
+    /// powered itself off), so that its group no longer counts as running.
+    child: Mutex<Option<Child>>,
+}
+
+impl QemuPower {
+    pub fn new(command: &str, lab_dir: &Path, state_dir: &Path, server: &str) -> QemuPower {
+        QemuPower {
+            command: command.to_string(),
+            dir: lab_dir.to_path_buf(),
+            pid_file: state_dir.join(format!("{server}.power.pid")),
+            output: state_dir.join(format!("{server}.power.out")),
+            child: Mutex::new(None),
+        }
+    }
+
+    /// The command a step's entry runs.
+    pub fn command_for(&self, entry: &str) -> String {
+        self.command.replace("{entry}", entry)
+    }
+
+    /// The running program's process group, if one is running.
+    fn running(&self) -> Option<i32> {
+        let pid: i32 = std::fs::read_to_string(&self.pid_file).ok()?.trim().parse().ok()?;
+        // SAFETY: kill(2) with signal 0 only checks that the group exists.
+        (pid > 1 && unsafe { libc::kill(-pid, 0) } == 0).then_some(pid)
+    }
+
+    pub fn power_is_on(&self) -> bool {
+        self.reap();
+        self.running().is_some()
+    }
+
+    fn reap(&self) {
+        if let Ok(mut child) = self.child.lock()
+            && child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_some())
+        {
+            *child = None;
+        }
+    }
+
+    /// End the program and everything it started (SIGTERM, then SIGKILL
+    /// after 10 s), and wait until the group is gone.
+    pub fn power_off(&self) -> Result<(), String> {
+        if let Some(pid) = self.running() {
+            let since = Instant::now();
+            // SAFETY: signals to the process group this lab started.
+            unsafe { libc::kill(-pid, libc::SIGTERM) };
+            while self.power_is_on() {
+                if since.elapsed() > Duration::from_secs(10) {
+                    // SAFETY: as above.
+                    unsafe { libc::kill(-pid, libc::SIGKILL) };
+                }
+                if since.elapsed() > Duration::from_secs(30) {
+                    return Err(format!("`{}` (process group {pid}) did not end", self.command));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        let _ = std::fs::remove_file(&self.pid_file);
+        Ok(())
+    }
+
+    /// Run the command for `entry`, in a process group of its own.
+    pub fn power_on(&self, entry: &str) -> Result<(), String> {
+        let line = self.command_for(entry);
+        let out = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(&self.output)
+            .map_err(|e| format!("cannot open {}: {e}", self.output.display()))?;
+        let err = out.try_clone().map_err(|e| format!("{}: {e}", self.output.display()))?;
+        let child = Command::new("sh")
+            .args(["-c", &format!("exec {line}")])
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("power on: cannot run `{line}`: {e}"))?;
+        let pid = child.id();
+        if let Ok(mut held) = self.child.lock() {
+            *held = Some(child);
+        }
+        std::fs::write(&self.pid_file, format!("{pid}\n"))
+            .map_err(|e| format!("cannot write {}: {e}", self.pid_file.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn power_on_runs_the_entry_and_power_off_ends_its_whole_group() {
+        let dir = std::env::temp_dir().join(format!("bootmark-lab-qemu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A "guest" that starts a child of its own, as cargo xtask qemu starts QEMU.
+        let power = QemuPower::new("sh -c 'echo booting {entry}; sleep 60 & wait'", &dir, &dir, "vm");
+        assert_eq!(power.command_for("k1"), "sh -c 'echo booting k1; sleep 60 & wait'");
+        assert!(!power.power_is_on());
+        power.power_on("k1").unwrap();
+        assert!(power.power_is_on());
+        let since = Instant::now();
+        while !std::fs::read_to_string(dir.join("vm.power.out")).unwrap_or_default().contains("booting k1") {
+            assert!(since.elapsed() < Duration::from_secs(10), "the command did not run with the step's entry");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid: i32 = std::fs::read_to_string(dir.join("vm.power.pid")).unwrap().trim().parse().unwrap();
+        power.power_off().unwrap();
+        assert!(!power.power_is_on());
+        // SAFETY: only checks that no process of the group is left.
+        assert_ne!(unsafe { libc::kill(-pid, 0) }, 0, "a process of the group is still running");
+        // A guest that ends by itself is off.
+        let short = QemuPower::new("true {entry}", &dir, &dir, "short");
+        short.power_on("k0").unwrap();
+        let since = Instant::now();
+        while short.power_is_on() {
+            assert!(since.elapsed() < Duration::from_secs(10), "a program that ended still counts as on");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        short.power_off().unwrap();
+        crate::fsutil::remove_tree(&dir).unwrap();
+    }
+}
