@@ -135,6 +135,13 @@ struct Prepared<'a> {
 }
 
 fn prepare<'a>(server: &'a Server, lab: &Lab, image: &ImageEntries, dir: &Path) -> Result<Prepared<'a>, String> {
+    if let super::file::Bmc::Redfish { url, tls: super::file::Tls::Insecure, .. } = &server.bmc {
+        say(&format!(
+            "lab: WARNING: server {:?}: the certificate of {url} is not checked (insecure = true): anyone on the \
+             path can read its password; give ca_file instead",
+            server.name
+        ));
+    }
     let lab_dir = lab.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let bmc = Controller::connect(server, lab_dir, dir)?;
     let image_dir = lab.manifest.parent().unwrap_or(Path::new("."));

@@ -1,13 +1,14 @@
 //! `cargo xtask demo`: the whole product in one command, with QEMU standing
 //! in for the test server. Two real Debian kernels (generic and PREEMPT_RT)
 //! in one USB image, one clean boot per kernel on a freshly formatted SATA
-//! scratch disk as slow as a 2006 disk, each boot running the `demo` sweep
+//! scratch disk as slow as a 2006 disk — booted by `bootmark lab`'s loop
+//! with a `[server.qemu]` server, the loop a user's lab runs through a
+//! BMC —, each boot running the `demo` sweep
 //! (dirty_ratio 40 with the kernel's protections, with them removed on
 //! purpose, and removed with dirty_ratio 5); results collected from the
 //! serial logs and the stick, checked to agree, compared in the seed's
 //! table with the findings, and drawn in an HTML report.
 
-use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image::{self, usb};
 use crate::host::apt::resolve_meta;
@@ -74,25 +75,7 @@ pub fn run(args: &Args) -> Result<()> {
         ..image::Args::default()
     })?;
     let stick = image_dir.join("usb.img");
-    let mut logs = Vec::new();
-    for (i, p) in packages.iter().enumerate() {
-        let disk = out.join("scratch.img");
-        scratch_disk(&disk, &args.fs, 1024)?;
-        let log = out.join(format!("serial-k{i}.log"));
-        eprintln!("demo: booting entry {i} ({p}) in QEMU, serial → {}", log.display());
-        let booted = qemu::boot(&qemu::Args {
-            image: image_dir.clone(),
-            entry: Some(i),
-            disks: vec![disk],
-            log: Some(log.clone()),
-            memory: args.memory,
-            disk_mbps: args.disk_mbps,
-            install_deps: install,
-            ..qemu::Args::default()
-        })?;
-        eprintln!("demo: entry {i} powered off after {:.1} s", booted.elapsed.as_secs_f64());
-        logs.push(log);
-    }
+    let logs = boot_every_entry(args, &image_dir, &out)?;
     usb::set_default_entry(&stick, 0)?;
 
     // Results: from the serial logs and from the stick, which must agree.
@@ -135,6 +118,68 @@ pub fn run(args: &Args) -> Result<()> {
     println!("stick image: {}", stick.display());
     println!("demo took {:.0} s", started.elapsed().as_secs_f64());
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+/// One clean boot per entry through `bootmark lab`'s own loop, with QEMU as
+/// the server (`[server.qemu]`: power on runs `xtask qemu --entry-label
+/// {entry}` on a freshly formatted disk, power off ends it, the console is
+/// its serial log): the steps, deadlines, console following and record
+/// checks a user's lab runs on iron. Returns each step's console log.
+fn boot_every_entry(args: &Args, image_dir: &std::path::Path, out: &std::path::Path) -> Result<Vec<PathBuf>> {
+    let xtask = std::env::current_exe().map_err(|e| format!("cannot find xtask's own binary: {e}"))?;
+    let (disk, serial) = (out.join("scratch.img"), out.join("serial.log"));
+    let state = out.join("lab.state");
+    let _ = std::fs::remove_dir_all(&state);
+    // The console file exists before the first power-on, as a console server's log does.
+    fs::write(&serial, "")?;
+    let command = format!(
+        "{} qemu --image {} --entry-label {{entry}} --disk {} --fresh-disk {} --log {} --memory {} --disk-mbps {}{}",
+        xtask.display(),
+        image_dir.display(),
+        disk.display(),
+        args.fs,
+        serial.display(),
+        args.memory,
+        args.disk_mbps,
+        if deps::can_install() { " --install-deps" } else { "" }
+    );
+    let lab_file = out.join("demo-lab.toml");
+    fs::write(
+        &lab_file,
+        [
+            "# Written by `cargo xtask demo`: QEMU as the server, through bootmark lab's loop.".to_string(),
+            format!("image = {}", toml_string(&image_dir.display().to_string())),
+            "state = \"lab.state\"".into(),
+            "[[server]]".into(),
+            "name = \"qemu\"".into(),
+            format!("console = {}", toml_string(&format!("file:{}", serial.display()))),
+            "boot_s = 120".into(),
+            "[server.qemu]".into(),
+            format!("command = {}", toml_string(&command)),
+        ]
+        .join("\n")
+            + "\n",
+    )?;
+    eprintln!("demo: booting every entry in QEMU through `bootmark lab run {}`", lab_file.display());
+    let lab = bootmark::lab::file::Lab::read(&lab_file, &|v| std::env::var(v).ok())?;
+    let ended = bootmark::lab::session::run(&lab)?;
+    if ended.interrupted {
+        return Err("demo: interrupted".into());
+    }
+    let mut logs = Vec::new();
+    for step in &ended.state.steps {
+        match &step.outcome {
+            Some(o) if o.status != bootmark::lab::state::Status::Failed => logs.push(state.join(&o.log)),
+            Some(o) => return Err(format!("demo: {} failed: {}", step.id, o.why.as_deref().unwrap_or("?"))),
+            None => return Err(format!("demo: {} did not run", step.id)),
+        }
+    }
+    Ok(logs)
+}
+
+/// A TOML basic string.
+fn toml_string(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// apt-cache knows nothing until `apt-get update` ran once on a fresh machine.
