@@ -353,8 +353,9 @@ pub fn boot(args: &Args) -> Result<Booted> {
         serial += &text;
         if args.sequence {
             let _ = std::fs::remove_file(&one);
-            std::fs::write(&log, &serial).map_err(|e| format!("{}: {e}", log.display()))?;
         }
+        // As text (firmware writes bytes that are not UTF-8): what the tests and users read.
+        std::fs::write(&log, &serial).map_err(|e| format!("{}: {e}", log.display()))?;
         let last = text.lines().rev().find(|l| l.contains("bootmark: run ") && l.contains(" done ("));
         match ended {
             Ok(()) if !args.sequence => return Ok(Booted { log, serial, elapsed: started.elapsed() }),
