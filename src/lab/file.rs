@@ -535,6 +535,29 @@ http_url = "http://10.0.0.1/bootmark/"
     }
 
     #[test]
+    fn a_qemu_server_needs_its_entry_in_its_command_and_no_other_boot() {
+        let d = dir("qemu");
+        let lab = "image = \"image\"\n[[server]]\nname = \"vm\"\nconsole = \"file:serial.log\"\n\
+                   [server.qemu]\ncommand = \"cargo xtask qemu --entry-label {entry} --log serial.log\"\n";
+        write(&d.join("lab.toml"), lab, 0o644);
+        let read = Lab::read(&d.join("lab.toml"), &no_env).unwrap();
+        let s = &read.servers[0];
+        assert!(matches!(&s.bmc, Bmc::Qemu { command } if command.contains("{entry}")), "{:?}", s.bmc);
+        assert!(matches!(s.boot, Boot::Command));
+        assert_eq!(s.console, Console::File(d.join("serial.log")));
+        let cases = [
+            (lab.replace(" {entry}", ""), "has no {entry}"),
+            (format!("{lab}[server.pxe]\ntftp_root = \"t\"\nmac = \"52:54:00:00:00:01\"\n"), "drop [server.pxe]"),
+            (lab.replace("file:serial.log", "sol"), "needs an IPMI BMC"),
+        ];
+        for (text, want) in cases {
+            write(&d.join("lab.toml"), &text, 0o644);
+            let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
+            assert!(e.contains(want), "want {want:?} in: {e}");
+        }
+    }
+
+    #[test]
     fn passwords_others_can_read_are_refused() {
         let d = dir("perm");
         write(&d.join("lab.toml"), IPMI_PXE, 0o644);
