@@ -1,5 +1,7 @@
 //! A Debian kernel package as an input: downloaded with apt-get (or given as
-//! a .deb), extracted with dpkg-deb, its vmlinuz and modules tree found.
+//! a .deb), extracted with dpkg-deb, its vmlinuz and modules tree found
+//! (`lib/modules` or, from Debian 13, `usr/lib/modules`) and its compressed
+//! modules decompressed.
 
 use crate::Result;
 use crate::build::arch::Arch;
@@ -15,6 +17,8 @@ pub struct DebKernel {
     pub vmlinuz: PathBuf,
     pub modules: PathBuf,
     pub release: String,
+    /// Compressed modules (`.ko.xz` in Debian 13) decompressed on unpacking.
+    pub modules_decompressed: usize,
 }
 
 /// `NAME` (downloaded with apt-get into `cache`) or a path to a .deb.
@@ -100,10 +104,22 @@ pub fn unpack_deb(deb: &Path, dir: &Path) -> Result<DebKernel> {
         format!("{e} (a meta or -dbg package is not the kernel image; try its versioned dependency: apt-cache depends {package})")
     })?;
     let modules = modules.ok_or_else(|| format!("{package} has no lib/modules/{release}"))?;
+    let modules_decompressed = super::compressed::decompress_module_tree(&modules)?;
+    if modules_decompressed > 0 {
+        eprintln!("image: {modules_decompressed} compressed modules of {package} decompressed");
+    }
     let arch = match deb_field(deb, "Architecture")?.as_str() {
         "amd64" => Arch::X86_64,
         "i386" => Arch::I686,
         other => return Err(format!("{package} is for {other}; bootmark images are x86_64 or i686")),
     };
-    Ok(DebKernel { version: deb_field(deb, "Version")?, package, arch, vmlinuz, modules, release })
+    Ok(DebKernel {
+        version: deb_field(deb, "Version")?,
+        package,
+        arch,
+        vmlinuz,
+        modules,
+        release,
+        modules_decompressed,
+    })
 }

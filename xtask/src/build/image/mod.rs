@@ -12,6 +12,7 @@
 pub mod args;
 pub mod bootloaders;
 pub mod cmdline;
+pub mod compressed;
 pub mod cpio;
 pub mod deb;
 pub mod initramfs;

@@ -1,20 +1,19 @@
 //! Kernel RPMs (SLES, RHEL/CentOS, Fedora), read in Rust: the 96-byte lead,
 //! the signature header (padded to 8 bytes), the main header (for name,
 //! version, release, arch) and the payload, a newc cpio archive compressed
-//! with gzip, bzip2, xz, lzma or zstd (found by its magic bytes, so a 2005
-//! package without a payload-compressor tag reads the same as a 2024 one).
+//! with gzip, bzip2, xz, lzma or zstd (`compressed` reads them).
 //! Its own reader because a 2005 package (rpm 4.3, MD5 digests, no payload
 //! digest) is what a CentOS 4 or SLES 9 kernel is, and crates aimed at
 //! current RPMs need tags those packages do not have.
 //!
 //! Only `boot/` and `lib/modules/` (or `usr/lib/modules/`) are unpacked.
 //! Compressed modules (`.ko.gz`, `.ko.xz`, `.ko.zst`) are decompressed on
-//! the host: `init_module` takes raw ELF, and old kernels cannot decompress.
+//! the host, as a .deb's are (`compressed::module`).
 
+use super::compressed;
 use crate::Result;
 use crate::build::arch::Arch;
 use crate::host::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 const LEAD_MAGIC: [u8; 4] = [0xed, 0xab, 0xee, 0xdb];
@@ -65,31 +64,6 @@ fn read_header(data: &[u8], at: usize, what: &str) -> Result<(Vec<(u32, String)>
     Ok((strings, end - at))
 }
 
-/// The payload, decompressed, found by its magic bytes.
-fn decompress(data: &[u8], what: &str) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    let err = |e: String| format!("{what}: cannot decompress: {e}");
-    if data.starts_with(&[0x1f, 0x8b]) {
-        flate2::read::MultiGzDecoder::new(data).read_to_end(&mut out).map_err(|e| err(e.to_string()))?;
-    } else if data.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-        lzma_rs::xz_decompress(&mut std::io::BufReader::new(data), &mut out).map_err(|e| err(e.to_string()))?;
-    } else if data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        ruzstd::decoding::StreamingDecoder::new(data)
-            .map_err(|e| err(e.to_string()))?
-            .read_to_end(&mut out)
-            .map_err(|e| err(e.to_string()))?;
-    } else if data.starts_with(b"BZh") {
-        bzip2_rs::DecoderReader::new(data).read_to_end(&mut out).map_err(|e| err(e.to_string()))?;
-    } else if data.starts_with(&[0x5d, 0, 0]) {
-        lzma_rs::lzma_decompress(&mut std::io::BufReader::new(data), &mut out).map_err(|e| err(e.to_string()))?;
-    } else if data.starts_with(b"0707") {
-        out = data.to_vec();
-    } else {
-        return Err(format!("{what}: unknown compression (first bytes {:02x?})", &data[..data.len().min(6)]));
-    }
-    Ok(out)
-}
-
 /// One entry of a newc (070701/070702) cpio archive.
 pub struct CpioEntry<'a> {
     pub name: String,
@@ -124,16 +98,6 @@ pub fn read_cpio(data: &[u8]) -> Result<Vec<CpioEntry<'_>>> {
     }
 }
 
-/// Decompress a compressed module's bytes (by file name).
-fn module_bytes(name: &str, data: &[u8]) -> Result<(String, Vec<u8>)> {
-    for ext in [".ko.gz", ".ko.xz", ".ko.zst"] {
-        if let Some(stem) = name.strip_suffix(ext) {
-            return Ok((format!("{stem}.ko"), decompress(data, name)?));
-        }
-    }
-    Ok((name.to_string(), data.to_vec()))
-}
-
 /// Unpack a kernel RPM into `dir`.
 pub fn unpack(path: &Path, dir: &Path) -> Result<RpmKernel> {
     let data = std::fs::read(path).map_err(|e| format!("--kernel-rpm {}: {e}", path.display()))?;
@@ -151,7 +115,7 @@ pub fn unpack(path: &Path, dir: &Path) -> Result<RpmKernel> {
             path.display()
         ));
     }
-    let payload = decompress(&data[main_at + main_len..], &format!("{} payload", path.display()))?;
+    let payload = compressed::decompress(&data[main_at + main_len..], &format!("{} payload", path.display()))?;
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     eprintln!("image: extracting {name}-{}-{}", tag(TAG_VERSION), tag(TAG_RELEASE));
@@ -163,7 +127,7 @@ pub fn unpack(path: &Path, dir: &Path) -> Result<RpmKernel> {
         if !wanted || e.mode & 0o170000 != 0o100000 || rel.split('/').any(|p| p == "..") {
             continue;
         }
-        let (rel, bytes) = module_bytes(rel, e.data)?;
+        let (rel, bytes) = compressed::module(rel, e.data)?;
         if rel.len() != e.name.trim_start_matches("./").trim_start_matches('/').len() {
             decompressed += 1;
         }
@@ -242,10 +206,21 @@ pub mod tests {
         e.finish().unwrap()
     }
 
+    /// `data` compressed by the `xz` tool (CRC64, as kmod's modules are).
     fn xz(data: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        lzma_rs::xz_compress(&mut std::io::BufReader::new(data), &mut out).unwrap();
-        out
+        let mut child = crate::host::process::spawn(
+            crate::host::process::command("xz")
+                .arg("-c")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped()),
+        )
+        .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let input = data.to_vec();
+        let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input).unwrap());
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        out.stdout
     }
 
     #[test]
@@ -272,9 +247,6 @@ pub mod tests {
         assert_eq!(std::fs::read(m.join("kernel/fs/fat/fat.ko")).unwrap(), elf, ".ko.gz decompressed");
         assert_eq!(k.modules_decompressed, 2);
         assert!(!dir.join("out/usr/share").exists(), "only boot/ and lib/modules/ are unpacked");
-        // The same package with an xz payload (as current distributions make them).
-        std::fs::write(&rpm, package("kernel-default", "x86_64", &files, xz)).unwrap();
-        assert_eq!(unpack(&rpm, &dir.join("out")).unwrap().arch, Some(Arch::X86_64));
         // Not a kernel, not an RPM, cut off: clear errors.
         std::fs::write(&rpm, package("bash", "i686", &files, gzip)).unwrap();
         assert!(unpack(&rpm, &dir.join("out")).unwrap_err().contains("not a kernel"));
@@ -283,6 +255,68 @@ pub mod tests {
         let whole = package("kernel", "i686", &files, gzip);
         std::fs::write(&rpm, &whole[..200]).unwrap();
         assert!(unpack(&rpm, &dir.join("out")).unwrap_err().contains("cut off"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A kernel package as `rpmbuild` makes it with `payload` (e.g. `w6.xzdio`).
+    fn rpmbuild(dir: &Path, payload: &str, files: &[(&str, Vec<u8>)]) -> PathBuf {
+        let root = dir.join("root");
+        let _ = std::fs::remove_dir_all(&root);
+        for (path, data) in files {
+            std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+            std::fs::write(root.join(path), data).unwrap();
+        }
+        let listed: Vec<String> = files.iter().map(|(p, _)| format!("/{p}")).collect();
+        let spec = dir.join("kernel.spec");
+        std::fs::write(
+            &spec,
+            format!(
+                "Name: kernel-default\nVersion: 6.4.0\nRelease: 150600.1\nSummary: test\nLicense: GPL\nAutoReqProv: no\n\
+                 %description\ntest\n%install\ncp -a {}/. %{{buildroot}}/\n%files\n{}\n",
+                root.display(),
+                listed.join("\n")
+            ),
+        )
+        .unwrap();
+        let top = dir.join(format!("rpmbuild-{payload}"));
+        crate::host::process::run(
+            crate::host::process::command("rpmbuild")
+                .args(["-bb", "--target", "x86_64", "--define"])
+                .arg(format!("_topdir {}", top.display()))
+                .args(["--define", &format!("_binary_payload {payload}")])
+                .args(["--define", "__os_install_post %{nil}", "--define", "debug_package %{nil}"])
+                .arg(&spec),
+        )
+        .unwrap_or_else(|e| panic!("rpmbuild with {payload}: {e}"));
+        let rpms = top.join("RPMS/x86_64");
+        std::fs::read_dir(&rpms).unwrap().flatten().map(|e| e.path()).next().unwrap()
+    }
+
+    #[test]
+    fn packages_rpmbuild_makes_unpack_with_every_payload_compressor() {
+        let dir = std::env::temp_dir().join(format!("bootmark-rpmbuild-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let elf = b"\x7fELF fake module".repeat(100);
+        let files = [
+            ("boot/vmlinuz-6.4.0-150600.1-default", b"kernel".repeat(1000)),
+            ("lib/modules/6.4.0-150600.1-default/kernel/fs/ext4/ext4.ko.xz", xz(&elf)),
+            ("lib/modules/6.4.0-150600.1-default/kernel/fs/jbd2/jbd2.ko", elf.clone()),
+        ];
+        // gzip (rpm 4.3 to today), bzip2 (SUSE's old default), xz (RHEL 6+,
+        // SLES 12+, Fedora until 31; rpm writes xz with a SHA-256 check),
+        // lzma (Fedora 9-11), zstd (Fedora 31+, RHEL 9).
+        for payload in ["w9.gzdio", "w9.bzdio", "w6.xzdio", "w6.lzdio", "w19.zstdio"] {
+            let rpm = rpmbuild(&dir, payload, &files);
+            let out = dir.join(format!("out-{payload}"));
+            let k = unpack(&rpm, &out).unwrap_or_else(|e| panic!("{payload}: {e}"));
+            assert_eq!((k.name.as_str(), k.version.as_str()), ("kernel-default", "6.4.0-150600.1"), "{payload}");
+            assert_eq!(std::fs::read(&k.vmlinuz).unwrap(), files[0].1, "{payload}: vmlinuz");
+            let m = k.modules.unwrap();
+            assert_eq!(std::fs::read(m.join("kernel/fs/ext4/ext4.ko")).unwrap(), elf, "{payload}: .ko.xz decompressed");
+            assert_eq!(std::fs::read(m.join("kernel/fs/jbd2/jbd2.ko")).unwrap(), elf, "{payload}: plain .ko");
+            assert_eq!(k.modules_decompressed, 1, "{payload}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

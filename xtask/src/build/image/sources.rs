@@ -65,7 +65,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             arch: k.arch,
             modules: Some(k.modules.clone()),
             config,
-            origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": crate::host::fs::sha256_file(&deb)?}),
+            origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": crate::host::fs::sha256_file(&deb)?, "modules_decompressed": k.modules_decompressed}),
         });
     }
     for (i, path) in args.kernel_rpms.iter().enumerate() {
