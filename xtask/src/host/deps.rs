@@ -63,7 +63,9 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("openssl", "openssl"),                              // …its BMC's self-signed certificate
     ("rpmbuild", "rpm"),                                 // the kernel-RPM boot test builds a 2005-shaped RPM
     ("xz", "xz-utils"),                                  // …of Debian's kernel, its modules as .ko.xz
-    ("zstd", "zstd"),                                    // compressed modules: .ko.zst as packages ship them
+    ("zstd", "zstd"),
+    ("dpkg-scanpackages", "dpkg-dev"), // kernels from any Debian suite: a file archive made in a test…
+    ("gpg", "gpg"), // …and signed with a throwaway key                                    // compressed modules: .ko.zst as packages ship them
     // A kernel built from source (kernel_src::BUILD_TOOLS is what building needs).
     ("/usr/src/linux-source-6.1.tar.xz", "linux-source-6.1"),
     ("/usr/share/lava-common/lava-schema.py", "lava-common"), // …and checked against LAVA's schema
@@ -138,6 +140,7 @@ mod tests {
         ("dpkg-query", "Debian's own (dpkg, essential)"),
         ("cp", "coreutils, essential"),
         ("dd", "coreutils, essential"),
+        ("taskset", "util-linux, essential (`bench --cpus`)"),
         ("sleep", "coreutils, essential"),
         ("timeout", "coreutils, essential"),
         ("chroot", "coreutils, essential"),

@@ -4,6 +4,7 @@
 //! install step.
 
 pub mod apt;
+pub mod apt_suite;
 pub mod deps;
 pub mod fs;
 pub mod process;

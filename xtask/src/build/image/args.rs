@@ -18,8 +18,12 @@ pub struct Args {
     /// refuses a kernel that cannot run the image.
     #[arg(long = "kernel-config", value_name = "FILE")]
     pub kernel_configs: Vec<PathBuf>,
-    /// A Debian kernel package: a .deb path or a package name fetched with apt-get download (repeatable).
-    #[arg(long = "kernel-deb", value_name = "NAME|PATH")]
+    /// A Debian kernel package: a .deb path, a package name fetched with the
+    /// system's apt-get download, or NAME@SUITE from any Debian suite through an
+    /// apt state of its own in target/cache/apt/SUITE (linux-image-amd64@trixie,
+    /// linux-image-686@bullseye, linux-image-amd64@bookworm-backports; /etc/apt is
+    /// not touched) (repeatable).
+    #[arg(long = "kernel-deb", value_name = "NAME|NAME@SUITE|PATH")]
     pub kernel_debs: Vec<String>,
     /// A kernel RPM (SLES, RHEL/CentOS, Fedora; any age): its vmlinuz, config and
     /// modules are taken, compressed modules decompressed (repeatable).

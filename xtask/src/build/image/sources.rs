@@ -8,6 +8,7 @@ use super::{deb, rpm};
 use crate::build::arch::Arch;
 use crate::build::kernel::{bzimage, config};
 use crate::build::kernel_src;
+use crate::host::apt_suite;
 use crate::host::fs;
 use crate::{Result, project_root};
 use serde_json::{Value, json};
@@ -52,7 +53,16 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     }
     let cache = project_root().join("target/cache/debs");
     for (i, name) in args.kernel_debs.iter().enumerate() {
-        let deb = deb::fetch_deb(name, &cache)?;
+        // PACKAGE@SUITE from that Debian suite (apt state of its own), else the system's apt or a .deb.
+        let (deb, suite) = match apt_suite::split(name) {
+            Some((package, suite)) => {
+                let apt_cache = project_root().join("target/cache/apt");
+                let got = apt_suite::Suite::new(suite, apt_suite::Archive::debian(), &apt_cache)?.download(package)?;
+                eprintln!("image: {name} is {} {}", got.package, got.version);
+                (got.deb, Some(suite))
+            }
+            None => (deb::fetch_deb(name, &cache)?, None),
+        };
         let k = deb::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
         let data = fs::read(&k.vmlinuz)?;
         let bz = bzimage::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
@@ -65,7 +75,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             arch: k.arch,
             modules: Some(k.modules.clone()),
             config,
-            origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": crate::host::fs::sha256_file(&deb)?, "modules_decompressed": k.modules_decompressed}),
+            origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": crate::host::fs::sha256_file(&deb)?, "modules_decompressed": k.modules_decompressed, "suite": suite}),
         });
     }
     for (i, path) in args.kernel_rpms.iter().enumerate() {
