@@ -54,9 +54,13 @@ pub struct Args {
     pub disk_buses: Vec<String>,
     /// modern: a current PC (q35 chipset), the stick on xHCI, disks on AHCI or NVMe. old: a
     /// 2006-era PC that a 2.6 kernel knows (i440FX): the stick on EHCI (USB 2.0), disks on an
-    /// LSI SCSI HBA or PIIX IDE. Both have an Intel CPU model (Linux before about 2.6.2x
-    /// panics on QEMU's AMD-vendor default).
-    #[arg(long, default_value = "modern", value_parser = ["modern", "old"])]
+    /// LSI SCSI HBA or PIIX IDE. dl140: the seed's server (an HP DL140: one CPU, 1 GiB, one
+    /// SATA disk) as today's kernels drive it: the modern machine with 1 CPU, 1 GiB and the
+    /// disks throttled like a 2006 SATA disk (30 MB/s, 240 requests/s, a request counted
+    /// once per 128 KiB), each unless --cpus, --memory or --disk-* say otherwise: every
+    /// kernel compared on it gets the same AHCI controller. All have an Intel CPU model
+    /// (Linux before about 2.6.2x panics on QEMU's AMD-vendor default).
+    #[arg(long, default_value = "modern", value_parser = ["modern", "old", "dl140"])]
     pub machine: String,
     /// Boot firmware UEFI (OVMF) instead of BIOS.
     #[arg(long)]
@@ -96,9 +100,12 @@ pub struct Args {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
-    /// Guest memory in MiB.
-    #[arg(long, default_value_t = 1024)]
-    pub memory: u32,
+    /// Guest memory in MiB [default: 1024].
+    #[arg(long)]
+    pub memory: Option<u32>,
+    /// Virtual CPUs [default: 2; 1 with --machine dl140].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub cpus: Option<u32>,
     /// Run an unattended sequence: after each reboot start the machine again
     /// (a cold boot each time), and reset a boot that hangs, like a hardware
     /// watchdog would, until the guest powers off.
@@ -119,10 +126,21 @@ pub struct Args {
     #[arg(long, value_name = "BLKDEBUG_CONFIG")]
     pub disk_fault: Option<PathBuf>,
     /// Make the --disks as slow as an old disk: at most this many MB/s, reads
-    /// and writes together, and 150 requests/s (QEMU's I/O throttling; 30 is
-    /// a 2006 SATA disk). 0: unthrottled.
-    #[arg(long, value_name = "MB_S", default_value_t = 0)]
-    pub disk_mbps: u32,
+    /// and writes together (QEMU's I/O throttling; 30 is a 2006 SATA disk).
+    /// 0: unthrottled [default: 0; 30 with --machine dl140].
+    #[arg(long, value_name = "MB_S")]
+    pub disk_mbps: Option<u32>,
+    /// With --disk-mbps: at most this many requests per second (a 2006 disk's
+    /// seeks and command overhead) [default: 240: 240 × 128 KiB is just over
+    /// 30 MB/s, so a sequential stream is limited by its bytes, not by the size
+    /// of its requests].
+    #[arg(long, value_name = "N", default_value_t = 240)]
+    pub disk_iops: u32,
+    /// With --disk-mbps: a request counts as one per this many KiB, so a
+    /// kernel that merges writes into large requests is not favoured over one
+    /// that sends 128 KiB ones (QEMU's iops-size) [default: 128].
+    #[arg(long, value_name = "KIB", default_value_t = 128)]
+    pub disk_iops_kib: u32,
     /// Also serve the serial console on 127.0.0.1:PORT, like a console
     /// server (`bootmark watch tcp:127.0.0.1:PORT`); the guest starts only
     /// once a client is connected, so it sees the whole boot.
@@ -135,6 +153,46 @@ pub struct Args {
 impl Default for Args {
     fn default() -> Args {
         crate::flags_given(&[])
+    }
+}
+
+/// The machine's size and disk speed: --machine's profile, each part
+/// overridden by its own flag.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    pub cpus: u32,
+    pub memory_mib: u32,
+    /// 0: unthrottled.
+    pub disk_mbps: u32,
+    pub disk_iops: u32,
+    pub disk_iops_kib: u32,
+}
+
+impl Shape {
+    pub fn of(args: &Args) -> Shape {
+        let dl140 = args.machine == "dl140";
+        Shape {
+            cpus: args.cpus.unwrap_or(if dl140 { 1 } else { 2 }),
+            memory_mib: args.memory.unwrap_or(1024),
+            disk_mbps: args.disk_mbps.unwrap_or(if dl140 { 30 } else { 0 }),
+            disk_iops: args.disk_iops,
+            disk_iops_kib: args.disk_iops_kib,
+        }
+    }
+
+    /// QEMU's -drive throttling options. QEMU throttles requests after the
+    /// guest's scheduler dispatched them, like a slow drive behind a fast
+    /// controller.
+    fn throttle(&self) -> String {
+        if self.disk_mbps == 0 {
+            return String::new();
+        }
+        format!(
+            ",throttling.bps-total={},throttling.iops-total={},throttling.iops-size={}",
+            u64::from(self.disk_mbps) * 1_000_000,
+            self.disk_iops,
+            u64::from(self.disk_iops_kib) * 1024
+        )
     }
 }
 
@@ -186,6 +244,7 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
         return Err(format!("{}: no such ISO (build the image again)", iso.display()));
     }
     let old = args.machine == "old";
+    let shape = Shape::of(args);
     if old && args.secure_boot {
         return Err("--secure-boot needs --machine modern (Secure Boot needs the q35 chipset's SMM)".into());
     }
@@ -200,7 +259,7 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
         (false, false) => "q35",
         (false, true) => "q35,smm=on",
     };
-    c.args(["-M", chipset, "-cpu", cpu, "-smp", "2", "-m", &args.memory.to_string()]);
+    c.args(["-M", chipset, "-cpu", cpu, "-smp", &shape.cpus.to_string(), "-m", &shape.memory_mib.to_string()]);
     c.args(["-accel", if args.kvm { "kvm" } else { "tcg" }]);
     c.args(["-nographic", "-monitor", "none"]);
     match args.serial_tcp {
@@ -275,12 +334,7 @@ fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
             (Some(rules), 0) => format!("blkdebug:{}:{}", rules.display(), d.display()),
             _ => d.display().to_string(),
         };
-        // QEMU throttles requests after the guest's scheduler dispatched
-        // them, like a slow drive behind a fast controller.
-        let throttle = match args.disk_mbps {
-            0 => String::new(),
-            m => format!(",throttling.bps-total={},throttling.iops-total=150", u64::from(m) * 1_000_000),
-        };
+        let throttle = shape.throttle();
         c.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={file}{throttle}"));
         let device = match buses[i] {
             "scsi" => format!("scsi-hd,drive=d{i},bus=scsi0.0,scsi-id={i}"),
