@@ -60,7 +60,7 @@ pub struct Glance<'a> {
     pub throughput_mib_s: f64,
     pub latency: Latency,
     pub responsiveness: Option<Probe>,
-    counters: Check<crate::record::Counters>,
+    pub counters: Counters,
     /// How many probe ticks the timeline holds (the HTML page draws only a record with some).
     #[serde(rename = "timeline", deserialize_with = "probe_ticks")]
     pub probe_ticks: usize,
@@ -77,6 +77,19 @@ pub struct Glance<'a> {
     /// findings keep is parsed once).
     #[serde(skip)]
     parsed: OnceCell<Box<Record>>,
+}
+
+/// `counters` (`record::Counters`): the disk's request counts kept (the
+/// report's request size), the rest checked.
+#[allow(dead_code)] // fields not kept are read only to be checked
+#[derive(Debug, Default, Deserialize)]
+pub struct Counters {
+    voluntary_switches: Check<u64>,
+    involuntary_switches: Check<u64>,
+    minor_faults: Check<u64>,
+    major_faults: Check<u64>,
+    vmstat_delta: Map<Str, Check<i64>>,
+    pub disk_delta: Option<crate::measure::sampler::DiskDelta>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -383,7 +396,7 @@ impl<'a> Glance<'a> {
                 timer_late: Max { max_ms: p.timer_late.max_ms, ..Max::default() },
                 ..Probe::default()
             }),
-            counters: Check::new(),
+            counters: Counters { disk_delta: r.counters.disk_delta.clone(), ..Counters::default() },
             probe_ticks: r.timeline.probe_t_s.len(),
             blocked_tasks: Seq::default(),
             details: IgnoredAny,

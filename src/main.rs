@@ -555,13 +555,16 @@ fn rendered_report(
     let texts = formats
         .iter()
         .map(|format| match *format {
-            "csv" => Ok(report::csv(rows, by)),
-            "json" => {
-                Ok(format!("{}\n", serde_json::to_string_pretty(&json!({"rows": rows, "findings": found})).unwrap()))
-            }
-            "html" => report::html::render(rows, by, report.timeline.as_ref(), found)
-                .map_err(|e| format!("cannot draw the charts: {e}")),
-            _ => Ok(format!("{}{}", report::markdown(rows, by), findings::markdown(found))),
+            "csv" => Ok(report::csv(rows, by, &report.constant)),
+            "json" => Ok(format!(
+                "{}\n",
+                serde_json::to_string_pretty(
+                    &json!({"verdict": report.verdict, "constant": report.constant, "rows": rows, "findings": found})
+                )
+                .unwrap()
+            )),
+            "html" => report::html::page(&report).map_err(|e| format!("cannot draw the charts: {e}")),
+            _ => Ok(format!("{}{}{}", report::heading(&report), report::markdown(rows, by), findings::markdown(found))),
         })
         .collect::<Result<Vec<String>, String>>()?;
     Ok((texts, c))
@@ -634,7 +637,7 @@ fn watch(opts: &bootmark::watch::Options) -> ExitCode {
     if let Ok(r) = report::report(records, report::Options::default())
         && !r.rows.is_empty()
     {
-        println!("\n{}{}", report::markdown(&r.rows, &r.by), findings::markdown(&r.findings));
+        println!("\n{}{}{}", report::heading(&r), report::markdown(&r.rows, &r.by), findings::markdown(&r.findings));
     }
     for (what, path) in [("log", &opts.log), ("records", &opts.out)] {
         if let Some(p) = path {

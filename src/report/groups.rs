@@ -23,6 +23,8 @@ struct Figures {
     probe_p99: Vec<f64>,
     stalls: Vec<f64>,
     recovery: Vec<f64>,
+    /// The average write request the device got, KiB (diskstats' sectors per write).
+    write_request_kib: Vec<f64>,
 }
 
 pub(super) struct Group {
@@ -98,6 +100,9 @@ impl Group {
             f.stalls.push(p.stalls_over_1s as f64);
             f.recovery.extend(p.recovery_s);
         }
+        if let Some(d) = r.counters.disk_delta.as_ref().filter(|d| d.writes > 0) {
+            f.write_request_kib.push(d.sectors_written as f64 / 2.0 / d.writes as f64);
+        }
         self.evidence.offer(r)
     }
 
@@ -135,6 +140,7 @@ impl Group {
             max_stall_ms: self.max_stall_ms,
             stalls_over_1s: stats::summarize(&f.stalls),
             recovery_s: stats::summarize(&f.recovery),
+            write_request_kib: stats::summarize(&f.write_request_kib),
             speedup: None,
             significant: false,
             baseline: false,

@@ -64,6 +64,24 @@ impl TimelinePick {
 
 /// The page: findings first (each linked to the chart that shows it), then
 /// the table, bar charts per workload, and one run's timeline.
+/// The page of a finished report: its verdict and shared dimensions first.
+pub fn page(report: &super::Report) -> Result<String, String> {
+    let mut head = String::new();
+    if !report.verdict.is_empty() {
+        head += "<h2>Verdict</h2><ul>";
+        for line in &report.verdict {
+            head += &format!("<li>{}</li>", esc(line));
+        }
+        head += "</ul>";
+    }
+    if !report.constant.is_empty() {
+        let same: Vec<String> = report.constant.iter().map(|(d, v)| format!("{d} <b>{}</b>", esc(v))).collect();
+        head += &format!("<p>Every row: {}.</p>", same.join(" · "));
+    }
+    let page = render(&report.rows, &report.by, report.timeline.as_ref(), &report.findings)?;
+    Ok(page.replacen("<h1>bootmark report</h1>", &format!("<h1>bootmark report</h1>{head}"), 1))
+}
+
 pub fn render(rows: &[Row], by: &[String], timeline: Option<&Record>, findings: &[Finding]) -> Result<String, String> {
     let mut html = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>bootmark report</title><style>\

@@ -7,6 +7,7 @@ pub mod findings;
 mod groups;
 pub mod html;
 pub mod stats;
+pub mod verdict;
 
 use crate::glance::Glance;
 use crate::record::Record;
@@ -84,6 +85,8 @@ pub struct Row {
     pub max_stall_ms: Option<f64>,
     pub stalls_over_1s: Option<Summary>,
     pub recovery_s: Option<Summary>,
+    /// The device's average write request, KiB (from /proc/diskstats).
+    pub write_request_kib: Option<Summary>,
     /// Against the baseline row of the same workload: baseline mean real / this mean real.
     pub speedup: Option<f64>,
     pub significant: bool,
@@ -108,6 +111,11 @@ pub struct Report {
     pub rows: Vec<Row>,
     pub findings: Vec<findings::Finding>,
     pub timeline: Option<Record>,
+    /// Dimensions with one value in every row, as (dimension, value): said
+    /// once above the table instead of in every row and label.
+    pub constant: Vec<(String, String)>,
+    /// The verdict's lines (`verdict::lines`).
+    pub verdict: Vec<String>,
 }
 
 type GroupKey = (Vec<String>, String, String);
@@ -165,6 +173,7 @@ impl Builder {
     /// The rows, baselines marked, and the findings. Fails when --baseline
     /// names no value or more than one, or when --timeline names no record.
     pub fn finish(mut self) -> Result<Report, String> {
+        let default_grouping = self.opts.by.is_none();
         let by = match self.opts.by.take() {
             Some(by) => by,
             None => {
@@ -183,15 +192,58 @@ impl Builder {
             None => None,
         };
         let baseline_of = mark_baselines(&mut rows, &self.groups, baseline.as_deref());
+        // Dimensions the user did not ask for are dropped where they do not
+        // vary (said once above the table); asked-for ones stay.
+        let (by, constant) = if default_grouping { drop_constant(&mut rows, by) } else { (by, Vec::new()) };
         let mut found = Vec::new();
         for (row, group) in rows.iter().zip(&self.groups) {
             found.extend(group.evidence.findings(&findings::subject(row)));
         }
         let boots: Vec<usize> = self.groups.iter().map(groups::Group::boots).collect();
         found.extend(findings::comparisons(&rows, &baseline_of, &boots));
+        let findings = findings::fold(found);
+        let verdict = verdict::lines(&rows, &by, &findings);
         let timeline = self.timeline.into_record(self.opts.timeline.as_deref())?;
-        Ok(Report { by, rows, findings: found, timeline })
+        Ok(Report { by, rows, findings, timeline, constant, verdict })
     }
+}
+
+/// Take the dimensions whose value is the same in every row out of `by` and
+/// the rows' keys, returning them as (dimension, value). The first stays
+/// when none varies: a table needs a first column.
+fn drop_constant(rows: &mut [Row], by: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
+    let Some(first) = rows.first() else { return (by, Vec::new()) };
+    let varies: Vec<bool> = (0..by.len()).map(|i| rows.iter().any(|r| r.key.get(i) != first.key.get(i))).collect();
+    let keep: Vec<bool> = if varies.iter().any(|v| *v) { varies } else { (0..by.len()).map(|i| i == 0).collect() };
+    let constant = by
+        .iter()
+        .zip(&keep)
+        .enumerate()
+        .filter(|(_, (_, k))| !**k)
+        .map(|(i, (d, _))| (d.clone(), first.key.get(i).cloned().unwrap_or_default()))
+        .collect();
+    for r in rows.iter_mut() {
+        r.key = r.key.iter().zip(&keep).filter(|(_, k)| **k).map(|(v, _)| v.clone()).collect();
+    }
+    (by.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(d, _)| d).collect(), constant)
+}
+
+/// What goes above the table in Markdown: the verdict, and the dimensions
+/// every row shares.
+pub fn heading(report: &Report) -> String {
+    let mut out = String::new();
+    if !report.verdict.is_empty() {
+        out += "## Verdict\n\n";
+        for line in &report.verdict {
+            out += &format!("- {line}\n");
+        }
+        out += "\n";
+    }
+    if !report.constant.is_empty() {
+        let same: Vec<String> = report.constant.iter().map(|(d, v)| format!("{d} {v}")).collect();
+        out += &format!("Every row: {}.\n\n", same.join(" · "));
+    }
+    out
 }
 
 /// Group and summarise result records (each is copied only where a
@@ -337,13 +389,15 @@ pub fn markdown(rows: &[Row], by: &[String]) -> String {
 }
 
 /// CSV: one row per group, medians and CI half-widths as plain numbers.
-pub fn csv(rows: &[Row], by: &[String]) -> String {
-    let mut out = by.join(",");
+/// Every dimension has its column, those the same in every row too
+/// (`constant`, first): a spreadsheet joins files by them.
+pub fn csv(rows: &[Row], by: &[String], constant: &[(String, String)]) -> String {
+    let mut out = constant.iter().map(|(d, _)| format!("{d},")).collect::<String>() + &by.join(",");
     out += ",workload,n,not_ok,real_median_s,real_ci95_s,user_median_s,sys_median_s,throughput_median_mib_s,throughput_hmean_mib_s,probe_p99_median_ms,max_stall_ms,stalls_over_1s_median,recovery_median_s,speedup_vs_baseline,significant\n";
     let m = |s: &Option<Summary>| s.as_ref().map(|s| s.median.to_string()).unwrap_or_default();
     let q = |v: &str| if v.contains([',', '"']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_string() };
     for r in rows {
-        let mut f: Vec<String> = r.key.iter().map(|k| q(k)).collect();
+        let mut f: Vec<String> = constant.iter().map(|(_, v)| q(v)).chain(r.key.iter().map(|k| q(k))).collect();
         f.push(q(&r.workload));
         f.push(r.n.to_string());
         f.push(r.not_ok.to_string());
@@ -399,6 +453,94 @@ mod tests {
         r
     }
 
+    /// `rec` with the disk's counters: `requests` writes for `rec`'s 1 GiB.
+    fn rec_with_requests(kernel: &str, wall: f64, seq: u32, requests: u64) -> Record {
+        let mut r = rec(kernel, wall, seq);
+        r.counters.disk_delta = Some(crate::measure::sampler::DiskDelta {
+            device: "sda".into(),
+            ms_io: None,
+            ms_writing: None,
+            reads: 0,
+            sectors_read: 0,
+            sectors_written: 2 * 1024 * 1024,
+            writes: requests,
+        });
+        r
+    }
+
+    #[test]
+    fn three_kernels_on_one_disk_lead_with_a_verdict_and_drop_what_does_not_vary() {
+        let mut records = Vec::new();
+        for (i, wall) in [20.0, 20.2, 19.8].iter().enumerate() {
+            records.push(rec_with_requests("5.10.0-46-amd64", *wall, i as u32, 8192));
+            records.push(rec_with_requests("6.1.0-57-amd64", wall + 0.1, 10 + i as u32, 8192));
+            records.push(rec_with_requests("6.12.118+deb13-amd64", wall * 0.62, 20 + i as u32, 930));
+        }
+        let r = report(&records, Options::default()).unwrap();
+        assert_eq!(r.by, ["kernel"], "fs and host do not vary");
+        assert_eq!(r.constant, [("fs".to_string(), "ext3".to_string()), ("host".to_string(), "h".to_string())]);
+        assert!(r.rows.iter().all(|row| row.key.len() == 1));
+        assert_eq!(r.verdict.len(), 2, "{:?}", r.verdict);
+        assert!(r.verdict[0].starts_with("6.1.0-57-amd64 against 5.10.0-46-amd64: no difference"), "{}", r.verdict[0]);
+        let v = &r.verdict[1];
+        assert!(
+            v.starts_with("6.12.118+deb13-amd64 against 5.10.0-46-amd64: seqwrite 1.61× faster (significant)"),
+            "{v}"
+        );
+        assert!(
+            v.contains("Cause: seqwrite: its write requests were 1.1 MiB where 5.10.0-46-amd64's were 128 KiB"),
+            "{v}"
+        );
+        let md = heading(&r) + &markdown(&r.rows, &r.by);
+        assert!(md.starts_with("## Verdict\n\n- 6.1.0-57-amd64 against"), "{md}");
+        assert!(md.contains("Every row: fs ext3 · host h.\n\n| kernel | workload |"), "{md}");
+        // The comparison finding names the request sizes too.
+        let c = r.findings.iter().find(|f| f.rule == "comparison").unwrap();
+        assert!(
+            c.sentence.contains("the disk got 1.1 MiB write requests instead of 128 KiB (a size"),
+            "{}",
+            c.sentence
+        );
+        // Dimensions asked for stay, varying or not.
+        let asked = report(&records, Options { by: by(&["kernel", "fs"]), ..Options::default() }).unwrap();
+        assert_eq!((asked.by.len(), asked.constant.len()), (2, 0));
+    }
+
+    #[test]
+    fn one_kernel_has_nothing_to_compare_and_says_so() {
+        let r = report(&[rec("6.1.0-57-amd64", 20.0, 0)], Options::default()).unwrap();
+        assert_eq!(
+            r.verdict,
+            ["One kernel only (6.1.0-57-amd64): nothing to compare it with; the table gives its figures."]
+        );
+    }
+
+    #[test]
+    fn findings_of_one_rule_across_groups_are_folded_into_one() {
+        let f = |subject: &str, rule: &'static str| findings::Finding {
+            rule,
+            subject: subject.into(),
+            sentence: format!("{subject} flushed"),
+            evidence: vec!["times.durable_s = 1".into()],
+            record: Some(format!("{subject}:0")),
+        };
+        let folded = findings::fold(vec![
+            f("5.10 · seqwrite", "flush"),
+            f("5.10 · seqwrite", "comparison"),
+            f("6.1 · seqwrite", "flush"),
+            f("6.12 · seqwrite", "comparison"),
+            f("6.12 · seqwrite", "flush"),
+        ]);
+        assert_eq!(folded.len(), 3, "{folded:?}");
+        let flush = &folded[0];
+        assert_eq!(flush.subject, "5.10 · seqwrite; 6.1 · seqwrite; 6.12 · seqwrite");
+        assert_eq!(flush.sentence, "in 3 groups, each alike; in 5.10 · seqwrite: 5.10 · seqwrite flushed");
+        assert_eq!(flush.evidence.len(), 3);
+        assert!(flush.evidence[2].starts_with("6.12 · seqwrite: "));
+        assert_eq!(flush.record.as_deref(), Some("5.10 · seqwrite:0"));
+        assert_eq!(folded.iter().filter(|f| f.rule == "comparison").count(), 2, "comparisons are not folded");
+    }
+
     #[test]
     fn the_seed_comparison_comes_out_as_a_significant_speedup() {
         let records = vec![
@@ -424,7 +566,7 @@ mod tests {
         let page = html::render(&rows, &dims, None, &[]).unwrap();
         assert!(page.contains("<td class=\"sig\">2.81× faster</td>"), "HTML marks the same cell: {page}");
         assert_eq!(page.matches("class=\"sig\"").count(), 1, "only the significant comparison");
-        let csv = csv(&rows, &dims);
+        let csv = csv(&rows, &dims, &[]);
         assert_eq!(csv.lines().count(), 3);
         assert!(csv.lines().nth(2).unwrap().starts_with("2.6.16.1,ext3,seqwrite,3,0,112,"));
     }

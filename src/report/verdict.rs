@@ -1,0 +1,134 @@
+//! The verdict: the few lines a reader takes in before the table. For each
+//! value of the first dimension (a kernel, a variant) against the baseline:
+//! which workloads differ in real time, by how much, whether the difference
+//! is significant, how the machine's responsiveness changed, and the cause
+//! the findings name. Nothing here is measured anew: it reads the rows and
+//! findings, and says "not significant" and "no difference" as plainly as a
+//! difference.
+
+use super::Row;
+use super::findings::{Finding, kib, request_sizes};
+
+/// A real-time difference under this share is called "the same".
+const SAME_WITHIN: f64 = 0.03;
+
+/// The verdict's lines (Markdown-free text). `by`: the table's dimensions.
+pub fn lines(rows: &[Row], by: &[String], findings: &[Finding]) -> Vec<String> {
+    let dimension = by.first().map_or("kernel", String::as_str);
+    let mut values: Vec<&str> = Vec::new();
+    for r in rows {
+        if let Some(v) = r.key.first()
+            && !values.contains(&v.as_str())
+        {
+            values.push(v);
+        }
+    }
+    let Some(base) = rows.iter().find(|r| r.baseline).and_then(|r| r.key.first()) else {
+        return Vec::new();
+    };
+    if values.len() < 2 {
+        return vec![format!(
+            "One {dimension} only ({base}): nothing to compare it with; the table gives its figures."
+        )];
+    }
+    let mut out = Vec::new();
+    for v in values.iter().filter(|v| **v != base.as_str()) {
+        out.push(against_baseline(rows, v, base, findings));
+    }
+    out
+}
+
+/// One value against the baseline, workload by workload.
+fn against_baseline(rows: &[Row], value: &str, base: &str, findings: &[Finding]) -> String {
+    let mut parts = Vec::new();
+    let mut causes = Vec::new();
+    let mut all_same = true;
+    for row in rows.iter().filter(|r| r.key.first().is_some_and(|k| k == value)) {
+        let Some(speedup) = row.speedup else { continue };
+        let Some(b) = baseline_of(rows, row) else { continue };
+        let change = speedup - 1.0;
+        // In a sweep across kernels, say which kernel (the key's other values).
+        let workload = match row.key.get(1..).filter(|rest| !rest.is_empty()) {
+            Some(rest) => format!("{} on {}", row.workload, rest.join(" · ")),
+            None => row.workload.clone(),
+        };
+        let runs = row.real_s.as_ref().map_or(0, |s| s.n).min(b.real_s.as_ref().map_or(0, |s| s.n));
+        let weight = if runs < 2 {
+            "one run each: not tested".to_string()
+        } else if row.significant {
+            "significant".to_string()
+        } else {
+            "not significant".to_string()
+        };
+        let p99 = |r: &Row| r.probe_p99_ms.as_ref().map_or(0.0, |s| s.median);
+        let probe = if p99(row).max(p99(b)) >= 20.0 && p99(row).max(p99(b)) >= 2.0 * p99(row).min(p99(b)) {
+            format!(", probe p99 {:.0} → {:.0} ms", p99(b), p99(row))
+        } else {
+            String::new()
+        };
+        let stall = |r: &Row| r.max_stall_ms.unwrap_or(0.0);
+        let stall_text = if stall(row).max(stall(b)) >= 1000.0 && (stall(row) - stall(b)).abs() >= 500.0 {
+            format!(", worst stall {:.1} → {:.1} s", stall(b) / 1000.0, stall(row) / 1000.0)
+        } else {
+            String::new()
+        };
+        if change.abs() < SAME_WITHIN && probe.is_empty() && stall_text.is_empty() {
+            parts.push(format!("{workload} the same ({weight})"));
+            continue;
+        }
+        all_same = false;
+        let how = if change.abs() < SAME_WITHIN {
+            "the same time".to_string()
+        } else if speedup >= 1.0 {
+            format!("{speedup:.2}× faster")
+        } else {
+            format!("{:.2}× slower", 1.0 / speedup)
+        };
+        parts.push(format!("{workload} {how} ({weight}){probe}{stall_text}"));
+        if let Some((this, that)) = request_sizes(row, b) {
+            // Fewer, larger requests move the same bytes in less per-request
+            // cost, and a read queued behind one waits for all of it.
+            // A cause is named only for a difference the runs bear out: a
+            // significant time, or the probe's p99 (many probes per run).
+            let effect = match (row.significant && change.abs() >= SAME_WITHIN, probe.is_empty()) {
+                (_, false) => ": a read queued behind a larger request waits longer",
+                (true, true) => "",
+                (false, true) => continue,
+            };
+            causes.push(format!(
+                "{workload}: its write requests were {} where {base}'s were {}{effect}",
+                kib(this),
+                kib(that)
+            ));
+        }
+    }
+    // A rule that fires for this value is a cause only of a difference, and
+    // only if it does not fire for the baseline too.
+    let fired_for = |f: &Finding, v: &str| f.subject.split("; ").any(|s| s.split(" · ").next() == Some(v));
+    for f in findings.iter().filter(|f| !all_same && matches!(f.rule, "stall" | "dirty-limit" | "read-starvation")) {
+        let also_base = findings.iter().any(|g| g.rule == f.rule && fired_for(g, base));
+        if fired_for(f, value) && !also_base && !causes.iter().any(|c| c.contains(f.rule)) {
+            causes.push(format!("the {} finding below", f.rule));
+        }
+    }
+    if parts.is_empty() {
+        return format!("{value}: no workload to compare with {base}.");
+    }
+    let head = if all_same {
+        format!("{value} against {base}: no difference beyond {:.0} % in real time — ", SAME_WITHIN * 100.0)
+    } else {
+        format!("{value} against {base}: ")
+    };
+    let mut line = head + &parts.join("; ");
+    if !causes.is_empty() {
+        line += &format!(". Cause: {}", causes.join("; "));
+    }
+    line + "."
+}
+
+/// The baseline row of `row`: the same workload, parameters and other dimensions.
+fn baseline_of<'a>(rows: &'a [Row], row: &Row) -> Option<&'a Row> {
+    rows.iter().find(|b| {
+        b.baseline && b.workload == row.workload && b.params == row.params && b.key.get(1..) == row.key.get(1..)
+    })
+}
