@@ -100,6 +100,9 @@ enum Check {
     LabRedfish,
     /// The `[server.qemu]` part of `lab` alone, on the lab's image.
     LabQemu,
+    /// Kernels from other Debian releases: Debian 13's from its suite booted on NVMe, and
+    /// the demo's two-generation sibling (6.1 and 6.12, one run each).
+    Generations,
     /// The KCIDB export against kcidb-io's validator.
     Kcidb,
     /// The stick write-log replay, on the e2e image.
@@ -169,6 +172,11 @@ fn run_check(check: Check) -> Result<()> {
         }
         Check::LabRedfish => {
             package().and_then(|p| boots::lab::image(&p, &e2e)).and_then(|image| boots::lab_redfish::test(&image, &e2e))
+        }
+        Check::Generations => {
+            let nvme = boots::generations::trixie_on_nvme(&e2e);
+            let two = boots::generations::two_generations(&e2e);
+            nvme.and(two)
         }
         Check::Kcidb => check::kcidb::check(),
         Check::WriteLog => boots::write_log::test(&image, &e2e),

@@ -1,13 +1,14 @@
 //! `cargo xtask demo`: the whole product in one command, with QEMU standing
-//! in for the test server. Two real Debian kernels (generic and PREEMPT_RT)
-//! in one USB image, one clean boot per kernel on a freshly formatted SATA
-//! scratch disk as slow as a 2006 disk — booted by `bootmark lab`'s loop
-//! with a `[server.qemu]` server, the loop a user's lab runs through a
-//! BMC —, each boot running the `demo` sweep
-//! (dirty_ratio 40 with the kernel's protections, with them removed on
-//! purpose, and removed with dirty_ratio 5); results collected from the
-//! serial logs and the stick, checked to agree, compared in the seed's
-//! table with the findings, and drawn in an HTML report.
+//! in for the test server. Three generations of Debian's kernel — Debian 11,
+//! 12 and 13 (5.10, 6.1, 6.12), each taken with one `--kernel-deb
+//! linux-image-amd64@SUITE` — in one USB image, one clean boot per kernel on
+//! the seed's server class (`xtask qemu --machine dl140`: one CPU, 1 GiB, a
+//! freshly formatted SATA disk as slow as a 2006 one), booted by `bootmark
+//! lab`'s loop with a `[server.qemu]` server, the loop a user's lab runs
+//! through a BMC. Each boot runs the `generations` plan (the seed's writes,
+//! scaled, three times each); results collected from the serial logs and
+//! the stick, checked to agree, compared in the seed's table with the
+//! verdict and findings, and drawn in an HTML report.
 
 use crate::boot::qemu;
 use crate::build::image::{self, usb};
@@ -21,29 +22,61 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct Args {
-    /// Debian kernel packages to compare (meta names are resolved with apt-cache).
-    #[arg(long = "kernel-deb", default_values = ["linux-image-amd64", "linux-image-rt-amd64"])]
+    /// Debian kernel packages to compare: NAME@SUITE from any Debian suite, a
+    /// package from the system's apt sources (meta names resolved) or a .deb.
+    #[arg(long = "kernel-deb", default_values = ["linux-image-amd64@bullseye", "linux-image-amd64@bookworm", "linux-image-amd64@trixie"])]
     pub kernels: Vec<String>,
     /// Filesystem of the scratch disk (made fresh before every boot).
     #[arg(long, default_value = "ext3", value_parser = ["ext2", "ext3", "ext4", "xfs", "reiserfs"])]
     pub fs: String,
-    /// Plan to run (`demo` is a sweep made for this; `quick` runs every workload once).
-    #[arg(long, default_value = "demo")]
+    /// Plan to run (`generations`: the seed's writes, scaled; `demo`: a dirty-limit sweep;
+    /// `quick`: every workload once, small).
+    #[arg(long, default_value = "generations")]
     pub plan: String,
-    /// The scratch disk's speed in MB/s, reads and writes together (QEMU
-    /// throttling; 20 is a slow 2006 disk; 0: as fast as the host).
-    #[arg(long, default_value_t = 20)]
-    pub disk_mbps: u32,
-    /// Guest memory in MiB: enough that the dirty limit (a share of it) matters.
-    #[arg(long, default_value_t = 2048)]
-    pub memory: u32,
+    /// Repetitions of every workload in each boot (default: the plan's own, 3 for generations).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: Option<u32>,
+    /// The emulated server (`cargo xtask qemu --machine`): dl140 is the seed's
+    /// class (1 CPU, 1 GiB, a 30 MB/s SATA disk); modern a 2-CPU PC with a fast disk.
+    #[arg(long, default_value = "dl140", value_parser = ["dl140", "modern"])]
+    pub machine: String,
     /// Where everything goes.
     #[arg(long, default_value = "target/demo")]
     pub out: PathBuf,
 }
 
+/// What a demo run compared: the report, and where its evidence is.
+pub struct Compared {
+    pub report: bootmark::report::Report,
+    /// One console log per boot, in entry order.
+    pub logs: Vec<PathBuf>,
+    pub image: PathBuf,
+    /// What went wrong collecting (a damaged record, serial and stick disagreeing).
+    pub problems: Vec<String>,
+}
+
 pub fn run(args: &Args) -> Result<()> {
     let started = std::time::Instant::now();
+    let compared = compare(args)?;
+    let out = project_root().join(&args.out);
+    use bootmark::report::{self, findings};
+    let r = &compared.report;
+    println!("\n{}{}{}", report::heading(r), report::markdown(&r.rows, &r.by), findings::markdown(&r.findings));
+    if r.findings.is_empty() {
+        println!("\nNo findings: no stall, no throttled writer, no slow flush and no difference worth naming.");
+    }
+    println!("serial logs: {}", compared.logs.iter().map(|l| l.display().to_string()).collect::<Vec<_>>().join(", "));
+    println!("records:     {}", out.join("records.jsonl").display());
+    println!("report:      {}", out.join("report.html").display());
+    println!("stick image: {}", compared.image.join("usb.img").display());
+    println!("demo took {:.0} s", started.elapsed().as_secs_f64());
+    if compared.problems.is_empty() { Ok(()) } else { Err(compared.problems.join("\n")) }
+}
+
+/// Build the image, boot every entry through the lab loop, collect from
+/// serial and stick (which must agree) and report; `records.jsonl` and
+/// `report.html` are written in the output directory.
+pub fn compare(args: &Args) -> Result<Compared> {
     let install = deps::can_install();
     let needed: Vec<(&str, &'static str)> = tools::IMAGE_TOOLS
         .iter()
@@ -62,7 +95,8 @@ pub fn run(args: &Args) -> Result<()> {
 
     let mut packages = Vec::new();
     for k in &args.kernels {
-        let p = if k.ends_with(".deb") || k.matches('-').count() > 3 { k.clone() } else { resolve_or_update(k)? };
+        let exact = k.ends_with(".deb") || k.contains('@') || k.matches('-').count() > 3;
+        let p = if exact { k.clone() } else { resolve_or_update(k)? };
         eprintln!("demo: kernel {k} → {p}");
         packages.push(p);
     }
@@ -71,6 +105,7 @@ pub fn run(args: &Args) -> Result<()> {
         out: out.join("image"),
         plan: args.plan.clone(),
         target: Some("LABEL=SCRATCH".into()),
+        append: args.repeat.map(|n| format!("bootmark.repeat={n}")).unwrap_or_default(),
         install_deps: install,
         ..image::Args::default()
     })?;
@@ -97,27 +132,16 @@ pub fn run(args: &Args) -> Result<()> {
     let records = out.join("records.jsonl");
     let text: String = merged.documents.iter().map(|d| format!("{d}\n")).collect();
     fs::write(&records, text)?;
-    use bootmark::report::{self, findings, html};
+    use bootmark::report;
     let r = report::report(merged.results(), report::Options::default())?;
-    let (rows, by, found) = (&r.rows, &r.by, &r.findings);
-    let page = out.join("report.html");
-    fs::write(&page, html::render(rows, by, r.timeline.as_ref(), found)?)?;
-    println!("\n{}{}", report::markdown(rows, by), findings::markdown(found));
-    if found.is_empty() {
-        println!("\nNo findings: no stall, no throttled writer, no slow flush and no difference worth naming.");
-    }
-    println!(
-        "{} records from {} boots; serial and stick {}.",
+    fs::write(out.join("report.html"), report::html::page(&r)?)?;
+    eprintln!(
+        "demo: {} records from {} boots; serial and stick {}.",
         merged.results().count(),
         logs.len(),
         if problems.is_empty() { "agree" } else { "DISAGREE" }
     );
-    println!("serial logs: {}", logs.iter().map(|l| l.display().to_string()).collect::<Vec<_>>().join(", "));
-    println!("records:     {}", records.display());
-    println!("report:      {}", page.display());
-    println!("stick image: {}", stick.display());
-    println!("demo took {:.0} s", started.elapsed().as_secs_f64());
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+    Ok(Compared { report: r, logs, image: image_dir, problems })
 }
 
 /// One clean boot per entry through `bootmark lab`'s own loop, with QEMU as
@@ -133,14 +157,13 @@ fn boot_every_entry(args: &Args, image_dir: &std::path::Path, out: &std::path::P
     // The console file exists before the first power-on, as a console server's log does.
     fs::write(&serial, "")?;
     let command = format!(
-        "{} qemu --image {} --entry-label {{entry}} --disk {} --fresh-disk {} --log {} --memory {} --disk-mbps {}{}",
+        "{} qemu --image {} --entry-label {{entry}} --disk {} --fresh-disk {} --log {} --machine {}{}",
         xtask.display(),
         image_dir.display(),
         disk.display(),
         args.fs,
         serial.display(),
-        args.memory,
-        args.disk_mbps,
+        args.machine,
         if deps::can_install() { " --install-deps" } else { "" }
     );
     let lab_file = out.join("demo-lab.toml");

@@ -6,6 +6,7 @@
 
 pub mod built_image;
 pub mod failing_disk;
+pub mod generations;
 pub mod i686;
 pub mod iso;
 pub mod kernel_from_source;
@@ -78,6 +79,9 @@ pub fn harness() -> Result<()> {
     tally.add("sequence", sequence::test(&package, &base));
     tally.add("sweep", crate::check::boots::sweep::test(&package, &base));
     tally.add("i686", i686::test(&base));
+    // Kernels from other Debian releases: a real download from trixie, and the demo's sibling.
+    tally.add("trixie on NVMe", generations::trixie_on_nvme(&base));
+    tally.add("two generations", generations::two_generations(&base));
     tally.add("failing disk", crate::check::boots::failing_disk::test(&out, &base));
     tally.add("watch", crate::check::boots::live_console::test(&out, &base));
     tally.add("LAVA", crate::check::boots::lava::test(&out, &package, &base));

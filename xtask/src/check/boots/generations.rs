@@ -1,0 +1,89 @@
+//! Kernels from other Debian releases, as a user takes them: `--kernel-deb
+//! linux-image-amd64@trixie` through an apt state of its own (a real
+//! download from Debian's archive), and the demo's smaller sibling — two
+//! generations (Debian 12's 6.1 and 13's 6.12) on the demo's `dl140`
+//! machine, one repetition — asserting two kernel lines in the table and a
+//! verdict that compares them. Then Debian 13's kernel alone in a test
+//! image, booted with its target on NVMe: its modules (`.ko.xz` under
+//! `/usr/lib/modules`, decompressed on the host) must load by modalias as
+//! 6.1's do — nvme for its PCI class, ahci, xhci and usb-storage for the
+//! stick, the filesystem's modules before mounting.
+
+use crate::Result;
+use crate::boot::{demo, qemu};
+use crate::build::image;
+use crate::check::boots::support::{boot_and_check, check_drivers, loaded_modules, test_boot, test_image};
+use std::path::Path;
+
+/// Debian 12 and 13's kernels, each from its own suite.
+const BOOKWORM: &str = "linux-image-amd64@bookworm";
+const TRIXIE: &str = "linux-image-amd64@trixie";
+
+/// The demo's sibling: two generations, one repetition each.
+pub fn two_generations(base: &Path) -> Result<()> {
+    let started = std::time::Instant::now();
+    let out = base.join("generations");
+    let compared = demo::compare(&demo::Args {
+        kernels: vec![BOOKWORM.into(), TRIXIE.into()],
+        repeat: Some(1),
+        out: out.clone(),
+        ..crate::flags_given::<demo::Args>(&[])
+    })?;
+    if !compared.problems.is_empty() {
+        return Err(compared.problems.join("\n"));
+    }
+    let r = &compared.report;
+    let mut kernels: Vec<&str> = r.rows.iter().filter_map(|row| row.key.first().map(String::as_str)).collect();
+    kernels.dedup();
+    if r.by.first().map(String::as_str) != Some("kernel") || kernels.len() != 2 {
+        return Err(format!("expected the table's rows under two kernels, got {:?} by {:?}", kernels, r.by));
+    }
+    if !kernels[0].starts_with("6.1.") || !kernels[1].starts_with("6.12.") {
+        return Err(format!("expected 6.1 then 6.12, got {kernels:?}"));
+    }
+    let verdict = r.verdict.join("\n");
+    if r.verdict.len() != 1 || !verdict.starts_with(&format!("{} against {}", kernels[1], kernels[0])) {
+        return Err(format!("the verdict does not compare 6.12 with 6.1:\n{verdict}"));
+    }
+    // One repetition: no claim of significance can be made, and none may be.
+    if !verdict.contains("one run each: not tested") || verdict.contains("(significant") {
+        return Err(format!("the verdict claims more than one run each shows:\n{verdict}"));
+    }
+    if r.constant.iter().all(|(d, _)| d != "fs") {
+        return Err(format!("the filesystem, the same in every row, is not said once: {:?}", r.constant));
+    }
+    // Debian 13's kernel drove the stick and the SATA target with its own decompressed modules.
+    let trixie_log = compared.logs.get(1).ok_or("no second boot log")?;
+    check_drivers(&loaded_modules(trixie_log), &["ahci", "xhci_pci", "usb_storage"], &["nvme", "sym53c8xx"])?;
+    println!(
+        "e2e: two generations: {} and {} from their own suites on --machine dl140, one run each; verdict: {verdict} ({:.0} s)",
+        kernels[0],
+        kernels[1],
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Debian 13's kernel in a test image, its target on NVMe.
+pub fn trixie_on_nvme(base: &Path) -> Result<()> {
+    let dir = base.join("trixie");
+    let out = image::build(&test_image(vec![TRIXIE.into()], dir.join("image"), None))?;
+    let manifest = crate::host::fs::read_to_string(out.join("manifest.json"))?;
+    if !manifest.contains("\"suite\": \"trixie\"") || !manifest.contains("\"deb_sha256\"") {
+        return Err(format!("{}: the manifest does not record the suite and the .deb's SHA-256", out.display()));
+    }
+    let disk = dir.join("scratch.img");
+    crate::boot::disks::scratch_disk(&disk, "ext3", 512)?;
+    let log = dir.join("serial-nvme.log");
+    let args = qemu::Args { disk_buses: vec!["nvme".into()], ..test_boot(out, disk, log.clone()) };
+    let seconds = boot_and_check(&args, TRIXIE)?;
+    check_drivers(
+        &loaded_modules(&log),
+        &["nvme", "nvme_core", "xhci_pci", "usb_storage"],
+        &["sym53c8xx", "virtio_blk"],
+    )?;
+    println!(
+        "e2e: trixie on NVMe: {TRIXIE}'s 6.12 loaded nvme, xhci and usb-storage by modalias; 6 records ({seconds:.1} s)"
+    );
+    Ok(())
+}
