@@ -1,7 +1,8 @@
 //! `cargo xtask bench`: bootmark against the tools users trust, on the same
 //! filesystem, alternating run by run so drift hits both sides equally.
 //!
-//! - `seqwrite` vs `dd if=/dev/zero bs=16k conv=fdatasync` (dd's own seconds);
+//! - `seqwrite` with the probe on (as a boot runs it) vs `dd if=/dev/zero
+//!   bs=16k conv=fdatasync` (dd's own seconds);
 //! - `manyfiles` (sync=end) vs fio with the seed's job (psync, 16k, round-robin
 //!   over 1000 files created on open, no fallocate, end_fsync) — fio's job_runtime;
 //! - `seqwrite` with the probe on vs off (what the probe costs in throughput).
@@ -11,6 +12,10 @@
 //! process tree, from wait4, for every tool alike: bootmark's includes its
 //! runner, worker, probe and sampler, so the probe on/off row shows what the
 //! probe costs. Prints medians and ratios.
+//!
+//! `--cpus N` pins every tool to the first N CPUs (taskset), as on the
+//! seed's one- and two-CPU servers: there bootmark's own threads (the probe,
+//! the /proc sampler) compete with the writer for the same CPU.
 
 use crate::build::static_binary;
 use crate::host::fs;
@@ -33,6 +38,10 @@ pub struct Args {
     /// Files for manyfiles / fio (the seed's program used 1000).
     #[arg(long, default_value_t = 1000)]
     files: u64,
+    /// Pin bootmark, dd and fio alike to the first N CPUs (taskset), e.g. 1 as on the
+    /// seed's one-CPU server (default: every CPU).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    cpus: Option<u32>,
 }
 
 /// One timed run: wall seconds as the tool reports them, CPU seconds.
@@ -54,13 +63,18 @@ pub fn run(args: &Args) -> Result<()> {
     if args.pairs == 0 || args.mib == 0 || args.files == 0 {
         return Err("--pairs, --mib and --files must be at least 1".into());
     }
+    if args.cpus.is_some() && !crate::host::process::succeeds(command("taskset").arg("--version")) {
+        return Err("--cpus needs taskset: apt-get install util-linux".into());
+    }
     let binary = static_binary::build(crate::build::arch::Arch::X86_64)?;
+    let cpus = args.cpus;
     let dir = args.dir.clone().unwrap_or_else(|| project_root().join("target/bench"));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let bytes = args.mib << 20;
     let per_file = bytes / args.files / 16384 * 16384;
+    let pinned = cpus.map(|n| format!(", pinned to {n} CPU(s)")).unwrap_or_default();
     eprintln!(
-        "bench: {} pairs, {} MiB per run, {} files of {} KiB, in {}",
+        "bench: {} pairs, {} MiB per run, {} files of {} KiB, in {}{pinned}",
         args.pairs,
         args.mib,
         args.files,
@@ -76,24 +90,29 @@ pub fn run(args: &Args) -> Result<()> {
         false,
     );
     let mut rows = Vec::new();
-    let (a, b) = pairs(args.pairs, "seqwrite vs dd", || bootmark(&binary, &dir, &seqwrite), || dd(&dir, bytes))?;
-    rows.push(("seqwrite vs dd conv=fdatasync", a, b));
+    let (a, b) = pairs(
+        args.pairs,
+        "seqwrite vs dd",
+        || bootmark(&binary, &dir, &seqwrite_probed, cpus),
+        || dd(&dir, bytes, cpus),
+    )?;
+    rows.push(("seqwrite+probe vs dd fdatasync", a, b));
     let (a, b) = pairs(
         args.pairs,
         "manyfiles vs fio",
-        || bootmark(&binary, &dir, &manyfiles),
-        || fio(&dir, args.files, per_file),
+        || bootmark(&binary, &dir, &manyfiles, cpus),
+        || fio(&dir, args.files, per_file, cpus),
     )?;
     rows.push(("manyfiles vs fio (1000 files)", a, b));
     let (a, b) = pairs(
         args.pairs,
         "probe on vs off",
-        || bootmark(&binary, &dir, &seqwrite_probed),
-        || bootmark(&binary, &dir, &seqwrite),
+        || bootmark(&binary, &dir, &seqwrite_probed, cpus),
+        || bootmark(&binary, &dir, &seqwrite, cpus),
     )?;
     rows.push(("seqwrite probe on vs off", a, b));
 
-    println!("\nmedians over {} pairs, {} MiB per run, {}", args.pairs, args.mib, describe_fs(&dir));
+    println!("\nmedians over {} pairs, {} MiB per run, {}{pinned}", args.pairs, args.mib, describe_fs(&dir));
     println!(
         "{:<32} {:>10} {:>10} {:>7}   {:>9} {:>9} {:>7}",
         "comparison", "wall A", "wall B", "A/B", "cpu A", "cpu B", "A/B"
@@ -160,22 +179,34 @@ fn timed(cmd: &mut Command) -> Result<(String, String, f64)> {
     Ok((stdout, stderr, s(usage.ru_utime) + s(usage.ru_stime)))
 }
 
-fn bootmark(binary: &Path, dir: &Path, plan: &str) -> Result<Figures> {
+/// A command for `program`, pinned to the first `cpus` CPUs when given.
+fn tool(program: impl AsRef<std::ffi::OsStr>, cpus: Option<u32>) -> Command {
+    match cpus {
+        None => command(program),
+        Some(n) => {
+            let mut c = command("taskset");
+            c.args(["-c", &format!("0-{}", n - 1)]).arg(program);
+            c
+        }
+    }
+}
+
+fn bootmark(binary: &Path, dir: &Path, plan: &str, cpus: Option<u32>) -> Result<Figures> {
     let plan_file = dir.join("bench-plan.json");
     fs::write(&plan_file, plan)?;
     let (stdout, _, cpu) =
-        timed(command(binary).args(["run", "--quiet", "--plan"]).arg(&plan_file).arg("--dir").arg(dir))?;
+        timed(tool(binary, cpus).args(["run", "--quiet", "--plan"]).arg(&plan_file).arg("--dir").arg(dir))?;
     let _ = std::fs::remove_file(&plan_file);
     let r: bootmark::record::Record =
         serde_json::from_str(stdout.trim()).map_err(|e| format!("bootmark record: {e}"))?;
     Ok(Figures { wall: r.times.wall_s, cpu })
 }
 
-fn dd(dir: &Path, bytes: u64) -> Result<Figures> {
+fn dd(dir: &Path, bytes: u64, cpus: Option<u32>) -> Result<Figures> {
     let file = dir.join("dd.dat");
     let count = (bytes / 16384).to_string();
     let (_, stderr, cpu) = timed(
-        command("dd")
+        tool("dd", cpus)
             .arg("if=/dev/zero")
             .arg(format!("of={}", file.display()))
             .args(["bs=16k", "conv=fdatasync"])
@@ -192,11 +223,11 @@ fn dd(dir: &Path, bytes: u64) -> Result<Figures> {
     Ok(Figures { wall, cpu })
 }
 
-fn fio(dir: &Path, files: u64, per_file: u64) -> Result<Figures> {
+fn fio(dir: &Path, files: u64, per_file: u64, cpus: Option<u32>) -> Result<Figures> {
     let work = dir.join("fio");
     fs::create_dir_all(&work)?;
     let (stdout, _, cpu) = timed(
-        command("fio")
+        tool("fio", cpus)
             .args(["--name=manyfiles", "--rw=write", "--bs=16k", "--ioengine=psync", "--file_service_type=roundrobin"])
             .args(["--fallocate=none", "--create_on_open=1", "--end_fsync=1", "--output-format=json"])
             .arg(format!("--nrfiles={files}"))
