@@ -186,34 +186,50 @@ impl Suite {
         fs::write(&stamp, "")
     }
 
-    /// The exact package and version behind `package`: itself, or for a
-    /// meta package (linux-image-amd64) the linux-image it depends on.
-    pub fn resolve(&self, package: &str) -> Result<(String, String)> {
-        let mut name = package.to_string();
+    /// `package` as the suite knows it: itself, or `package:i386` (linux-image-686
+    /// is an i386 package, found as such on an amd64 workstation); None if neither.
+    fn known_name(&self, package: &str) -> Result<Option<String>> {
+        if !self.versions(package)?.is_empty() {
+            return Ok(Some(package.to_string()));
+        }
+        let i386 = format!("{package}:i386");
+        Ok((!package.contains(':') && !self.versions(&i386)?.is_empty()).then_some(i386))
+    }
+
+    /// Every version of `package` the suite's sources offer, newest first (apt's order).
+    fn versions(&self, package: &str) -> Result<Vec<String>> {
+        let out = output(self.apt("apt-cache").args(["madison", package]))?;
+        let mut versions: Vec<String> = Vec::new();
+        for v in String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split('|').nth(1)) {
+            if !versions.iter().any(|known| known == v.trim()) {
+                versions.push(v.trim().to_string());
+            }
+        }
+        Ok(versions)
+    }
+
+    /// The exact package and version behind `package` at `version`: itself,
+    /// or for a meta package (linux-image-amd64) the linux-image it depends on.
+    fn resolve_at(&self, package: &str, version: &str) -> Result<(String, String)> {
+        let (mut name, mut version) = (package.to_string(), version.to_string());
         for _ in 0..3 {
-            let Some(version) = self.candidate(&name)? else {
-                return Err(self.missing(&name));
-            };
-            match self.image_dependency(&name)? {
-                Some(dep) if dep != name => name = dep,
+            match self.image_dependency(&format!("{name}={version}"))? {
+                Some(dep) if dep != name => {
+                    version = self.versions(&dep)?.into_iter().next().ok_or_else(|| self.missing(&dep))?;
+                    name = dep;
+                }
                 _ => return Ok((name, version)),
             }
         }
         Err(format!("@{}: {package} leads through more than three meta packages", self.name))
     }
 
-    /// apt's candidate version of `package`, None when the suite lacks it.
-    fn candidate(&self, package: &str) -> Result<Option<String>> {
-        let out = output(self.apt("apt-cache").args(["policy", package]))?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        Ok(text.lines().find_map(|l| l.trim().strip_prefix("Candidate: ")).filter(|v| *v != "(none)").map(String::from))
-    }
-
-    /// A linux-image package `package` depends on (a meta package's one).
+    /// A linux-image package `package` (NAME or NAME=VERSION) depends on.
     fn image_dependency(&self, package: &str) -> Result<Option<String>> {
         let out = output(self.apt("apt-cache").args(["depends", "--no-recommends", "--no-suggests", package]))?;
         let deps = String::from_utf8_lossy(&out.stdout);
-        let arch = package.split_once(':').map(|(_, a)| format!(":{a}")).unwrap_or_default();
+        let name = package.split('=').next().unwrap_or(package);
+        let arch = name.split_once(':').map(|(_, a)| format!(":{a}")).unwrap_or_default();
         Ok(deps.lines().filter_map(|l| l.trim().strip_prefix("Depends: ")).find(|d| d.starts_with("linux-image-")).map(
             |d| {
                 let d = d.trim_matches(|c| c == '<' || c == '>');
@@ -242,38 +258,56 @@ impl Suite {
         format!("@{}: no package '{package}' in {}; its {prefix}* packages: {shown}", self.name, self.name)
     }
 
-    /// Download `package` (resolved first), or take it from this suite's cache.
+    /// Download `package` (resolved first), or take it from this suite's
+    /// cache. Its newest version first; when a source's file cannot be had
+    /// (a mirror without the security pool's copy), the next version down,
+    /// said on the terminal and in what is returned.
     pub fn download(&self, package: &str) -> Result<Downloaded> {
         self.update()?;
-        let (exact, version) = self.resolve(package)?;
-        let debs = self.dir.join("debs");
-        let file_prefix = format!("{}_{}_", exact.split(':').next().unwrap_or(&exact), version.replace(':', "%3a"));
-        let cached = std::fs::read_dir(&debs).ok().and_then(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&file_prefix)))
-        });
-        let deb = match cached {
-            Some(deb) => {
-                eprintln!("image: using cached {}", deb.display());
-                deb
+        let name = self.known_name(package)?.ok_or_else(|| self.missing(package))?;
+        let mut failures = Vec::new();
+        for version in self.versions(&name)? {
+            let (exact, exact_version) = self.resolve_at(&name, &version)?;
+            match self.fetch(&exact, &exact_version) {
+                Ok(deb) => {
+                    if !failures.is_empty() {
+                        eprintln!(
+                            "image: warning: took {exact} {exact_version}, not the newest {package} in {}:\n{}",
+                            self.name,
+                            failures.join("\n")
+                        );
+                    }
+                    return Ok(Downloaded { deb, package: exact, version: exact_version });
+                }
+                Err(e) => failures.push(e),
             }
-            None => {
-                eprintln!("image: downloading {exact} {version} from {} …", self.name);
-                crate::host::process::run(
-                    self.apt("apt-get").args(["download", "-q"]).arg(format!("{exact}={version}")).current_dir(&debs),
-                )?;
-                let deb = std::fs::read_dir(&debs)
-                    .map_err(|e| format!("{}: {e}", debs.display()))?
-                    .flatten()
+        }
+        Err(format!("@{}: no version of {package} could be downloaded:\n{}", self.name, failures.join("\n")))
+    }
+
+    /// `package` at `version` from the cache, or downloaded into it.
+    fn fetch(&self, package: &str, version: &str) -> Result<PathBuf> {
+        let debs = self.dir.join("debs");
+        let file_prefix = format!("{}_{}_", package.split(':').next().unwrap_or(package), version.replace(':', "%3a"));
+        let find = || {
+            std::fs::read_dir(&debs).ok().and_then(|d| {
+                d.flatten()
                     .map(|e| e.path())
                     .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&file_prefix)))
-                    .ok_or_else(|| format!("apt-get download {exact}={version} left no .deb in {}", debs.display()))?;
-                eprintln!("image: downloaded {} ({})", deb.display(), fs::human_size(&deb));
-                deb
-            }
+            })
         };
-        Ok(Downloaded { deb, package: exact, version })
+        if let Some(deb) = find() {
+            eprintln!("image: using cached {}", deb.display());
+            return Ok(deb);
+        }
+        eprintln!("image: downloading {package} {version} from {} …", self.name);
+        crate::host::process::run(
+            self.apt("apt-get").args(["download", "-q"]).arg(format!("{package}={version}")).current_dir(&debs),
+        )?;
+        let deb =
+            find().ok_or_else(|| format!("apt-get download {package}={version} left no .deb in {}", debs.display()))?;
+        eprintln!("image: downloaded {} ({})", deb.display(), fs::human_size(&deb));
+        Ok(deb)
     }
 }
 
@@ -320,6 +354,7 @@ mod tests {
         deb(dir, "linux-image-9.9.9-1-amd64", "9.9.9-1", None);
         deb(dir, "linux-image-9.8.0-3-amd64", "9.8.0-3", None);
         deb(dir, "linux-image-amd64", "9.9.9+1", Some("linux-image-9.9.9-1-amd64 (= 9.9.9-1)"));
+        deb(dir, "linux-image-amd64", "9.8.0+3", Some("linux-image-9.8.0-3-amd64 (= 9.8.0-3)"));
         let packages = run(command("dpkg-scanpackages").args(["-m", "pool"]).current_dir(&repo)).unwrap();
         let index = repo.join(format!("dists/{suite}/main/binary-amd64"));
         std::fs::create_dir_all(&index).unwrap();
@@ -381,6 +416,12 @@ mod tests {
                 .flatten()
                 .any(|e| e.file_name().to_string_lossy().contains("_Packages"))
         );
+        // The newest kernel's file gone from the mirror (a proxy without the
+        // security pool's copy): the next version down, not a failed build.
+        std::fs::remove_file(&got.deb).unwrap();
+        std::fs::remove_file(dir.join("repo/pool/main/linux-image-9.9.9-1-amd64_9.9.9-1_amd64.deb")).unwrap();
+        let older = suite.download("linux-image-amd64").unwrap();
+        assert_eq!((older.package.as_str(), older.version.as_str()), ("linux-image-9.8.0-3-amd64", "9.8.0-3"));
         // A package the suite lacks: the error names the kernels it has.
         let e = suite.download("linux-image-7.0.0-1-amd64").unwrap_err();
         assert!(e.contains("no package 'linux-image-7.0.0-1-amd64'"), "{e}");
