@@ -507,6 +507,25 @@ mod tests {
     }
 
     #[test]
+    fn a_fleet_verdict_sums_up_its_groups_and_names_the_largest_differences() {
+        let mut records = Vec::new();
+        for host in 0..10u32 {
+            for (seq, wall) in [20.0, 20.2, 19.8].iter().enumerate() {
+                let mut old = rec("5.10", *wall, host * 10 + seq as u32);
+                old.host.hostname = Some(format!("h{host}"));
+                let mut new = rec("6.12", if host == 7 { wall * 1.5 } else { *wall }, 500 + host * 10 + seq as u32);
+                new.host.hostname = Some(format!("h{host}"));
+                records.extend([old, new]);
+            }
+        }
+        let r = report(&records, Options { by: by(&["kernel", "host"]), ..Options::default() }).unwrap();
+        assert_eq!(r.verdict.len(), 1);
+        let v = &r.verdict[0];
+        assert!(v.starts_with("6.12 against 5.10: 10 groups: 9 the same, 1 differ (1 significantly)"), "{v}");
+        assert!(v.contains("the largest: seqwrite on h7 1.50× slower (significant)"), "{v}");
+    }
+
+    #[test]
     fn one_kernel_has_nothing_to_compare_and_says_so() {
         let r = report(&[rec("6.1.0-57-amd64", 20.0, 0)], Options::default()).unwrap();
         assert_eq!(

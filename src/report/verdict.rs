@@ -11,6 +11,18 @@ use super::findings::{Finding, kib, request_sizes};
 
 /// A real-time difference under this share is called "the same".
 const SAME_WITHIN: f64 = 0.03;
+/// More workloads (× other dimensions) than this are summed up, not listed:
+/// a fleet's 1200 groups per kernel make a line nobody reads.
+const LISTED_AT_MOST: usize = 8;
+
+/// One workload's (group's) comparison, as the verdict says it.
+struct Part {
+    text: String,
+    differs: bool,
+    significant: bool,
+    /// |speedup - 1|, for picking the largest differences.
+    size: f64,
+}
 
 /// The verdict's lines (Markdown-free text). `by`: the table's dimensions.
 pub fn lines(rows: &[Row], by: &[String], findings: &[Finding]) -> Vec<String> {
@@ -73,7 +85,12 @@ fn against_baseline(rows: &[Row], value: &str, base: &str, findings: &[Finding])
             String::new()
         };
         if change.abs() < SAME_WITHIN && probe.is_empty() && stall_text.is_empty() {
-            parts.push(format!("{workload} the same ({weight})"));
+            parts.push(Part {
+                text: format!("{workload} the same ({weight})"),
+                differs: false,
+                significant: false,
+                size: 0.0,
+            });
             continue;
         }
         all_same = false;
@@ -84,7 +101,8 @@ fn against_baseline(rows: &[Row], value: &str, base: &str, findings: &[Finding])
         } else {
             format!("{:.2}× slower", 1.0 / speedup)
         };
-        parts.push(format!("{workload} {how} ({weight}){probe}{stall_text}"));
+        let text = format!("{workload} {how} ({weight}){probe}{stall_text}");
+        parts.push(Part { text, differs: true, significant: row.significant, size: change.abs() });
         if let Some((this, that)) = request_sizes(row, b) {
             // Fewer, larger requests move the same bytes in less per-request
             // cost, and a read queued behind one waits for all of it.
@@ -119,11 +137,34 @@ fn against_baseline(rows: &[Row], value: &str, base: &str, findings: &[Finding])
     } else {
         format!("{value} against {base}: ")
     };
-    let mut line = head + &parts.join("; ");
+    let mut line = head + &listed(parts);
+    if causes.len() > 3 {
+        let more = causes.len() - 3;
+        causes.truncate(3);
+        causes.push(format!("and {more} more"));
+    }
     if !causes.is_empty() {
         line += &format!(". Cause: {}", causes.join("; "));
     }
     line + "."
+}
+
+/// The parts, each said, or summed up with the largest differences when there are many.
+fn listed(mut parts: Vec<Part>) -> String {
+    if parts.len() <= LISTED_AT_MOST {
+        return parts.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("; ");
+    }
+    let n = parts.len();
+    let differ = parts.iter().filter(|p| p.differs).count();
+    let significant = parts.iter().filter(|p| p.significant).count();
+    parts.retain(|p| p.differs);
+    parts.sort_by(|a, b| b.significant.cmp(&a.significant).then(b.size.total_cmp(&a.size)));
+    let largest: Vec<&str> = parts.iter().take(3).map(|p| p.text.as_str()).collect();
+    let mut text = format!("{n} groups: {} the same, {differ} differ ({significant} significantly)", n - differ);
+    if !largest.is_empty() {
+        text += &format!("; the largest: {}", largest.join("; "));
+    }
+    text
 }
 
 /// The baseline row of `row`: the same workload, parameters and other dimensions.

@@ -113,7 +113,8 @@ fn one_size(bin: &Path, dir: &Path, records: u64, fat: bool, keep: bool) -> Resu
     warm(&file)?;
     let (grep_s, _) = measure(command("grep").args(["-c", "bootmark.result/1"]).arg(&file), dir)?;
     let (report_s, rss_kib) = measure(command(bin).args(["report", "--by", "kernel,host"]).arg(&file), dir)?;
-    let rows = fs::read_to_string(dir.join("stdout"))?.lines().count().saturating_sub(2);
+    // The table's lines (after its header and separator), not the verdict above it.
+    let rows = fs::read_to_string(dir.join("stdout"))?.lines().filter(|l| l.starts_with('|')).count().saturating_sub(2);
     if !keep {
         let _ = std::fs::remove_file(&file);
     }
