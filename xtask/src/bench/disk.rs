@@ -11,7 +11,8 @@
 //! dd's "copied, N s", fio's job_runtime). CPU is user+sys of the whole
 //! process tree, from wait4, for every tool alike: bootmark's includes its
 //! runner, worker, probe and sampler, so the probe on/off row shows what the
-//! probe costs. Prints medians and ratios.
+//! probe costs; dd's and fio's include removing what they wrote, as
+//! bootmark's does. Prints medians and ratios.
 //!
 //! `--cpus N` pins every tool to the first N CPUs (taskset), as on the
 //! seed's one- and two-CPU servers: there bootmark's own threads (the probe,
@@ -205,12 +206,15 @@ fn bootmark(binary: &Path, dir: &Path, plan: &str, cpus: Option<u32>) -> Result<
 fn dd(dir: &Path, bytes: u64, cpus: Option<u32>) -> Result<Figures> {
     let file = dir.join("dd.dat");
     let count = (bytes / 16384).to_string();
+    // dd's file is removed inside the measured process tree, as bootmark
+    // removes its own: unlinking 1 GiB of page cache is about a sixth of
+    // bootmark's CPU on one CPU (perf), and counting it on one side only
+    // made bootmark look 1.19× dearer than dd.
     let (_, stderr, cpu) = timed(
-        tool("dd", cpus)
-            .arg("if=/dev/zero")
-            .arg(format!("of={}", file.display()))
-            .args(["bs=16k", "conv=fdatasync"])
-            .arg(format!("count={count}")),
+        tool("sh", cpus)
+            .args(["-c", "dd if=/dev/zero of=\"$1\" bs=16k conv=fdatasync count=\"$2\" && rm -f \"$1\"", "sh"])
+            .arg(&file)
+            .arg(&count),
     )?;
     let _ = std::fs::remove_file(&file);
     // "1073741824 bytes (1.1 GB, 1.0 GiB) copied, 2.34 s, 459 MB/s"
@@ -226,8 +230,11 @@ fn dd(dir: &Path, bytes: u64, cpus: Option<u32>) -> Result<Figures> {
 fn fio(dir: &Path, files: u64, per_file: u64, cpus: Option<u32>) -> Result<Figures> {
     let work = dir.join("fio");
     fs::create_dir_all(&work)?;
+    // As for dd: fio's files removed inside the measured tree, as bootmark removes its own.
     let (stdout, _, cpu) = timed(
-        tool("fio", cpus)
+        tool("sh", cpus)
+            .args(["-c", "fio \"$@\" && rm -rf \"$0\"/*"])
+            .arg(&work)
             .args(["--name=manyfiles", "--rw=write", "--bs=16k", "--ioengine=psync", "--file_service_type=roundrobin"])
             .args(["--fallocate=none", "--create_on_open=1", "--end_fsync=1", "--output-format=json"])
             .arg(format!("--nrfiles={files}"))
