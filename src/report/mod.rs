@@ -202,7 +202,7 @@ impl Builder {
         let boots: Vec<usize> = self.groups.iter().map(groups::Group::boots).collect();
         found.extend(findings::comparisons(&rows, &baseline_of, &boots));
         let findings = findings::fold(found);
-        let verdict = verdict::lines(&rows, &by, &findings);
+        let verdict = verdict::lines(&rows, &baseline_of, &by, &findings);
         let timeline = self.timeline.into_record(self.opts.timeline.as_deref())?;
         Ok(Report { by, rows, findings, timeline, constant, verdict })
     }

@@ -24,8 +24,9 @@ struct Part {
     size: f64,
 }
 
-/// The verdict's lines (Markdown-free text). `by`: the table's dimensions.
-pub fn lines(rows: &[Row], by: &[String], findings: &[Finding]) -> Vec<String> {
+/// The verdict's lines (Markdown-free text). `baseline_of`: each row's
+/// baseline row, as the report marked them; `by`: the table's dimensions.
+pub fn lines(rows: &[Row], baseline_of: &[Option<usize>], by: &[String], findings: &[Finding]) -> Vec<String> {
     let dimension = by.first().map_or("kernel", String::as_str);
     let mut values: Vec<&str> = Vec::new();
     for r in rows {
@@ -45,19 +46,25 @@ pub fn lines(rows: &[Row], by: &[String], findings: &[Finding]) -> Vec<String> {
     }
     let mut out = Vec::new();
     for v in values.iter().filter(|v| **v != base.as_str()) {
-        out.push(against_baseline(rows, v, base, findings));
+        out.push(against_baseline(rows, baseline_of, v, base, findings));
     }
     out
 }
 
 /// One value against the baseline, workload by workload.
-fn against_baseline(rows: &[Row], value: &str, base: &str, findings: &[Finding]) -> String {
+fn against_baseline(
+    rows: &[Row],
+    baseline_of: &[Option<usize>],
+    value: &str,
+    base: &str,
+    findings: &[Finding],
+) -> String {
     let mut parts = Vec::new();
     let mut causes = Vec::new();
     let mut all_same = true;
-    for row in rows.iter().filter(|r| r.key.first().is_some_and(|k| k == value)) {
+    for (i, row) in rows.iter().enumerate().filter(|(_, r)| r.key.first().is_some_and(|k| k == value)) {
         let Some(speedup) = row.speedup else { continue };
-        let Some(b) = baseline_of(rows, row) else { continue };
+        let Some(b) = baseline_of[i].map(|b| &rows[b]) else { continue };
         let change = speedup - 1.0;
         // In a sweep across kernels, say which kernel (the key's other values).
         let workload = match row.key.get(1..).filter(|rest| !rest.is_empty()) {
@@ -165,11 +172,4 @@ fn listed(mut parts: Vec<Part>) -> String {
         text += &format!("; the largest: {}", largest.join("; "));
     }
     text
-}
-
-/// The baseline row of `row`: the same workload, parameters and other dimensions.
-fn baseline_of<'a>(rows: &'a [Row], row: &Row) -> Option<&'a Row> {
-    rows.iter().find(|b| {
-        b.baseline && b.workload == row.workload && b.params == row.params && b.key.get(1..) == row.key.get(1..)
-    })
 }

@@ -186,14 +186,20 @@ impl Suite {
         fs::write(&stamp, "")
     }
 
-    /// `package` as the suite knows it: itself, or `package:i386` (linux-image-686
-    /// is an i386 package, found as such on an amd64 workstation); None if neither.
-    fn known_name(&self, package: &str) -> Result<Option<String>> {
-        if !self.versions(package)?.is_empty() {
-            return Ok(Some(package.to_string()));
+    /// `package` as the suite knows it, with its versions newest first:
+    /// itself, or `package:i386` (linux-image-686 is an i386 package, found
+    /// as such on an amd64 workstation); None if neither.
+    fn known(&self, package: &str) -> Result<Option<(String, Vec<String>)>> {
+        let versions = self.versions(package)?;
+        if !versions.is_empty() {
+            return Ok(Some((package.to_string(), versions)));
+        }
+        if package.contains(':') {
+            return Ok(None);
         }
         let i386 = format!("{package}:i386");
-        Ok((!package.contains(':') && !self.versions(&i386)?.is_empty()).then_some(i386))
+        let versions = self.versions(&i386)?;
+        Ok((!versions.is_empty()).then_some((i386, versions)))
     }
 
     /// Every version of `package` the suite's sources offer, newest first (apt's order).
@@ -264,9 +270,9 @@ impl Suite {
     /// said on the terminal and in what is returned.
     pub fn download(&self, package: &str) -> Result<Downloaded> {
         self.update()?;
-        let name = self.known_name(package)?.ok_or_else(|| self.missing(package))?;
+        let (name, versions) = self.known(package)?.ok_or_else(|| self.missing(package))?;
         let mut failures = Vec::new();
-        for version in self.versions(&name)? {
+        for version in versions {
             let (exact, exact_version) = self.resolve_at(&name, &version)?;
             match self.fetch(&exact, &exact_version) {
                 Ok(deb) => {

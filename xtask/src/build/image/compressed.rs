@@ -11,6 +11,7 @@
 //! library to install or link.
 
 use crate::Result;
+use crate::host::fs;
 use std::io::Read;
 use std::path::Path;
 
@@ -62,16 +63,15 @@ pub fn decompress_module_tree(tree: &Path) -> Result<usize> {
     let mut count = 0;
     let mut stack = vec![tree.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten() {
+        for e in fs::read_dir(&dir)?.flatten() {
             let path = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
             if e.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(path);
             } else if MODULE_SUFFIXES.iter().any(|s| name.ends_with(s)) {
-                let data = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let (plain, bytes) = module(&path.display().to_string(), &data)?;
-                std::fs::write(&plain, bytes).map_err(|e| format!("{plain}: {e}"))?;
-                std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                let (plain, bytes) = module(&path.display().to_string(), &fs::read(&path)?)?;
+                fs::write(&plain, bytes)?;
+                fs::remove_file(&path)?;
                 count += 1;
             }
         }
