@@ -29,6 +29,7 @@ pub mod journal;
 pub mod kcidb;
 #[cfg(feature = "workstation")]
 pub mod lab;
+pub mod layers;
 pub mod measure;
 #[cfg(feature = "workstation")]
 pub mod output;

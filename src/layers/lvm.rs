@@ -1,0 +1,424 @@
+//! LVM2 physical volumes and volume groups, read from the disks: the PV
+//! label (`LABELONE`, in one of the first four sectors), the metadata
+//! area's header and its newest text, and from that text a logical
+//! volume's device-mapper table (linear and striped segments).
+//!
+//! Only reading: bootmark never writes LVM metadata (no backup, no seqno
+//! bump, no `MISSING` flag). The layout is lvm2's `format_text` and
+//! `label` code: the same on disk since LVM2 1.0 (2002).
+
+use super::dm::Target;
+use super::lvm_text::{self, Section, Value};
+use super::{ReadAt, u32_at, u64_at};
+use std::io;
+
+const SECTOR: u64 = 512;
+const LABEL_ID: &[u8; 8] = b"LABELONE";
+const LABEL_TYPE: &[u8; 8] = b"LVM2 001";
+const MDA_MAGIC: &[u8; 16] = b" LVM2 x[5A%r0N*>";
+/// lvm2's CRC: the reflected CRC-32 polynomial, this seed, no final xor.
+const INITIAL_CRC: u32 = 0xf597a6cf;
+/// The metadata area's header; its circular text buffer starts after it.
+const MDA_HEADER_SIZE: u64 = 512;
+
+/// lvm2's `calc_crc`.
+pub fn crc(mut crc: u32, data: &[u8]) -> u32 {
+    for &b in data {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+        }
+    }
+    crc
+}
+
+/// What a PV label says: the PV's UUID and where its metadata areas are.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    /// 32 characters, without lvm's dashes.
+    pub uuid: String,
+    pub device_size: u64,
+    /// (offset, size) in bytes of each metadata area.
+    pub metadata_areas: Vec<(u64, u64)>,
+}
+
+/// The PV label of a device, if it has one (sectors 0–3, as lvm2 looks).
+pub fn read_label(dev: &dyn ReadAt) -> io::Result<Option<Label>> {
+    let mut head = vec![0u8; 4 * SECTOR as usize];
+    let n = dev.read_at(&mut head, 0)?;
+    for sector in 0..(n / SECTOR as usize) {
+        let s = &head[sector * 512..sector * 512 + 512];
+        if &s[0..8] != LABEL_ID || &s[24..32] != LABEL_TYPE || u64_at(s, 8) != sector as u64 {
+            continue;
+        }
+        // The label's CRC covers the sector from offset_xl's field on.
+        if crc(INITIAL_CRC, &s[20..]) != u32_at(s, 16) {
+            continue;
+        }
+        let at = u32_at(s, 20) as usize;
+        if at + 40 > 512 {
+            continue;
+        }
+        let uuid = String::from_utf8_lossy(&s[at..at + 32]).into_owned();
+        let device_size = u64_at(s, at + 32);
+        // Two zero-terminated lists of (offset, size): data areas, then metadata areas.
+        let mut lists: Vec<Vec<(u64, u64)>> = vec![Vec::new(), Vec::new()];
+        let mut p = at + 40;
+        for list in lists.iter_mut() {
+            while p + 16 <= 512 {
+                let (offset, size) = (u64_at(s, p), u64_at(s, p + 8));
+                p += 16;
+                if offset == 0 {
+                    break;
+                }
+                list.push((offset, size));
+            }
+        }
+        return Ok(Some(Label { uuid, device_size, metadata_areas: lists.pop().unwrap_or_default() }));
+    }
+    Ok(None)
+}
+
+/// The newest metadata text in the PV's first metadata area that has one.
+/// `None`: a PV without metadata (`--metadatacopies 0`) or not in a VG yet.
+pub fn read_metadata(dev: &dyn ReadAt, label: &Label) -> Result<Option<String>, String> {
+    for &(start, size) in &label.metadata_areas {
+        let mut header = vec![0u8; MDA_HEADER_SIZE as usize];
+        dev.read_exact_at(&mut header, start).map_err(|e| format!("reading the metadata area at {start}: {e}"))?;
+        if &header[4..20] != MDA_MAGIC {
+            return Err(format!("the metadata area at byte {start} has no LVM2 header"));
+        }
+        if crc(INITIAL_CRC, &header[4..]) != u32_at(&header, 0) {
+            return Err(format!("the metadata area header at byte {start} fails its checksum"));
+        }
+        // raw_locn[0]: the current text (offset from the area's start, size, checksum).
+        let (offset, len, checksum) = (u64_at(&header, 40), u64_at(&header, 48), u32_at(&header, 56));
+        if offset == 0 || len == 0 {
+            continue;
+        }
+        if offset >= size || len > size - MDA_HEADER_SIZE {
+            return Err(format!("the metadata text at byte {start}+{offset} ({len} bytes) lies outside its area"));
+        }
+        // The area is a ring after its header: a text may wrap to its beginning.
+        let first = len.min(size - offset);
+        let mut text = vec![0u8; len as usize];
+        dev.read_exact_at(&mut text[..first as usize], start + offset).map_err(|e| e.to_string())?;
+        if first < len {
+            dev.read_exact_at(&mut text[first as usize..], start + MDA_HEADER_SIZE).map_err(|e| e.to_string())?;
+        }
+        if crc(INITIAL_CRC, &text) != checksum {
+            return Err(format!("the metadata text at byte {start}+{offset} fails its checksum"));
+        }
+        return Ok(Some(String::from_utf8_lossy(&text).into_owned()));
+    }
+    Ok(None)
+}
+
+/// A volume group as its metadata describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VolumeGroup {
+    pub name: String,
+    pub id: String,
+    pub seqno: i64,
+    /// In 512-byte sectors.
+    pub extent_size: u64,
+    pub writable: bool,
+    pub pvs: Vec<PvEntry>,
+    pub lvs: Vec<LogicalVolume>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PvEntry {
+    /// The metadata's key for it (`pv0`).
+    pub key: String,
+    /// Without dashes, as in the label.
+    pub uuid: String,
+    /// The device it was on when the metadata was written (a hint only).
+    pub device_hint: String,
+    /// Sectors from the PV's start to its first extent.
+    pub pe_start: u64,
+    pub missing: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogicalVolume {
+    pub name: String,
+    pub id: String,
+    pub writable: bool,
+    pub segments: Vec<Segment>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    pub start_extent: u64,
+    pub extent_count: u64,
+    /// lvm2's segment type: `striped` (linear is striped with one stripe),
+    /// `mirror`, `raid1`, `thin`, `snapshot`…
+    pub kind: String,
+    /// In sectors; 0 for one stripe.
+    pub stripe_size: u64,
+    /// (PV key, first extent on that PV) per stripe.
+    pub stripes: Vec<(String, u64)>,
+}
+
+/// Where one piece of an LV lies on a PV, in sectors from the PV's start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Extent {
+    pub pv: String,
+    pub start: u64,
+    pub sectors: u64,
+}
+
+fn no_dashes(s: &str) -> String {
+    s.chars().filter(|c| *c != '-').collect()
+}
+
+fn int(s: &Section, key: &str, what: &str) -> Result<u64, String> {
+    s.int(key).and_then(|i| u64::try_from(i).ok()).ok_or_else(|| format!("{what} has no valid '{key}'"))
+}
+
+/// The volume group in a metadata text.
+pub fn volume_group(text: &str) -> Result<VolumeGroup, String> {
+    let top = lvm_text::parse(text)?;
+    let (name, vg) = top.sections().next().ok_or("the metadata holds no volume group")?;
+    let what = format!("volume group {name}");
+    let mut pvs = Vec::new();
+    for (key, pv) in vg.section("physical_volumes").map(|s| s.sections().collect()).unwrap_or_else(Vec::new) {
+        pvs.push(PvEntry {
+            key: key.to_string(),
+            uuid: no_dashes(pv.str("id").ok_or_else(|| format!("{what}: {key} has no id"))?),
+            device_hint: pv.str("device").unwrap_or("?").to_string(),
+            pe_start: int(pv, "pe_start", &format!("{what}: {key}"))?,
+            missing: pv.strings("flags").contains(&"MISSING"),
+        });
+    }
+    let mut lvs = Vec::new();
+    for (lv_name, lv) in vg.section("logical_volumes").map(|s| s.sections().collect()).unwrap_or_else(Vec::new) {
+        let lv_what = format!("logical volume {name}/{lv_name}");
+        let mut segments = Vec::new();
+        for (_, seg) in lv.sections() {
+            let mut stripes = Vec::new();
+            let items = seg.list("stripes");
+            for pair in items.chunks(2) {
+                match pair {
+                    [Value::Str(pv), Value::Int(e)] if *e >= 0 => stripes.push((pv.clone(), *e as u64)),
+                    _ => return Err(format!("{lv_what}: a stripe is not a (PV, extent) pair")),
+                }
+            }
+            segments.push(Segment {
+                start_extent: int(seg, "start_extent", &lv_what)?,
+                extent_count: int(seg, "extent_count", &lv_what)?,
+                kind: seg.str("type").unwrap_or("?").to_string(),
+                stripe_size: seg.int("stripe_size").unwrap_or(0).max(0) as u64,
+                stripes,
+            });
+        }
+        segments.sort_by_key(|s| s.start_extent);
+        lvs.push(LogicalVolume {
+            name: lv_name.to_string(),
+            id: lv.str("id").unwrap_or("").to_string(),
+            writable: lv.strings("status").contains(&"WRITE"),
+            segments,
+        });
+    }
+    Ok(VolumeGroup {
+        name: name.to_string(),
+        id: vg.str("id").unwrap_or("").to_string(),
+        seqno: vg.int("seqno").unwrap_or(0),
+        extent_size: int(vg, "extent_size", &what)?,
+        writable: vg.strings("status").contains(&"WRITE"),
+        pvs,
+        lvs,
+    })
+}
+
+impl VolumeGroup {
+    pub fn lv(&self, name: &str) -> Result<&LogicalVolume, String> {
+        self.lvs.iter().find(|l| l.name == name).ok_or_else(|| {
+            let names: Vec<&str> = self.lvs.iter().map(|l| l.name.as_str()).collect();
+            format!("volume group {} has no logical volume {name}; it has: {}", self.name, names.join(", "))
+        })
+    }
+
+    fn pv(&self, key: &str) -> Result<&PvEntry, String> {
+        self.pvs.iter().find(|p| p.key == key).ok_or_else(|| format!("volume group {}: no {key}", self.name))
+    }
+
+    /// Why bootmark will not activate `lv` read-write, if it will not:
+    /// segment types other than linear/striped, a read-only VG or LV, a PV
+    /// the metadata marks missing.
+    pub fn refusal(&self, lv: &LogicalVolume) -> Option<String> {
+        let name = format!("{}/{}", self.name, lv.name);
+        if !self.writable || !lv.writable {
+            return Some(format!("the logical volume {name} is read-only in its metadata"));
+        }
+        if lv.segments.is_empty() {
+            return Some(format!("the logical volume {name} has no segments"));
+        }
+        if let Some(s) = lv.segments.iter().find(|s| s.kind != "striped") {
+            return Some(format!(
+                "the logical volume {name} has a '{}' segment: bootmark activates linear and striped logical volumes only (activate it with lvm on the installed system, or choose another target)",
+                s.kind
+            ));
+        }
+        let used: Vec<&str> = lv.segments.iter().flat_map(|s| s.stripes.iter().map(|(k, _)| k.as_str())).collect();
+        if let Some(p) = self.pvs.iter().find(|p| p.missing && used.contains(&p.key.as_str())) {
+            return Some(format!(
+                "the logical volume {name} lies on {} ({}), which its metadata marks MISSING",
+                p.key, p.device_hint
+            ));
+        }
+        None
+    }
+
+    /// Every piece of `lv` on its PVs, in LV order (stripes interleave
+    /// within a segment; each stripe's run of extents is one piece).
+    pub fn extents(&self, lv: &LogicalVolume) -> Result<Vec<Extent>, String> {
+        let mut out = Vec::new();
+        for s in &lv.segments {
+            let n = s.stripes.len() as u64;
+            if n == 0 || s.extent_count % n != 0 {
+                return Err(format!("{}/{}: a segment's extents do not divide among its stripes", self.name, lv.name));
+            }
+            for (key, first) in &s.stripes {
+                let pv = self.pv(key)?;
+                out.push(Extent {
+                    pv: key.clone(),
+                    start: pv.pe_start + first * self.extent_size,
+                    sectors: s.extent_count / n * self.extent_size,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The device-mapper table of `lv`, with each PV named by `device_of`
+    /// (its `major:minor`).
+    pub fn table(
+        &self,
+        lv: &LogicalVolume,
+        device_of: &dyn Fn(&PvEntry) -> Option<String>,
+    ) -> Result<Vec<Target>, String> {
+        if let Some(why) = self.refusal(lv) {
+            return Err(why);
+        }
+        let mut out = Vec::new();
+        for s in &lv.segments {
+            let n = s.stripes.len() as u64;
+            let length = s.extent_count * self.extent_size;
+            let mut devices = Vec::new();
+            for (key, first) in &s.stripes {
+                let pv = self.pv(key)?;
+                let dev = device_of(pv).ok_or_else(|| {
+                    format!(
+                        "{}/{} needs the physical volume {} (last seen as {}), which no disk here carries",
+                        self.name, lv.name, pv.key, pv.device_hint
+                    )
+                })?;
+                devices.push(format!("{dev} {}", pv.pe_start + first * self.extent_size));
+            }
+            let (kind, params) = if n == 1 {
+                ("linear", devices.remove(0))
+            } else {
+                ("striped", format!("{n} {} {}", s.stripe_size, devices.join(" ")))
+            };
+            out.push(Target { start: s.start_extent * self.extent_size, length, kind: kind.to_string(), params });
+        }
+        Ok(out)
+    }
+
+    /// The device-mapper name lvm gives the LV: `vg-lv`, dashes doubled.
+    pub fn dm_name(&self, lv: &LogicalVolume) -> String {
+        format!("{}-{}", self.name.replace('-', "--"), lv.name.replace('-', "--"))
+    }
+
+    /// The device-mapper UUID lvm gives the LV (`LVM-` + VG id + LV id).
+    pub fn dm_uuid(&self, lv: &LogicalVolume) -> String {
+        format!("LVM-{}{}", no_dashes(&self.id), no_dashes(&lv.id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::File;
+
+    /// The first 32 KiB of a PV that lvm2 2.03.16 made (its commands in
+    /// tests/data/layers/README.md): label, metadata header, text.
+    fn pv_fixture(name: &str) -> File {
+        File::open(format!("{}/tests/data/layers/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
+
+    #[test]
+    fn a_real_pv_label_and_its_newest_metadata() {
+        let f = pv_fixture("pv0.bin");
+        let label = read_label(&f).unwrap().expect("a PV label");
+        assert_eq!(label.uuid.len(), 32);
+        assert_eq!(label.metadata_areas, [(4096, 1044480)]);
+        let text = read_metadata(&f, &label).unwrap().expect("metadata");
+        let vg = volume_group(&text).unwrap();
+        assert_eq!(vg.name, "tvg");
+        assert_eq!(vg.seqno, 4, "the newest of the ring's four texts");
+        assert!(vg.pvs.iter().any(|p| p.uuid == label.uuid));
+        assert_eq!(vg.extent_size, 8192);
+        let names: Vec<&str> = vg.lvs.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["lv1", "lv2", "lv3"]);
+    }
+
+    #[test]
+    fn linear_and_striped_tables_as_lvm_would_load_them() {
+        let f = pv_fixture("pv0.bin");
+        let text = read_metadata(&f, &read_label(&f).unwrap().unwrap()).unwrap().unwrap();
+        let vg = volume_group(&text).unwrap();
+        let dev = |p: &PvEntry| Some(if p.key == "pv0" { "7:0".to_string() } else { "7:1".to_string() });
+        let lv1 = vg.table(vg.lv("lv1").unwrap(), &dev).unwrap();
+        assert_eq!(lv1, [Target { start: 0, length: 4 * 8192, kind: "linear".into(), params: "7:0 2048".into() }]);
+        let lv2 = vg.table(vg.lv("lv2").unwrap(), &dev).unwrap();
+        assert_eq!(
+            lv2,
+            [Target { start: 0, length: 4 * 8192, kind: "striped".into(), params: "2 128 7:0 34816 7:1 2048".into() }]
+        );
+        let lv3 = vg.extents(vg.lv("lv3").unwrap()).unwrap();
+        assert_eq!(lv3, [Extent { pv: "pv1".into(), start: 2048 + 2 * 8192, sectors: 3 * 8192 }]);
+        assert_eq!(vg.dm_name(vg.lv("lv1").unwrap()), "tvg-lv1");
+        let none = |_: &PvEntry| None;
+        assert!(vg.table(vg.lv("lv1").unwrap(), &none).unwrap_err().contains("no disk here carries"));
+        assert!(vg.lv("nope").unwrap_err().contains("it has: lv1, lv2, lv3"));
+    }
+
+    #[test]
+    fn damaged_metadata_is_refused_not_guessed() {
+        let f = pv_fixture("pv0.bin");
+        let label = read_label(&f).unwrap().unwrap();
+        let mut bytes = std::fs::read(format!("{}/tests/data/layers/pv0.bin", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        // One flipped byte in the newest text: its checksum no longer matches.
+        let header = &bytes[4096..4096 + 512];
+        let at = 4096 + u64_at(header, 40) as usize + 20;
+        bytes[at] ^= 0x20;
+        let dir = std::env::temp_dir().join(format!("bootmark-lvm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("pv.bin"), &bytes).unwrap();
+        let err = read_metadata(&File::open(dir.join("pv.bin")).unwrap(), &label).unwrap_err();
+        assert!(err.contains("fails its checksum"), "{err}");
+        // A label whose CRC is wrong is no label.
+        bytes[512 + 40] ^= 1;
+        std::fs::write(dir.join("pv.bin"), &bytes).unwrap();
+        assert_eq!(read_label(&File::open(dir.join("pv.bin")).unwrap()).unwrap(), None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn segment_types_bootmark_does_not_map_are_refused_by_name() {
+        let text = "vg {\nid = \"a\"\nstatus = [\"READ\", \"WRITE\"]\nextent_size = 8192\n\
+            physical_volumes {\npv0 {\nid = \"p\"\npe_start = 2048\nflags = [\"MISSING\"]\n}\n}\n\
+            logical_volumes {\nm {\nid = \"m\"\nstatus = [\"READ\", \"WRITE\", \"VISIBLE\"]\n\
+            segment1 {\nstart_extent = 0\nextent_count = 1\ntype = \"raid1\"\n}\n}\n\
+            l {\nid = \"l\"\nstatus = [\"READ\", \"WRITE\", \"VISIBLE\"]\n\
+            segment1 {\nstart_extent = 0\nextent_count = 1\ntype = \"striped\"\nstripe_count = 1\nstripes = [\"pv0\", 0]\n}\n}\n\
+            r {\nid = \"r\"\nstatus = [\"READ\", \"VISIBLE\"]\n}\n}\n}\n";
+        let vg = volume_group(text).unwrap();
+        assert!(vg.refusal(vg.lv("m").unwrap()).unwrap().contains("'raid1' segment"));
+        assert!(vg.refusal(vg.lv("l").unwrap()).unwrap().contains("MISSING"));
+        assert!(vg.refusal(vg.lv("r").unwrap()).unwrap().contains("read-only"));
+    }
+}

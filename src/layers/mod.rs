@@ -1,0 +1,65 @@
+//! Storage as installed: the layers a server's filesystem may sit on —
+//! LVM2 logical volumes (`lvm`, `lvm_text`) mapped through device-mapper
+//! (`dm`), md RAID arrays (`md`) — read from the disks and set up from
+//! the static /init without mdadm, lvm or udev, and the stack a record
+//! describes (`stack`).
+//!
+//! Everything here reads metadata and never writes it; what /init may
+//! activate, and read-write, is decided in `init::layers`.
+
+pub mod dm;
+pub mod lvm;
+pub mod lvm_text;
+pub mod md;
+pub mod stack;
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+/// Little-endian fields of on-disk metadata (both md and LVM2 write little-endian).
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Positioned reads from a device, or from a window into one: an md
+/// member's data area, where the array's first chunk (and so a PV label
+/// on the array) lies, readable before the array is assembled.
+pub trait ReadAt {
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize>;
+
+    fn read_exact_at(&self, mut buf: &mut [u8], mut pos: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, pos)? {
+                0 => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the device ends here")),
+                n => {
+                    buf = &mut buf[n..];
+                    pos += n as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ReadAt for File {
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        FileExt::read_at(self, buf, pos)
+    }
+}
+
+/// The part of `file` from `offset` bytes on.
+pub struct Window<'a> {
+    pub file: &'a File,
+    pub offset: u64,
+}
+
+impl ReadAt for Window<'_> {
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        FileExt::read_at(self.file, buf, pos + self.offset)
+    }
+}
