@@ -6,14 +6,22 @@
 
 use std::fmt;
 
-/// Where a disk is: by filesystem label or UUID, by partition UUID, or by a
-/// device path.
+/// Where a disk is: by filesystem label or UUID, by partition UUID, by a
+/// device path, or (targets only) by the layer it is inside: an LVM2
+/// logical volume or an md RAID array, which /init activates itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DiskSpec {
     Label(String),
     Uuid(String),
     PartUuid(String),
     Path(String),
+    /// `LV=vg/lv`.
+    Lv {
+        vg: String,
+        lv: String,
+    },
+    /// `MD=uuid`, in mdadm's form (`xxxxxxxx:xxxxxxxx:xxxxxxxx:xxxxxxxx`).
+    Md(String),
 }
 
 impl DiskSpec {
@@ -30,13 +38,26 @@ impl DiskSpec {
         if let Some(v) = text.strip_prefix("PARTUUID=") {
             return nonempty(v, "PARTUUID").map(|v| DiskSpec::PartUuid(v.to_ascii_lowercase()));
         }
+        if let Some(v) = text.strip_prefix("LV=") {
+            let (vg, lv) = v.split_once('/').ok_or_else(|| format!("LV={v}: write LV=volume-group/logical-volume"))?;
+            let valid = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || "+_.-".contains(c));
+            if !valid(vg) || !valid(lv) {
+                return Err(format!("LV={v}: volume group and logical volume names are letters, digits and +_.-"));
+            }
+            return Ok(DiskSpec::Lv { vg: vg.to_string(), lv: lv.to_string() });
+        }
+        if let Some(v) = text.strip_prefix("MD=") {
+            return crate::layers::md::normalize_uuid(v)
+                .map(DiskSpec::Md)
+                .ok_or_else(|| format!("MD={v}: an md array's UUID is 32 hex digits, as mdadm --detail prints it"));
+        }
         if let Some(name) = text.strip_prefix("/dev/") {
             if name.is_empty() || name.split('/').any(|p| p.is_empty() || p == "..") {
                 return Err(format!("'{text}' is not a device path"));
             }
             return Ok(DiskSpec::Path(text.to_string()));
         }
-        Err(format!("'{text}' is not a disk: write LABEL=…, UUID=…, PARTUUID=… or /dev/…"))
+        Err(format!("'{text}' is not a disk: write LABEL=…, UUID=…, PARTUUID=…, /dev/…, LV=vg/lv or MD=uuid"))
     }
 }
 
@@ -47,6 +68,8 @@ impl fmt::Display for DiskSpec {
             DiskSpec::Uuid(v) => write!(f, "UUID={v}"),
             DiskSpec::PartUuid(v) => write!(f, "PARTUUID={v}"),
             DiskSpec::Path(v) => f.write_str(v),
+            DiskSpec::Lv { vg, lv } => write!(f, "LV={vg}/{lv}"),
+            DiskSpec::Md(u) => write!(f, "MD={u}"),
         }
     }
 }
@@ -101,7 +124,10 @@ impl Settings {
 
 pub const KEYS: [(&str, &str); 13] = [
     ("plan", "built-in plan name, or the name of a plan file in the image's /etc/bootmark/plans (default quick)"),
-    ("target", "LABEL=…, UUID=…, PARTUUID=… or /dev/…: where the workloads write (required)"),
+    (
+        "target",
+        "LABEL=…, UUID=…, PARTUUID=… or /dev/…: where the workloads write (required); LV=vg/lv or MD=uuid: a logical volume or md array, activated by /init",
+    ),
     ("results", "the results stick (default LABEL=BOOTMARK)"),
     ("format", "FSTYPE: create this filesystem on the target first (needs format-confirm)"),
     ("format-confirm", "must repeat the exact target spec for format to happen"),
@@ -152,7 +178,14 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
         match key {
             "plan" => s.plan = check_name(value).map_err(|e| bad(&e))?.to_string(),
             "target" => s.target = Some(DiskSpec::parse(value).map_err(|e| bad(&e))?),
-            "results" => s.results = DiskSpec::parse(value).map_err(|e| bad(&e))?,
+            "results" => {
+                s.results = DiskSpec::parse(value).map_err(|e| bad(&e))?;
+                if matches!(s.results, DiskSpec::Lv { .. } | DiskSpec::Md(_)) {
+                    return Err(bad(
+                        "the results stick is a plain disk or partition (LABEL=, UUID=…), never an LV or array",
+                    ));
+                }
+            }
             "format" => {
                 if !FS_TYPES.contains(&value) {
                     return Err(bad(&format!("not a filesystem bootmark formats; use one of {}", FS_TYPES.join(", "))));
@@ -283,7 +316,9 @@ pub fn console_hint(cmdline: &str) -> Option<String> {
 pub fn results_hint(cmdline: &str) -> DiskSpec {
     let given: Vec<&str> = cmdline.split_whitespace().filter_map(|w| w.strip_prefix("bootmark.results=")).collect();
     match given.as_slice() {
-        [one] => DiskSpec::parse(one).ok().filter(|d| !matches!(d, DiskSpec::Path(_))),
+        [one] => DiskSpec::parse(one)
+            .ok()
+            .filter(|d| matches!(d, DiskSpec::Label(_) | DiskSpec::Uuid(_) | DiskSpec::PartUuid(_))),
         _ => None,
     }
     .unwrap_or_else(|| DiskSpec::Label("BOOTMARK".into()))
@@ -377,6 +412,23 @@ mod tests {
             results_hint("bootmark.results=LABEL=A bootmark.results=LABEL=B"),
             DiskSpec::Label("BOOTMARK".into())
         );
+    }
+
+    #[test]
+    fn targets_inside_lvm_and_md_are_named_by_layer() {
+        let t = |l: &str| parse(l).unwrap().target.unwrap();
+        assert_eq!(t("bootmark.target=LV=vg00/data-1"), DiskSpec::Lv { vg: "vg00".into(), lv: "data-1".into() });
+        assert_eq!(t("bootmark.target=LV=vg00/data-1").to_string(), "LV=vg00/data-1");
+        let md = t("bootmark.target=MD=3B1F6E7A-0C2D4E5F-11223344-AABBCCDD");
+        assert_eq!(md, DiskSpec::Md("3b1f6e7a:0c2d4e5f:11223344:aabbccdd".into()));
+        let err = |l: &str| parse(l).unwrap_err();
+        assert!(err("bootmark.target=LV=vg00").contains("LV=volume-group/logical-volume"));
+        assert!(err("bootmark.target=LV=vg/../x").contains("letters, digits"));
+        assert!(err("bootmark.target=MD=abc").contains("32 hex digits"));
+        assert!(err("bootmark.results=LV=vg/lv").contains("never an LV or array"));
+        // Formatting an LV asks for the same exact confirmation.
+        let ok = parse("bootmark.target=LV=vg/lv bootmark.format=ext3 bootmark.format-confirm=LV=vg/lv").unwrap();
+        assert_eq!(ok.format.as_deref(), Some("ext3"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod cmdline;
 pub mod devices;
 pub mod format;
 pub mod fsprobe;
+pub mod layers;
 pub mod modalias;
 pub mod modules;
 pub mod mount;
@@ -246,8 +247,18 @@ fn load_modules(boot: &mut Boot, serial: &mut Option<Serial>) {
 /// Load the modules of filesystem `fs` before it is mounted (once per
 /// filesystem), recorded under the `modules` fact.
 fn load_filesystem(boot: &mut Boot, serial: &mut Option<Serial>, fs: &str) {
+    load_on_demand(boot, serial, "filesystems", fs)
+}
+
+/// Load a storage layer's module (dm_mod, md_mod, raid1…) by name, once,
+/// recorded under `modules.layers`.
+fn load_layer(boot: &mut Boot, serial: &mut Option<Serial>, module: &str) {
+    load_on_demand(boot, serial, "layers", module)
+}
+
+fn load_on_demand(boot: &mut Boot, serial: &mut Option<Serial>, kind: &str, fs: &str) {
     let Some(facts) = boot.facts.get_mut("modules").and_then(|m| m.as_object_mut()) else { return };
-    let loads = facts.entry("filesystems").or_insert_with(|| json!({}));
+    let loads = facts.entry(kind).or_insert_with(|| json!({}));
     if loads.get(fs).is_some() {
         return;
     }

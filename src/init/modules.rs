@@ -60,6 +60,9 @@ pub enum When {
     /// Just before a filesystem it provides is mounted; its aliases are
     /// the filesystem names (`ext3`, `ext4`; old kernels: the module name).
     Filesystem,
+    /// Only when the target is inside a storage layer that needs it
+    /// (dm_mod for an LV, md_mod and the RAID level's module for an array).
+    Layer,
 }
 
 /// What became of the modules /init tried to load.
@@ -179,7 +182,7 @@ pub fn wanted(set: &ModuleSet, devices: &BTreeSet<String>) -> BTreeSet<String> {
     with_needs(set, |m| match m.when {
         When::Always => true,
         When::Device => m.aliases.iter().any(|a| devices.iter().any(|d| modalias::matches(a, d))),
-        When::Needed | When::Filesystem => false,
+        When::Needed | When::Filesystem | When::Layer => false,
     })
 }
 
@@ -207,7 +210,8 @@ pub struct FsLoad {
 }
 
 /// Load the modules that provide filesystem `fs` (if the image has them:
-/// it may be built in), with what they need, before mounting it.
+/// it may be built in), with what they need, before mounting it. Storage
+/// layers' modules (`When::Layer`) load the same way, by module name.
 pub fn load_filesystem(path: &Path, fs: &str) -> FsLoad {
     let Ok(set) =
         std::fs::read(path).map_err(|_| ()).and_then(|b| serde_json::from_slice::<ModuleSet>(&b).map_err(|_| ()))
@@ -223,7 +227,8 @@ pub fn load_filesystem_from(
     loader: &mut dyn FnMut(&Module) -> std::io::Result<()>,
 ) -> FsLoad {
     let start = Instant::now();
-    let wanted = with_needs(set, |m| m.when == When::Filesystem && (m.name == fs || m.aliases.iter().any(|a| a == fs)));
+    let on_demand = |m: &Module| matches!(m.when, When::Filesystem | When::Layer);
+    let wanted = with_needs(set, |m| on_demand(m) && (m.name == fs || m.aliases.iter().any(|a| a == fs)));
     let mut out = FsLoad::default();
     for m in set.modules.iter().filter(|m| wanted.contains(&m.name)) {
         out.outcome.note(&m.name, loader(m));

@@ -2,9 +2,9 @@
 //! check it may be written (and formatted), mount it, run the plan with
 //! records going to the stick (first, flushed) and serial, unmount.
 
-use super::cmdline::Settings;
+use super::cmdline::{DiskSpec, Settings};
 use super::devices::{self, BlockDev};
-use super::{Boot, TARGET_MOUNT, checked_sink, format, load_filesystem, mount, safety, say};
+use super::{Boot, TARGET_MOUNT, checked_sink, format, layers, load_filesystem, load_layer, mount, safety, say};
 use crate::measure::clock::mono_ns;
 use crate::plan::Plan;
 use crate::run::{self, Options};
@@ -36,8 +36,48 @@ pub(super) fn boot_target(
             devices::inventory(&all)
         ));
     };
-    let mut target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
-    safety::check_target(&target, results, &all)?;
+    let mut activated = None;
+    let mut target = if matches!(spec, DiskSpec::Lv { .. } | DiskSpec::Md(_)) {
+        let a = layers::activate(spec, sys, dev, settings.device_wait_s, &mut |m| load_layer(boot, serial, m))?;
+        say(serial, &format!("bootmark: {spec} is {} ({})", a.target.node.display(), a.facts));
+        for member in &a.members {
+            safety::check_target(member, results, &all)?;
+        }
+        let t = a.target.clone();
+        activated = Some(a);
+        t
+    } else {
+        let t = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
+        if let Some(why) = layers::plain_target_refusal(&t) {
+            return Err(why);
+        }
+        t
+    };
+    let result =
+        with_target(settings, plan, boot, serial, results, spec, &mut target, activated.as_ref().map(|a| &a.facts));
+    if let Some(a) = activated {
+        for problem in a.tear_down() {
+            say(serial, &format!("bootmark: taking down {spec}: {problem}"));
+        }
+    }
+    result
+}
+
+/// The target found (and activated): check, maybe format, mount, run, unmount.
+#[allow(clippy::too_many_arguments)]
+fn with_target(
+    settings: &Settings,
+    plan: Plan,
+    boot: &mut Boot,
+    serial: &mut Option<Serial>,
+    results: Option<&BlockDev>,
+    spec: &DiskSpec,
+    target: &mut BlockDev,
+    layers: Option<&serde_json::Value>,
+) -> Result<(), String> {
+    let (sys, dev) = (Path::new("/sys"), Path::new("/dev"));
+    let all = devices::scan(sys, dev);
+    safety::check_target(target, results, &all)?;
     let mut mkfs = None;
     if let Some(fs) = &settings.format {
         // The format check mounts what is there now, then the new filesystem is mounted.
@@ -45,15 +85,23 @@ pub(super) fn boot_target(
             load_filesystem(boot, serial, &existing.fs);
         }
         load_filesystem(boot, serial, fs);
-        mkfs = Some(format::format_target(&target, fs, serial)?);
-        target = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
+        mkfs = Some(format::format_target(target, fs, serial)?);
+        *target = if layers.is_some() {
+            // An activated layer keeps its device: probe it again for the new filesystem.
+            devices::scan(sys, dev)
+                .into_iter()
+                .find(|d| d.name == target.name)
+                .ok_or("the target vanished after mkfs")?
+        } else {
+            devices::wait_for(spec, sys, dev, settings.device_wait_s)?
+        };
     }
     let fs = target.fs.as_ref().map(|f| f.fs.clone()).ok_or_else(|| {
         format!("the target {} has no filesystem bootmark recognises; format it (bootmark.format=ext3 with bootmark.format-confirm={spec})", target.name)
     })?;
     load_filesystem(boot, serial, &fs);
     mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), &fs, &settings.mount_options)?;
-    boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": device_facts(&target), "mount_options": settings.mount_options, "formatted": settings.format.is_some(), "mkfs": mkfs}));
+    boot.facts.insert("target".into(), json!({"spec": spec.to_string(), "device": device_facts(target), "layers": layers, "mount_options": settings.mount_options, "formatted": settings.format.is_some(), "mkfs": mkfs}));
     let remount = remounter(&target.node, &fs, &settings.mount_options);
     let result = run_plan(settings, plan, boot, serial, remount);
     let _ = mount::unmount(Path::new(TARGET_MOUNT));

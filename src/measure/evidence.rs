@@ -83,6 +83,11 @@ pub struct Storage {
     /// through`; from queue/write_cache (4.7+) or the SCSI disk's cache_type.
     #[serde(default)]
     pub write_cache: Option<String>,
+    /// What the device sits on, top first, when it is an LV or an md array
+    /// (device-mapper targets, RAID level and chunk, member disks with
+    /// their schedulers); empty for a plain disk or partition.
+    #[serde(default)]
+    pub layers: Vec<crate::layers::stack::Layer>,
 }
 
 /// Everything but the per-run parts, gathered once per run.
@@ -283,6 +288,7 @@ pub fn storage(dir: &Path) -> Storage {
                 .and_then(|d| scsi_cache_type(&Path::new("/sys/block").join(sysfs_block::sysfs_name(&d.disk))))
         }),
         scheduler,
+        layers: device.as_ref().map(|d| crate::layers::stack::of_device(&d.name)).unwrap_or_default(),
         device,
     }
 }

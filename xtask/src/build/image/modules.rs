@@ -245,6 +245,7 @@ pub fn loss(list: &str, module: &str) -> String {
         }
         ("fs", m) => format!("targets formatted as {m}"),
         ("storage", "sd_mod") => "every SCSI, SATA, SAS and USB disk: the target and the results stick".into(),
+        ("layers", m) => format!("targets inside {m} (LVM2 or md RAID)"),
         (_, m) => format!("the disks behind {m}"),
     }
 }
@@ -285,6 +286,10 @@ pub fn when_to_load(m: &ModInfo, listed: bool, library: bool) -> (bootmark::cont
             names.push(m.name.clone());
         }
         return (When::Filesystem, names);
+    }
+    if listed && path.contains("/kernel/drivers/md/") {
+        // device-mapper, md and RAID levels: /init asks for them by name when the target is inside them.
+        return (When::Layer, vec![m.name.clone()]);
     }
     let device: Vec<String> =
         m.aliases.iter().filter(|a| DEVICE_BUSES.iter().any(|b| a.starts_with(b))).cloned().collect();
@@ -421,6 +426,13 @@ mod tests {
         );
         let nls = at("/m/kernel/fs/nls/nls_cp437.ko", &[]);
         assert_eq!(when_to_load(&nls, true, false).0, When::Always, "vfat asks for its codepage at mount");
+        let mut raid1 = info("raid1", &["md_mod"], &[], &["md-personality-3", "md-raid1", "md-level-1"]);
+        raid1.path = PathBuf::from("/lib/modules/6.1.0/kernel/drivers/md/raid1.ko");
+        assert_eq!(
+            when_to_load(&raid1, true, false),
+            (When::Layer, vec!["raid1".into()]),
+            "only when the target needs it"
+        );
     }
 
     /// The 2.6.10 case: a /boot tree whose /lib/modules copy holds only what

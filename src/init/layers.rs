@@ -1,0 +1,364 @@
+//! A target inside the storage as installed: find the md arrays and LVM2
+//! physical volumes on the disks, assemble only the arrays the target
+//! needs (started read-only: read-auto, no resync), map only the target
+//! logical volume, and take it all down again after the run.
+//!
+//! Never more writes than a plain target: no other LV is activated, no
+//! metadata is written (md's own superblock updates when the target is
+//! written are the kernel's: event count and clean/active state), and an
+//! array that is degraded, stale, resyncing or reshaping is refused with
+//! its state named. A disk that is an md member or an LVM PV is refused
+//! as a plain target: writing it directly would corrupt what it is part of.
+
+use super::cmdline::DiskSpec;
+use super::devices::{self, BlockDev};
+use crate::layers::{Window, dm, lvm, md};
+use serde_json::{Value, json};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// What /init set up for the target, to describe and to take down.
+pub struct Activated {
+    pub target: BlockDev,
+    /// The disks and partitions under it (for the stick's safety check).
+    pub members: Vec<BlockDev>,
+    pub facts: Value,
+    /// The LV's device-mapper name and the control device it was made through.
+    dm: Option<(String, PathBuf)>,
+    arrays: Vec<PathBuf>,
+}
+
+/// Why activation stopped: something not (yet) there is worth waiting
+/// for; a refusal is final.
+enum Stop {
+    Missing(String),
+    Refused(String),
+}
+
+/// One plain disk or partition and what layer metadata it carries.
+struct Seen {
+    dev: BlockDev,
+    member: Option<md::Member>,
+    label: Option<lvm::Label>,
+}
+
+fn look(all: &[BlockDev]) -> Vec<Seen> {
+    all.iter()
+        .filter(|d| !d.name.starts_with("dm-") && !d.name.starts_with("md"))
+        .filter_map(|d| {
+            let f = File::open(&d.node).ok()?;
+            let member = md::read_member(&f, d.size_bytes).ok().flatten();
+            // A PV label seen through an md member (0.90 and 1.0 keep the data at 0) belongs to the array.
+            let label = if member.is_some() { None } else { lvm::read_label(&f).ok().flatten() };
+            Some(Seen { dev: d.clone(), member, label })
+        })
+        .collect()
+}
+
+/// Why a plain target (LABEL=, /dev/…) must not be used: it is part of a layer.
+pub fn plain_target_refusal(target: &BlockDev) -> Option<String> {
+    let f = File::open(&target.node).ok()?;
+    if let Ok(Some(m)) = md::read_member(&f, target.size_bytes) {
+        return Some(format!(
+            "the target {} is a member of the md array {} (raid{}): writing it directly would corrupt the array; name the array (bootmark.target=MD={}) or an LV on it",
+            target.name, m.uuid, m.level, m.uuid
+        ));
+    }
+    if let Ok(Some(_)) = lvm::read_label(&f) {
+        return Some(format!(
+            "the target {} is an LVM2 physical volume: name a logical volume on it (bootmark.target=LV=vg/lv)",
+            target.name
+        ));
+    }
+    None
+}
+
+/// Activate what `spec` (LV= or MD=) names, waiting up to `wait_s` for
+/// its disks. `load` loads a module by name (dm_mod, md_mod, raid1…).
+pub fn activate(
+    spec: &DiskSpec,
+    sys: &Path,
+    dev: &Path,
+    wait_s: f64,
+    load: &mut dyn FnMut(&str),
+) -> Result<Activated, String> {
+    use crate::measure::clock::{mono_ns, sleep_until};
+    let deadline = mono_ns() + (wait_s * 1e9) as u64;
+    loop {
+        let all = devices::scan(sys, dev);
+        let seen = look(&all);
+        let found = match spec {
+            DiskSpec::Md(uuid) => find_array(uuid, &seen),
+            DiskSpec::Lv { vg, lv } => find_lv(vg, lv, &seen),
+            other => return Err(format!("{other} is not inside a layer")),
+        };
+        match found {
+            Ok(plan) => return plan.apply(sys, dev, load),
+            Err(Stop::Refused(e)) => return Err(e),
+            Err(Stop::Missing(e)) if mono_ns() >= deadline => {
+                return Err(format!("after waiting {wait_s:.0} s: {e}; disks seen: {}", devices::inventory(&all)));
+            }
+            Err(Stop::Missing(_)) => sleep_until(mono_ns() + 250_000_000),
+        }
+    }
+}
+
+/// An md array to assemble: its members (all found, checked).
+struct Array {
+    uuid: String,
+    members: Vec<(BlockDev, md::Member)>,
+}
+
+/// What to set up: the arrays, then maybe one LV on them or on plain PVs.
+struct Plan {
+    arrays: Vec<Array>,
+    lv: Option<LvPlan>,
+}
+
+struct LvPlan {
+    vg: lvm::VolumeGroup,
+    lv: String,
+    /// PV key → a plain device, or the index of the array it is on.
+    pvs: Vec<(String, Result<BlockDev, usize>)>,
+}
+
+fn array_of(uuid: &str, seen: &[Seen]) -> Result<Array, Stop> {
+    let members: Vec<(BlockDev, md::Member)> = seen
+        .iter()
+        .filter_map(|s| s.member.as_ref().filter(|m| m.uuid == uuid).map(|m| (s.dev.clone(), m.clone())))
+        .collect();
+    if members.is_empty() {
+        return Err(Stop::Missing(format!("no disk carries a member of the md array {uuid}")));
+    }
+    let only: Vec<md::Member> = members.iter().map(|(_, m)| m.clone()).collect();
+    match md::refusal(uuid, &only) {
+        // A member disk may still be coming up (USB, a slow HBA): wait for it, then refuse.
+        Some(e) if e.contains("member disk is not here") => Err(Stop::Missing(e)),
+        Some(e) => Err(Stop::Refused(e)),
+        None => Ok(Array { uuid: uuid.to_string(), members }),
+    }
+}
+
+fn find_array(uuid: &str, seen: &[Seen]) -> Result<Plan, Stop> {
+    Ok(Plan { arrays: vec![array_of(uuid, seen)?], lv: None })
+}
+
+fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
+    // Every PV: on a plain device, or inside an array (its label at the data area of the member in slot 0).
+    let mut texts: Vec<(String, lvm::Label, Result<BlockDev, String>)> = Vec::new();
+    for s in seen {
+        if let Some(label) = &s.label
+            && let Ok(f) = File::open(&s.dev.node)
+            && let Ok(Some(text)) = lvm::read_metadata(&f, label)
+        {
+            texts.push((text, label.clone(), Ok(s.dev.clone())));
+        }
+        if let Some(m) = s.member.as_ref().filter(|m| m.slot == Some(0))
+            && let Ok(f) = File::open(&s.dev.node)
+        {
+            let window = Window { file: &f, offset: m.data_offset * 512 };
+            if let Ok(Some(label)) = lvm::read_label(&window) {
+                // RAID 1 (and linear) hold the metadata area whole on one member; other levels stripe it.
+                match lvm::read_metadata(&window, &label) {
+                    Ok(Some(text)) => texts.push((text, label, Err(m.uuid.clone()))),
+                    _ if m.level != 1 => {
+                        return Err(Stop::Refused(format!(
+                            "the md array {} (raid{}) carries an LVM2 physical volume whose metadata bootmark reads only on raid1 arrays",
+                            m.uuid, m.level
+                        )));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    let mut groups: Vec<(lvm::VolumeGroup, String)> = Vec::new();
+    for (text, _, _) in &texts {
+        match lvm::volume_group(text) {
+            Ok(vg) if vg.name == vg_name => groups.push((vg, text.clone())),
+            Ok(_) => {}
+            Err(e) => return Err(Stop::Refused(format!("volume group metadata that cannot be read: {e}"))),
+        }
+    }
+    let Some((vg, _)) = groups.into_iter().max_by_key(|(vg, _)| vg.seqno) else {
+        let names: Vec<String> =
+            texts.iter().filter_map(|(t, _, _)| lvm::volume_group(t).ok().map(|v| v.name)).collect();
+        return Err(Stop::Missing(format!(
+            "no volume group {vg_name} on any disk (volume groups seen: {})",
+            names.join(", ")
+        )));
+    };
+    let lv = vg.lv(lv_name).map_err(Stop::Refused)?;
+    if let Some(why) = vg.refusal(lv) {
+        return Err(Stop::Refused(why));
+    }
+    let used: Vec<&str> = lv.segments.iter().flat_map(|s| s.stripes.iter().map(|(k, _)| k.as_str())).collect();
+    let mut arrays: Vec<Array> = Vec::new();
+    let mut pvs = Vec::new();
+    for pv in vg.pvs.iter().filter(|p| used.contains(&p.key.as_str())) {
+        let Some((_, _, place)) = texts.iter().find(|(_, label, _)| label.uuid == pv.uuid) else {
+            return Err(Stop::Missing(format!(
+                "{vg_name}/{lv_name} needs the physical volume {} (last seen as {}), which no disk here carries",
+                pv.key, pv.device_hint
+            )));
+        };
+        let place = match place {
+            Ok(d) => Ok(d.clone()),
+            Err(uuid) => {
+                if !arrays.iter().any(|a| &a.uuid == uuid) {
+                    arrays.push(array_of(uuid, seen)?);
+                }
+                Err(arrays.iter().position(|a| &a.uuid == uuid).unwrap_or(0))
+            }
+        };
+        pvs.push((pv.key.clone(), place));
+    }
+    let lv = lv.name.clone();
+    Ok(Plan { arrays, lv: Some(LvPlan { vg, lv, pvs }) })
+}
+
+impl Plan {
+    fn apply(self, sys: &Path, dev: &Path, load: &mut dyn FnMut(&str)) -> Result<Activated, String> {
+        let mut built: Vec<(PathBuf, BlockDev)> = Vec::new();
+        let mut facts = serde_json::Map::new();
+        let mut members = Vec::new();
+        let mut md_facts = Vec::new();
+        for array in &self.arrays {
+            let (node, top, start_ro) = assemble(array, sys, dev, load)?;
+            md_facts.push(json!({
+                "uuid": array.uuid, "device": top.name, "metadata": array.members[0].1.version,
+                "level": array.members[0].1.level, "raid_disks": array.members[0].1.raid_disks,
+                "chunk_kib": array.members[0].1.chunk_kib, "events": array.members[0].1.events,
+                "members": array.members.iter().map(|(d, _)| d.name.clone()).collect::<Vec<_>>(),
+                "start_ro": start_ro,
+            }));
+            members.extend(array.members.iter().map(|(d, _)| d.clone()));
+            built.push((node, top));
+        }
+        if !md_facts.is_empty() {
+            facts.insert("md".into(), json!(md_facts));
+        }
+        let Some(plan) = self.lv else {
+            let (node, target) = built.pop().ok_or("no array was assembled")?;
+            return Ok(Activated { target, members, facts: Value::Object(facts), dm: None, arrays: vec![node] });
+        };
+        let device_of = |key: &str| -> Option<String> {
+            let (_, place) = plan.pvs.iter().find(|(k, _)| k == key)?;
+            Some(match place {
+                Ok(d) => format!("{}:{}", d.major, d.minor),
+                Err(i) => format!("{}:{}", built[*i].1.major, built[*i].1.minor),
+            })
+        };
+        members.extend(plan.pvs.iter().filter_map(|(_, p)| p.as_ref().ok().cloned()));
+        let lv = plan.vg.lv(&plan.lv)?;
+        let table = plan.vg.table(lv, &|p: &lvm::PvEntry| device_of(&p.key))?;
+        load("dm_mod");
+        let control = control_node(dev)?;
+        let dm = dm::Control::open(&control)?;
+        let version = dm.version()?;
+        let name = plan.vg.dm_name(lv);
+        let (major, minor) = dm.create(&name, &plan.vg.dm_uuid(lv))?;
+        let live = dm.load(&name, &table, false).and_then(|()| dm.resume(&name));
+        if let Err(e) = live {
+            let _ = dm.remove(&name);
+            return Err(e);
+        }
+        facts.insert(
+            "lvm".into(),
+            json!({"vg": plan.vg.name, "lv": lv.name, "seqno": plan.vg.seqno, "dm_name": name,
+                   "table": table.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+                   "dm_version": format!("{}.{}.{}", version.0, version.1, version.2),
+                   "other_lvs_left_inactive": plan.vg.lvs.len() - 1}),
+        );
+        let target = device_by_number(sys, dev, major, minor)?;
+        let arrays = built.into_iter().map(|(n, _)| n).collect();
+        Ok(Activated { target, members, facts: Value::Object(facts), dm: Some((name, control)), arrays })
+    }
+}
+
+/// The scanned block device with these numbers (waiting a moment for sysfs).
+fn device_by_number(sys: &Path, dev: &Path, major: u32, minor: u32) -> Result<BlockDev, String> {
+    for _ in 0..40 {
+        if let Some(d) = devices::scan(sys, dev).into_iter().find(|d| d.major == major && d.minor == minor) {
+            return Ok(d);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Err(format!("the device {major}:{minor} /init set up did not appear in {}", sys.join("block").display()))
+}
+
+/// Assemble one array read-auto; returns its node, its device and whether start_ro took.
+fn assemble(
+    array: &Array,
+    sys: &Path,
+    dev: &Path,
+    load: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, BlockDev, bool), String> {
+    let first = &array.members[0].1;
+    load("md_mod");
+    for m in md::personality_modules(first.level) {
+        load(m);
+    }
+    // 2.6.17+: arrays start read-auto. Older kernels have no such switch; a clean array stays clean until written.
+    let start_ro = std::fs::write(sys.join("module/md_mod/parameters/start_ro"), "1").is_ok();
+    let minor =
+        (0..=127u32).rev().find(|n| !sys.join(format!("block/md{n}")).exists()).ok_or("no free md device number")?;
+    let node = dev.join(format!("md{minor}"));
+    devices::ensure_block_node(&node, md::MD_MAJOR, minor);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&node)
+        .map_err(|e| format!("opening {} to assemble the md array {}: {e}", node.display(), array.uuid))?;
+    let numbers: Vec<(u32, u32)> = array.members.iter().map(|(d, _)| (d.major, d.minor)).collect();
+    if let Err(e) = md::assemble(&f, &first.version, &numbers) {
+        let _ = md::stop(&f);
+        return Err(format!("assembling the md array {} from {}: {e}", array.uuid, names(&array.members)));
+    }
+    Ok((node, device_by_number(sys, dev, md::MD_MAJOR, minor)?, start_ro))
+}
+
+fn names(members: &[(BlockDev, md::Member)]) -> String {
+    members.iter().map(|(d, _)| d.name.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// /dev/mapper/control: devtmpfs makes it; before 2.6.32 we do, with the
+/// minor /proc/misc gives device-mapper.
+fn control_node(dev: &Path) -> Result<PathBuf, String> {
+    let node = dev.join("mapper/control");
+    if node.exists() {
+        return Ok(node);
+    }
+    let misc = std::fs::read_to_string("/proc/misc").unwrap_or_default();
+    let minor: u64 = misc
+        .lines()
+        .find_map(|l| l.trim().strip_suffix("device-mapper").and_then(|n| n.trim().parse().ok()))
+        .ok_or("device-mapper is not in this kernel (no dm_mod module, not built in): an LV cannot be the target")?;
+    let _ = std::fs::create_dir_all(dev.join("mapper"));
+    nix::sys::stat::mknod(
+        &node,
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+        nix::sys::stat::makedev(10, minor),
+    )
+    .map_err(|e| format!("making {}: {e}", node.display()))?;
+    Ok(node)
+}
+
+impl Activated {
+    /// After the target is unmounted: remove the LV's mapping, then stop
+    /// the arrays (the kernel marks them clean). Problems are returned
+    /// for the console; nothing else can be done about them.
+    pub fn tear_down(self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if let Some((name, control)) = &self.dm {
+            let r = dm::Control::open(control).and_then(|c| c.remove(name));
+            problems.extend(r.err());
+        }
+        for node in &self.arrays {
+            let r = File::open(node).map_err(|e| format!("{}: {e}", node.display())).and_then(|f| md::stop(&f));
+            problems.extend(r.err());
+        }
+        problems
+    }
+}
