@@ -103,6 +103,9 @@ enum Check {
     /// Kernels from other Debian releases: Debian 13's from its suite booted on NVMe, and
     /// the demo's two-generation sibling (6.1 and 6.12, one run each).
     Generations,
+    /// A target inside storage as installed: an LV on md RAID 1 across two SCSI disks,
+    /// made by mdadm and lvm in a helper boot; the degraded array refused.
+    Layers,
     /// The KCIDB export against kcidb-io's validator.
     Kcidb,
     /// The stick write-log replay, on the e2e image.
@@ -178,6 +181,7 @@ fn run_check(check: Check) -> Result<()> {
             let two = boots::generations::two_generations(&e2e);
             nvme.and(two)
         }
+        Check::Layers => package().and_then(|p| boots::layers::test(&p, &e2e)),
         Check::Kcidb => check::kcidb::check(),
         Check::WriteLog => boots::write_log::test(&image, &e2e),
         Check::Resets { kills } => boots::resets::campaign(&image, &e2e, kills),

@@ -53,16 +53,19 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("qemu-system-x86_64", "qemu-system-x86"),           // the boot tests (also qemu-system-i386)
     ("cryptsetup", "cryptsetup-bin"),                    // formatting refusals: a LUKS partition
     ("pvcreate", "lvm2"),                                // formatting refusals: an LVM2 physical volume
-    ("mkswap", "util-linux"),                            // formatting refusals: swap
-    ("mkfs.btrfs", "btrfs-progs"),                       // formatting refusals: btrfs
-    ("mkfs.ntfs", "ntfs-3g"),                            // formatting refusals: NTFS
-    ("lava-run", "lava-dispatcher"),                     // the LAVA jobs, run without a server
-    ("ipmi_sim", "openipmi"),                            // bootmark lab: a BMC on 127.0.0.1
-    ("ipmitool", "ipmitool"),                            // …driven as a lab drives a server's
-    ("python3", "python3"),                              // bootmark lab's Redfish test: sushy-tools in a venv
-    ("openssl", "openssl"),                              // …its BMC's self-signed certificate
-    ("rpmbuild", "rpm"),                                 // the kernel-RPM boot test builds a 2005-shaped RPM
-    ("xz", "xz-utils"),                                  // …of Debian's kernel, its modules as .ko.xz
+    ("mdadm", "mdadm"),                                  // the LVM-on-RAID boot: its helper boot makes the array
+    ("busybox", "busybox-static"), // …and runs its script (a dynamic busybox is copied with its libraries)
+    ("ldd", "libc-bin"),           // …which ldd names
+    ("mkswap", "util-linux"),      // formatting refusals: swap
+    ("mkfs.btrfs", "btrfs-progs"), // formatting refusals: btrfs
+    ("mkfs.ntfs", "ntfs-3g"),      // formatting refusals: NTFS
+    ("lava-run", "lava-dispatcher"), // the LAVA jobs, run without a server
+    ("ipmi_sim", "openipmi"),      // bootmark lab: a BMC on 127.0.0.1
+    ("ipmitool", "ipmitool"),      // …driven as a lab drives a server's
+    ("python3", "python3"),        // bootmark lab's Redfish test: sushy-tools in a venv
+    ("openssl", "openssl"),        // …its BMC's self-signed certificate
+    ("rpmbuild", "rpm"),           // the kernel-RPM boot test builds a 2005-shaped RPM
+    ("xz", "xz-utils"),            // …of Debian's kernel, its modules as .ko.xz
     ("zstd", "zstd"),
     ("dpkg-scanpackages", "dpkg-dev"), // kernels from any Debian suite: a file archive made in a test…
     ("gpg", "gpg"), // …and signed with a throwaway key                                    // compressed modules: .ko.zst as packages ship them

@@ -15,6 +15,7 @@ pub mod lab;
 pub mod lab_qemu;
 pub mod lab_redfish;
 pub mod lava;
+pub mod layers;
 pub mod live_console;
 pub mod nvme;
 pub mod old_machine;
@@ -65,6 +66,7 @@ pub fn harness() -> Result<()> {
         tally.add(name, boot());
     }
     tally.add("NVMe", crate::check::boots::nvme::test(&out, &base, &package));
+    tally.add("LVM on md RAID 1", layers::test(&package, &base));
     // Today's servers: Secure Boot on and off, the ISO as a virtual CD.
     match crate::check::boots::secure_boot::build_image(&package, &base) {
         Ok(sb) => {
