@@ -35,6 +35,8 @@ pub fn module_closure(out: &Path) -> Result<()> {
         // uas needs usb_storage on current kernels; ext4 provides ext3 too.
         .chain([("usb_storage", When::Needed), ("libata", When::Needed), ("scsi_mod", When::Needed)])
         .chain([("vfat", When::Filesystem), ("ext4", When::Filesystem)])
+        // Storage layers: only when the target is inside them.
+        .chain([("dm_mod", When::Layer), ("md_mod", When::Layer), ("raid1", When::Layer), ("raid456", When::Layer)])
     {
         if when(n)? != w {
             return Err(format!("{n} is loaded {:?}, expected {w:?}", when(n)?));
