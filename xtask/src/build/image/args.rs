@@ -55,7 +55,8 @@ pub struct Args {
     /// file by path (carried in the image under the plan's own "name").
     #[arg(long, default_value = "quick")]
     pub plan: String,
-    /// bootmark.target for every entry (LABEL=…, UUID=…, PARTUUID=…, /dev/…). Without it, boots report how to set one.
+    /// bootmark.target for every entry (LABEL=…, UUID=…, PARTUUID=…, /dev/…; LV=vg/lv or MD=uuid for a
+    /// logical volume or md array, which /init activates). Without it, boots report how to set one.
     #[arg(long)]
     pub target: Option<String>,
     /// Extra kernel command line for every entry.

@@ -1,17 +1,19 @@
-//! The target inside storage as installed: an LVM2 logical volume on an
-//! md RAID 1 of two SCSI disks, made by the real mdadm and lvm in a
-//! helper boot (this machine's kernel has neither md nor device-mapper,
-//! so the layout cannot be made or checked on the host).
+//! Targets inside storage as installed, made by the real mdadm and lvm in
+//! a helper boot (this machine's kernel has neither md nor device-mapper,
+//! so the layouts cannot be made or checked on the host): an LV on an md
+//! RAID 1 (metadata 1.2) of two SCSI disks; a striped LV across two plain
+//! PVs, formatted by bootmark; ext3 straight on an md RAID 1 with 0.90
+//! metadata (its superblock at the end of each member).
 //!
 //! The helper boot is Debian's kernel with the test image's own initramfs
 //! (its modules) plus busybox, mdadm, lvm and mke2fs with their libraries,
-//! and a script as /init. Then the image boots with
-//! `bootmark.target=LV=bmvg/target` and the records must name the stack.
-//! Both member disks are compared byte for byte with their state before:
-//! the only bytes that may differ are the target LV's extents and, in
-//! each member's md superblock, the fields the kernel updates when an
-//! array is used — update time, event count, checksum (the rule). A boot
-//! with one member missing must refuse the degraded array.
+//! and a script as /init. Then an image per target boots and its records
+//! must name the stack. Every disk is compared byte for byte with its state
+//! before: the only bytes that may differ are the target's extents and, in
+//! each md superblock, the fields the kernel updates when an array is used
+//! — update time, event count, checksum (the rule); every member's event
+//! count is the same afterwards and the array clean. A boot with one member
+//! missing must refuse the degraded array and write nothing.
 
 use crate::Result;
 use crate::boot::qemu;
@@ -20,70 +22,62 @@ use crate::check::boots::support::{
     boot_and_check, fact, results, run_record, serial_documents, test_boot, test_image,
 };
 use crate::host::process::{command, run};
-
 use bootmark::layers::{Window, lvm, md};
 use bootmark::record::Status;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 const DISK_MIB: u64 = 256;
-/// The layout the helper boot makes; `LAYOUT-DONE` says it got through.
+/// The layouts the helper boot makes, on sda…sdf; `LAYOUT-DONE` says it got through.
 const LAYOUT: &str = r#"
 LVM() { c=$1; shift; /usr/sbin/lvm $c --config 'activation{udev_sync=0 udev_rules=0}' "$@"; }
-/usr/sbin/mdadm --create /dev/md0 --run --metadata=1.2 --level=1 --raid-devices=2 --assume-clean --homehost=bootmark /dev/sda /dev/sdb || exit 1
+MDADM() { /usr/sbin/mdadm "$@" --run --level=1 --raid-devices=2 --assume-clean --homehost=bootmark; }
+MDADM --create /dev/md0 --metadata=1.2 /dev/sda /dev/sdb || exit 1
 LVM pvcreate /dev/md0 && LVM vgcreate bmvg /dev/md0 || exit 1
 LVM lvcreate -n bystander -L 64M bmvg && LVM lvcreate -n target -L 160M bmvg || exit 1
-/usr/sbin/mke2fs -q -t ext3 -L BMTARGET /dev/bmvg/target || exit 1
+/usr/sbin/mke2fs -q -t ext3 /dev/bmvg/target || exit 1
 dd if=/dev/urandom of=/dev/bmvg/bystander bs=1M count=64 2>/dev/null
-LVM vgchange -an bmvg && /usr/sbin/mdadm --stop /dev/md0 || exit 1
+LVM pvcreate /dev/sdc /dev/sdd && LVM vgcreate stripes /dev/sdc /dev/sdd || exit 1
+LVM lvcreate -n other -L 32M stripes /dev/sdc && LVM lvcreate -n target -i 2 -I 64 -L 160M stripes || exit 1
+/usr/sbin/mke2fs -q -t ext2 /dev/stripes/target || exit 1
+dd if=/dev/urandom of=/dev/stripes/other bs=1M count=32 2>/dev/null
+MDADM --create /dev/md1 --metadata=0.90 /dev/sde /dev/sdf || exit 1
+/usr/sbin/mke2fs -q -t ext3 /dev/md1 || exit 1
+LVM vgchange -an bmvg stripes && /usr/sbin/mdadm --stop /dev/md0 /dev/md1 || exit 1
 sync
 echo LAYOUT-DONE
 "#;
+
+/// Byte ranges of a disk that a boot may write.
+type Ranges = Vec<(u64, u64)>;
 
 pub fn test(package: &str, base: &Path) -> Result<()> {
     let dir = base.join("layers");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let args = image::Args {
-        target: Some("LV=bmvg/target".into()),
-        ..test_image(vec![package.into()], dir.join("image"), None)
-    };
-    let out = image::build(&args)?;
-    let disks = [dir.join("member-a.img"), dir.join("member-b.img")];
-    install(&out, &disks, &dir)?;
-    let before: Vec<Vec<u8>> =
-        disks.iter().map(|d| std::fs::read(d).map_err(|e| format!("{}: {e}", d.display()))).collect::<Result<_>>()?;
+    let disks: Vec<PathBuf> = "abcdef".chars().map(|c| dir.join(format!("disk-{c}.img"))).collect();
+    let helper = build(package, &dir, "helper", "LV=bmvg/target", "")?;
+    install(&helper, &disks, &dir)?;
+    let mut said = Vec::new();
 
-    let log = dir.join("serial-layers.log");
-    let boot = qemu::Args {
-        disks: disks.to_vec(),
-        disk_buses: vec!["scsi".into(), "scsi".into()],
-        ..test_boot(out.clone(), disks[0].clone(), log.clone())
-    };
-    let seconds = boot_and_check(&boot, package)?;
-    let serial = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let docs = serial_documents(&serial);
-    for r in results(&docs) {
-        let kinds: Vec<(&str, &str)> = r.storage.layers.iter().map(|l| (l.name.as_str(), l.kind.as_str())).collect();
-        let ok = matches!(kinds.as_slice(), [(_, "dm"), (_, "md"), ("sda", "disk"), ("sdb", "disk")])
-            && r.storage.layers[0].dm_targets == ["linear"]
-            && r.storage.layers[1].md_level.as_deref() == Some("raid1")
-            && r.storage.layers[2].scheduler.is_some();
-        if !ok {
-            return Err(format!("a record's storage does not name LV → raid1 → sda, sdb: {:?}", r.storage.layers));
-        }
-    }
-    let run = run_record(&docs).ok_or("no run record")?;
-    let layers = fact(run, "target.layers");
+    // An LV on md RAID 1 (1.2): the image the helper's modules came from.
+    let pair = &disks[0..2];
+    let before = read_all(pair)?;
+    let (seconds, docs) = boot_on(&helper, package, pair, &dir.join("serial-lv-on-md.log"))?;
+    stack_is(&docs, &["dm", "md", "disk", "disk"], "linear", Some("raid1"))?;
+    let layers = fact(run_record(&docs).ok_or("no run record")?, "target.layers").clone();
     if layers["lvm"]["other_lvs_left_inactive"] != 1 || layers["md"][0]["start_ro"] != true {
         return Err(format!("the run record's target.layers: {layers}"));
     }
-    let changed = unchanged_but_target(&disks, &before)?;
+    let after = unchanged_but(pair, &before, |f| lv_on_md_ranges(f, "target"))?;
+    md_members_agree(pair)?;
+    said.push(format!("an LV on md RAID 1 (1.2) ({seconds:.0} s)"));
 
-    // One member missing: the array is degraded, the boot refuses it by state.
-    let degraded_log = dir.join("serial-degraded.log");
-    let one = qemu::Args { disks: vec![disks[0].clone()], disk_buses: vec!["scsi".into()], ..boot.clone() };
-    let one = qemu::Args { log: Some(degraded_log.clone()), ..one };
+    // One member missing: the array is degraded, the boot refuses it by state and writes nothing
+    // (after waiting 5 s, not the default 30, for the member to come).
+    let image = build(package, &dir, "degraded", "LV=bmvg/target", "bootmark.device-wait=5")?;
+    let log = dir.join("serial-degraded.log");
+    let one = qemu::Args { disk_buses: vec!["scsi".into()], ..test_boot(image, disks[0].clone(), log) };
     let booted = qemu::boot(&one)?;
     let docs = serial_documents(&booted.serial);
     let run = run_record(&docs).ok_or("the degraded boot left no run record")?;
@@ -91,20 +85,101 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     if run.status == Status::Ok || !error.contains("degraded") || !results(&docs).is_empty() {
         return Err(format!("a degraded array was not refused by its state: {:?} {error}", run.status));
     }
-    let after_refusal: Vec<Vec<u8>> = disks.iter().map(|d| std::fs::read(d).unwrap_or_default()).collect();
-    if after_refusal[0] != changed[0] {
+    if read_all(&disks[0..1])?[0] != after[0] {
         return Err("the refused boot wrote to the remaining member".into());
     }
+    said.push(format!("one member missing: refused as degraded ({:.0} s)", booted.elapsed.as_secs_f64()));
+
+    // A striped LV across two plain PVs, formatted by bootmark (ext2 → ext3).
+    let pair = &disks[2..4];
+    let format = "bootmark.format=ext3 bootmark.format-confirm=LV=stripes/target";
+    let image = build(package, &dir, "striped", "LV=stripes/target", format)?;
+    let before = read_all(pair)?;
+    let (seconds, docs) = boot_on(&image, package, pair, &dir.join("serial-striped.log"))?;
+    stack_is(&docs, &["dm", "disk", "disk"], "striped", None)?;
+    unchanged_but(pair, &before, |f| pv_ranges(f, "stripes", "target"))?;
+    said.push(format!("a striped LV on two PVs, formatted ({seconds:.0} s)"));
+
+    // ext3 straight on an md RAID 1 with 0.90 metadata, named by its UUID.
+    let pair = &disks[4..6];
+    let uuid = member(&pair[0])?.uuid;
+    let image = build(package, &dir, "md090", &format!("MD={uuid}"), "")?;
+    let before = read_all(pair)?;
+    let (seconds, docs) = boot_on(&image, package, pair, &dir.join("serial-md090.log"))?;
+    stack_is(&docs, &["md", "disk", "disk"], "", Some("raid1"))?;
+    unchanged_but(pair, &before, md090_ranges)?;
+    md_members_agree(pair)?;
+    said.push(format!("ext3 on md RAID 1 (0.90) by MD=UUID ({seconds:.0} s)"));
+
     println!(
-        "e2e: LVM on md RAID 1: the target LV activated, 6 records naming dm-linear → raid1 → sda, sdb ({seconds:.1} s); \
-         the bystander LV, the LVM metadata and everything outside the target's extents unchanged on both members; \
-         one member missing: refused as degraded ({:.1} s)",
-        booted.elapsed.as_secs_f64()
+        "e2e: storage as installed: {}; every disk byte-identical outside the target and what the kernel writes in md superblocks (update time, events, checksum; 0.90: device numbers)",
+        said.join("; ")
     );
     Ok(())
 }
 
-/// Make the layout on two new disks with the real tools, in a helper boot.
+/// An image whose every entry targets `target`, with `append` on its command line.
+fn build(package: &str, dir: &Path, name: &str, target: &str, append: &str) -> Result<PathBuf> {
+    let args = image::Args {
+        target: Some(target.into()),
+        append: append.into(),
+        mkfs: if append.contains("bootmark.format=") { vec!["ext3".into()] } else { vec![] },
+        ..test_image(vec![package.into()], dir.join(format!("image-{name}")), None)
+    };
+    image::build(&args)
+}
+
+/// Boot `image` with `disks` on SCSI: six ok records on serial and stick.
+fn boot_on(
+    image: &Path,
+    package: &str,
+    disks: &[PathBuf],
+    log: &Path,
+) -> Result<(f64, Vec<bootmark::record::Document>)> {
+    let args = qemu::Args {
+        disks: disks.to_vec(),
+        disk_buses: vec!["scsi".into(); disks.len()],
+        ..test_boot(image.to_path_buf(), disks[0].clone(), log.to_path_buf())
+    };
+    let seconds = boot_and_check(&args, package)?;
+    let serial = std::fs::read_to_string(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    Ok((seconds, serial_documents(&serial)))
+}
+
+/// Every record's storage names this stack: kinds top first, the dm target
+/// type (if any), the md level (if any), and a scheduler for each disk.
+fn stack_is(
+    docs: &[bootmark::record::Document],
+    kinds: &[&str],
+    dm_target: &str,
+    md_level: Option<&str>,
+) -> Result<()> {
+    let records = results(docs);
+    for r in &records {
+        let layers = &r.storage.layers;
+        let seen: Vec<&str> = layers.iter().map(|l| l.kind.as_str()).collect();
+        let dm_ok = dm_target.is_empty() || layers[0].dm_targets == [dm_target];
+        let md_ok = md_level.is_none() || layers.iter().any(|l| l.md_level.as_deref() == md_level);
+        let disks_ok = layers.iter().filter(|l| l.kind == "disk").all(|l| l.scheduler.is_some());
+        if seen != kinds || !dm_ok || !md_ok || !disks_ok {
+            return Err(format!("a record's storage.layers is not {kinds:?} ({dm_target}, {md_level:?}): {layers:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn read_all(disks: &[PathBuf]) -> Result<Vec<Vec<u8>>> {
+    disks.iter().map(|d| std::fs::read(d).map_err(|e| format!("{}: {e}", d.display()))).collect()
+}
+
+fn member(disk: &Path) -> Result<md::Member> {
+    let f = File::open(disk).map_err(|e| format!("{}: {e}", disk.display()))?;
+    md::read_member(&f, DISK_MIB << 20)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("{}: no md superblock", disk.display()))
+}
+
+/// Make the layouts on six new disks with the real tools, in a helper boot.
 fn install(image: &Path, disks: &[PathBuf], dir: &Path) -> Result<()> {
     for d in disks {
         let f = File::create(d).map_err(|e| format!("{}: {e}", d.display()))?;
@@ -118,7 +193,7 @@ fn install(image: &Path, disks: &[PathBuf], dir: &Path) -> Result<()> {
     for m in needed(&set, &["sym53c8xx", "sd_mod", "md_mod", "raid1", "dm_mod"]) {
         script += &format!("insmod /{} {}\n", m.path, m.params);
     }
-    script += "for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/sdb ] && break; sleep 1; done\n";
+    script += "for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/sdf ] && break; sleep 1; done\n";
     script += &format!("( {LAYOUT} ) 2>&1\nsync\npoweroff -f\n");
     let mut a = cpio::Archive::new(0);
     for d in ["proc", "sys", "dev", "tmp", "run", "run/lock", "run/lock/lvm", "run/mdadm", "etc", "etc/lvm", "sbin"] {
@@ -196,61 +271,101 @@ fn libraries(program: &str) -> Result<Vec<String>> {
     Ok(out.lines().filter_map(|l| l.split_whitespace().find(|w| w.starts_with('/')).map(String::from)).collect())
 }
 
-/// Check each member against its copy from before the boot: differences
-/// only inside the target LV's extents and in the md superblock's update
-/// time, event count and checksum. Returns the members as they are now.
-fn unchanged_but_target(disks: &[PathBuf], before: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
+/// Check each disk against its copy from before the boot: differences
+/// only inside what `may_write` allows. Returns the disks as they are now.
+fn unchanged_but(
+    disks: &[PathBuf],
+    before: &[Vec<u8>],
+    may_write: impl Fn(&File) -> Result<Ranges>,
+) -> Result<Vec<Vec<u8>>> {
     let mut now = Vec::new();
     for (disk, old) in disks.iter().zip(before) {
         let f = File::open(disk).map_err(|e| format!("{}: {e}", disk.display()))?;
-        let member =
-            md::read_member(&f, DISK_MIB << 20).map_err(|e| e.to_string())?.ok_or("no md superblock after the boot")?;
-        let data = member.data_offset * 512;
-        let window = Window { file: &f, offset: data };
-        let label = lvm::read_label(&window).map_err(|e| e.to_string())?.ok_or("no PV label on the array")?;
-        let text = lvm::read_metadata(&window, &label)?.ok_or("no LVM metadata")?;
-        let vg = lvm::volume_group(&text)?;
-        let extents = vg.extents(vg.lv("target")?)?;
-        let allowed: Vec<(u64, u64)> =
-            extents.iter().map(|e| (data + e.start * 512, data + (e.start + e.sectors) * 512)).collect();
-        // The 1.2 superblock at 4 KiB: utime 192..200, events 200..208, sb_csum 216..220.
-        let sb = 4096u64;
-        let kernel_fields = [(sb + 192, sb + 208), (sb + 216, sb + 220)];
+        let allowed = may_write(&f)?;
         let new = std::fs::read(disk).map_err(|e| format!("{}: {e}", disk.display()))?;
-        let may_change =
-            |i: usize| allowed.iter().chain(kernel_fields.iter()).any(|(s, e)| i as u64 >= *s && (i as u64) < *e);
+        let may_change = |i: usize| allowed.iter().any(|(s, e)| i as u64 >= *s && (i as u64) < *e);
         // Whole 4 KiB blocks compared first (memcmp); bytes only where a block differs.
         let mut outside = Vec::new();
         for (block, (n, o)) in new.chunks(4096).zip(old.chunks(4096)).enumerate() {
             if n != o {
                 outside.extend(
-                    (0..n.len())
-                        .filter(|j| n[*j] != o[*j])
-                        .map(|j| block * 4096 + j)
-                        .filter(|i| !may_change(*i))
-                        .take(8),
+                    (0..n.len()).filter(|j| n[*j] != o[*j]).map(|j| block * 4096 + j).filter(|i| !may_change(*i)),
                 );
             }
         }
         if !outside.is_empty() {
+            outside.truncate(8);
             return Err(format!(
-                "{} changed outside the target's extents and md's event fields, at bytes {outside:?}",
+                "{} changed outside the target and md's event fields, at bytes {outside:?}",
                 disk.display()
             ));
         }
-        let events = |b: &[u8]| u64::from_le_bytes(b[4096 + 200..4096 + 208].try_into().unwrap());
-        if events(&new) < events(old) {
-            return Err(format!("{}: md's event count went back: {} → {}", disk.display(), events(old), events(&new)));
-        }
-        if !member.clean {
-            return Err(format!("{} is not clean after the boot: {}", disk.display(), member.state));
-        }
         now.push(new);
     }
-    let events: Vec<u64> =
-        now.iter().map(|b| u64::from_le_bytes(b[4096 + 200..4096 + 208].try_into().unwrap())).collect();
-    if events.windows(2).any(|w| w[0] != w[1]) {
-        return Err(format!("the members' event counts differ after the boot: {events:?}"));
-    }
     Ok(now)
+}
+
+/// The rule for md superblocks: after the boot every member is clean and
+/// has the same event count (the kernel counts up when the array turns
+/// active and back to clean, and never back).
+fn md_members_agree(disks: &[PathBuf]) -> Result<()> {
+    let members: Vec<md::Member> = disks.iter().map(|d| member(d)).collect::<Result<_>>()?;
+    if let Some(m) = members.iter().find(|m| !m.clean) {
+        return Err(format!("a member is not clean after the boot: {}", m.state));
+    }
+    if members.windows(2).any(|w| w[0].events != w[1].events) {
+        return Err(format!(
+            "the members' event counts differ: {:?}",
+            members.iter().map(|m| m.events).collect::<Vec<_>>()
+        ));
+    }
+    Ok(())
+}
+
+/// A 1.2 member under an LV: the LV's extents in the array's data area, and
+/// the superblock's utime and events (bytes 192..208) and sb_csum (216..220) at 4 KiB.
+fn lv_on_md_ranges(f: &File, lv: &str) -> Result<Ranges> {
+    let m = md::read_member(f, DISK_MIB << 20).map_err(|e| e.to_string())?.ok_or("no md superblock after the boot")?;
+    let data = m.data_offset * 512;
+    let window = Window { file: f, offset: data };
+    let label = lvm::read_label(&window).map_err(|e| e.to_string())?.ok_or("no PV label on the array")?;
+    let vg = lvm::volume_group(&lvm::read_metadata(&window, &label)?.ok_or("no LVM metadata")?)?;
+    let mut ranges: Ranges =
+        vg.extents(vg.lv(lv)?)?.iter().map(|e| (data + e.start * 512, data + (e.start + e.sectors) * 512)).collect();
+    ranges.extend([(4096 + 192, 4096 + 208), (4096 + 216, 4096 + 220)]);
+    Ok(ranges)
+}
+
+/// A plain PV: the pieces of `vg/lv` that lie on it.
+fn pv_ranges(f: &File, vg_name: &str, lv: &str) -> Result<Ranges> {
+    let label = lvm::read_label(f).map_err(|e| e.to_string())?.ok_or("no PV label after the boot")?;
+    let vg = lvm::volume_group(&lvm::read_metadata(f, &label)?.ok_or("no LVM metadata")?)?;
+    if vg.name != vg_name {
+        return Err(format!("the PV belongs to {}, not {vg_name}", vg.name));
+    }
+    let key = vg.pvs.iter().find(|p| p.uuid == label.uuid).ok_or("the PV is not in its own VG's metadata")?.key.clone();
+    Ok(vg
+        .extents(vg.lv(lv)?)?
+        .iter()
+        .filter(|e| e.pv == key)
+        .map(|e| (e.start * 512, (e.start + e.sectors) * 512))
+        .collect())
+}
+
+/// A 0.90 member whose array is the target: everything before the
+/// superblock (the array's data), and in the superblock (the last
+/// 64 KiB-aligned 64 KiB) what the kernel rewrites when it writes a 0.90
+/// superblock: the array's minor (word 11: we assemble md127, mdadm made
+/// md1), the generic state (words 32–42: utime, state, disk counts,
+/// checksum, events, checkpoint events), and each disk descriptor's major
+/// and minor (the members are sda/sdb now, sde/sdf when made).
+fn md090_ranges(_: &File) -> Result<Ranges> {
+    let sb = ((DISK_MIB << 20) & !0xffff) - 0x10000;
+    let word = |w: u64| (sb + 4 * w, sb + 4 * (w + 1));
+    let mut ranges = vec![(0, sb), word(11), (sb + 4 * 32, sb + 4 * 43)];
+    // 27 descriptors of 32 words from word 128, then this_disk at 992: number, major, minor, …
+    for base in (0..27).map(|i| 128 + 32 * i).chain([992]) {
+        ranges.extend([word(base + 1), word(base + 2)]);
+    }
+    Ok(ranges)
 }
