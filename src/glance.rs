@@ -195,6 +195,9 @@ pub struct Storage<'a> {
     nr_requests: Check<Option<u64>>,
     #[serde(default)]
     write_cache: Check<Option<Str>>,
+    /// Kept whole: empty for a plain disk, a handful of layers otherwise.
+    #[serde(default)]
+    pub layers: Vec<crate::layers::stack::Layer>,
 }
 
 #[allow(dead_code)] // fields not kept are read only to be checked
@@ -374,6 +377,7 @@ impl<'a> Glance<'a> {
                     model: text(&d.model),
                     ..Device::default()
                 }),
+                layers: storage.layers.clone(),
                 ..Storage::default()
             },
             vm: Map::default(),

@@ -133,7 +133,8 @@ enum Command {
         /// With --format html: the record whose timeline is drawn, as RUN_ID:SEQ (default: the worst stall).
         #[arg(long, value_name = "RUN_ID:SEQ")]
         timeline: Option<String>,
-        /// Group by these (comma-separated): kernel, fs, host, plan, scheduler, device, variant,
+        /// Group by these (comma-separated): kernel, fs, host, plan, scheduler, device, layers
+        /// (plain, or the LVM/md stack: "dm linear → md raid1 → 2 disks"), variant,
         /// firmware (BIOS or UEFI, Secure Boot, lockdown), or a
         /// record field path such as vm.dirty_ratio [default: kernel,fs,host; a sweep's records:
         /// variant,kernel,fs,host].

@@ -41,6 +41,9 @@ pub struct Layer {
     pub scheduler: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotational: Option<bool>,
+    /// A disk's write cache (`write back`, `write through`; queue/write_cache, 4.7+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_cache: Option<String>,
 }
 
 fn read_trimmed(p: impl AsRef<Path>) -> Option<String> {
@@ -96,6 +99,7 @@ pub fn stack(sys: &Path, top: &str, table: &dyn Fn(&str) -> Vec<String>) -> Vec<
             layer.kind = "disk".into();
             layer.scheduler = read_trimmed(dir.join("queue/scheduler")).map(|s| active(&s));
             layer.rotational = read_trimmed(dir.join("queue/rotational")).map(|r| r == "1");
+            layer.write_cache = read_trimmed(dir.join("queue/write_cache"));
         }
         todo.extend(below);
         out.push(layer);
@@ -123,6 +127,30 @@ pub fn of_device(top: &str) -> Vec<Layer> {
 /// findings look at).
 pub fn disks(layers: &[Layer]) -> Vec<&Layer> {
     layers.iter().filter(|l| l.kind == "disk").collect()
+}
+
+/// The stack in a few words, for grouping and sentences: `plain` when
+/// there is none, else `lvm linear → md raid1 → 2 disks`.
+pub fn summary(layers: &[Layer]) -> String {
+    if layers.is_empty() {
+        return "plain".into();
+    }
+    let mut parts: Vec<String> = layers
+        .iter()
+        .filter_map(|l| match l.kind.as_str() {
+            "dm" => Some(format!("dm {}", if l.dm_targets.is_empty() { "?".into() } else { l.dm_targets.join("+") })),
+            "md" => Some(format!("md {}", l.md_level.as_deref().unwrap_or("?"))),
+            _ => None,
+        })
+        .collect();
+    let n = disks(layers).len();
+    parts.push(format!("{n} disk{}", if n == 1 { "" } else { "s" }));
+    parts.join(" → ")
+}
+
+/// Each disk with this queue setting (`sda mq-deadline, sdb mq-deadline`).
+pub fn per_disk(layers: &[Layer], value: impl Fn(&Layer) -> Option<&str>) -> String {
+    disks(layers).iter().map(|d| format!("{} {}", d.name, value(d).unwrap_or("?"))).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
@@ -181,6 +209,9 @@ mod tests {
         assert_eq!(layers[1].below, ["sda1", "sdb1"]);
         assert_eq!(disks(&layers).iter().map(|d| d.scheduler.as_deref()).collect::<Vec<_>>(), [Some("mq-deadline"); 2]);
         assert!(stack(&root, "sda1", &|_| vec![]).is_empty(), "a plain partition has no stack to tell");
+        assert_eq!(summary(&layers), "dm linear → md raid1 → 2 disks");
+        assert_eq!(summary(&[]), "plain");
+        assert_eq!(per_disk(&layers, |d| d.scheduler.as_deref()), "sda mq-deadline, sdb mq-deadline");
         std::fs::remove_dir_all(root).unwrap();
     }
 }

@@ -7,6 +7,7 @@
 
 use super::Row;
 use crate::glance::Glance;
+use crate::layers::stack;
 use crate::record::{Record, Times};
 use serde::Serialize;
 
@@ -201,7 +202,23 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
     if !reads_starved(worst.bytes_written, p.read.max_ms, p.timer_late.max_ms) {
         return None;
     }
-    let scheduler = worst.storage.scheduler.as_deref().unwrap_or("unknown (not in the record)");
+    let top = worst.storage.scheduler.as_deref().unwrap_or("unknown (not in the record)");
+    // Under an LV or array the reads queue at the member disks: their schedulers are the ones that matter.
+    let layers = &worst.storage.layers;
+    let scheduler = if layers.is_empty() {
+        top.to_string()
+    } else {
+        format!(
+            "{} of the member disks (the {} device: {top})",
+            stack::per_disk(layers, |d| d.scheduler.as_deref()),
+            stack::summary(layers)
+        )
+    };
+    let mut evidence =
+        vec![format!("responsiveness.read.max_ms = {:.0}", p.read.max_ms), format!("storage.scheduler = {top}")];
+    if !layers.is_empty() {
+        evidence.push(format!("storage.layers disks: {}", stack::per_disk(layers, |d| d.scheduler.as_deref())));
+    }
     Some(Finding {
         rule: "read-starvation",
         subject: subject.into(),
@@ -210,10 +227,7 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
             p.read.max_ms / 1000.0,
             p.read.p99_ms
         ),
-        evidence: vec![
-            format!("responsiveness.read.max_ms = {:.0}", p.read.max_ms),
-            format!("storage.scheduler = {scheduler}"),
-        ],
+        evidence,
         record: Some(id(worst)),
     })
 }
@@ -366,7 +380,13 @@ fn flush(subject: &str, r: &Record) -> Option<Finding> {
     let (returned, durable, flushing) = flushing(&r.times)?;
     let writeback =
         peak_mib(r, "writeback_kib").map(|w| format!("; Writeback peaked at {w:.0} MiB")).unwrap_or_default();
+    let layers = &r.storage.layers;
     let cache = match r.storage.write_cache.as_deref() {
+        // Under an LV or array the flush reaches every member disk's cache.
+        _ if !layers.is_empty() => format!(
+            " The member disks' write caches ({}): compare kernels only with the same cache and barrier settings.",
+            stack::per_disk(layers, |d| d.write_cache.as_deref())
+        ),
         Some(c) => {
             format!(" The drive's write cache is {c}: compare kernels only with the same cache and barrier settings.")
         }
@@ -612,6 +632,40 @@ mod tests {
             text("flush").contains("returned after 6.0 s but the data was durable only after 20.0 s: 14.0 s (70 %)")
         );
         assert_eq!(found[0].record.as_deref(), Some("b1:0"));
+    }
+
+    /// On an LV over RAID 1 the reads queue at the member disks: the
+    /// read-starvation and flush rules name their schedulers and caches.
+    #[test]
+    fn under_an_lv_on_raid_the_rules_name_the_member_disks_queues() {
+        use crate::layers::stack::Layer;
+        let mut r = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        r.storage.scheduler = Some("none".into());
+        let disk = |name: &str| Layer {
+            name: name.into(),
+            kind: "disk".into(),
+            scheduler: Some("cfq".into()),
+            write_cache: Some("write back".into()),
+            ..Layer::default()
+        };
+        r.storage.layers = vec![
+            Layer { name: "dm-0".into(), kind: "dm".into(), dm_targets: vec!["linear".into()], ..Layer::default() },
+            Layer { name: "md127".into(), kind: "md".into(), md_level: Some("raid1".into()), ..Layer::default() },
+            disk("sda"),
+            disk("sdb"),
+        ];
+        let found = find(&[r]);
+        let text = |rule: &str| found.iter().find(|f| f.rule == rule).unwrap().sentence.clone();
+        let starved = text("read-starvation");
+        assert!(
+            starved.contains("sda cfq, sdb cfq of the member disks (the dm linear → md raid1 → 2 disks device: none)"),
+            "{starved}"
+        );
+        assert!(
+            text("flush").contains("member disks' write caches (sda write back, sdb write back)"),
+            "{}",
+            text("flush")
+        );
     }
 
     /// A healthy run (no stall, Dirty far below the limit, data durable

@@ -35,6 +35,7 @@ fn named_dimension(g: &Glance, name: &str) -> Option<Option<String>> {
         "host" => text(host.dmi_product.as_ref().or(host.cpu_model.as_ref()).or(host.hostname.as_ref())),
         "plan" => Some(g.plan.name.to_string()),
         "scheduler" => text(storage.scheduler.as_ref()),
+        "layers" => Some(crate::layers::stack::summary(&storage.layers)),
         "device" => text(device.and_then(|d| d.model.as_ref()).or(device.map(|d| &d.name))),
         "variant" => text(g.variant.as_ref().map(|v| &v.name)),
         // Records from before the firmware was read have none: "?".
@@ -55,7 +56,8 @@ fn field_by_path(record: &Record, path: &str) -> Option<String> {
     })
 }
 
-pub const DIMENSIONS: [&str; 8] = ["kernel", "fs", "host", "plan", "scheduler", "device", "variant", "firmware"];
+pub const DIMENSIONS: [&str; 9] =
+    ["kernel", "fs", "host", "plan", "scheduler", "device", "layers", "variant", "firmware"];
 
 /// What to group by when the user does not say: kernel, filesystem and
 /// host; a sweep's records (`sweep`: any record has a variant) by variant
@@ -651,6 +653,14 @@ mod tests {
         assert_eq!(dimension(&r, "scheduler"), "anticipatory");
         assert_eq!(dimension(&r, "host"), "h", "no DMI, no CPU model: the hostname");
         assert_eq!(dimension(&r, "device"), "?", "no block device");
+        assert_eq!(dimension(&r, "layers"), "plain", "no LVM or md under it");
+        r.storage.layers = vec![
+            crate::layers::stack::Layer { kind: "md".into(), md_level: Some("raid5".into()), ..Default::default() },
+            crate::layers::stack::Layer { kind: "disk".into(), ..Default::default() },
+            crate::layers::stack::Layer { kind: "disk".into(), ..Default::default() },
+            crate::layers::stack::Layer { kind: "disk".into(), ..Default::default() },
+        ];
+        assert_eq!(dimension(&r, "layers"), "md raid5 → 3 disks");
         assert_eq!(dimension(&r, "vm.dirty_ratio"), "40");
         assert_eq!(dimension(&r, "workload.params.size"), "1073741824");
         assert_eq!(dimension(&r, "workload.name"), "seqwrite", "strings without quotes");
