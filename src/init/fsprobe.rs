@@ -3,9 +3,9 @@
 //! and with no library: disks are found by what is on them, never by the
 //! order the kernel named them in.
 
+use crate::layers::ReadAt;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,7 +17,7 @@ pub struct FsInfo {
     pub uuid: Option<String>,
 }
 
-fn read_at(f: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+fn read_at(f: &dyn ReadAt, offset: u64, len: usize) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; len];
     f.read_exact_at(&mut buf, offset)?;
     Ok(buf)
@@ -41,11 +41,16 @@ fn uuid(b: &[u8]) -> Option<String> {
 
 /// Probe the device or image at `path`; Ok(None) if no known filesystem.
 pub fn probe(path: &Path) -> io::Result<Option<FsInfo>> {
-    let f = File::open(path)?;
-    Ok(probe_ext(&f).or_else(|| probe_xfs(&f)).or_else(|| probe_fat(&f)).or_else(|| probe_reiserfs(&f)))
+    Ok(probe_in(&File::open(path)?))
 }
 
-fn probe_ext(f: &File) -> Option<FsInfo> {
+/// Probe what `f` reads: a device, or a window into one (an LV's first
+/// extent on its PV, an md array's data area on a member).
+pub fn probe_in(f: &dyn ReadAt) -> Option<FsInfo> {
+    probe_ext(f).or_else(|| probe_xfs(f)).or_else(|| probe_fat(f)).or_else(|| probe_reiserfs(f))
+}
+
+fn probe_ext(f: &dyn ReadAt) -> Option<FsInfo> {
     let sb = read_at(f, 1024, 256).ok()?;
     if u16::from_le_bytes([sb[56], sb[57]]) != 0xEF53 {
         return None;
@@ -64,7 +69,7 @@ fn probe_ext(f: &File) -> Option<FsInfo> {
     Some(FsInfo { fs: fs.into(), label: text(&sb[120..136]), uuid: uuid(&sb[104..120]) })
 }
 
-fn probe_xfs(f: &File) -> Option<FsInfo> {
+fn probe_xfs(f: &dyn ReadAt) -> Option<FsInfo> {
     let sb = read_at(f, 0, 128).ok()?;
     if &sb[0..4] != b"XFSB" {
         return None;
@@ -72,7 +77,7 @@ fn probe_xfs(f: &File) -> Option<FsInfo> {
     Some(FsInfo { fs: "xfs".into(), label: text(&sb[108..120]), uuid: uuid(&sb[32..48]) })
 }
 
-fn probe_fat(f: &File) -> Option<FsInfo> {
+fn probe_fat(f: &dyn ReadAt) -> Option<FsInfo> {
     let bs = read_at(f, 0, 512).ok()?;
     if bs[510] != 0x55 || bs[511] != 0xAA {
         return None;
@@ -97,7 +102,7 @@ fn probe_fat(f: &File) -> Option<FsInfo> {
     })
 }
 
-fn probe_reiserfs(f: &File) -> Option<FsInfo> {
+fn probe_reiserfs(f: &dyn ReadAt) -> Option<FsInfo> {
     let sb = read_at(f, 65536, 128).ok()?;
     let magic = &sb[52..62];
     if !(magic.starts_with(b"ReIsErFs") || magic.starts_with(b"ReIsEr2Fs") || magic.starts_with(b"ReIsEr3Fs")) {

@@ -12,6 +12,7 @@
 
 use super::cmdline::DiskSpec;
 use super::devices::{self, BlockDev};
+use super::fsprobe::{self, FsInfo};
 use crate::layers::{Window, dm, lvm, md};
 use serde_json::{Value, json};
 use std::fs::File;
@@ -71,6 +72,56 @@ pub fn plain_target_refusal(target: &BlockDev) -> Option<String> {
         ));
     }
     None
+}
+
+/// A `LABEL=` or `UUID=` whose filesystem is inside an LV or an md array:
+/// the `LV=`/`MD=` spec that reaches it, found by reading the filesystem's
+/// superblock through the layers (an LV's first extent on its PV, an
+/// array's data area on its first member) without activating anything.
+/// None when no layer holds it; an error when several do.
+pub fn inside(spec: &DiskSpec, sys: &Path, dev: &Path) -> Result<Option<DiskSpec>, String> {
+    let wanted = |fs: &FsInfo| match spec {
+        DiskSpec::Label(l) => fs.label.as_deref() == Some(l.as_str()),
+        DiskSpec::Uuid(u) => fs.uuid.as_deref() == Some(u.as_str()),
+        _ => false,
+    };
+    let seen = look(&devices::scan(sys, dev));
+    let mut found: Vec<DiskSpec> = Vec::new();
+    for s in &seen {
+        if let Some(m) = s.member.as_ref().filter(|m| m.slot == Some(0))
+            && let Ok(f) = File::open(&s.dev.node)
+            && fsprobe::probe_in(&Window { file: &f, offset: m.data_offset * 512 }).is_some_and(|fs| wanted(&fs))
+        {
+            found.push(DiskSpec::Md(m.uuid.clone()));
+        }
+    }
+    for t in pv_texts(&seen).unwrap_or_default() {
+        let Ok(vg) = lvm::volume_group(&t.text) else { continue };
+        let Some(me) = vg.pvs.iter().find(|p| p.uuid == t.label.uuid) else { continue };
+        let Some((f, pv_offset)) = t.place.open() else { continue };
+        for lv in &vg.lvs {
+            // The filesystem's superblock is in the LV's first extent: on this PV if its first stripe is.
+            let Some((key, first)) = lv.segments.first().and_then(|s| s.stripes.first()) else { continue };
+            if key != &me.key {
+                continue;
+            }
+            let offset = pv_offset + (me.pe_start + first * vg.extent_size) * 512;
+            if fsprobe::probe_in(&Window { file: &f, offset }).is_some_and(|fs| wanted(&fs)) {
+                found.push(DiskSpec::Lv { vg: vg.name.clone(), lv: lv.name.clone() });
+            }
+        }
+    }
+    found.sort_by_key(|s| s.to_string());
+    found.dedup();
+    match found.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.clone())),
+        many => Err(format!(
+            "{spec} is on {} layered volumes ({}): refusing to guess; name one with LV= or MD=",
+            many.len(),
+            many.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+        )),
+    }
 }
 
 /// Activate what `spec` (LV= or MD=) names, waiting up to `wait_s` for
@@ -143,27 +194,54 @@ fn find_array(uuid: &str, seen: &[Seen]) -> Result<Plan, Stop> {
     Ok(Plan { arrays: vec![array_of(uuid, seen)?], lv: None })
 }
 
-fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
-    // Every PV: on a plain device, or inside an array (its label at the data area of the member in slot 0).
-    let mut texts: Vec<(String, lvm::Label, Result<BlockDev, String>)> = Vec::new();
+/// Where a PV is: a plain disk or partition, or inside an md array (read
+/// through the data area of its member in slot 0 before assembling).
+#[derive(Clone)]
+enum Place {
+    Disk(BlockDev),
+    Array { uuid: String, member: BlockDev, data_offset: u64 },
+}
+
+impl Place {
+    /// The device to read the PV through, and the PV's offset on it.
+    fn open(&self) -> Option<(File, u64)> {
+        match self {
+            Place::Disk(d) => Some((File::open(&d.node).ok()?, 0)),
+            Place::Array { member, data_offset, .. } => Some((File::open(&member.node).ok()?, data_offset * 512)),
+        }
+    }
+}
+
+/// One PV's label, newest metadata text and place.
+struct PvText {
+    text: String,
+    label: lvm::Label,
+    place: Place,
+}
+
+/// Every PV with metadata on the disks seen: on a plain device, or inside
+/// an array (its label at the data area of the member in slot 0).
+fn pv_texts(seen: &[Seen]) -> Result<Vec<PvText>, Stop> {
+    let mut texts = Vec::new();
     for s in seen {
         if let Some(label) = &s.label
             && let Ok(f) = File::open(&s.dev.node)
             && let Ok(Some(text)) = lvm::read_metadata(&f, label)
         {
-            texts.push((text, label.clone(), Ok(s.dev.clone())));
+            texts.push(PvText { text, label: label.clone(), place: Place::Disk(s.dev.clone()) });
         }
         if let Some(m) = s.member.as_ref().filter(|m| m.slot == Some(0))
             && let Ok(f) = File::open(&s.dev.node)
         {
             let window = Window { file: &f, offset: m.data_offset * 512 };
             if let Ok(Some(label)) = lvm::read_label(&window) {
-                // RAID 1 (and linear) hold the metadata area whole on one member; other levels stripe it.
+                let place = Place::Array { uuid: m.uuid.clone(), member: s.dev.clone(), data_offset: m.data_offset };
+                // RAID 1 holds the metadata area whole on each member; striped levels only their first chunk.
                 match lvm::read_metadata(&window, &label) {
-                    Ok(Some(text)) => texts.push((text, label, Err(m.uuid.clone()))),
+                    Ok(Some(text)) => texts.push(PvText { text, label, place }),
                     _ if m.level != 1 => {
                         return Err(Stop::Refused(format!(
-                            "the md array {} (raid{}) carries an LVM2 physical volume whose metadata bootmark reads only on raid1 arrays",
+                            "the md array {} (raid{}) carries an LVM2 physical volume whose metadata lies beyond the array's first chunk, which is all bootmark reads before assembling an array",
                             m.uuid, m.level
                         )));
                     }
@@ -172,8 +250,13 @@ fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
             }
         }
     }
+    Ok(texts)
+}
+
+fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
+    let texts = pv_texts(seen)?;
     let mut groups: Vec<(lvm::VolumeGroup, String)> = Vec::new();
-    for (text, _, _) in &texts {
+    for PvText { text, .. } in &texts {
         match lvm::volume_group(text) {
             Ok(vg) if vg.name == vg_name => groups.push((vg, text.clone())),
             Ok(_) => {}
@@ -181,8 +264,7 @@ fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
         }
     }
     let Some((vg, _)) = groups.into_iter().max_by_key(|(vg, _)| vg.seqno) else {
-        let names: Vec<String> =
-            texts.iter().filter_map(|(t, _, _)| lvm::volume_group(t).ok().map(|v| v.name)).collect();
+        let names: Vec<String> = texts.iter().filter_map(|t| lvm::volume_group(&t.text).ok().map(|v| v.name)).collect();
         return Err(Stop::Missing(format!(
             "no volume group {vg_name} on any disk (volume groups seen: {})",
             names.join(", ")
@@ -196,15 +278,15 @@ fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
     let mut arrays: Vec<Array> = Vec::new();
     let mut pvs = Vec::new();
     for pv in vg.pvs.iter().filter(|p| used.contains(&p.key.as_str())) {
-        let Some((_, _, place)) = texts.iter().find(|(_, label, _)| label.uuid == pv.uuid) else {
+        let Some(PvText { place, .. }) = texts.iter().find(|t| t.label.uuid == pv.uuid) else {
             return Err(Stop::Missing(format!(
                 "{vg_name}/{lv_name} needs the physical volume {} (last seen as {}), which no disk here carries",
                 pv.key, pv.device_hint
             )));
         };
         let place = match place {
-            Ok(d) => Ok(d.clone()),
-            Err(uuid) => {
+            Place::Disk(d) => Ok(d.clone()),
+            Place::Array { uuid, .. } => {
                 if !arrays.iter().any(|a| &a.uuid == uuid) {
                     arrays.push(array_of(uuid, seen)?);
                 }

@@ -37,8 +37,19 @@ pub(super) fn boot_target(
         ));
     };
     let mut activated = None;
-    let mut target = if matches!(spec, DiskSpec::Lv { .. } | DiskSpec::Md(_)) {
-        let a = layers::activate(spec, sys, dev, settings.device_wait_s, &mut |m| load_layer(boot, serial, m))?;
+    // A LABEL=/UUID= may name a filesystem inside an LV or array: reached through its LV=/MD=.
+    let layered = match spec {
+        DiskSpec::Lv { .. } | DiskSpec::Md(_) => Some(spec.clone()),
+        DiskSpec::Label(_) | DiskSpec::Uuid(_) => inside_only(spec, sys, dev)?,
+        _ => None,
+    };
+    let mut target = if let Some(layered) = &layered {
+        let mut a = layers::activate(layered, sys, dev, settings.device_wait_s, &mut |m| load_layer(boot, serial, m))?;
+        if layered != spec
+            && let Some(facts) = a.facts.as_object_mut()
+        {
+            facts.insert("found_as".into(), json!(layered.to_string()));
+        }
         say(serial, &format!("bootmark: {spec} is {} ({})", a.target.node.display(), a.facts));
         for member in &a.members {
             safety::check_target(member, results, &all)?;
@@ -61,6 +72,24 @@ pub(super) fn boot_target(
         }
     }
     result
+}
+
+/// The LV or array `spec` (a LABEL= or UUID=) is inside, if a layer holds
+/// it and no plain disk does (a disk that is an md member or a PV does not count).
+fn inside_only(spec: &DiskSpec, sys: &Path, dev: &Path) -> Result<Option<DiskSpec>, String> {
+    let Some(layered) = layers::inside(spec, sys, dev)? else { return Ok(None) };
+    let plain: Vec<BlockDev> = devices::scan(sys, dev)
+        .into_iter()
+        .filter(|d| devices::find(spec, std::slice::from_ref(d)).is_ok())
+        .filter(|d| layers::plain_target_refusal(d).is_none())
+        .collect();
+    if let Some(d) = plain.first() {
+        return Err(format!(
+            "{spec} is both on {} and inside {layered}: refusing to guess; name one with PARTUUID=, /dev/… or {layered}",
+            d.name
+        ));
+    }
+    Ok(Some(layered))
 }
 
 /// The target found (and activated): check, maybe format, mount, run, unmount.

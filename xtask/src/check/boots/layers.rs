@@ -2,7 +2,7 @@
 //! a helper boot (this machine's kernel has neither md nor device-mapper,
 //! so the layouts cannot be made or checked on the host): an LV on an md
 //! RAID 1 (metadata 1.2) of two SCSI disks; a striped LV across two plain
-//! PVs, formatted by bootmark; ext3 straight on an md RAID 1 with 0.90
+//! PVs, named by its filesystem's LABEL= and formatted by bootmark; ext3 straight on an md RAID 1 with 0.90
 //! metadata (its superblock at the end of each member).
 //!
 //! The helper boot is Debian's kernel with the test image's own initramfs
@@ -39,7 +39,7 @@ LVM lvcreate -n bystander -L 64M bmvg && LVM lvcreate -n target -L 160M bmvg || 
 dd if=/dev/urandom of=/dev/bmvg/bystander bs=1M count=64 2>/dev/null
 LVM pvcreate /dev/sdc /dev/sdd && LVM vgcreate stripes /dev/sdc /dev/sdd || exit 1
 LVM lvcreate -n other -L 32M stripes /dev/sdc && LVM lvcreate -n target -i 2 -I 64 -L 160M stripes || exit 1
-/usr/sbin/mke2fs -q -t ext2 /dev/stripes/target || exit 1
+/usr/sbin/mke2fs -q -t ext2 -L STRIPED /dev/stripes/target || exit 1
 dd if=/dev/urandom of=/dev/stripes/other bs=1M count=32 2>/dev/null
 MDADM --create /dev/md1 --metadata=0.90 /dev/sde /dev/sdf || exit 1
 /usr/sbin/mke2fs -q -t ext3 /dev/md1 || exit 1
@@ -90,15 +90,19 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     }
     said.push(format!("one member missing: refused as degraded ({:.0} s)", booted.elapsed.as_secs_f64()));
 
-    // A striped LV across two plain PVs, formatted by bootmark (ext2 → ext3).
+    // A striped LV across two plain PVs, named by its filesystem's label and formatted by bootmark (ext2 → ext3).
     let pair = &disks[2..4];
-    let format = "bootmark.format=ext3 bootmark.format-confirm=LV=stripes/target";
-    let image = build(package, &dir, "striped", "LV=stripes/target", format)?;
+    let format = "bootmark.format=ext3 bootmark.format-confirm=LABEL=STRIPED";
+    let image = build(package, &dir, "striped", "LABEL=STRIPED", format)?;
     let before = read_all(pair)?;
     let (seconds, docs) = boot_on(&image, package, pair, &dir.join("serial-striped.log"))?;
     stack_is(&docs, &["dm", "disk", "disk"], "striped", None)?;
+    let layers = fact(run_record(&docs).ok_or("no run record")?, "target.layers").clone();
+    if layers["found_as"] != "LV=stripes/target" {
+        return Err(format!("LABEL=STRIPED was not found inside LV=stripes/target: {layers}"));
+    }
     unchanged_but(pair, &before, |f| pv_ranges(f, "stripes", "target"))?;
-    said.push(format!("a striped LV on two PVs, formatted ({seconds:.0} s)"));
+    said.push(format!("a striped LV on two PVs, found by LABEL= and formatted ({seconds:.0} s)"));
 
     // ext3 straight on an md RAID 1 with 0.90 metadata, named by its UUID.
     let pair = &disks[4..6];
