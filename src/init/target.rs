@@ -51,8 +51,12 @@ pub(super) fn boot_target(
             facts.insert("found_as".into(), json!(layered.to_string()));
         }
         say(serial, &format!("bootmark: {spec} is {} ({})", a.target.node.display(), a.facts));
-        for member in &a.members {
-            safety::check_target(member, results, &all)?;
+        if let Err(e) = a.members.iter().try_for_each(|m| safety::check_target(m, results, &all)) {
+            // Refused: nothing was written; take down what was set up before saying so.
+            for problem in a.tear_down() {
+                say(serial, &format!("bootmark: taking down {layered}: {problem}"));
+            }
+            return Err(e);
         }
         let t = a.target.clone();
         activated = Some(a);
