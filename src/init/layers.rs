@@ -95,7 +95,7 @@ pub fn inside(spec: &DiskSpec, sys: &Path, dev: &Path) -> Result<Option<DiskSpec
             found.push(DiskSpec::Md(m.uuid.clone()));
         }
     }
-    for t in pv_texts(&seen).unwrap_or_default() {
+    for t in pv_texts(&seen).0 {
         let Ok(vg) = lvm::volume_group(&t.text) else { continue };
         let Some(me) = vg.pvs.iter().find(|p| p.uuid == t.label.uuid) else { continue };
         let Some((f, pv_offset)) = t.place.open() else { continue };
@@ -220,9 +220,11 @@ struct PvText {
 }
 
 /// Every PV with metadata on the disks seen: on a plain device, or inside
-/// an array (its label at the data area of the member in slot 0).
-fn pv_texts(seen: &[Seen]) -> Result<Vec<PvText>, Stop> {
+/// an array (its label at the data area of the member in slot 0). Also
+/// the arrays holding a PV whose metadata cannot be read before assembly.
+fn pv_texts(seen: &[Seen]) -> (Vec<PvText>, Vec<String>) {
     let mut texts = Vec::new();
+    let mut unreadable = Vec::new();
     for s in seen {
         if let Some(label) = &s.label
             && let Ok(f) = File::open(&s.dev.node)
@@ -239,34 +241,33 @@ fn pv_texts(seen: &[Seen]) -> Result<Vec<PvText>, Stop> {
                 // RAID 1 holds the metadata area whole on each member; striped levels only their first chunk.
                 match lvm::read_metadata(&window, &label) {
                     Ok(Some(text)) => texts.push(PvText { text, label, place }),
-                    _ if m.level != 1 => {
-                        return Err(Stop::Refused(format!(
-                            "the md array {} (raid{}) carries an LVM2 physical volume whose metadata lies beyond the array's first chunk, which is all bootmark reads before assembling an array",
-                            m.uuid, m.level
-                        )));
-                    }
-                    _ => {}
+                    _ => unreadable.push(format!(
+                        "the md array {} (raid{}) holds an LVM2 physical volume whose metadata lies beyond the array's first chunk, which is all bootmark reads before assembling an array",
+                        m.uuid, m.level
+                    )),
                 }
             }
         }
     }
-    Ok(texts)
+    (texts, unreadable)
 }
 
 fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
-    let texts = pv_texts(seen)?;
-    let mut groups: Vec<(lvm::VolumeGroup, String)> = Vec::new();
+    let (texts, unreadable) = pv_texts(seen);
+    let mut groups: Vec<lvm::VolumeGroup> = Vec::new();
     for PvText { text, .. } in &texts {
         match lvm::volume_group(text) {
-            Ok(vg) if vg.name == vg_name => groups.push((vg, text.clone())),
+            Ok(vg) if vg.name == vg_name => groups.push(vg),
             Ok(_) => {}
             Err(e) => return Err(Stop::Refused(format!("volume group metadata that cannot be read: {e}"))),
         }
     }
-    let Some((vg, _)) = groups.into_iter().max_by_key(|(vg, _)| vg.seqno) else {
+    // Of the copies on its PVs, the newest (a PV left behind by a reset may hold an older one).
+    let Some(vg) = groups.into_iter().max_by_key(|vg| vg.seqno) else {
         let names: Vec<String> = texts.iter().filter_map(|t| lvm::volume_group(&t.text).ok().map(|v| v.name)).collect();
+        let why = if unreadable.is_empty() { String::new() } else { format!("; {}", unreadable.join("; ")) };
         return Err(Stop::Missing(format!(
-            "no volume group {vg_name} on any disk (volume groups seen: {})",
+            "no volume group {vg_name} on any disk (volume groups seen: {}){why}",
             names.join(", ")
         )));
     };

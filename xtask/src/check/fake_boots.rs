@@ -136,7 +136,10 @@ pub fn harness() -> Result<()> {
             ..Scenario::new("format refused on a filesystem with data", check_format_refused)
         },
         refuse_format("format refused on LUKS", make_luks, |b| check_refused_untouched(b, "LUKS")),
-        refuse_format("format refused on LVM2", make_lvm, |b| check_refused_untouched(b, "LVM2")),
+        // A PV is refused before formatting is considered: it may be a target only as an LV on it.
+        refuse_format("format refused on LVM2", make_lvm, |b| {
+            check_refused(b, "is an LVM2 physical volume: name a logical volume on it")
+        }),
         refuse_format("format refused on swap", make_swap, |b| check_refused_untouched(b, "swap")),
         refuse_format("format refused on btrfs", make_btrfs, |b| check_refused_untouched(b, "btrfs")),
         refuse_format("format refused on NTFS", make_ntfs, |b| check_refused_untouched(b, "NTFS")),

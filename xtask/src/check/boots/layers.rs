@@ -3,7 +3,12 @@
 //! so the layouts cannot be made or checked on the host): an LV on an md
 //! RAID 1 (metadata 1.2) of two SCSI disks; a striped LV across two plain
 //! PVs, named by its filesystem's LABEL= and formatted by bootmark; ext3 straight on an md RAID 1 with 0.90
-//! metadata (its superblock at the end of each member).
+//! metadata (its superblock at the end of each member), and that array's
+//! second member alone, refused as a plain target.
+//!
+//! The LV on RAID 1 boots on SCSI (QEMU's LSI 53C895A) as the issue asks;
+//! the others on SATA, since QEMU's LSI emulation now and then loses a
+//! command under load (seen: an 81 s abort/reset cycle in a seqwrite).
 //!
 //! The helper boot is Debian's kernel with the test image's own initramfs
 //! (its modules) plus busybox, mdadm, lvm and mke2fs with their libraries,
@@ -42,7 +47,7 @@ LVM lvcreate -n other -L 32M stripes /dev/sdc && LVM lvcreate -n target -i 2 -I 
 /usr/sbin/mke2fs -q -t ext2 -L STRIPED /dev/stripes/target || exit 1
 dd if=/dev/urandom of=/dev/stripes/other bs=1M count=32 2>/dev/null
 MDADM --create /dev/md1 --metadata=0.90 /dev/sde /dev/sdf || exit 1
-/usr/sbin/mke2fs -q -t ext3 /dev/md1 || exit 1
+/usr/sbin/mke2fs -q -t ext3 -L MD090 /dev/md1 || exit 1
 LVM vgchange -an bmvg stripes && /usr/sbin/mdadm --stop /dev/md0 /dev/md1 || exit 1
 sync
 echo LAYOUT-DONE
@@ -63,7 +68,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     // An LV on md RAID 1 (1.2): the image the helper's modules came from.
     let pair = &disks[0..2];
     let before = read_all(pair)?;
-    let (seconds, docs) = boot_on(&helper, package, pair, &dir.join("serial-lv-on-md.log"))?;
+    let (seconds, docs) = boot_on(&helper, package, pair, "scsi", &dir.join("serial-lv-on-md.log"))?;
     stack_is(&docs, &["dm", "md", "disk", "disk"], "linear", Some("raid1"))?;
     let layers = fact(run_record(&docs).ok_or("no run record")?, "target.layers").clone();
     if layers["lvm"]["other_lvs_left_inactive"] != 1 || layers["md"][0]["start_ro"] != true {
@@ -95,7 +100,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     let format = "bootmark.format=ext3 bootmark.format-confirm=LABEL=STRIPED";
     let image = build(package, &dir, "striped", "LABEL=STRIPED", format)?;
     let before = read_all(pair)?;
-    let (seconds, docs) = boot_on(&image, package, pair, &dir.join("serial-striped.log"))?;
+    let (seconds, docs) = boot_on(&image, package, pair, "sata", &dir.join("serial-striped.log"))?;
     stack_is(&docs, &["dm", "disk", "disk"], "striped", None)?;
     let layers = fact(run_record(&docs).ok_or("no run record")?, "target.layers").clone();
     if layers["found_as"] != "LV=stripes/target" {
@@ -109,11 +114,31 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     let uuid = member(&pair[0])?.uuid;
     let image = build(package, &dir, "md090", &format!("MD={uuid}"), "")?;
     let before = read_all(pair)?;
-    let (seconds, docs) = boot_on(&image, package, pair, &dir.join("serial-md090.log"))?;
+    let (seconds, docs) = boot_on(&image, package, pair, "sata", &dir.join("serial-md090.log"))?;
     stack_is(&docs, &["md", "disk", "disk"], "", Some("raid1"))?;
     unchanged_but(pair, &before, md090_ranges)?;
     md_members_agree(pair)?;
     said.push(format!("ext3 on md RAID 1 (0.90) by MD=UUID ({seconds:.0} s)"));
+
+    // Its second member alone, named by the filesystem's label, which 0.90 keeps at the start of
+    // each member: refused as a plain target (writing it would corrupt the array), untouched.
+    let image = build(package, &dir, "member", "LABEL=MD090", "")?;
+    let log = dir.join("serial-member.log");
+    let lone = qemu::Args { disk_buses: vec!["scsi".into()], ..test_boot(image, disks[5].clone(), log) };
+    let before = read_all(&disks[5..6])?;
+    let booted = qemu::boot(&lone)?;
+    let docs = serial_documents(&booted.serial);
+    let error = run_record(&docs).and_then(|r| r.error.clone()).unwrap_or_default();
+    if !error.contains(&format!("is a member of the md array {uuid}")) || !results(&docs).is_empty() {
+        return Err(format!("a lone md member was not refused as a plain target: {error}"));
+    }
+    if read_all(&disks[5..6])? != before {
+        return Err("the refused boot wrote to the lone member".into());
+    }
+    said.push(format!(
+        "a lone 0.90 member named by LABEL=: refused as a plain target ({:.0} s)",
+        booted.elapsed.as_secs_f64()
+    ));
 
     println!(
         "e2e: storage as installed: {}; every disk byte-identical outside the target and what the kernel writes in md superblocks (update time, events, checksum; 0.90: device numbers)",
@@ -133,16 +158,17 @@ fn build(package: &str, dir: &Path, name: &str, target: &str, append: &str) -> R
     image::build(&args)
 }
 
-/// Boot `image` with `disks` on SCSI: six ok records on serial and stick.
+/// Boot `image` with `disks` on `bus`: six ok records on serial and stick.
 fn boot_on(
     image: &Path,
     package: &str,
     disks: &[PathBuf],
+    bus: &str,
     log: &Path,
 ) -> Result<(f64, Vec<bootmark::record::Document>)> {
     let args = qemu::Args {
         disks: disks.to_vec(),
-        disk_buses: vec!["scsi".into(); disks.len()],
+        disk_buses: vec![bus.into(); disks.len()],
         ..test_boot(image.to_path_buf(), disks[0].clone(), log.to_path_buf())
     };
     let seconds = boot_and_check(&args, package)?;
