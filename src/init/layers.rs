@@ -445,3 +445,70 @@ impl Activated {
         problems
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake machine: sysfs with one disk `sda` whose "node" is a regular
+    /// file holding the first 32 KiB of a real PV (tests/data/layers/pv0.bin:
+    /// VG tvg, lv1 linear on it, lv2 striped over it and a second PV that is
+    /// not here), and an ext3 superblock labelled INLV at lv1's start.
+    fn machine(name: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("bootmark-layers-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("sys/block/sda")).unwrap();
+        std::fs::create_dir_all(root.join("dev")).unwrap();
+        let mut disk = std::fs::read(format!("{}/tests/data/layers/pv0.bin", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        // lv1 starts at the PV's first extent: pe_start 2048 sectors = 1 MiB.
+        disk.resize((1 << 20) + 4096, 0);
+        let sb = (1 << 20) + 1024;
+        disk[sb + 56..sb + 58].copy_from_slice(&0xEF53u16.to_le_bytes());
+        disk[sb + 92] = 0x4; // has_journal: ext3
+        disk[sb + 120..sb + 124].copy_from_slice(b"INLV");
+        std::fs::write(root.join("dev/sda"), &disk).unwrap();
+        std::fs::write(root.join("sys/block/sda/dev"), "8:0\n").unwrap();
+        std::fs::write(root.join("sys/block/sda/size"), format!("{}\n", disk.len() / 512)).unwrap();
+        root
+    }
+
+    fn seen(root: &Path) -> Vec<Seen> {
+        look(&devices::scan(&root.join("sys"), &root.join("dev")))
+    }
+
+    #[test]
+    fn an_lv_is_planned_from_the_metadata_on_its_pv() {
+        let root = machine("plan");
+        let plan = find_lv("tvg", "lv1", &seen(&root)).ok().expect("lv1 lies on sda alone");
+        let lv = plan.lv.expect("an LV to map");
+        assert!(plan.arrays.is_empty());
+        assert_eq!(lv.pvs.len(), 1);
+        assert!(matches!(&lv.pvs[0].1, Ok(d) if d.name == "sda"));
+        let missing = |r: Result<Plan, Stop>| match r {
+            Err(Stop::Missing(e)) => e,
+            _ => panic!("expected a wait for a missing disk"),
+        };
+        assert!(missing(find_lv("tvg", "lv2", &seen(&root))).contains("needs the physical volume pv1"));
+        assert!(
+            missing(find_lv("vg9", "x", &seen(&root)))
+                .contains("no volume group vg9 on any disk (volume groups seen: tvg)")
+        );
+        match find_lv("tvg", "nope", &seen(&root)) {
+            Err(Stop::Refused(e)) => assert!(e.contains("has no logical volume nope; it has: lv1, lv2, lv3"), "{e}"),
+            _ => panic!("an LV the VG lacks is refused at once"),
+        }
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_label_inside_an_lv_is_found_without_activating_it_and_the_pv_is_no_plain_target() {
+        let root = machine("inside");
+        let (sys, dev) = (root.join("sys"), root.join("dev"));
+        let found = inside(&DiskSpec::Label("INLV".into()), &sys, &dev).unwrap();
+        assert_eq!(found, Some(DiskSpec::Lv { vg: "tvg".into(), lv: "lv1".into() }));
+        assert_eq!(inside(&DiskSpec::Label("ELSEWHERE".into()), &sys, &dev).unwrap(), None);
+        let pv = devices::scan(&sys, &dev).into_iter().find(|d| d.name == "sda").unwrap();
+        assert!(plain_target_refusal(&pv).unwrap().contains("is an LVM2 physical volume"));
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}
