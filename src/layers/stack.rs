@@ -6,7 +6,9 @@
 //! disks' queues, not only the top device's.
 
 use super::dm;
+use crate::fsutil;
 use crate::sysfs_block::{self, Entry};
+use crate::tunables::active_scheduler;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -46,16 +48,9 @@ pub struct Layer {
     pub write_cache: Option<String>,
 }
 
+/// A sysfs value, None when absent or empty (an inactive array's `md/level`).
 fn read_trimmed(p: impl AsRef<Path>) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
-}
-
-/// The active scheduler in a `queue/scheduler` line (`mq-deadline [none]` → none).
-fn active(line: &str) -> String {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
-        .unwrap_or(line)
-        .to_string()
+    fsutil::read_trimmed(p).filter(|s| !s.is_empty())
 }
 
 /// The stack under the block device named `top` (empty when it is a plain
@@ -97,7 +92,7 @@ pub fn stack(sys: &Path, top: &str, table: &dyn Fn(&str) -> Vec<String>) -> Vec<
             layer.kind = "partition".into();
         } else {
             layer.kind = "disk".into();
-            layer.scheduler = read_trimmed(dir.join("queue/scheduler")).map(|s| active(&s));
+            layer.scheduler = read_trimmed(dir.join("queue/scheduler")).map(|s| active_scheduler(&s));
             layer.rotational = read_trimmed(dir.join("queue/rotational")).map(|r| r == "1");
             layer.write_cache = read_trimmed(dir.join("queue/write_cache"));
         }
@@ -110,11 +105,14 @@ pub fn stack(sys: &Path, top: &str, table: &dyn Fn(&str) -> Vec<String>) -> Vec<
     out
 }
 
-/// `stack` on the running machine, dm tables read through device-mapper's control device.
+/// `stack` on the running machine, dm tables read through device-mapper's
+/// control device — opened only when a dm layer is met, not for every
+/// record on a plain partition.
 pub fn of_device(top: &str) -> Vec<Layer> {
-    let control = dm::Control::open(Path::new("/dev/mapper/control")).ok();
+    let control = std::cell::OnceCell::new();
     let table = |name: &str| {
         control
+            .get_or_init(|| dm::Control::open(Path::new("/dev/mapper/control")).ok())
             .as_ref()
             .and_then(|c| c.table(name).ok())
             .map(|t| t.into_iter().map(|t| t.kind).collect())
