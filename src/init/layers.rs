@@ -24,9 +24,43 @@ pub struct Activated {
     /// The disks and partitions under it (for the stick's safety check).
     pub members: Vec<BlockDev>,
     pub facts: Value,
-    /// The LV's device-mapper name and the control device it was made through.
-    dm: Option<(String, PathBuf)>,
-    arrays: Vec<PathBuf>,
+    /// Removing the LV's mapping, then stopping the arrays.
+    undo: Undo,
+}
+
+/// What /init set up, undone newest first when dropped: on every error
+/// path after the first array is assembled, and when a panic unwinds past
+/// its holder (PID 1 catches panics and goes on to power off), not only
+/// after a run. Problems undoing are returned by `run`; a drop has no one
+/// to tell, and the kernel cleans up at power-off.
+#[derive(Default)]
+pub struct Undo {
+    steps: Vec<(String, UndoStep)>,
+}
+
+type UndoStep = Box<dyn FnOnce() -> Result<(), String>>;
+
+impl Undo {
+    fn push(&mut self, what: String, step: impl FnOnce() -> Result<(), String> + 'static) {
+        self.steps.push((what, Box::new(step)));
+    }
+
+    /// Undo everything now, newest first; what failed, each named.
+    pub fn run(&mut self) -> Vec<String> {
+        let mut problems = Vec::new();
+        while let Some((what, step)) = self.steps.pop() {
+            if let Err(e) = step() {
+                problems.push(format!("{what}: {e}"));
+            }
+        }
+        problems
+    }
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        let _ = self.run();
+    }
 }
 
 /// Why activation stopped: something not (yet) there is worth waiting
@@ -41,37 +75,108 @@ struct Seen {
     dev: BlockDev,
     member: Option<md::Member>,
     label: Option<lvm::Label>,
+    /// Why its layer metadata cannot be used, if it cannot: a read failed
+    /// where metadata may be, a superblock claims what md never writes, or
+    /// it is a partition of a disk that is itself an md member. Such a
+    /// device is neither a plain target nor a layer; the boot goes on
+    /// without it unless the target needs it.
+    unusable: Option<String>,
 }
 
+/// Every plain disk and partition (not the dm and md devices /init makes)
+/// with its layer metadata. Disks beside the target are untrusted input:
+/// nothing read here may stop the boot.
 fn look(all: &[BlockDev]) -> Vec<Seen> {
-    all.iter()
-        .filter(|d| !d.name.starts_with("dm-") && !d.name.starts_with("md"))
-        .filter_map(|d| {
-            let f = File::open(&d.node).ok()?;
-            let member = md::read_member(&f, d.size_bytes).ok().flatten();
-            // A PV label seen through an md member (0.90 and 1.0 keep the data at 0) belongs to the array.
-            let label = if member.is_some() { None } else { lvm::read_label(&f).ok().flatten() };
-            Some(Seen { dev: d.clone(), member, label })
-        })
-        .collect()
+    all.iter().filter(|d| !d.name.starts_with("dm-") && !d.name.starts_with("md")).map(|d| seen_one(d, all)).collect()
 }
 
-/// Why a plain target (LABEL=, /dev/…) must not be used: it is part of a layer.
-pub fn plain_target_refusal(target: &BlockDev) -> Option<String> {
-    let f = File::open(&target.node).ok()?;
-    if let Ok(Some(m)) = md::read_member(&f, target.size_bytes) {
+/// What layer metadata `d` carries, its whole disk considered for a partition.
+fn seen_one(d: &BlockDev, all: &[BlockDev]) -> Seen {
+    let mut seen = Seen { dev: d.clone(), member: None, label: None, unusable: None };
+    // A whole-disk md member (0.90 and 1.0 keep the array's data from sector 0) shows the
+    // array's partition table on the raw disk: its "partitions" are the array's data behind md's back.
+    if d.partition.is_some()
+        && let Some(whole) = all.iter().find(|w| w.partition.is_none() && w.name == d.disk)
+    {
+        let parent = File::open(&whole.node).map_err(|e| format!("opening {}: {e}", whole.node.display()));
+        match parent.and_then(|f| md::read_member(&f, whole.size_bytes)) {
+            Ok(None) => {}
+            Ok(Some(m)) => {
+                seen.unusable = Some(format!(
+                    "{} is a partition of {}, which is a whole-disk member of the md array {} (raid{}): it is the array's data seen behind md's back",
+                    d.name, whole.name, m.uuid, m.level
+                ));
+                return seen;
+            }
+            Err(e) => {
+                seen.unusable = Some(format!(
+                    "{} is a partition of {}, which cannot be told from an md member: {e}",
+                    d.name, whole.name
+                ));
+                return seen;
+            }
+        }
+    }
+    let f = match File::open(&d.node) {
+        Ok(f) => f,
+        Err(e) => {
+            seen.unusable = Some(format!("{}: opening {}: {e}", d.name, d.node.display()));
+            return seen;
+        }
+    };
+    match md::read_member(&f, d.size_bytes) {
+        Ok(member) => seen.member = member,
+        Err(e) => {
+            seen.unusable = Some(format!("{}: {e}", d.name));
+            return seen;
+        }
+    }
+    // A PV label seen through an md member (0.90 and 1.0 keep the data at 0) belongs to the array.
+    if seen.member.is_none() {
+        match lvm::read_label(&f) {
+            Ok(label) => seen.label = label,
+            Err(e) => seen.unusable = Some(format!("{}: reading where an LVM2 label may be: {e}", d.name)),
+        }
+    }
+    seen
+}
+
+/// Why a plain target (LABEL=, /dev/…) must not be used: it is part of a
+/// layer, or what it is cannot be told. `all`: every device scanned (a
+/// partition's whole disk is looked at too).
+pub fn plain_target_refusal(target: &BlockDev, all: &[BlockDev]) -> Option<String> {
+    let seen = seen_one(target, all);
+    if let Some(why) = seen.unusable {
+        return Some(format!("the target cannot be used: {why}; name another target"));
+    }
+    if let Some(m) = seen.member {
         return Some(format!(
             "the target {} is a member of the md array {} (raid{}): writing it directly would corrupt the array; name the array (bootmark.target=MD={}) or an LV on it",
             target.name, m.uuid, m.level, m.uuid
         ));
     }
-    if let Ok(Some(_)) = lvm::read_label(&f) {
+    if seen.label.is_some() {
         return Some(format!(
             "the target {} is an LVM2 physical volume: name a logical volume on it (bootmark.target=LV=vg/lv)",
             target.name
         ));
     }
     None
+}
+
+/// Every disk whose layer metadata bootmark passed over, and why: for the
+/// run record, so that a disk beside the target that was ignored is named.
+pub fn ignored(sys: &Path, dev: &Path) -> Vec<String> {
+    let seen = look(&devices::scan(sys, dev));
+    let mut out: Vec<String> = seen.iter().filter_map(|s| s.unusable.clone()).collect();
+    let (texts, problems) = pv_texts(&seen);
+    out.extend(problems);
+    for t in &texts {
+        if let Err(e) = lvm::volume_group(&t.text) {
+            out.push(format!("{}: LVM2 metadata that cannot be read: {e}", t.place.name()));
+        }
+    }
+    out
 }
 
 /// A `LABEL=` or `UUID=` whose filesystem is inside an LV or an md array:
@@ -101,11 +206,11 @@ pub fn inside(spec: &DiskSpec, sys: &Path, dev: &Path) -> Result<Option<DiskSpec
         let Some((f, pv_offset)) = t.place.open() else { continue };
         for lv in &vg.lvs {
             // The filesystem's superblock is in the LV's first extent: on this PV if its first stripe is.
-            let Some((key, first)) = lv.segments.first().and_then(|s| s.stripes.first()) else { continue };
-            if key != &me.key {
+            let Some(first) = vg.extents(lv).ok().and_then(|e| e.into_iter().next()) else { continue };
+            if first.pv != me.key {
                 continue;
             }
-            let offset = pv_offset + (me.pe_start + first * vg.extent_size) * 512;
+            let Some(offset) = first.start.checked_mul(512).and_then(|b| b.checked_add(pv_offset)) else { continue };
             if fsprobe::probe_in(&Window { file: &f, offset }).is_some_and(|fs| wanted(&fs)) {
                 found.push(DiskSpec::Lv { vg: vg.name.clone(), lv: lv.name.clone() });
             }
@@ -203,6 +308,14 @@ enum Place {
 }
 
 impl Place {
+    /// What to call it in a message.
+    fn name(&self) -> String {
+        match self {
+            Place::Disk(d) => d.name.clone(),
+            Place::Array { uuid, member, .. } => format!("the md array {uuid} (read through {})", member.name),
+        }
+    }
+
     /// The device to read the PV through, and the PV's offset on it.
     fn open(&self) -> Option<(File, u64)> {
         match self {
@@ -221,16 +334,23 @@ struct PvText {
 
 /// Every PV with metadata on the disks seen: on a plain device, or inside
 /// an array (its label at the data area of the member in slot 0). Also
-/// the arrays holding a PV whose metadata cannot be read before assembly.
+/// what could not be read: damaged metadata (every copy), and the arrays
+/// holding a PV whose metadata cannot be read before assembly.
 fn pv_texts(seen: &[Seen]) -> (Vec<PvText>, Vec<String>) {
     let mut texts = Vec::new();
-    let mut unreadable = Vec::new();
+    let mut problems = Vec::new();
     for s in seen {
-        if let Some(label) = &s.label
-            && let Ok(f) = File::open(&s.dev.node)
-            && let Ok(Some(text)) = lvm::read_metadata(&f, label)
-        {
-            texts.push(PvText { text, label: label.clone(), place: Place::Disk(s.dev.clone()) });
+        if let Some(label) = &s.label {
+            let metadata = File::open(&s.dev.node)
+                .map_err(|e| format!("opening {}: {e}", s.dev.node.display()))
+                .and_then(|f| lvm::read_metadata(&f, label));
+            match metadata {
+                Ok(Some(text)) => texts.push(PvText { text, label: label.clone(), place: Place::Disk(s.dev.clone()) }),
+                Ok(None) => {}
+                Err(e) => {
+                    problems.push(format!("{}: an LVM2 physical volume whose metadata cannot be used: {e}", s.dev.name))
+                }
+            }
         }
         if let Some(m) = s.member.as_ref().filter(|m| m.slot == Some(0))
             && let Ok(f) = File::open(&s.dev.node)
@@ -241,7 +361,12 @@ fn pv_texts(seen: &[Seen]) -> (Vec<PvText>, Vec<String>) {
                 // RAID 1 holds the metadata area whole on each member; striped levels only their first chunk.
                 match lvm::read_metadata(&window, &label) {
                     Ok(Some(text)) => texts.push(PvText { text, label, place }),
-                    _ => unreadable.push(format!(
+                    Ok(None) => {}
+                    Err(e) if m.level == 1 => problems.push(format!(
+                        "the md array {} (raid1) holds an LVM2 physical volume whose metadata cannot be used: {e}",
+                        m.uuid
+                    )),
+                    Err(_) => problems.push(format!(
                         "the md array {} (raid{}) holds an LVM2 physical volume whose metadata lies beyond the array's first chunk, which is all bootmark reads before assembling an array",
                         m.uuid, m.level
                     )),
@@ -249,28 +374,47 @@ fn pv_texts(seen: &[Seen]) -> (Vec<PvText>, Vec<String>) {
             }
         }
     }
-    (texts, unreadable)
+    (texts, problems)
 }
 
 fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
-    let (texts, unreadable) = pv_texts(seen);
-    let mut groups: Vec<lvm::VolumeGroup> = Vec::new();
-    for PvText { text, .. } in &texts {
-        match lvm::volume_group(text) {
-            Ok(vg) if vg.name == vg_name => groups.push(vg),
-            Ok(_) => {}
-            Err(e) => return Err(Stop::Refused(format!("volume group metadata that cannot be read: {e}"))),
+    let (texts, mut problems) = pv_texts(seen);
+    let mut groups: Vec<(lvm::VolumeGroup, &PvText)> = Vec::new();
+    let mut names = Vec::new();
+    for t in &texts {
+        // Another VG's unreadable text is passed over (named if ours is not found): it is not our target.
+        match lvm::volume_group(&t.text) {
+            Ok(vg) if vg.name == vg_name => groups.push((vg, t)),
+            Ok(vg) => names.push(vg.name),
+            Err(e) => problems.push(format!("{}: LVM2 metadata that cannot be read: {e}", t.place.name())),
         }
     }
+    let mut ids: Vec<&str> = groups.iter().map(|(vg, _)| vg.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() > 1 {
+        return Err(Stop::Refused(format!(
+            "{} different volume groups are named {vg_name} (ids {}): lvm2 refuses this too; rename one on the installed system (vgrename by its id) or remove the other's disks",
+            ids.len(),
+            ids.join(", ")
+        )));
+    }
     // Of the copies on its PVs, the newest (a PV left behind by a reset may hold an older one).
-    let Some(vg) = groups.into_iter().max_by_key(|vg| vg.seqno) else {
-        let names: Vec<String> = texts.iter().filter_map(|t| lvm::volume_group(&t.text).ok().map(|v| v.name)).collect();
-        let why = if unreadable.is_empty() { String::new() } else { format!("; {}", unreadable.join("; ")) };
+    let Some((vg, _)) = groups.iter().max_by_key(|(vg, _)| vg.seqno) else {
+        if !problems.is_empty() {
+            // A damaged copy may be this VG's: waiting does not mend it, and guessing around it is not safe.
+            return Err(Stop::Refused(format!(
+                "no readable metadata of a volume group {vg_name} (volume groups seen: {}); metadata that cannot be used: {}",
+                names.join(", "),
+                problems.join("; ")
+            )));
+        }
         return Err(Stop::Missing(format!(
-            "no volume group {vg_name} on any disk (volume groups seen: {}){why}",
+            "no volume group {vg_name} on any disk (volume groups seen: {})",
             names.join(", ")
         )));
     };
+    let vg = vg.clone();
     let lv = vg.lv(lv_name).map_err(Stop::Refused)?;
     if let Some(why) = vg.refusal(lv) {
         return Err(Stop::Refused(why));
@@ -279,7 +423,17 @@ fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
     let mut arrays: Vec<Array> = Vec::new();
     let mut pvs = Vec::new();
     for pv in vg.pvs.iter().filter(|p| used.contains(&p.key.as_str())) {
-        let Some(PvText { place, .. }) = texts.iter().find(|t| t.label.uuid == pv.uuid) else {
+        let carriers: Vec<&PvText> = texts.iter().filter(|t| t.label.uuid == pv.uuid).collect();
+        if carriers.len() > 1 {
+            return Err(Stop::Refused(format!(
+                "{vg_name}/{lv_name} needs the physical volume {} ({}), which {} devices carry ({}): a cloned disk or a path seen twice; lvm2 refuses this too, and so does bootmark",
+                pv.key,
+                pv.uuid,
+                carriers.len(),
+                carriers.iter().map(|t| t.place.name()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        let Some(PvText { place, .. }) = carriers.first() else {
             return Err(Stop::Missing(format!(
                 "{vg_name}/{lv_name} needs the physical volume {} (last seen as {}), which no disk here carries",
                 pv.key, pv.device_hint
@@ -302,12 +456,14 @@ fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
 
 impl Plan {
     fn apply(self, sys: &Path, dev: &Path, load: &mut dyn FnMut(&str)) -> Result<Activated, String> {
-        let mut built: Vec<(PathBuf, BlockDev)> = Vec::new();
+        let mut built: Vec<BlockDev> = Vec::new();
+        // From the first array on, any error below takes down what was set up (Undo's drop).
+        let mut undo = Undo::default();
         let mut facts = serde_json::Map::new();
         let mut members = Vec::new();
         let mut md_facts = Vec::new();
         for array in &self.arrays {
-            let (node, top, start_ro) = assemble(array, sys, dev, load)?;
+            let (top, start_ro) = assemble(array, sys, dev, load, &mut undo)?;
             md_facts.push(json!({
                 "uuid": array.uuid, "device": top.name, "metadata": array.members[0].1.version,
                 "level": array.members[0].1.level, "raid_disks": array.members[0].1.raid_disks,
@@ -316,20 +472,20 @@ impl Plan {
                 "start_ro": start_ro,
             }));
             members.extend(array.members.iter().map(|(d, _)| d.clone()));
-            built.push((node, top));
+            built.push(top);
         }
         if !md_facts.is_empty() {
             facts.insert("md".into(), json!(md_facts));
         }
         let Some(plan) = self.lv else {
-            let (node, target) = built.pop().ok_or("no array was assembled")?;
-            return Ok(Activated { target, members, facts: Value::Object(facts), dm: None, arrays: vec![node] });
+            let target = built.pop().ok_or("no array was assembled")?;
+            return Ok(Activated { target, members, facts: Value::Object(facts), undo });
         };
         let device_of = |key: &str| -> Option<String> {
             let (_, place) = plan.pvs.iter().find(|(k, _)| k == key)?;
             Some(match place {
                 Ok(d) => format!("{}:{}", d.major, d.minor),
-                Err(i) => format!("{}:{}", built[*i].1.major, built[*i].1.minor),
+                Err(i) => format!("{}:{}", built[*i].major, built[*i].minor),
             })
         };
         members.extend(plan.pvs.iter().filter_map(|(_, p)| p.as_ref().ok().cloned()));
@@ -341,11 +497,9 @@ impl Plan {
         let version = dm.version()?;
         let name = plan.vg.dm_name(lv);
         let (major, minor) = dm.create(&name, &plan.vg.dm_uuid(lv))?;
-        let live = dm.load(&name, &table, false).and_then(|()| dm.resume(&name));
-        if let Err(e) = live {
-            let _ = dm.remove(&name);
-            return Err(e);
-        }
+        let (removed, from) = (name.clone(), control.clone());
+        undo.push(format!("removing the mapping {name}"), move || dm::Control::open(&from)?.remove(&removed));
+        dm.load(&name, &table, false).and_then(|()| dm.resume(&name))?;
         facts.insert(
             "lvm".into(),
             json!({"vg": plan.vg.name, "lv": lv.name, "seqno": plan.vg.seqno, "dm_name": name,
@@ -354,8 +508,7 @@ impl Plan {
                    "other_lvs_left_inactive": plan.vg.lvs.len() - 1}),
         );
         let target = device_by_number(sys, dev, major, minor)?;
-        let arrays = built.into_iter().map(|(n, _)| n).collect();
-        Ok(Activated { target, members, facts: Value::Object(facts), dm: Some((name, control)), arrays })
+        Ok(Activated { target, members, facts: Value::Object(facts), undo })
     }
 }
 
@@ -370,13 +523,15 @@ fn device_by_number(sys: &Path, dev: &Path, major: u32, minor: u32) -> Result<Bl
     Err(format!("the device {major}:{minor} /init set up did not appear in {}", sys.join("block").display()))
 }
 
-/// Assemble one array read-auto; returns its node, its device and whether start_ro took.
+/// Assemble one array read-auto, its stop pushed on `undo`; returns its
+/// device and whether start_ro took.
 fn assemble(
     array: &Array,
     sys: &Path,
     dev: &Path,
     load: &mut dyn FnMut(&str),
-) -> Result<(PathBuf, BlockDev, bool), String> {
+    undo: &mut Undo,
+) -> Result<(BlockDev, bool), String> {
     let first = &array.members[0].1;
     load("md_mod");
     for m in md::personality_modules(first.level) {
@@ -398,7 +553,11 @@ fn assemble(
         let _ = md::stop(&f);
         return Err(format!("assembling the md array {} from {}: {e}", array.uuid, names(&array.members)));
     }
-    Ok((node, device_by_number(sys, dev, md::MD_MAJOR, minor)?, start_ro))
+    let stopped = node.clone();
+    undo.push(format!("stopping {}", node.display()), move || {
+        File::open(&stopped).map_err(|e| format!("{}: {e}", stopped.display())).and_then(|f| md::stop(&f))
+    });
+    Ok((device_by_number(sys, dev, md::MD_MAJOR, minor)?, start_ro))
 }
 
 fn names(members: &[(BlockDev, md::Member)]) -> String {
@@ -432,17 +591,8 @@ impl Activated {
     /// After the target is unmounted: remove the LV's mapping, then stop
     /// the arrays (the kernel marks them clean). Problems are returned
     /// for the console; nothing else can be done about them.
-    pub fn tear_down(self) -> Vec<String> {
-        let mut problems = Vec::new();
-        if let Some((name, control)) = &self.dm {
-            let r = dm::Control::open(control).and_then(|c| c.remove(name));
-            problems.extend(r.err());
-        }
-        for node in &self.arrays {
-            let r = File::open(node).map_err(|e| format!("{}: {e}", node.display())).and_then(|f| md::stop(&f));
-            problems.extend(r.err());
-        }
-        problems
+    pub fn tear_down(mut self) -> Vec<String> {
+        self.undo.run()
     }
 }
 
@@ -450,30 +600,89 @@ impl Activated {
 mod tests {
     use super::*;
 
-    /// A fake machine: sysfs with one disk `sda` whose "node" is a regular
-    /// file holding the first 32 KiB of a real PV (tests/data/layers/pv0.bin:
-    /// VG tvg, lv1 linear on it, lv2 striped over it and a second PV that is
-    /// not here), and an ext3 superblock labelled INLV at lv1's start.
-    fn machine(name: &str) -> PathBuf {
-        let root = std::env::temp_dir().join(format!("bootmark-layers-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("sys/block/sda")).unwrap();
-        std::fs::create_dir_all(root.join("dev")).unwrap();
-        let mut disk = std::fs::read(format!("{}/tests/data/layers/pv0.bin", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    use crate::layers::testdisk::{self, md_disk, md_sb1, pv0, set_area_size, set_label_uuid, set_locn, set_text};
+
+    /// A fake machine: sysfs in a temp dir, each disk's "node" a regular file.
+    struct Machine {
+        root: PathBuf,
+        minor: u32,
+    }
+
+    impl Machine {
+        fn new(name: &str) -> Machine {
+            let root = std::env::temp_dir().join(format!("bootmark-layers-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&root);
+            std::fs::create_dir_all(root.join("dev")).unwrap();
+            Machine { root, minor: 0 }
+        }
+
+        /// A whole disk, or with `of` a partition of that disk.
+        fn add(&mut self, name: &str, of: Option<&str>, bytes: &[u8]) -> &mut Machine {
+            let dir = match of {
+                None => self.root.join("sys/block").join(name),
+                Some(disk) => self.root.join("sys/block").join(disk).join(name),
+            };
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("dev"), format!("8:{}\n", self.minor)).unwrap();
+            std::fs::write(dir.join("size"), format!("{}\n", bytes.len() / 512)).unwrap();
+            if of.is_some() {
+                std::fs::write(dir.join("partition"), "1\n").unwrap();
+            }
+            std::fs::write(self.root.join("dev").join(name), bytes).unwrap();
+            self.minor += 16;
+            self
+        }
+
+        fn sys(&self) -> PathBuf {
+            self.root.join("sys")
+        }
+
+        fn dev(&self) -> PathBuf {
+            self.root.join("dev")
+        }
+
+        fn scan(&self) -> Vec<BlockDev> {
+            devices::scan(&self.sys(), &self.dev())
+        }
+    }
+
+    impl Drop for Machine {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+
+    /// The first 32 KiB of a real PV (VG tvg: lv1 linear on it, lv2 striped
+    /// over it and a second PV that is not here) and an ext3 superblock
+    /// labelled INLV at lv1's start.
+    fn pv_with_inlv() -> Vec<u8> {
+        let mut disk = pv0();
         // lv1 starts at the PV's first extent: pe_start 2048 sectors = 1 MiB.
         disk.resize((1 << 20) + 4096, 0);
         let sb = (1 << 20) + 1024;
         disk[sb + 56..sb + 58].copy_from_slice(&0xEF53u16.to_le_bytes());
         disk[sb + 92] = 0x4; // has_journal: ext3
         disk[sb + 120..sb + 124].copy_from_slice(b"INLV");
-        std::fs::write(root.join("dev/sda"), &disk).unwrap();
-        std::fs::write(root.join("sys/block/sda/dev"), "8:0\n").unwrap();
-        std::fs::write(root.join("sys/block/sda/size"), format!("{}\n", disk.len() / 512)).unwrap();
-        root
+        disk
     }
 
-    fn seen(root: &Path) -> Vec<Seen> {
-        look(&devices::scan(&root.join("sys"), &root.join("dev")))
+    /// sda: the PV above.
+    fn machine(name: &str) -> Machine {
+        let mut m = Machine::new(name);
+        m.add("sda", None, &pv_with_inlv());
+        m
+    }
+
+    fn seen(m: &Machine) -> Vec<Seen> {
+        look(&m.scan())
+    }
+
+    fn refused(r: Result<Plan, Stop>) -> String {
+        match r {
+            Err(Stop::Refused(e)) => e,
+            Err(Stop::Missing(e)) => panic!("expected a refusal, got a wait: {e}"),
+            Ok(_) => panic!("expected a refusal, got a plan"),
+        }
     }
 
     #[test]
@@ -497,18 +706,142 @@ mod tests {
             Err(Stop::Refused(e)) => assert!(e.contains("has no logical volume nope; it has: lv1, lv2, lv3"), "{e}"),
             _ => panic!("an LV the VG lacks is refused at once"),
         }
-        std::fs::remove_dir_all(root).unwrap();
     }
 
     #[test]
     fn a_label_inside_an_lv_is_found_without_activating_it_and_the_pv_is_no_plain_target() {
         let root = machine("inside");
-        let (sys, dev) = (root.join("sys"), root.join("dev"));
+        let (sys, dev) = (root.sys(), root.dev());
         let found = inside(&DiskSpec::Label("INLV".into()), &sys, &dev).unwrap();
         assert_eq!(found, Some(DiskSpec::Lv { vg: "tvg".into(), lv: "lv1".into() }));
         assert_eq!(inside(&DiskSpec::Label("ELSEWHERE".into()), &sys, &dev).unwrap(), None);
         let pv = devices::scan(&sys, &dev).into_iter().find(|d| d.name == "sda").unwrap();
-        assert!(plain_target_refusal(&pv).unwrap().contains("is an LVM2 physical volume"));
-        std::fs::remove_dir_all(root).unwrap();
+        assert!(plain_target_refusal(&pv, &root.scan()).unwrap().contains("is an LVM2 physical volume"));
+    }
+
+    /// A disk that is a whole-disk md 1.2 member (raid1 of 2, slot 0).
+    fn md_member(uuid_byte: u8) -> Vec<u8> {
+        md_disk(&md_sb1(uuid_byte, 2, 0, 20, u64::MAX, &[0, 1]), 4 << 20)
+    }
+
+    #[test]
+    fn hostile_disks_beside_the_target_are_named_and_passed_over() {
+        let mut m = machine("hostile");
+        // A PV whose area claims 1 PiB and whose text 32 TiB (both CRCs valid).
+        let mut huge = pv0();
+        set_label_uuid(&mut huge, &"H".repeat(32));
+        set_area_size(&mut huge, 1 << 50);
+        set_locn(&mut huge, 4608, 32 << 40, 0);
+        // A PV whose checksummed text nests 100,000 deep.
+        let mut deep = pv0();
+        set_label_uuid(&mut deep, &"D".repeat(32));
+        set_text(&mut deep, &format!("tvg {{\nseqno = {}\n}}\n", "[".repeat(100_000)));
+        // An md superblock claiming u32::MAX disks.
+        let mut many = md_sb1(0x22, 2, 0, 20, u64::MAX, &[0, 1]);
+        testdisk::set_sb1_u32(&mut many, 92, u32::MAX);
+        // A partition of a whole-disk member, holding a copy of sda's PV: the array's data behind md's back.
+        m.add("sdb", None, &huge).add("sdc", None, &deep).add("sdd", None, &md_disk(&many, 4 << 20));
+        m.add("sde", None, &md_member(0x33)).add("sde1", Some("sde"), &pv_with_inlv());
+        let started = std::time::Instant::now();
+        let plan = find_lv("tvg", "lv1", &seen(&m)).ok().expect("lv1 is planned from sda alone");
+        assert!(matches!(&plan.lv.unwrap().pvs[0].1, Ok(d) if d.name == "sda"));
+        let found = inside(&DiskSpec::Label("INLV".into()), &m.sys(), &m.dev()).unwrap();
+        assert_eq!(found, Some(DiskSpec::Lv { vg: "tvg".into(), lv: "lv1".into() }));
+        let ignored = ignored(&m.sys(), &m.dev()).join("\n");
+        for why in [
+            "sdb: an LVM2 physical volume whose metadata cannot be used: the metadata text at byte 4096+4608 claims 35184372088832 bytes",
+            "sdc: LVM2 metadata that cannot be read: LVM2 metadata, line 2: sections or lists nest deeper than 16 levels",
+            "sdd: an md 1.2 superblock at byte 4096 (checksum valid) claims 4294967295 member disks",
+            "sde1 is a partition of sde, which is a whole-disk member of the md array 33333333:33333333:33333333:33333333 (raid1)",
+        ] {
+            assert!(ignored.contains(why), "{why}\nnot in:\n{ignored}");
+        }
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+        // Neither the member's partition nor a disk that cannot be told is a plain target.
+        let all = m.scan();
+        let by = |n: &str| all.iter().find(|d| d.name == n).unwrap().clone();
+        assert!(plain_target_refusal(&by("sde1"), &all).unwrap().contains("whole-disk member of the md array"));
+        assert!(plain_target_refusal(&by("sdd"), &all).unwrap().contains("claims 4294967295 member disks"));
+    }
+
+    #[test]
+    fn two_vgs_of_one_name_and_one_pv_on_two_disks_are_refused_as_lvm2_refuses_them() {
+        let mut m = machine("dup-pv");
+        m.add("sdb", None, &pv_with_inlv());
+        let e = refused(find_lv("tvg", "lv1", &seen(&m)));
+        assert!(
+            e.contains(
+                "needs the physical volume pv0 (fcH57veDwPK3gqDp0fsThqrCYsEMiFVD), which 2 devices carry (sda, sdb)"
+            ),
+            "{e}"
+        );
+
+        let mut m = machine("dup-vg");
+        let mut other = pv0();
+        let text = testdisk::text(&other).replacen(
+            "U0ojSR-jU3a-oCmR-tCJC-30YU-5fx9-vInEA0",
+            "OTHERS-jU3a-oCmR-tCJC-30YU-5fx9-vInEA0",
+            1,
+        );
+        set_text(
+            &mut other,
+            &text.replace("fcH57v-eDwP-K3gq-Dp0f-sThq-rCYs-EMiFVD", "OTHERP-eDwP-K3gq-Dp0f-sThq-rCYs-EMiFVD"),
+        );
+        set_label_uuid(&mut other, "OTHERPeDwPK3gqDp0fsThqrCYsEMiFVD");
+        m.add("sdb", None, &other);
+        let e = refused(find_lv("tvg", "lv1", &seen(&m)));
+        assert!(e.contains("2 different volume groups are named tvg (ids OTHERS-"), "{e}");
+    }
+
+    #[test]
+    fn damaged_metadata_is_named_at_once_instead_of_waited_for() {
+        let mut m = Machine::new("damaged");
+        let mut pv = pv_with_inlv();
+        pv[testdisk::MDA_AT + 4608 + 20] ^= 0x20;
+        m.add("sda", None, &pv);
+        let e = refused(find_lv("tvg", "lv1", &seen(&m)));
+        assert!(
+            e.contains("no readable metadata of a volume group tvg (volume groups seen: ); metadata that cannot be used: sda: an LVM2 physical volume whose metadata cannot be used: the metadata text at byte 4096+4608 fails its checksum"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn what_was_set_up_is_undone_newest_first_on_error_and_on_panic() {
+        use std::cell::RefCell;
+        use std::rc::Rc;
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let step = |what: &'static str| {
+            let log = log.clone();
+            move || {
+                log.borrow_mut().push(what);
+                if what == "array" { Err("EBUSY".to_string()) } else { Ok(()) }
+            }
+        };
+        // An error after assembly: the guard goes out of scope through `?`.
+        let failing = || -> Result<(), String> {
+            let mut undo = Undo::default();
+            undo.push("stopping md127".into(), step("array"));
+            undo.push("removing tvg-lv1".into(), step("mapping"));
+            Err("the device did not appear".into())
+        };
+        assert!(failing().is_err());
+        assert_eq!(*log.borrow(), ["mapping", "array"]);
+        // A panic unwinding past it (PID 1 catches panics).
+        log.borrow_mut().clear();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut undo = Undo::default();
+            undo.push("stopping md127".into(), step("array"));
+            panic!("a workload bug");
+        }));
+        assert!(r.is_err());
+        assert_eq!(*log.borrow(), ["array"]);
+        // Run by hand: problems named, and nothing undone twice when it is dropped after.
+        log.borrow_mut().clear();
+        let mut undo = Undo::default();
+        undo.push("stopping md127".into(), step("array"));
+        assert_eq!(undo.run(), ["stopping md127: EBUSY"]);
+        drop(undo);
+        assert_eq!(*log.borrow(), ["array"]);
     }
 }

@@ -29,6 +29,8 @@ pub(super) fn boot_target(
     }
     let all = devices::scan(sys, dev);
     boot.facts.insert("devices".into(), json!(all.iter().map(device_facts).collect::<Vec<_>>()));
+    // Disks beside the target are untrusted: any whose layer metadata was passed over is named, with why.
+    boot.facts.insert("layers_ignored".into(), json!(layers::ignored(sys, dev)));
 
     let Some(spec) = &settings.target else {
         return Err(format!(
@@ -63,7 +65,7 @@ pub(super) fn boot_target(
         t
     } else {
         let t = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
-        if let Some(why) = layers::plain_target_refusal(&t) {
+        if let Some(why) = layers::plain_target_refusal(&t, &devices::scan(sys, dev)) {
             return Err(why);
         }
         t
@@ -82,10 +84,11 @@ pub(super) fn boot_target(
 /// it and no plain disk does (a disk that is an md member or a PV does not count).
 fn inside_only(spec: &DiskSpec, sys: &Path, dev: &Path) -> Result<Option<DiskSpec>, String> {
     let Some(layered) = layers::inside(spec, sys, dev)? else { return Ok(None) };
-    let plain: Vec<BlockDev> = devices::scan(sys, dev)
-        .into_iter()
-        .filter(|d| devices::find(spec, std::slice::from_ref(d)).is_ok())
-        .filter(|d| layers::plain_target_refusal(d).is_none())
+    let all = devices::scan(sys, dev);
+    let plain: Vec<&BlockDev> = all
+        .iter()
+        .filter(|d| devices::find(spec, std::slice::from_ref(*d)).is_ok())
+        .filter(|d| layers::plain_target_refusal(d, &all).is_none())
         .collect();
     if let Some(d) = plain.first() {
         return Err(format!(

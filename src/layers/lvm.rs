@@ -20,6 +20,11 @@ const MDA_MAGIC: &[u8; 16] = b" LVM2 x[5A%r0N*>";
 const INITIAL_CRC: u32 = 0xf597a6cf;
 /// The metadata area's header; its circular text buffer starts after it.
 const MDA_HEADER_SIZE: u64 = 512;
+/// The largest metadata text bootmark reads. lvm2's default area is about
+/// 1 MiB and keeps each text under half of it; a VG of a thousand LVs
+/// writes a few hundred KiB. A text's length comes from the disk, so it is
+/// checked against this before anything is allocated for it.
+pub const MAX_TEXT: u64 = 16 << 20;
 
 /// lvm2's `calc_crc`.
 pub fn crc(mut crc: u32, data: &[u8]) -> u32 {
@@ -55,8 +60,9 @@ pub fn read_label(dev: &dyn ReadAt) -> io::Result<Option<Label>> {
         if crc(INITIAL_CRC, &s[20..]) != u32_at(s, 16) {
             continue;
         }
+        // offset_xl is the disk's claim: checked before it indexes (no wrap on i686).
         let at = u32_at(s, 20) as usize;
-        if at + 40 > 512 {
+        if at.checked_add(40).is_none_or(|end| end > 512) {
             continue;
         }
         let uuid = String::from_utf8_lossy(&s[at..at + 32]).into_owned();
@@ -79,39 +85,67 @@ pub fn read_label(dev: &dyn ReadAt) -> io::Result<Option<Label>> {
     Ok(None)
 }
 
-/// The newest metadata text in the PV's first metadata area that has one.
-/// `None`: a PV without metadata (`--metadatacopies 0`) or not in a VG yet.
+/// The newest metadata text in the PV's first metadata area that has a
+/// sound one: a damaged first copy is passed over for the second
+/// (`--pvmetadatacopies 2` keeps one at each end of the PV). `None`: a PV
+/// without metadata (`--metadatacopies 0`) or not in a VG yet. An error
+/// names every copy's damage when no copy is sound.
 pub fn read_metadata(dev: &dyn ReadAt, label: &Label) -> Result<Option<String>, String> {
+    let mut damage = Vec::new();
     for &(start, size) in &label.metadata_areas {
-        let mut header = vec![0u8; MDA_HEADER_SIZE as usize];
-        dev.read_exact_at(&mut header, start).map_err(|e| format!("reading the metadata area at {start}: {e}"))?;
-        if &header[4..20] != MDA_MAGIC {
-            return Err(format!("the metadata area at byte {start} has no LVM2 header"));
+        match read_area(dev, start, size) {
+            Ok(Some(text)) => return Ok(Some(text)),
+            Ok(None) => {}
+            Err(e) => damage.push(e),
         }
-        if crc(INITIAL_CRC, &header[4..]) != u32_at(&header, 0) {
-            return Err(format!("the metadata area header at byte {start} fails its checksum"));
-        }
-        // raw_locn[0]: the current text (offset from the area's start, size, checksum).
-        let (offset, len, checksum) = (u64_at(&header, 40), u64_at(&header, 48), u32_at(&header, 56));
-        if offset == 0 || len == 0 {
-            continue;
-        }
-        if offset >= size || len > size - MDA_HEADER_SIZE {
-            return Err(format!("the metadata text at byte {start}+{offset} ({len} bytes) lies outside its area"));
-        }
-        // The area is a ring after its header: a text may wrap to its beginning.
-        let first = len.min(size - offset);
-        let mut text = vec![0u8; len as usize];
-        dev.read_exact_at(&mut text[..first as usize], start + offset).map_err(|e| e.to_string())?;
-        if first < len {
-            dev.read_exact_at(&mut text[first as usize..], start + MDA_HEADER_SIZE).map_err(|e| e.to_string())?;
-        }
-        if crc(INITIAL_CRC, &text) != checksum {
-            return Err(format!("the metadata text at byte {start}+{offset} fails its checksum"));
-        }
-        return Ok(Some(String::from_utf8_lossy(&text).into_owned()));
     }
-    Ok(None)
+    if damage.is_empty() { Ok(None) } else { Err(damage.join("; ")) }
+}
+
+/// The current text of the metadata area at `start` of `size` bytes.
+/// Every offset and length is the disk's claim: each is checked (against
+/// the area, against `MAX_TEXT`, without overflow) before it is used.
+fn read_area(dev: &dyn ReadAt, start: u64, size: u64) -> Result<Option<String>, String> {
+    if size <= MDA_HEADER_SIZE {
+        return Err(format!("the metadata area at byte {start} is {size} bytes, too small for its own header"));
+    }
+    let mut header = vec![0u8; MDA_HEADER_SIZE as usize];
+    dev.read_exact_at(&mut header, start).map_err(|e| format!("reading the metadata area at byte {start}: {e}"))?;
+    if &header[4..20] != MDA_MAGIC {
+        return Err(format!("the metadata area at byte {start} has no LVM2 header"));
+    }
+    if crc(INITIAL_CRC, &header[4..]) != u32_at(&header, 0) {
+        return Err(format!("the metadata area header at byte {start} fails its checksum"));
+    }
+    // raw_locn[0]: the current text (offset from the area's start, size, checksum).
+    let (offset, len, checksum) = (u64_at(&header, 40), u64_at(&header, 48), u32_at(&header, 56));
+    if offset == 0 || len == 0 {
+        return Ok(None);
+    }
+    if offset < MDA_HEADER_SIZE || offset >= size || len > size - MDA_HEADER_SIZE {
+        return Err(format!("the metadata text at byte {start}+{offset} ({len} bytes) lies outside its area"));
+    }
+    if len > MAX_TEXT {
+        return Err(format!(
+            "the metadata text at byte {start}+{offset} claims {len} bytes, more than the {MAX_TEXT} bytes any lvm2 writes"
+        ));
+    }
+    let at =
+        |o: u64| start.checked_add(o).ok_or_else(|| format!("the metadata area at byte {start} ends past any disk"));
+    // The area is a ring after its header: a text may wrap to its beginning.
+    let first = len.min(size - offset);
+    let mut text = vec![0u8; len as usize];
+    let read = |buf: &mut [u8], pos: u64| {
+        dev.read_exact_at(buf, pos).map_err(|e| format!("reading the metadata text at byte {pos}: {e}"))
+    };
+    read(&mut text[..first as usize], at(offset)?)?;
+    if first < len {
+        read(&mut text[first as usize..], at(MDA_HEADER_SIZE)?)?;
+    }
+    if crc(INITIAL_CRC, &text) != checksum {
+        return Err(format!("the metadata text at byte {start}+{offset} fails its checksum"));
+    }
+    Ok(Some(String::from_utf8_lossy(&text).into_owned()))
 }
 
 /// A volume group as its metadata describes it.
@@ -137,6 +171,8 @@ pub struct PvEntry {
     pub device_hint: String,
     /// Sectors from the PV's start to its first extent.
     pub pe_start: u64,
+    /// How many extents the PV has (every lvm2 writes it; None if absent).
+    pub pe_count: Option<u64>,
     pub missing: bool,
 }
 
@@ -189,6 +225,7 @@ pub fn volume_group(text: &str) -> Result<VolumeGroup, String> {
             uuid: no_dashes(pv.str("id").ok_or_else(|| format!("{what}: {key} has no id"))?),
             device_hint: pv.str("device").unwrap_or("?").to_string(),
             pe_start: int(pv, "pe_start", &format!("{what}: {key}"))?,
+            pe_count: pv.int("pe_count").and_then(|n| u64::try_from(n).ok()),
             missing: pv.strings("flags").contains(&"MISSING"),
         });
     }
@@ -221,11 +258,15 @@ pub fn volume_group(text: &str) -> Result<VolumeGroup, String> {
             segments,
         });
     }
+    let extent_size = int(vg, "extent_size", &what)?;
+    if extent_size == 0 {
+        return Err(format!("{what} has an extent size of 0"));
+    }
     Ok(VolumeGroup {
         name: name.to_string(),
         id: vg.str("id").unwrap_or("").to_string(),
         seqno: vg.int("seqno").unwrap_or(0),
-        extent_size: int(vg, "extent_size", &what)?,
+        extent_size,
         writable: vg.strings("status").contains(&"WRITE"),
         pvs,
         lvs,
@@ -282,10 +323,11 @@ impl VolumeGroup {
             }
             for (key, first) in &s.stripes {
                 let pv = self.pv(key)?;
+                let per_stripe = s.extent_count / n;
                 out.push(Extent {
                     pv: key.clone(),
-                    start: pv.pe_start + first * self.extent_size,
-                    sectors: s.extent_count / n * self.extent_size,
+                    start: self.pv_sector(lv, pv, *first, per_stripe)?,
+                    sectors: self.sectors(lv, per_stripe)?,
                 });
             }
         }
@@ -305,7 +347,10 @@ impl VolumeGroup {
         let mut out = Vec::new();
         for s in &lv.segments {
             let n = s.stripes.len() as u64;
-            let length = s.extent_count * self.extent_size;
+            if n == 0 || s.extent_count % n != 0 {
+                return Err(format!("{}/{}: a segment's extents do not divide among its stripes", self.name, lv.name));
+            }
+            let length = self.sectors(lv, s.extent_count)?;
             let mut devices = Vec::new();
             for (key, first) in &s.stripes {
                 let pv = self.pv(key)?;
@@ -315,16 +360,43 @@ impl VolumeGroup {
                         self.name, lv.name, pv.key, pv.device_hint
                     )
                 })?;
-                devices.push(format!("{dev} {}", pv.pe_start + first * self.extent_size));
+                devices.push(format!("{dev} {}", self.pv_sector(lv, pv, *first, s.extent_count / n)?));
             }
             let (kind, params) = if n == 1 {
                 ("linear", devices.remove(0))
             } else {
                 ("striped", format!("{n} {} {}", s.stripe_size, devices.join(" ")))
             };
-            out.push(Target { start: s.start_extent * self.extent_size, length, kind: kind.to_string(), params });
+            out.push(Target { start: self.sectors(lv, s.start_extent)?, length, kind: kind.to_string(), params });
         }
         Ok(out)
+    }
+
+    /// `extents` extents in sectors. Counts come from the disk: a product
+    /// that overflows is damaged metadata, not a table to load.
+    fn sectors(&self, lv: &LogicalVolume, extents: u64) -> Result<u64, String> {
+        extents.checked_mul(self.extent_size).ok_or_else(|| {
+            format!(
+                "{}/{}: {extents} extents of {} sectors overflow a sector count",
+                self.name, lv.name, self.extent_size
+            )
+        })
+    }
+
+    /// The sector on `pv` where a run of `count` extents from `first` starts,
+    /// checked to lie within the PV's extents.
+    fn pv_sector(&self, lv: &LogicalVolume, pv: &PvEntry, first: u64, count: u64) -> Result<u64, String> {
+        if let Some(pe_count) = pv.pe_count
+            && first.checked_add(count).is_none_or(|end| end > pe_count)
+        {
+            return Err(format!(
+                "{}/{}: extents {first}+{count} on {} lie beyond its {pe_count} extents",
+                self.name, lv.name, pv.key
+            ));
+        }
+        self.sectors(lv, first)?
+            .checked_add(pv.pe_start)
+            .ok_or_else(|| format!("{}/{}: extent {first} on {} overflows a sector count", self.name, lv.name, pv.key))
     }
 
     /// The device-mapper name lvm gives the LV: `vg-lv`, dashes doubled.
@@ -405,6 +477,97 @@ mod tests {
         std::fs::write(dir.join("pv.bin"), &bytes).unwrap();
         assert_eq!(read_label(&File::open(dir.join("pv.bin")).unwrap()).unwrap(), None);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    use crate::layers::testdisk::{self, MDA_AT, pv0, set_area_size, set_locn, set_text};
+
+    fn metadata_of(pv: &[u8]) -> Result<Option<String>, String> {
+        read_metadata(&pv, &read_label(&pv).unwrap().expect("a label"))
+    }
+
+    #[test]
+    fn lengths_a_disk_claims_are_checked_before_anything_is_allocated() {
+        // An area of 1 PiB whose text claims 32 TiB, CRCs valid: this allocation aborted PID 1.
+        let mut pv = pv0();
+        set_area_size(&mut pv, 1 << 50);
+        set_locn(&mut pv, 4608, 32 << 40, 0);
+        let e = metadata_of(&pv).unwrap_err();
+        assert!(e.contains("claims 35184372088832 bytes, more than the 16777216 bytes any lvm2 writes"), "{e}");
+        // An area too small for its own header underflowed `size - 512`.
+        for size in [0, 100, 512] {
+            let mut pv = pv0();
+            set_area_size(&mut pv, size);
+            assert!(metadata_of(&pv).unwrap_err().contains("too small for its own header"), "{size}");
+        }
+        // A text placed inside the header, or at an offset past any disk.
+        let mut pv = pv0();
+        set_locn(&mut pv, 100, 10, 0);
+        assert!(metadata_of(&pv).unwrap_err().contains("lies outside its area"));
+        let mut pv = pv0();
+        set_area_size(&mut pv, u64::MAX);
+        set_locn(&mut pv, u64::MAX - 4, 8, 0);
+        assert!(metadata_of(&pv).is_err());
+        // A label whose offset_xl points past its sector is no label (no index out of range).
+        let mut pv = pv0();
+        pv[testdisk::LABEL_AT + 20..testdisk::LABEL_AT + 24].copy_from_slice(&u32::MAX.to_le_bytes());
+        let sealed = crc(INITIAL_CRC, &pv[testdisk::LABEL_AT + 20..testdisk::LABEL_AT + 512]);
+        pv[testdisk::LABEL_AT + 16..testdisk::LABEL_AT + 20].copy_from_slice(&sealed.to_le_bytes());
+        assert_eq!(read_label(&pv).unwrap(), None);
+    }
+
+    #[test]
+    fn a_damaged_first_copy_is_passed_over_for_the_second() {
+        // A PV with two metadata areas (pvcreate --pvmetadatacopies 2): the first one damaged.
+        let good = pv0();
+        let mut pv = good.clone();
+        pv.resize(64 << 10, 0);
+        pv[32 << 10..(32 << 10) + 28672].copy_from_slice(&good[MDA_AT..MDA_AT + 28672]);
+        let s = &mut pv[testdisk::LABEL_AT..testdisk::LABEL_AT + 512];
+        let at = u32_at(s, 20) as usize;
+        let mut p = at + 40;
+        while u64_at(s, p) != 0 {
+            p += 16;
+        }
+        // The metadata list: (4096, size), then (32 KiB, 28672), then the terminator.
+        s[p + 32..p + 40].copy_from_slice(&(32u64 << 10).to_le_bytes());
+        s[p + 40..p + 48].copy_from_slice(&28672u64.to_le_bytes());
+        s[p + 48..p + 64].fill(0);
+        let sealed = crc(INITIAL_CRC, &s[20..]);
+        s[16..20].copy_from_slice(&sealed.to_le_bytes());
+        let text = testdisk::text(&pv);
+        pv[MDA_AT + 4608 + 30] ^= 0x20;
+        let read = metadata_of(&pv).unwrap().expect("the second copy");
+        assert_eq!(read, text);
+        // Both damaged: an error naming each copy's damage.
+        pv[(32 << 10) + 4608 + 30] ^= 0x20;
+        let e = metadata_of(&pv).unwrap_err();
+        assert!(e.contains("at byte 4096+4608 fails its checksum; the metadata text at byte 32768+4608"), "{e}");
+    }
+
+    #[test]
+    fn extent_arithmetic_that_overflows_or_leaves_the_pv_is_refused() {
+        let pv = pv0();
+        let original = testdisk::text(&pv);
+        let dev = |_: &PvEntry| Some("7:0".to_string());
+        for (from, to, why) in [
+            ("extent_size = 8192", "extent_size = 4611686018427387904", "overflow a sector count"),
+            ("\"pv0\", 0\n]", "\"pv0\", 2305843009213693952\n]", "beyond its 15 extents"),
+            (
+                "extent_count = 4\n\ntype = \"striped\"\nstripe_count = 1",
+                "extent_count = 16\n\ntype = \"striped\"\nstripe_count = 1",
+                "beyond its 15 extents",
+            ),
+            ("extent_size = 8192", "extent_size = 0", "extent size of 0"),
+        ] {
+            let mut pv = pv.clone();
+            assert!(original.contains(from), "{from}");
+            set_text(&mut pv, &original.replacen(from, to, 1));
+            let text = metadata_of(&pv).unwrap().unwrap();
+            let e = volume_group(&text)
+                .and_then(|vg| vg.table(vg.lv("lv1")?, &dev).and_then(|_| vg.extents(vg.lv("lv1")?)))
+                .unwrap_err();
+            assert!(e.contains(why), "{to}: {e}");
+        }
     }
 
     #[test]

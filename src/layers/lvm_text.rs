@@ -77,9 +77,15 @@ impl Section {
     }
 }
 
+/// How deep sections and lists may nest. lvm2 writes at most five levels
+/// (top, vg, logical_volumes, an LV, a segment) and flat lists; a text from
+/// a disk is untrusted, and the parser recurses, so a crafted
+/// `[[[[…` must end as an error, not as a stack overflow that kills PID 1.
+pub const MAX_DEPTH: usize = 16;
+
 /// Parse a whole metadata text. Errors say the line.
 pub fn parse(text: &str) -> Result<Section, String> {
-    let mut p = Parser { bytes: text.as_bytes(), pos: 0 };
+    let mut p = Parser { bytes: text.as_bytes(), pos: 0, depth: 0 };
     let top = p.entries(true)?;
     Ok(top)
 }
@@ -87,6 +93,8 @@ pub fn parse(text: &str) -> Result<Section, String> {
 struct Parser<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// Sections and lists open around `pos`.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -118,6 +126,15 @@ impl Parser<'_> {
         self.bytes.get(self.pos).copied()
     }
 
+    /// Step into a section or list, refusing to nest deeper than lvm2 ever writes.
+    fn descend(&mut self) -> Result<(), String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.error(&format!("sections or lists nest deeper than {MAX_DEPTH} levels")));
+        }
+        Ok(())
+    }
+
     fn entries(&mut self, top: bool) -> Result<Section, String> {
         let mut section = Section::default();
         loop {
@@ -133,7 +150,9 @@ impl Parser<'_> {
                     match self.peek() {
                         Some(b'{') => {
                             self.pos += 1;
+                            self.descend()?;
                             let inner = self.entries(false)?;
+                            self.depth -= 1;
                             section.entries.push((key, Value::Section(inner)));
                         }
                         Some(b'=') => {
@@ -165,11 +184,13 @@ impl Parser<'_> {
             Some(b'"') => self.string().map(Value::Str),
             Some(b'[') => {
                 self.pos += 1;
+                self.descend()?;
                 let mut items = Vec::new();
                 loop {
                     match self.peek() {
                         Some(b']') => {
                             self.pos += 1;
+                            self.depth -= 1;
                             return Ok(Value::List(items));
                         }
                         Some(b',') => self.pos += 1,
@@ -250,5 +271,18 @@ mod tests {
         assert!(parse("vg {\nid \"x\"\n}").unwrap_err().contains("line 2"));
         assert!(parse("a = \"unterminated").unwrap_err().contains("inside a string"));
         assert!(parse("a = [1, 2").unwrap_err().contains("inside a list"));
+    }
+
+    #[test]
+    fn nesting_deeper_than_lvm_writes_is_an_error_not_a_stack_overflow() {
+        // 100,000 levels fit in a normal 1 MiB metadata area; without the limit this aborts the test process.
+        let lists = format!("vg {{\nseqno = {}\n}}\n", "[".repeat(100_000));
+        assert!(parse(&lists).unwrap_err().contains("nest deeper than 16 levels"));
+        let sections = "a {\n".repeat(100_000);
+        assert!(parse(&sections).unwrap_err().contains("line 17: sections or lists nest deeper"));
+        // lvm2's own depth (five levels) and a flat list still read.
+        let ok = "vg {\nlogical_volumes {\nlv {\nsegment1 {\nstripes = [\"pv0\", 0]\n}\n}\n}\n}\n";
+        assert!(parse(ok).is_ok());
+        assert!(parse(&format!("a = {}{}", "[".repeat(16), "]".repeat(16))).is_ok());
     }
 }

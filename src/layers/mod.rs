@@ -12,6 +12,8 @@ pub mod lvm;
 pub mod lvm_text;
 pub mod md;
 pub mod stack;
+#[cfg(test)]
+pub(crate) mod testdisk;
 
 use std::fs::File;
 use std::io;
@@ -52,6 +54,23 @@ impl ReadAt for File {
     }
 }
 
+/// Bytes in memory as a device: the fuzz targets and tests hand the
+/// readers crafted disks this way.
+impl ReadAt for &[u8] {
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        let start = usize::try_from(pos).unwrap_or(usize::MAX).min(self.len());
+        let n = buf.len().min(self.len() - start);
+        buf[..n].copy_from_slice(&self[start..start + n]);
+        Ok(n)
+    }
+}
+
+impl ReadAt for Vec<u8> {
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        self.as_slice().read_at(buf, pos)
+    }
+}
+
 /// The part of `file` from `offset` bytes on.
 pub struct Window<'a> {
     pub file: &'a File,
@@ -60,6 +79,8 @@ pub struct Window<'a> {
 
 impl ReadAt for Window<'_> {
     fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
-        FileExt::read_at(self.file, buf, pos + self.offset)
+        // Both numbers come from a disk's metadata: past the end of any device is an error, not a wrap.
+        let at = pos.checked_add(self.offset).ok_or_else(|| io::Error::other("an offset past the end of any disk"))?;
+        FileExt::read_at(self.file, buf, at)
     }
 }
