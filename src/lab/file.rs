@@ -245,7 +245,7 @@ impl Lab {
 
     fn read_with(path: &Path, env: Option<Env>) -> Result<Lab, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let file: LabFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file: LabFile = toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let at = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
         if file.servers.is_empty() {
@@ -256,6 +256,7 @@ impl Lab {
         }
         let mut servers = Vec::new();
         for s in file.servers {
+            server_name(&s.name).map_err(|e| format!("{}: {e}", path.display()))?;
             if servers.iter().any(|o: &Server| o.name == s.name) {
                 return Err(format!("{}: two servers are named {:?}", path.display(), s.name));
             }
@@ -305,8 +306,13 @@ fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: O
             cipher_suite: i.cipher_suite,
         },
         (None, Some(r), None) => {
-            if !(r.url.starts_with("https://") || r.url.starts_with("http://")) {
-                return Err(inside(format!("redfish.url {:?} must start with https://", r.url)));
+            no_userinfo("redfish.url", &r.url).map_err(inside)?;
+            // Basic auth goes with every request: over plain http anyone on the path reads the password.
+            if !(r.url.starts_with("https://") || (r.url.starts_with("http://") && r.insecure)) {
+                return Err(inside(format!(
+                    "redfish.url {:?} must start with https:// (plain http:// sends the password in clear; only with insecure = true)",
+                    r.url
+                )));
             }
             Bmc::Redfish {
                 password: password(
@@ -348,6 +354,7 @@ fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: O
             Boot::Pxe(p)
         }
         (None, Some(mut v)) => {
+            no_userinfo("virtual_media.http_url", &v.http_url).map_err(inside)?;
             if !(v.http_url.starts_with("http://") || v.http_url.starts_with("https://")) {
                 return Err(inside(format!(
                     "virtual_media.http_url {:?} must start with http:// or https://",
@@ -417,6 +424,70 @@ fn refuse_if_others_can_read(path: &Path) -> Result<(), String> {
             "{} holds a password and anyone on this machine can read it: chmod o-r {}",
             path.display(),
             path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// A TOML error as the lab file's reader says it, without quoting the
+/// file: toml's own message shows the offending line, and a value it
+/// could not take (`password = 12345`, an unterminated string) would be
+/// printed. Where the message would show a value of a password key, or
+/// the line is one, only the place and the key's kind are said.
+fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> String {
+    let place = e.span().map(|span| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+        (line, column)
+    });
+    let at = place.map_or(String::new(), |(line, column)| format!(" line {line}, column {column}:"));
+    let secrets: Vec<&str> = text.lines().filter(|l| is_secret_line(l)).collect();
+    let offending = place.and_then(|(line, _)| text.lines().nth(line - 1)).unwrap_or("");
+    let message = e.message().trim();
+    let shows_secret = secrets.iter().filter_map(|l| secret_value(l)).any(|v| message.contains(v));
+    // "unknown field `pasword`" names the key only: worth showing for a typo'd key.
+    let key_only = message.starts_with("unknown field");
+    if shows_secret || (is_secret_line(offending) && !key_only) {
+        return format!(
+            "{}:{at} a password key's value is not valid TOML or not a string (not shown here): write it as password = \"…\", or better, use password_file",
+            path.display()
+        );
+    }
+    format!("{}:{at} {message}", path.display())
+}
+
+/// A line that sets a password-like key (`password`, `pasword`, `passwd`, `secret`, `token`…).
+fn is_secret_line(line: &str) -> bool {
+    let key = line.split('=').next().unwrap_or("").trim().to_ascii_lowercase();
+    line.contains('=') && ["pas", "pwd", "secret", "token"].iter().any(|k| key.contains(k))
+}
+
+/// The value of a secret line, without quotes (none when empty).
+fn secret_value(line: &str) -> Option<&str> {
+    let value = line.split_once('=')?.1.trim().trim_matches(['"', '\'']);
+    (!value.is_empty()).then_some(value)
+}
+
+/// A URL must not carry a user or password (`https://root:pw@bmc`): it
+/// would be printed with every message that names the URL.
+fn no_userinfo(key: &str, url: &str) -> Result<(), String> {
+    let authority = url.split_once("://").map_or(url, |(_, rest)| rest).split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return Err(format!(
+            "{key} holds a user or password before '@' (not shown here): give the user as `user` and the password as password_file"
+        ));
+    }
+    Ok(())
+}
+
+/// Server names become file names in the state directory and the TFTP
+/// and web roots: letters, digits, `.`, `_` and `-`, not starting with `.`.
+fn server_name(name: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if name.is_empty() || name.starts_with('.') || !name.chars().all(allowed) || name.len() > 64 {
+        return Err(format!(
+            "server name {name:?}: use up to 64 letters, digits, '.', '_' and '-', not starting with '.' (it names files in the state directory)"
         ));
     }
     Ok(())
@@ -523,12 +594,27 @@ http_url = "http://10.0.0.1/bootmark/"
             (REDFISH_MEDIA.replace("console = \"tcp:consoles:3001\"", "console = \"sol\""), Some("needs an IPMI BMC")),
             (REDFISH_MEDIA.replace("http://10.0.0.1", "ftp://10.0.0.1"), Some("http_url \"ftp://")),
             (REDFISH_MEDIA.replace("https://idrac-r650", "idrac-r650"), Some("must start with https://")),
+            (REDFISH_MEDIA.replace("https://idrac-r650", "http://idrac-r650"), Some("sends the password in clear")),
+            (
+                REDFISH_MEDIA
+                    .replace("https://idrac-r650", "http://idrac-r650")
+                    .replace("ca_file = \"idrac.pem\"", "insecure = true"),
+                None,
+            ),
+            (
+                REDFISH_MEDIA.replace("https://idrac-r650", "https://root:calvin@idrac-r650"),
+                Some("before '@' (not shown here)"),
+            ),
+            (
+                REDFISH_MEDIA.replace("http://10.0.0.1", "http://u:calvin@10.0.0.1"),
+                Some("virtual_media.http_url holds a user"),
+            ),
         ];
         for (text, want) in cases {
             write(&d.join("lab.toml"), &text, 0o644);
             match (Lab::read(&d.join("lab.toml"), &env), want) {
                 (Ok(lab), None) => assert!(matches!(lab.servers[0].bmc, Bmc::Redfish { tls: Tls::Insecure, .. })),
-                (Err(e), Some(want)) => assert!(e.contains(want), "want {want:?} in: {e}"),
+                (Err(e), Some(want)) => assert!(e.contains(want) && !e.contains("calvin"), "want {want:?} in: {e}"),
                 (got, _) => panic!("{want:?}: {:?}", got.map(|l| l.servers[0].bmc.clone())),
             }
         }
@@ -569,6 +655,45 @@ http_url = "http://10.0.0.1/bootmark/"
         let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
         assert!(e.contains("lab.toml holds a password") && !e.contains("s3cret"), "{e}");
         write(&d.join("lab.toml"), &inline, 0o600);
+        assert!(Lab::read(&d.join("lab.toml"), &no_env).is_ok());
+    }
+
+    #[test]
+    fn no_error_quotes_a_password_line() {
+        let d = dir("quote");
+        let inline = |line: &str| IPMI_PXE.replace("password_file = \"dl140.pass\"", line);
+        let cases = [
+            (inline("pasword = \"hunter2\""), "unknown field `pasword`"),
+            (inline("password = \"hunter2"), "a password key's value is not valid"),
+            (inline("password = 20061994"), "a password key's value is not valid"),
+            (inline("password = hunter2"), "a password key's value is not valid"),
+            (inline("passwd = \"hunter2\""), "unknown field `passwd`"),
+        ];
+        for (text, want) in cases {
+            write(&d.join("lab.toml"), &text, 0o600);
+            let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
+            assert!(e.contains(want), "want {want:?} in: {e}");
+            assert!(!e.contains("hunter2") && !e.contains("20061994"), "the password is printed: {e}");
+            assert!(e.contains("line 11, column"), "the place is named: {e}");
+        }
+        // Errors on other lines still say what is wrong.
+        let e = {
+            write(&d.join("lab.toml"), &IPMI_PXE.replace("port = 9001", "port = \"ninety\""), 0o600);
+            Lab::read(&d.join("lab.toml"), &no_env).unwrap_err()
+        };
+        assert!(e.contains("line 9, column 8: invalid type: string \"ninety\", expected u16"), "{e}");
+    }
+
+    #[test]
+    fn server_names_are_file_names_that_stay_in_their_directory() {
+        let d = dir("names");
+        write(&d.join("dl140.pass"), "x", 0o600);
+        for bad in ["", "../../outside", "/abs/path", "rack1/dl140", ".hidden", "a b"] {
+            write(&d.join("lab.toml"), &IPMI_PXE.replace("name = \"dl140\"", &format!("name = {bad:?}")), 0o600);
+            let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
+            assert!(e.contains(&format!("server name {bad:?}: use up to 64 letters")), "{bad}: {e}");
+        }
+        write(&d.join("lab.toml"), &IPMI_PXE.replace("name = \"dl140\"", "name = \"rack1-dl140.b_2\""), 0o600);
         assert!(Lab::read(&d.join("lab.toml"), &no_env).is_ok());
     }
 

@@ -149,6 +149,8 @@ pub fn describe(lab: &Lab, image: &ImageEntries, plans: &[ServerPlan]) -> String
                 "Redfish {user} at {url}{}{}",
                 system.as_ref().map_or(String::new(), |s| format!(" system {s}")),
                 match tls {
+                    file::Tls::Insecure if url.starts_with("http://") =>
+                        " (plain http, insecure = true: the password goes in clear)".to_string(),
                     file::Tls::Insecure =>
                         " (certificate NOT verified: the password can be read on the way)".to_string(),
                     file::Tls::CaFile(f) => format!(" (certificate checked against {})", f.display()),

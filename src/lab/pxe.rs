@@ -5,7 +5,9 @@
 //! `grub/grub.cfg-01-<mac>` for UEFI (GRUB's netboot looks for it before
 //! `grub.cfg`) — with that entry as the default and no wait at the menu.
 //! Other servers booting from the same root are not affected. What a
-//! per-MAC name held before the lab is kept and put back at the end.
+//! per-MAC name and the shared menus (`pxelinux.cfg/default`,
+//! `grub/grub.cfg`, which the image's tree replaces) held before the lab
+//! is kept and put back at the end.
 
 use crate::bootmenu;
 use std::path::{Path, PathBuf};
@@ -42,14 +44,21 @@ pub fn install_tree(image_pxe: &Path, tftp_root: &Path) -> Result<usize, String>
     Ok(written)
 }
 
-/// What the per-MAC names held before the lab wrote them (None: nothing).
-/// Kept in the state directory, so that a lab resumed after the
-/// workstation died still puts back what was there before it started.
+/// The shared menus every server of the root reads when it has no per-MAC config.
+fn shared_menus(tftp_root: &Path) -> [PathBuf; 2] {
+    [tftp_root.join("pxelinux.cfg/default"), tftp_root.join("grub/grub.cfg")]
+}
+
+/// What the per-MAC names and the shared menus held before the lab wrote
+/// them (None: nothing). Kept in the state directory, so that a lab
+/// resumed after the workstation died still puts back what was there
+/// before it started. Taken before the image's tree is installed.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub struct Saved(Vec<(PathBuf, Option<Vec<u8>>)>);
 
 pub fn save(tftp_root: &Path, mac: &str) -> Saved {
-    Saved(config_paths(tftp_root, mac).into_iter().map(|p| (p.clone(), std::fs::read(&p).ok())).collect())
+    let paths = config_paths(tftp_root, mac).into_iter().chain(shared_menus(tftp_root));
+    Saved(paths.map(|p| (p.clone(), std::fs::read(&p).ok())).collect())
 }
 
 /// The `Saved` in `file` if a run of this lab took it, else taken now and
@@ -81,7 +90,7 @@ pub fn restore(saved: &Saved) -> Result<(), String> {
 /// Make `entry` (a label) the one server `mac` boots, from the shared
 /// configs the image put in `tftp_root`.
 pub fn point_at(tftp_root: &Path, mac: &str, entry: &str) -> Result<(), String> {
-    let shared = [tftp_root.join("pxelinux.cfg/default"), tftp_root.join("grub/grub.cfg")];
+    let shared = shared_menus(tftp_root);
     let [syslinux_mac, grub_mac] = config_paths(tftp_root, mac);
     let syslinux =
         std::fs::read_to_string(&shared[0]).map_err(|e| format!("cannot read {}: {e}", shared[0].display()))?;
@@ -173,5 +182,20 @@ mod tests {
         point_at(&root, mac, "k1").unwrap();
         restore(&save_once(&file, &root, mac).unwrap()).unwrap();
         assert_eq!(std::fs::read_to_string(&bios).unwrap(), "DEFAULT local\n");
+    }
+
+    #[test]
+    fn the_shared_menus_a_root_had_come_back_and_ones_it_lacked_go() {
+        let (image, root) = tree("shared");
+        std::fs::create_dir_all(root.join("pxelinux.cfg")).unwrap();
+        std::fs::write(root.join("pxelinux.cfg/default"), "DEFAULT install\n").unwrap();
+        let mac = "52:54:00:00:00:02";
+        let saved = save(&root, mac);
+        install_tree(&image, &root).unwrap();
+        point_at(&root, mac, "k1").unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("pxelinux.cfg/default")).unwrap(), SYSLINUX);
+        restore(&saved).unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("pxelinux.cfg/default")).unwrap(), "DEFAULT install\n");
+        assert!(!root.join("grub/grub.cfg").exists(), "a menu the root did not have is removed");
     }
 }

@@ -6,8 +6,11 @@
 //! user runs on a server.
 //!
 //! The running program's process group id is kept in the state directory
-//! (`SERVER.power.pid`): a lab killed while a guest ran and started again
-//! ends that guest at its next power-off, never leaving two on one disk.
+//! (`SERVER.power.pid`) with its leader's start time and the workstation's
+//! boot id: a lab killed while a guest ran and started again ends that
+//! guest at its next power-off, never leaving two on one disk, and a pid
+//! file left from before a reboot (its number since given to another
+//! program) is ignored, never signalled.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -25,6 +28,11 @@ pub struct QemuPower {
     /// The program this session started, reaped once it ends (a guest that
     /// powered itself off), so that its group no longer counts as running.
     child: Mutex<Option<Child>>,
+    /// The process group known to be ours: started here, or found with
+    /// the identity its pid file recorded. A group id is not given to
+    /// another group while any of its processes lives, so it stays ours
+    /// after its leader ends (a guest's children still ending).
+    owned: Mutex<Option<i32>>,
 }
 
 impl QemuPower {
@@ -35,19 +43,39 @@ impl QemuPower {
             pid_file: state_dir.join(format!("{server}.power.pid")),
             output: state_dir.join(format!("{server}.power.out")),
             child: Mutex::new(None),
+            owned: Mutex::new(None),
         }
     }
 
-    /// The command a step's entry runs.
-    pub fn command_for(&self, entry: &str) -> String {
-        self.command.replace("{entry}", entry)
+    /// The command a step's entry runs. The command goes to `sh -c`, so
+    /// the entry is taken only as the image's labels are made: letters,
+    /// digits, `.`, `_` and `-`.
+    pub fn command_for(&self, entry: &str) -> Result<String, String> {
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        if entry.is_empty() || !entry.chars().all(plain) {
+            return Err(format!(
+                "entry {entry:?} is not an image label (letters, digits, '.', '_', '-'): not put into `sh -c`"
+            ));
+        }
+        Ok(self.command.replace("{entry}", entry))
     }
 
-    /// The running program's process group, if one is running.
+    /// The running program's process group, if one is running and is the
+    /// one this lab started: owned already, or a group whose leader has
+    /// the start time and boot id the pid file recorded.
     fn running(&self) -> Option<i32> {
-        let pid: i32 = std::fs::read_to_string(&self.pid_file).ok()?.trim().parse().ok()?;
+        let text = std::fs::read_to_string(&self.pid_file).ok()?;
+        let (pid, recorded) = text.trim().split_once(' ')?;
+        let pid: i32 = pid.parse().ok()?;
         // SAFETY: kill(2) with signal 0 only checks that the group exists.
-        (pid > 1 && unsafe { libc::kill(-pid, 0) } == 0).then_some(pid)
+        if pid <= 1 || unsafe { libc::kill(-pid, 0) } != 0 {
+            return None;
+        }
+        let mut owned = self.owned.lock().ok()?;
+        if *owned != Some(pid) && identity(pid).as_deref() == Some(recorded) {
+            *owned = Some(pid);
+        }
+        (*owned == Some(pid)).then_some(pid)
     }
 
     pub fn power_is_on(&self) -> bool {
@@ -87,7 +115,7 @@ impl QemuPower {
 
     /// Run the command for `entry`, in a process group of its own.
     pub fn power_on(&self, entry: &str) -> Result<(), String> {
-        let line = self.command_for(entry);
+        let line = self.command_for(entry)?;
         let out = std::fs::File::options()
             .create(true)
             .append(true)
@@ -107,9 +135,23 @@ impl QemuPower {
         if let Ok(mut held) = self.child.lock() {
             *held = Some(child);
         }
-        std::fs::write(&self.pid_file, format!("{pid}\n"))
+        if let Ok(mut owned) = self.owned.lock() {
+            *owned = Some(pid as i32);
+        }
+        let identity = identity(pid as i32).unwrap_or_default();
+        std::fs::write(&self.pid_file, format!("{pid} {identity}\n"))
             .map_err(|e| format!("cannot write {}: {e}", self.pid_file.display()))
     }
+}
+
+/// What tells a process from a later one given its number: its start time
+/// (clock ticks after boot, /proc/PID/stat's 22nd field) and this boot's id.
+fn identity(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: count fields after the last ')' (field 3 on).
+    let start = stat[stat.rfind(')')? + 1..].split_whitespace().nth(19)?.to_string();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    Some(format!("{start} {}", boot.trim()))
 }
 
 #[cfg(test)]
@@ -122,7 +164,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         // A "guest" that starts a child of its own, as cargo xtask qemu starts QEMU.
         let power = QemuPower::new("sh -c 'echo booting {entry}; sleep 60 & wait'", &dir, &dir, "vm");
-        assert_eq!(power.command_for("k1"), "sh -c 'echo booting k1; sleep 60 & wait'");
+        assert_eq!(power.command_for("k1").unwrap(), "sh -c 'echo booting k1; sleep 60 & wait'");
+        for hostile in ["k1; rm -rf ~", "$(reboot)", "", "a b"] {
+            assert!(power.command_for(hostile).unwrap_err().contains("is not an image label"), "{hostile}");
+        }
         assert!(!power.power_is_on());
         power.power_on("k1").unwrap();
         assert!(power.power_is_on());
@@ -131,7 +176,8 @@ mod tests {
             assert!(since.elapsed() < Duration::from_secs(10), "the command did not run with the step's entry");
             std::thread::sleep(Duration::from_millis(20));
         }
-        let pid: i32 = std::fs::read_to_string(dir.join("vm.power.pid")).unwrap().trim().parse().unwrap();
+        let pid_file = std::fs::read_to_string(dir.join("vm.power.pid")).unwrap();
+        let pid: i32 = pid_file.split_whitespace().next().unwrap().parse().unwrap();
         power.power_off().unwrap();
         assert!(!power.power_is_on());
         // SAFETY: only checks that no process of the group is left.
@@ -145,6 +191,30 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
         }
         short.power_off().unwrap();
+        crate::fsutil::remove_tree(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_stale_pid_file_is_never_signalled() {
+        let dir = std::env::temp_dir().join(format!("bootmark-lab-stale-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A process group this lab did not start (as a pid reused after a reboot would be).
+        let mut bystander = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let pid = bystander.id();
+        let power = QemuPower::new("true {entry}", &dir, &dir, "vm");
+        for stale in [format!("{pid}\n"), format!("{pid} 1 00000000-0000-0000-0000-000000000000\n")] {
+            std::fs::write(dir.join("vm.power.pid"), stale).unwrap();
+            assert!(!power.power_is_on(), "a pid file that does not match its process counts as off");
+            power.power_off().unwrap();
+            assert_eq!(bystander.try_wait().unwrap(), None, "the unrelated process was signalled");
+        }
+        // The same group with its identity recorded, as a lab started again after a crash finds it: ended.
+        std::fs::write(dir.join("vm.power.pid"), format!("{pid} {}\n", identity(pid as i32).unwrap())).unwrap();
+        assert!(power.power_is_on());
+        // Reaped as it ends, as a lab's own child would be.
+        let reaper = std::thread::spawn(move || bystander.wait().unwrap());
+        power.power_off().unwrap();
+        assert!(!reaper.join().unwrap().success(), "ended by a signal");
         crate::fsutil::remove_tree(&dir).unwrap();
     }
 }

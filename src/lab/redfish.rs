@@ -93,13 +93,18 @@ impl Redfish {
         Ok(redfish)
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.origin)
+    /// A resource's URL: `path` is ours or the BMC's (an `@odata.id`, an
+    /// action's target), and the Authorization header goes with it, so it
+    /// must be a path on this service's own origin. A BMC that names
+    /// `evil.example/x` or `//other/x` would otherwise get the password
+    /// sent to another host (`https://bmc` + `@evil…`).
+    fn url(&self, path: &str) -> Result<String, String> {
+        on_origin(&self.origin, path)
     }
 
     /// GET a resource as JSON.
     pub fn get(&self, path: &str) -> Result<Value, String> {
-        let url = self.url(path);
+        let url = self.url(path)?;
         let mut resp = self
             .agent
             .get(&url)
@@ -117,7 +122,7 @@ impl Redfish {
 
     /// POST or PATCH `body`; 2xx is success (BMCs answer 200, 202 or 204).
     fn send(&self, method: &str, path: &str, body: &Value) -> Result<(), String> {
-        let url = self.url(path);
+        let url = self.url(path)?;
         let mut etag: Option<String> = None;
         loop {
             let request = match method {
@@ -147,7 +152,7 @@ impl Redfish {
 
     /// A resource's ETag (header, or `@odata.etag`), for If-Match.
     fn etag(&self, path: &str) -> Result<String, String> {
-        let url = self.url(path);
+        let url = self.url(path)?;
         let mut resp = self
             .agent
             .get(&url)
@@ -170,7 +175,7 @@ impl Redfish {
         match sys.get("PowerState").and_then(Value::as_str) {
             Some("On" | "PoweringOff") => Ok(true),
             Some("Off" | "PoweringOn") => Ok(false),
-            other => Err(format!("{}: PowerState {other:?}, neither On nor Off", self.url(&self.system))),
+            other => Err(format!("{}{}: PowerState {other:?}, neither On nor Off", self.origin, self.system)),
         }
     }
 
@@ -200,7 +205,7 @@ impl Redfish {
         while self.power_is_on()? != on {
             if since.elapsed() > Duration::from_secs(60) {
                 let word = if on { "On" } else { "Off" };
-                return Err(format!("{}: PowerState is not {word} a minute after asking", self.url(&self.system)));
+                return Err(format!("{}{}: PowerState is not {word} a minute after asking", self.origin, self.system));
             }
             std::thread::sleep(Duration::from_millis(500));
         }
@@ -311,6 +316,18 @@ fn basic_authorization(user: &str, password: &Secret) -> Secret {
 }
 
 /// `https://bmc:8443/redfish/v1` → `https://bmc:8443`.
+/// `path` as a URL on `origin`: an absolute path, or a URL on the same origin.
+fn on_origin(origin: &str, path: &str) -> Result<String, String> {
+    let path = path.strip_prefix(origin).filter(|p| p.starts_with('/')).unwrap_or(path);
+    let allowed = |c: char| c.is_ascii_graphic() && !matches!(c, '\\' | '@');
+    if !path.starts_with('/') || path.starts_with("//") || !path.chars().all(allowed) {
+        return Err(format!(
+            "{origin}: the service named {path:?} as one of its resources, which is not a path on it: not following it (the password would go with it)"
+        ));
+    }
+    Ok(format!("{origin}{path}"))
+}
+
 fn origin(url: &str) -> Result<String, String> {
     let (scheme, rest) = url
         .split_once("://")
@@ -398,6 +415,19 @@ mod tests {
         assert_eq!(origin("http://127.0.0.1:8000").unwrap(), "http://127.0.0.1:8000");
         assert!(origin("bmc.example").unwrap_err().contains("must start with https://"));
         assert!(origin("https:///redfish").unwrap_err().contains("names no host"));
+    }
+
+    #[test]
+    fn only_paths_on_the_services_own_origin_are_followed() {
+        let o = "https://bmc:8443";
+        assert_eq!(on_origin(o, "/redfish/v1/Systems/1").unwrap(), "https://bmc:8443/redfish/v1/Systems/1");
+        assert_eq!(on_origin(o, "https://bmc:8443/redfish/v1").unwrap(), "https://bmc:8443/redfish/v1");
+        for hostile in
+            ["redfish/v1", "@evil.example/x", "//evil.example/x", "https://evil.example/x", "/a@b", "/a b", ""]
+        {
+            let e = on_origin(o, hostile).unwrap_err();
+            assert!(e.contains("not a path on it"), "{hostile}: {e}");
+        }
     }
 
     #[test]

@@ -105,7 +105,8 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
         }
     }
     let all_done = state.to_do().next().is_none();
-    for p in &servers {
+    // Newest save first: servers sharing a TFTP root saved its menus one after another.
+    for p in servers.iter().rev() {
         if let Some(saved) = &p.saved_pxe {
             // Until the lab is over, a resumed run keeps pointing the server.
             if all_done || interrupted {
@@ -152,12 +153,13 @@ fn prepare<'a>(server: &'a Server, lab: &Lab, image: &ImageEntries, dir: &Path) 
             let image_pxe = image_dir.join("pxe");
             std::fs::create_dir_all(&p.tftp_root)
                 .map_err(|e| format!("cannot create {}: {e}", p.tftp_root.display()))?;
+            // What the root held, before the image's tree replaces its shared menus.
+            let file = dir.join(format!("{}.pxe-before.json", server.name));
+            prepared.saved_pxe = Some(pxe::save_once(&file, &p.tftp_root, &p.mac)?);
             let written = pxe::install_tree(&image_pxe, &p.tftp_root)?;
             if written > 0 {
                 say(&format!("lab: {} files of {} put in {}", written, image_pxe.display(), p.tftp_root.display()));
             }
-            let file = dir.join(format!("{}.pxe-before.json", server.name));
-            prepared.saved_pxe = Some(pxe::save_once(&file, &p.tftp_root, &p.mac)?);
         }
         Boot::VirtualMedia(_) => {
             let menus = image.iso_menus.clone().ok_or_else(|| {
@@ -210,9 +212,11 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
     }
     let device = point_boot(p, entry)?;
     p.bmc.boot_once(device)?;
-    // The console before the power: the whole boot is on it.
+    // The console before the power: the whole boot is on it. One that cannot be opened yet
+    // (a log its power-on program creates, a console server not yet listening) is tried
+    // again after the power-on, within the step's deadline: it fails the step, never the lab.
     let mut console = StepConsole::new(&server.console, p.bmc.ipmi());
-    let source = console.open()?;
+    let early = console.open(true);
     let started_unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let started = Instant::now();
     // Ctrl-C before the power: nothing is switched on.
@@ -222,6 +226,35 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
     }
     p.bmc.power_off()?;
     p.bmc.power_on(entry)?;
+    let source = match early {
+        Ok(source) => source,
+        Err(first) => {
+            say(&format!("lab: {id}: {first}; trying again until the step's deadline"));
+            match console.open_until(started + Duration::from_secs(deadline_s)) {
+                Ok(Some(source)) => source,
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    p.bmc.power_off()?;
+                    let why =
+                        format!("the console could not be opened within the step's deadline of {deadline_s} s: {e}");
+                    std::fs::write(&records_path, b"")
+                        .map_err(|e| format!("cannot write {}: {e}", records_path.display()))?;
+                    sync_step(&[&records_path], &dir.join(&server.name))?;
+                    let seconds = started.elapsed().as_secs_f64();
+                    let run_ids = Vec::new();
+                    return Ok(Some(Outcome {
+                        status: Status::Failed,
+                        why: Some(why),
+                        started_unix,
+                        seconds,
+                        log,
+                        records,
+                        run_ids,
+                    }));
+                }
+            }
+        }
+    };
     let how = watch::Follow {
         log: Some(log_path.clone()),
         out: Some(records_path.clone()),
@@ -233,7 +266,7 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
         reopen_after: Some(Duration::from_secs(REOPEN_AFTER_S)),
     };
     let followed = if console.reopens() {
-        let mut again = || console.open();
+        let mut again = || console.open(false);
         watch::follow(source, &how, Some(&mut again))
     } else {
         watch::follow(source, &how, None)
@@ -279,7 +312,18 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
         (status, why) = (Status::Failed, Some(wrong));
     }
     let run_ids = runs.iter().map(|r| r.run_id.clone()).collect();
+    // On the disk before the state says the step is done: a step resume never redoes must not be lost.
+    sync_step(&[&log_path, &records_path], &dir.join(&server.name))?;
     Ok(Some(Outcome { status, why, started_unix, seconds: started.elapsed().as_secs_f64(), log, records, run_ids }))
+}
+
+/// fsync a step's files (those that exist) and their directory; an error
+/// stops the lab before the step is marked done, so a resume runs it again.
+fn sync_step(files: &[&Path], dir: &Path) -> Result<(), String> {
+    for f in files.iter().filter(|f| f.exists()) {
+        std::fs::File::open(f).and_then(|f| f.sync_all()).map_err(|e| format!("cannot sync {}: {e}", f.display()))?;
+    }
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("cannot sync {}: {e}", dir.display()))
 }
 
 /// A step's console: opened before the power is switched, opened again
@@ -298,7 +342,9 @@ impl<'a> StepConsole<'a> {
         StepConsole { console, ipmi, child: None }
     }
 
-    fn open(&mut self) -> Result<Source, String> {
+    /// Open the console; a log file is read from its end when it is
+    /// opened before the power-on (`before_power`), else from its start.
+    fn open(&mut self, before_power: bool) -> Result<Source, String> {
         self.end();
         match self.console {
             Console::Sol => {
@@ -311,8 +357,23 @@ impl<'a> StepConsole<'a> {
             Console::Tcp(spec) => Source::open(spec, 115200),
             Console::File(path) => {
                 let mut source = Source::open(&path.display().to_string(), 115200)?;
-                source.skip_what_is_there().map_err(|e| format!("{}: {e}", path.display()))?;
+                if before_power {
+                    source.skip_what_is_there().map_err(|e| format!("{}: {e}", path.display()))?;
+                }
                 Ok(source)
+            }
+        }
+    }
+
+    /// Open the console after the power-on, trying each second until
+    /// `until`; None when Ctrl-C stops the lab meanwhile.
+    fn open_until(&mut self, until: Instant) -> Result<Option<Source>, String> {
+        loop {
+            match self.open(false) {
+                Ok(source) => return Ok(Some(source)),
+                Err(e) if Instant::now() >= until => return Err(e),
+                Err(_) if crate::run::interrupt::interrupted() => return Ok(None),
+                Err(_) => std::thread::sleep(Duration::from_secs(1)),
             }
         }
     }
@@ -415,5 +476,33 @@ mod tests {
         let none = run(Some("console=ttyS0"));
         assert!(wrong_entry(&[&none], "k0").unwrap().contains("booted entry none"));
         assert_eq!(wrong_entry(&[], "k0"), None, "no run record: the deadline decides");
+    }
+
+    #[test]
+    fn a_console_log_that_appears_after_the_power_on_is_waited_for_and_read_whole() {
+        let dir = std::env::temp_dir().join(format!("bootmark-lab-console-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("serial.log");
+        let console = Console::File(path.clone());
+        let mut step = StepConsole::new(&console, None);
+        assert!(step.open(true).err().unwrap().contains("serial.log"), "not there yet");
+        // The power-on program creates it a moment later, its first lines already in.
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            std::fs::write(&path, "SeaBIOS (version 1.16.2)\n").unwrap();
+        });
+        let mut source = step.open_until(Instant::now() + Duration::from_secs(20)).unwrap().expect("opened");
+        writer.join().unwrap();
+        match source.read(500).unwrap() {
+            crate::watch::source::Chunk::Data(bytes) => assert!(String::from_utf8_lossy(&bytes).contains("SeaBIOS")),
+            _ => panic!("the lines written before it was opened are read"),
+        }
+        // Never there: an error once the deadline has passed, for the step to fail.
+        let never = Console::File(dir.join("never.log"));
+        let since = Instant::now();
+        let e = StepConsole::new(&never, None).open_until(Instant::now() + Duration::from_secs(1)).err().unwrap();
+        assert!(e.contains("never.log") && since.elapsed() < Duration::from_secs(5), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -96,11 +96,24 @@ impl State {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
         };
+        // The schema first: a newer bootmark's state is not "not a lab state" (its fields may differ).
+        let schema = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string));
+        if let Some(schema) = &schema
+            && schema != SCHEMA
+        {
+            let version = |s: &str| s.strip_prefix("bootmark.lab-state/").and_then(|v| v.parse::<u32>().ok());
+            return Err(match (version(schema), version(SCHEMA)) {
+                (Some(theirs), Some(ours)) if theirs > ours => format!(
+                    "{}: written by a newer bootmark (lab state version {theirs}; this one reads {ours}): run the lab with that bootmark, or move the state directory away",
+                    path.display()
+                ),
+                _ => format!("{}: schema {schema:?}, this bootmark reads {SCHEMA}", path.display()),
+            });
+        }
         let state: State = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not a lab state ({e}); move it away to start the lab again", path.display()))?;
-        if state.schema != SCHEMA {
-            return Err(format!("{}: schema {:?}, this bootmark reads {SCHEMA}", path.display(), state.schema));
-        }
         Ok(Some(state))
     }
 
@@ -211,5 +224,19 @@ mod tests {
         assert!(e.contains("not the one this lab started with: move /tmp/lab.state away"), "{e}");
         let e = state.check_same_lab(&State::new("abc".into(), 7, &steps()[..1]), dir).unwrap_err();
         assert!(e.contains("steps have changed"), "{e}");
+    }
+
+    #[test]
+    fn a_state_from_a_newer_bootmark_is_named_as_such() {
+        let dir = std::env::temp_dir().join(format!("bootmark-lab-state-newer-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // Version 2 with fields this one does not know and one it knows changed in type.
+        std::fs::write(dir.join(FILE), r#"{"schema": "bootmark.lab-state/2", "seed": "x", "steps": {}}"#).unwrap();
+        let e = State::load(&dir).unwrap_err();
+        assert!(e.contains("written by a newer bootmark (lab state version 2; this one reads 1)"), "{e}");
+        std::fs::write(dir.join(FILE), "{\"steps\": 3}").unwrap();
+        assert!(State::load(&dir).unwrap_err().contains("not a lab state"));
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

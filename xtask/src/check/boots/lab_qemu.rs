@@ -61,8 +61,9 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
             ));
         }
     }
-    let pid: Option<i32> =
-        std::fs::read_to_string(state_dir.join("vm.power.pid")).ok().and_then(|p| p.trim().parse().ok());
+    let pid: Option<i32> = std::fs::read_to_string(state_dir.join("vm.power.pid"))
+        .ok()
+        .and_then(|p| p.split_whitespace().next()?.parse().ok());
     // The last guest powered itself off; its `xtask qemu` ends moments later.
     // SAFETY: kill(2) with signal 0 only asks whether the group still exists.
     let alive = || pid.is_some_and(|pid| unsafe { libc::kill(-pid, 0) } == 0);
