@@ -32,6 +32,14 @@ pub mod formatting {
     pub use crate::init::safety::{SCRATCH_MARKER, mkfs_args};
 }
 
+/// The disks beside a target as /init judges them: which are plain, which
+/// a layer (LV, md array) claims a label for, which it passes over and why.
+/// The fuzzer feeds these crafted disks on a fake machine.
+pub mod layers {
+    pub use crate::init::devices::{BlockDev, scan};
+    pub use crate::init::layers::{ignored, inside, plain_target_refusal};
+}
+
 /// Identifying a filesystem and partitions as /init does, from what is on
 /// the disk.
 pub mod fsprobe {

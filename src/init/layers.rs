@@ -164,16 +164,35 @@ pub fn plain_target_refusal(target: &BlockDev, all: &[BlockDev]) -> Option<Strin
     None
 }
 
-/// Every disk whose layer metadata bootmark passed over, and why: for the
-/// run record, so that a disk beside the target that was ignored is named.
+/// Every disk whose layer metadata bootmark passed over, and why, and the
+/// ambiguities lvm2 would refuse (two VGs of one name): for the run
+/// record, so that what a disk beside the target holds is named.
 pub fn ignored(sys: &Path, dev: &Path) -> Vec<String> {
     let seen = look(&devices::scan(sys, dev));
     let mut out: Vec<String> = seen.iter().filter_map(|s| s.unusable.clone()).collect();
     let (texts, problems) = pv_texts(&seen);
     out.extend(problems);
+    let mut groups: Vec<(String, String, String)> = Vec::new();
     for t in &texts {
-        if let Err(e) = lvm::volume_group(&t.text) {
-            out.push(format!("{}: LVM2 metadata that cannot be read: {e}", t.place.name()));
+        match lvm::volume_group(&t.text) {
+            Ok(vg) => groups.push((vg.name, vg.id, t.place.name())),
+            Err(e) => out.push(format!("{}: LVM2 metadata that cannot be read: {e}", t.place.name())),
+        }
+    }
+    groups.sort();
+    for (name, _, _) in &groups {
+        let same: Vec<&(String, String, String)> = groups.iter().filter(|g| &g.0 == name).collect();
+        let mut ids: Vec<&str> = same.iter().map(|g| g.1.as_str()).collect();
+        ids.dedup();
+        let said = format!("volume group {name}: ");
+        if ids.len() > 1 && !out.iter().any(|o| o.starts_with(&said)) {
+            let mut places: Vec<&str> = same.iter().map(|g| g.2.as_str()).collect();
+            places.sort_unstable();
+            out.push(format!(
+                "{said}{} different volume groups carry this name (on {}): lvm2 refuses it, and an LV= target in it is refused",
+                ids.len(),
+                places.join(", ")
+            ));
         }
     }
     out
@@ -600,7 +619,9 @@ impl Activated {
 mod tests {
     use super::*;
 
-    use crate::layers::testdisk::{self, md_disk, md_sb1, pv0, set_area_size, set_label_uuid, set_locn, set_text};
+    use crate::layers::crafted::{
+        self, md_disk, md_sb1, pv0, pv0_with_ids, set_area_size, set_label_uuid, set_locn, set_text,
+    };
 
     /// A fake machine: sysfs in a temp dir, each disk's "node" a regular file.
     struct Machine {
@@ -738,7 +759,7 @@ mod tests {
         set_text(&mut deep, &format!("tvg {{\nseqno = {}\n}}\n", "[".repeat(100_000)));
         // An md superblock claiming u32::MAX disks.
         let mut many = md_sb1(0x22, 2, 0, 20, u64::MAX, &[0, 1]);
-        testdisk::set_sb1_u32(&mut many, 92, u32::MAX);
+        crafted::set_sb1_u32(&mut many, 92, u32::MAX);
         // A partition of a whole-disk member, holding a copy of sda's PV: the array's data behind md's back.
         m.add("sdb", None, &huge).add("sdc", None, &deep).add("sdd", None, &md_disk(&many, 4 << 20));
         m.add("sde", None, &md_member(0x33)).add("sde1", Some("sde"), &pv_with_inlv());
@@ -777,27 +798,26 @@ mod tests {
         );
 
         let mut m = machine("dup-vg");
-        let mut other = pv0();
-        let text = testdisk::text(&other).replacen(
-            "U0ojSR-jU3a-oCmR-tCJC-30YU-5fx9-vInEA0",
-            "OTHERS-jU3a-oCmR-tCJC-30YU-5fx9-vInEA0",
-            1,
+        m.add(
+            "sdb",
+            None,
+            &pv0_with_ids("OTHERS-jU3a-oCmR-tCJC-30YU-5fx9-vInEA0", "OTHERP-eDwP-K3gq-Dp0f-sThq-rCYs-EMiFVD"),
         );
-        set_text(
-            &mut other,
-            &text.replace("fcH57v-eDwP-K3gq-Dp0f-sThq-rCYs-EMiFVD", "OTHERP-eDwP-K3gq-Dp0f-sThq-rCYs-EMiFVD"),
-        );
-        set_label_uuid(&mut other, "OTHERPeDwPK3gqDp0fsThqrCYsEMiFVD");
-        m.add("sdb", None, &other);
         let e = refused(find_lv("tvg", "lv1", &seen(&m)));
         assert!(e.contains("2 different volume groups are named tvg (ids OTHERS-"), "{e}");
+        // A plain target beside them is not refused; the run record names the ambiguity.
+        let ignored = ignored(&m.sys(), &m.dev()).join("\n");
+        assert!(
+            ignored.contains("volume group tvg: 2 different volume groups carry this name (on sda, sdb)"),
+            "{ignored}"
+        );
     }
 
     #[test]
     fn damaged_metadata_is_named_at_once_instead_of_waited_for() {
         let mut m = Machine::new("damaged");
         let mut pv = pv_with_inlv();
-        pv[testdisk::MDA_AT + 4608 + 20] ^= 0x20;
+        pv[crafted::MDA_AT + 4608 + 20] ^= 0x20;
         m.add("sda", None, &pv);
         let e = refused(find_lv("tvg", "lv1", &seen(&m)));
         assert!(
@@ -843,5 +863,52 @@ mod tests {
         assert_eq!(undo.run(), ["stopping md127: EBUSY"]);
         drop(undo);
         assert_eq!(*log.borrow(), ["array"]);
+    }
+
+    /// sda: 64 KiB of ext3 labelled TARGET, a plain target.
+    fn plain_target() -> Vec<u8> {
+        let mut target = vec![0u8; 64 << 10];
+        target[1024 + 56..1024 + 58].copy_from_slice(&0xEF53u16.to_le_bytes());
+        target[1024 + 92] = 0x4;
+        target[1024 + 120..1024 + 126].copy_from_slice(b"TARGET");
+        target
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 200, failure_persistence: None, ..Default::default() })]
+
+        /// Any bytes on a disk beside a plain target — zeros, a real PV or an md
+        /// superblock (checksums valid) with bytes changed, cut anywhere — leave
+        /// the target plain and unclaimed, and nothing panics or aborts.
+        #[test]
+        fn any_disk_beside_a_plain_target_leaves_it_the_target(
+            base in 0usize..3,
+            changes in proptest::collection::vec((0usize..40_000, proptest::prelude::any::<u8>()), 0..24),
+            len in 0usize..48_000,
+        ) {
+            let mut disk = match base {
+                0 => vec![0u8; 48_000],
+                1 => pv0(),
+                _ => {
+                    // A member whose data starts at 8 KiB, within this small disk.
+                    let mut sb = md_sb1(0x55, 2, 0, 20, u64::MAX, &[0, 1]);
+                    crafted::set_sb1_u64(&mut sb, 128, 16);
+                    md_disk(&sb, 48_000)
+                }
+            };
+            for (at, byte) in changes {
+                if let Some(b) = disk.get_mut(at) {
+                    *b = byte;
+                }
+            }
+            disk.truncate(len);
+            let mut m = Machine::new("any-bytes");
+            m.add("sda", None, &plain_target()).add("sdb", None, &disk);
+            let all = m.scan();
+            let target = all.iter().find(|d| d.name == "sda").unwrap();
+            proptest::prop_assert_eq!(plain_target_refusal(target, &all), None);
+            let _ = ignored(&m.sys(), &m.dev());
+            proptest::prop_assert_eq!(inside(&DiskSpec::Label("TARGET".into()), &m.sys(), &m.dev()), Ok(None));
+        }
     }
 }

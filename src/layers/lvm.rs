@@ -479,7 +479,7 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
-    use crate::layers::testdisk::{self, MDA_AT, pv0, set_area_size, set_locn, set_text};
+    use crate::layers::crafted::{self, MDA_AT, pv0, set_area_size, set_locn, set_text};
 
     fn metadata_of(pv: &[u8]) -> Result<Option<String>, String> {
         read_metadata(&pv, &read_label(&pv).unwrap().expect("a label"))
@@ -509,9 +509,9 @@ mod tests {
         assert!(metadata_of(&pv).is_err());
         // A label whose offset_xl points past its sector is no label (no index out of range).
         let mut pv = pv0();
-        pv[testdisk::LABEL_AT + 20..testdisk::LABEL_AT + 24].copy_from_slice(&u32::MAX.to_le_bytes());
-        let sealed = crc(INITIAL_CRC, &pv[testdisk::LABEL_AT + 20..testdisk::LABEL_AT + 512]);
-        pv[testdisk::LABEL_AT + 16..testdisk::LABEL_AT + 20].copy_from_slice(&sealed.to_le_bytes());
+        pv[crafted::LABEL_AT + 20..crafted::LABEL_AT + 24].copy_from_slice(&u32::MAX.to_le_bytes());
+        let sealed = crc(INITIAL_CRC, &pv[crafted::LABEL_AT + 20..crafted::LABEL_AT + 512]);
+        pv[crafted::LABEL_AT + 16..crafted::LABEL_AT + 20].copy_from_slice(&sealed.to_le_bytes());
         assert_eq!(read_label(&pv).unwrap(), None);
     }
 
@@ -522,7 +522,7 @@ mod tests {
         let mut pv = good.clone();
         pv.resize(64 << 10, 0);
         pv[32 << 10..(32 << 10) + 28672].copy_from_slice(&good[MDA_AT..MDA_AT + 28672]);
-        let s = &mut pv[testdisk::LABEL_AT..testdisk::LABEL_AT + 512];
+        let s = &mut pv[crafted::LABEL_AT..crafted::LABEL_AT + 512];
         let at = u32_at(s, 20) as usize;
         let mut p = at + 40;
         while u64_at(s, p) != 0 {
@@ -534,7 +534,7 @@ mod tests {
         s[p + 48..p + 64].fill(0);
         let sealed = crc(INITIAL_CRC, &s[20..]);
         s[16..20].copy_from_slice(&sealed.to_le_bytes());
-        let text = testdisk::text(&pv);
+        let text = crafted::text(&pv);
         pv[MDA_AT + 4608 + 30] ^= 0x20;
         let read = metadata_of(&pv).unwrap().expect("the second copy");
         assert_eq!(read, text);
@@ -547,7 +547,7 @@ mod tests {
     #[test]
     fn extent_arithmetic_that_overflows_or_leaves_the_pv_is_refused() {
         let pv = pv0();
-        let original = testdisk::text(&pv);
+        let original = crafted::text(&pv);
         let dev = |_: &PvEntry| Some("7:0".to_string());
         for (from, to, why) in [
             ("extent_size = 8192", "extent_size = 4611686018427387904", "overflow a sector count"),

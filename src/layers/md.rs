@@ -314,7 +314,7 @@ pub fn stop(array: &File) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    use crate::layers::testdisk::{md_disk, md_sb1, set_sb1_u32, set_sb1_u64};
+    use crate::layers::crafted::{md_disk, md_sb1, set_sb1_u32, set_sb1_u64};
 
     fn sb1(slot: u16, events: u64, resync_offset: u64, roles: &[u16]) -> Vec<u8> {
         md_sb1(0x11, 2, slot, events, resync_offset, roles)
@@ -353,6 +353,22 @@ mod tests {
         let mut sb = sb1(0, 20, MAX_SECTOR, &[0, 1]);
         set_sb1_u32(&mut sb, 92, MAX_DISKS_1);
         assert_eq!(member_of(sb).unwrap().raid_disks, 1920);
+    }
+
+    #[test]
+    fn superblocks_mdadm_wrote_read_as_mdadm_reads_them() {
+        let fixture =
+            |name: &str| std::fs::read(format!("{}/tests/data/layers/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let disk = fixture("md-1.2-mdadm.bin");
+        let m = read_member(&disk, disk.len() as u64 + (1 << 20)).unwrap().expect("a 1.2 member");
+        assert_eq!((m.version.as_str(), m.name.as_str(), m.level, m.raid_disks), ("1.2", "bootmark:0", 1, 2));
+        assert_eq!(m.uuid, "599f795a:b2d39dca:6af56a2d:40135f26");
+        assert_eq!((m.slot, m.events, m.data_offset, m.clean), (Some(0), 6, 2048, true));
+        let disk = fixture("md-0.90-mdadm.bin");
+        let m = read_member(&disk, disk.len() as u64).unwrap().expect("a 0.90 member");
+        assert_eq!((m.version.as_str(), m.level, m.raid_disks, m.slot, m.events), ("0.90", 1, 2, Some(0), 5));
+        assert_eq!(m.uuid, "0df7064a:ae65e469:43fdb68a:4518245b");
+        assert!(m.clean);
     }
 
     #[test]

@@ -7,13 +7,13 @@
 //! Everything here reads metadata and never writes it; what /init may
 //! activate, and read-write, is decided in `init::layers`.
 
+#[cfg(any(test, feature = "workstation"))]
+pub mod crafted;
 pub mod dm;
 pub mod lvm;
 pub mod lvm_text;
 pub mod md;
 pub mod stack;
-#[cfg(test)]
-pub(crate) mod testdisk;
 
 use std::fs::File;
 use std::io;

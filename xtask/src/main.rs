@@ -106,6 +106,11 @@ enum Check {
     /// A target inside storage as installed: an LV on md RAID 1 across two SCSI disks,
     /// made by mdadm and lvm in a helper boot; the degraded array refused.
     Layers,
+    /// Crafted md/LVM2 metadata on disks beside a plain target (a 1 PiB metadata area, a
+    /// text nested 100,000 deep, an md superblock claiming u32::MAX disks, a partitioned
+    /// whole-disk member, two VGs of one name): the plan runs, each is named, none written.
+    /// Builds the e2e image if `check e2e` has not.
+    HostileDisks,
     /// The KCIDB export against kcidb-io's validator.
     Kcidb,
     /// The stick write-log replay, on the e2e image.
@@ -117,7 +122,7 @@ enum Check {
     },
     /// A kernel built from Debian's linux-source-6.1 with kernel-configs/6.1, imaged and booted.
     KernelFromSource,
-    /// Fuzz the serial log parser for a while (installs cargo-fuzz if missing).
+    /// Fuzz the serial log parser and the md/LVM2 metadata readers, each for a while (installs cargo-fuzz if missing).
     Fuzz {
         #[arg(long, default_value_t = 30)]
         seconds: u64,
@@ -182,6 +187,12 @@ fn run_check(check: Check) -> Result<()> {
             nvme.and(two)
         }
         Check::Layers => package().and_then(|p| boots::layers::test(&p, &e2e)),
+        Check::HostileDisks => package().and_then(|p| {
+            if !image.join("manifest.json").exists() {
+                build::image::build(&boots::support::test_image(vec![p.clone()], image.clone(), None))?;
+            }
+            boots::hostile_disks::test(&image, &e2e, &p)
+        }),
         Check::Kcidb => check::kcidb::check(),
         Check::WriteLog => boots::write_log::test(&image, &e2e),
         Check::Resets { kills } => boots::resets::campaign(&image, &e2e, kills),

@@ -7,6 +7,7 @@
 pub mod built_image;
 pub mod failing_disk;
 pub mod generations;
+pub mod hostile_disks;
 pub mod i686;
 pub mod iso;
 pub mod kernel_from_source;
@@ -67,6 +68,7 @@ pub fn harness() -> Result<()> {
     }
     tally.add("NVMe", crate::check::boots::nvme::test(&out, &base, &package));
     tally.add("LVM on md RAID 1", layers::test(&package, &base));
+    tally.add("hostile disks", hostile_disks::test(&out, &base, &package));
     // Today's servers: Secure Boot on and off, the ISO as a virtual CD.
     match crate::check::boots::secure_boot::build_image(&package, &base) {
         Ok(sb) => {

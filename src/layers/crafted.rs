@@ -1,8 +1,9 @@
-//! Crafted disks for tests: the real PV fixture (made by lvm2 2.03.16,
-//! tests/data/layers/README.md) re-sealed after a change, and md 1.2
-//! superblocks laid out field by field as md_p.h says. Every checksum is
-//! made valid, so what a test exercises is the reader's bounds, not its
-//! checksum test.
+//! Crafted disks, for the unit tests and the hostile-disk QEMU boot
+//! (`cargo xtask check hostile-disks`): the real PV fixture (made by lvm2
+//! 2.03.16, tests/data/layers/README.md) re-sealed after a change, md 1.x
+//! superblocks laid out field by field as md_p.h says, and an MBR. Every
+//! checksum is made valid, so what they exercise is a reader's bounds,
+//! not its checksum test. Not in the /init build.
 
 use super::lvm::crc;
 use super::{u32_at, u64_at};
@@ -85,6 +86,32 @@ fn seal_label(pv: &mut [u8]) {
 /// An md 1.2 superblock (4 KiB, for byte 4096 of its member): raid1 of
 /// `raid_disks`, this member in `slot`, the roles given, checksum sealed.
 pub fn md_sb1(uuid_byte: u8, raid_disks: u32, slot: u16, events: u64, resync_offset: u64, roles: &[u16]) -> Vec<u8> {
+    // super_offset: this superblock at sector 8; data_offset: 1 MiB, mdadm's default.
+    sb1(uuid_byte, raid_disks, slot, events, resync_offset, roles, 8, 2048)
+}
+
+/// A disk of `bytes` that is a whole-disk md 1.0 member (raid1 of 2, slot
+/// 0, clean): its superblock 8 KiB before the end, the array's data from
+/// sector 0 — so what the array holds at its start (a partition table) is
+/// what the raw disk shows.
+pub fn md_1_0_member(uuid_byte: u8, mut disk: Vec<u8>) -> Vec<u8> {
+    let at = ((disk.len() as u64 / 512).saturating_sub(16) & !7) as usize * 512;
+    let sb = sb1(uuid_byte, 2, 0, 20, u64::MAX, &[0, 1], at as u64 / 512, 0);
+    disk[at..at + 4096].copy_from_slice(&sb);
+    disk
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sb1(
+    uuid_byte: u8,
+    raid_disks: u32,
+    slot: u16,
+    events: u64,
+    resync_offset: u64,
+    roles: &[u16],
+    super_offset: u64,
+    data_offset: u64,
+) -> Vec<u8> {
     let mut sb = vec![0u8; 4096];
     put32(&mut sb, 0, MD_MAGIC);
     put32(&mut sb, 4, 1);
@@ -92,8 +119,8 @@ pub fn md_sb1(uuid_byte: u8, raid_disks: u32, slot: u16, events: u64, resync_off
     sb[32..40].copy_from_slice(b"host:md0");
     put32(&mut sb, 72, 1);
     put32(&mut sb, 92, raid_disks);
-    put64(&mut sb, 128, 2048); // data_offset: 1 MiB, mdadm's default
-    put64(&mut sb, 144, 8); // super_offset: this superblock at sector 8
+    put64(&mut sb, 128, data_offset);
+    put64(&mut sb, 144, super_offset);
     put32(&mut sb, 160, slot as u32);
     put64(&mut sb, 200, events);
     put64(&mut sb, 208, resync_offset);
@@ -133,4 +160,33 @@ pub fn md_disk(sb: &[u8], bytes: usize) -> Vec<u8> {
     let mut disk = vec![0u8; bytes];
     disk[4096..8192].copy_from_slice(sb);
     disk
+}
+
+/// The PV fixture as another VG's PV: `vg_id` and `pv_uuid` (lvm's dashed
+/// forms, 38 characters) in the text, the PV's UUID in the label too. The
+/// VG keeps its name: two such disks are two VGs of one name.
+pub fn pv0_with_ids(vg_id: &str, pv_uuid: &str) -> Vec<u8> {
+    let mut pv = pv0();
+    let text = text(&pv).replacen("U0ojSR-jU3a-oCmR-tCJC-30YU-5fx9-vInEA0", vg_id, 1).replacen(
+        "fcH57v-eDwP-K3gq-Dp0f-sThq-rCYs-EMiFVD",
+        pv_uuid,
+        1,
+    );
+    set_text(&mut pv, &text);
+    set_label_uuid(&mut pv, &pv_uuid.replace('-', ""));
+    pv
+}
+
+/// An MBR with these partitions: (first sector, sectors, type).
+pub fn mbr(partitions: &[(u32, u32, u8)]) -> [u8; 512] {
+    let mut sector = [0u8; 512];
+    for (i, (start, sectors, kind)) in partitions.iter().enumerate().take(4) {
+        let e = 446 + 16 * i;
+        sector[e + 4] = *kind;
+        put32(&mut sector, e + 8, *start);
+        put32(&mut sector, e + 12, *sectors);
+    }
+    sector[510] = 0x55;
+    sector[511] = 0xaa;
+    sector
 }
