@@ -268,7 +268,7 @@ pub fn activate(
             other => return Err(format!("{other} is not inside a layer")),
         };
         match found {
-            Ok(plan) => return plan.apply(sys, dev, load),
+            Ok(plan) => return plan.apply(&mut LiveKernel { sys, dev, load }),
             Err(Stop::Refused(e)) => return Err(e),
             Err(Stop::Missing(e)) if mono_ns() >= deadline => {
                 return Err(format!("after waiting {wait_s:.0} s: {e}; disks seen: {}", devices::inventory(&all)));
@@ -474,7 +474,7 @@ fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
 }
 
 impl Plan {
-    fn apply(self, sys: &Path, dev: &Path, load: &mut dyn FnMut(&str)) -> Result<Activated, String> {
+    fn apply(self, kernel: &mut dyn Kernel) -> Result<Activated, String> {
         let mut built: Vec<BlockDev> = Vec::new();
         // From the first array on, any error below takes down what was set up (Undo's drop).
         let mut undo = Undo::default();
@@ -482,7 +482,7 @@ impl Plan {
         let mut members = Vec::new();
         let mut md_facts = Vec::new();
         for array in &self.arrays {
-            let (top, start_ro) = assemble(array, sys, dev, load, &mut undo)?;
+            let (top, start_ro) = kernel.assemble(array, &mut undo)?;
             md_facts.push(json!({
                 "uuid": array.uuid, "device": top.name, "metadata": array.members[0].1.version,
                 "level": array.members[0].1.level, "raid_disks": array.members[0].1.raid_disks,
@@ -510,24 +510,70 @@ impl Plan {
         members.extend(plan.pvs.iter().filter_map(|(_, p)| p.as_ref().ok().cloned()));
         let lv = plan.vg.lv(&plan.lv)?;
         let table = plan.vg.table(lv, &|p: &lvm::PvEntry| device_of(&p.key))?;
-        load("dm_mod");
-        let control = control_node(dev)?;
-        let dm = dm::Control::open(&control)?;
-        let version = dm.version()?;
         let name = plan.vg.dm_name(lv);
-        let (major, minor) = dm.create(&name, &plan.vg.dm_uuid(lv))?;
-        let (removed, from) = (name.clone(), control.clone());
-        undo.push(format!("removing the mapping {name}"), move || dm::Control::open(&from)?.remove(&removed));
-        dm.load(&name, &table, false).and_then(|()| dm.resume(&name))?;
+        let ((major, minor), version) = kernel.map(&name, &plan.vg.dm_uuid(lv), &table, &mut undo)?;
         facts.insert(
             "lvm".into(),
             json!({"vg": plan.vg.name, "lv": lv.name, "seqno": plan.vg.seqno, "dm_name": name,
                    "table": table.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
-                   "dm_version": format!("{}.{}.{}", version.0, version.1, version.2),
+                   "dm_version": version,
                    "other_lvs_left_inactive": plan.vg.lvs.len() - 1}),
         );
-        let target = device_by_number(sys, dev, major, minor)?;
+        let target = kernel.device(major, minor)?;
         Ok(Activated { target, members, facts: Value::Object(facts), undo })
+    }
+}
+
+/// What `Plan::apply` asks of the kernel, each step's undoing pushed on
+/// `undo` as soon as the step took: the seam where the tests inject a
+/// failure after an array is assembled. `LiveKernel` is the real one.
+trait Kernel {
+    /// Assemble one array read-auto; its device and whether start_ro took.
+    fn assemble(&mut self, array: &Array, undo: &mut Undo) -> Result<(BlockDev, bool), String>;
+    /// Map `table` as the device-mapper device `name`; its numbers and dm's version.
+    fn map(
+        &mut self,
+        name: &str,
+        uuid: &str,
+        table: &[dm::Target],
+        undo: &mut Undo,
+    ) -> Result<((u32, u32), String), String>;
+    /// The block device with these numbers, once sysfs shows it.
+    fn device(&mut self, major: u32, minor: u32) -> Result<BlockDev, String>;
+}
+
+/// md's and device-mapper's ioctls on this machine; `load` loads a module by name.
+struct LiveKernel<'a> {
+    sys: &'a Path,
+    dev: &'a Path,
+    load: &'a mut dyn FnMut(&str),
+}
+
+impl Kernel for LiveKernel<'_> {
+    fn assemble(&mut self, array: &Array, undo: &mut Undo) -> Result<(BlockDev, bool), String> {
+        assemble(array, self.sys, self.dev, self.load, undo)
+    }
+
+    fn map(
+        &mut self,
+        name: &str,
+        uuid: &str,
+        table: &[dm::Target],
+        undo: &mut Undo,
+    ) -> Result<((u32, u32), String), String> {
+        (self.load)("dm_mod");
+        let control = control_node(self.dev)?;
+        let dm = dm::Control::open(&control)?;
+        let version = dm.version()?;
+        let numbers = dm.create(name, uuid)?;
+        let removed = name.to_string();
+        undo.push(format!("removing the mapping {name}"), move || dm::Control::open(&control)?.remove(&removed));
+        dm.load(name, table, false).and_then(|()| dm.resume(name))?;
+        Ok((numbers, format!("{}.{}.{}", version.0, version.1, version.2)))
+    }
+
+    fn device(&mut self, major: u32, minor: u32) -> Result<BlockDev, String> {
+        device_by_number(self.sys, self.dev, major, minor)
     }
 }
 
@@ -863,6 +909,73 @@ mod tests {
         assert_eq!(undo.run(), ["stopping md127: EBUSY"]);
         drop(undo);
         assert_eq!(*log.borrow(), ["array"]);
+    }
+
+    /// A kernel that assembles and maps in name only, logging each undoing,
+    /// and fails at the step named by `fail` ("map" or "device").
+    struct Injected {
+        log: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+        fail: &'static str,
+        disk: BlockDev,
+    }
+
+    impl Kernel for Injected {
+        fn assemble(&mut self, _: &Array, undo: &mut Undo) -> Result<(BlockDev, bool), String> {
+            let log = self.log.clone();
+            undo.push("stopping md127".into(), move || {
+                log.borrow_mut().push("stopped md127".into());
+                Ok(())
+            });
+            let mut md = self.disk.clone();
+            (md.sysfs.name, md.sysfs.major, md.sysfs.minor) = ("md127".into(), 9, 127);
+            Ok((md, true))
+        }
+
+        fn map(
+            &mut self,
+            name: &str,
+            _: &str,
+            _: &[dm::Target],
+            undo: &mut Undo,
+        ) -> Result<((u32, u32), String), String> {
+            if self.fail == "map" {
+                return Err("device-mapper: DM_TABLE_LOAD: Invalid argument".into());
+            }
+            let (log, name) = (self.log.clone(), name.to_string());
+            undo.push(format!("removing {name}"), move || {
+                log.borrow_mut().push(format!("removed {name}"));
+                Ok(())
+            });
+            Ok(((253, 0), "4.47.0".into()))
+        }
+
+        fn device(&mut self, major: u32, minor: u32) -> Result<BlockDev, String> {
+            Err(format!("the device {major}:{minor} /init set up did not appear"))
+        }
+    }
+
+    #[test]
+    fn a_failure_after_an_array_is_assembled_takes_down_what_was_set_up() {
+        let m = machine("inject");
+        let disk = m.scan().into_iter().find(|d| d.name == "sda").unwrap();
+        let vg = lvm::volume_group(&crafted::text(&pv0())).unwrap();
+        let member =
+            md::read_member(&md_disk(&md_sb1(0x66, 1, 0, 20, u64::MAX, &[0]), 4 << 20), 4 << 20).unwrap().unwrap();
+        let plan = || Plan {
+            arrays: vec![Array { uuid: member.uuid.clone(), members: vec![(disk.clone(), member.clone())] }],
+            lv: Some(LvPlan { vg: vg.clone(), lv: "lv1".into(), pvs: vec![("pv0".into(), Err(0))] }),
+        };
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        // The LV's table refused after the array was assembled: the array is stopped.
+        let mut kernel = Injected { log: log.clone(), fail: "map", disk: disk.clone() };
+        let e = plan().apply(&mut kernel).err().expect("the injected failure");
+        assert!(e.contains("DM_TABLE_LOAD"), "{e}");
+        assert_eq!(*log.borrow(), ["stopped md127"]);
+        // The mapped device never showing up: the mapping removed, then the array stopped.
+        log.borrow_mut().clear();
+        let mut kernel = Injected { log: log.clone(), fail: "device", disk: disk.clone() };
+        assert!(plan().apply(&mut kernel).is_err());
+        assert_eq!(*log.borrow(), ["removed tvg-lv1", "stopped md127"]);
     }
 
     /// sda: 64 KiB of ext3 labelled TARGET, a plain target.
