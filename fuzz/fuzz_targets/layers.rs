@@ -55,6 +55,23 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
+    // As an array's geometry: any level, layout, chunk and member count place any sector or say why not.
+    if data.len() >= 24 {
+        let word = |i: usize| u32::from_le_bytes(data[i..i + 4].try_into().unwrap());
+        let g = bootmark::layers::md_layout::Geometry {
+            level: word(0) as i32 % 12 - 1,
+            layout: word(4),
+            chunk_sectors: word(8) as u64,
+            raid_disks: word(12) % 2000,
+            member_sectors: word(16) as u64,
+        };
+        for sector in [0, word(20) as u64, u64::MAX / 512, u64::MAX] {
+            if let Ok((slot, _)) = g.locate(sector) {
+                assert!(slot < g.raid_disks.max(1), "{g:?} placed sector {sector} on slot {slot}");
+            }
+        }
+    }
+
     // As metadata text.
     if let Ok(vg) = lvm::volume_group(&String::from_utf8_lossy(data)) {
         for lv in &vg.lvs {

@@ -13,7 +13,8 @@
 use super::cmdline::DiskSpec;
 use super::devices::{self, BlockDev};
 use super::fsprobe::{self, FsInfo};
-use crate::layers::{Window, dm, lvm, md};
+use crate::layers::unassembled::Unassembled;
+use crate::layers::{ReadAt, Window, dm, lvm, md};
 use serde_json::{Value, json};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -170,7 +171,7 @@ pub fn plain_target_refusal(target: &BlockDev, all: &[BlockDev]) -> Option<Strin
 pub fn ignored(sys: &Path, dev: &Path) -> Vec<String> {
     let seen = look(&devices::scan(sys, dev));
     let mut out: Vec<String> = seen.iter().filter_map(|s| s.unusable.clone()).collect();
-    let (texts, problems) = pv_texts(&seen);
+    let PvScan { texts, problems, .. } = pv_texts(&seen, &arrays_seen(&seen));
     out.extend(problems);
     let mut groups: Vec<(String, String, String)> = Vec::new();
     for t in &texts {
@@ -201,8 +202,9 @@ pub fn ignored(sys: &Path, dev: &Path) -> Vec<String> {
 /// A `LABEL=` or `UUID=` whose filesystem is inside an LV or an md array:
 /// the `LV=`/`MD=` spec that reaches it, found by reading the filesystem's
 /// superblock through the layers (an LV's first extent on its PV, an
-/// array's data area on its first member) without activating anything.
-/// None when no layer holds it; an error when several do.
+/// array's start through its members as md lays it out) without
+/// activating anything. None when no layer holds it; an error when
+/// several do.
 pub fn inside(spec: &DiskSpec, sys: &Path, dev: &Path) -> Result<Option<DiskSpec>, String> {
     let wanted = |fs: &FsInfo| match spec {
         DiskSpec::Label(l) => fs.label.as_deref() == Some(l.as_str()),
@@ -210,27 +212,27 @@ pub fn inside(spec: &DiskSpec, sys: &Path, dev: &Path) -> Result<Option<DiskSpec
         _ => false,
     };
     let seen = look(&devices::scan(sys, dev));
+    let arrays = arrays_seen(&seen);
     let mut found: Vec<DiskSpec> = Vec::new();
-    for s in &seen {
-        if let Some(m) = s.member.as_ref().filter(|m| m.slot == Some(0))
-            && let Ok(f) = File::open(&s.dev.node)
-            && fsprobe::probe_in(&Window { file: &f, offset: m.data_offset * 512 }).is_some_and(|fs| wanted(&fs))
+    for a in &arrays {
+        if let Ok(array) = a.reader()
+            && fsprobe::probe_in(&array).is_some_and(|fs| wanted(&fs))
         {
-            found.push(DiskSpec::Md(m.uuid.clone()));
+            found.push(DiskSpec::Md(a.uuid.clone()));
         }
     }
-    for t in pv_texts(&seen).0 {
+    for t in pv_texts(&seen, &arrays).texts {
         let Ok(vg) = lvm::volume_group(&t.text) else { continue };
         let Some(me) = vg.pvs.iter().find(|p| p.uuid == t.label.uuid) else { continue };
-        let Some((f, pv_offset)) = t.place.open() else { continue };
+        let Some(pv) = t.place.reader(&arrays) else { continue };
         for lv in &vg.lvs {
             // The filesystem's superblock is in the LV's first extent: on this PV if its first stripe is.
             let Some(first) = vg.extents(lv).ok().and_then(|e| e.into_iter().next()) else { continue };
             if first.pv != me.key {
                 continue;
             }
-            let Some(offset) = first.start.checked_mul(512).and_then(|b| b.checked_add(pv_offset)) else { continue };
-            if fsprobe::probe_in(&Window { file: &f, offset }).is_some_and(|fs| wanted(&fs)) {
+            let Some(offset) = first.start.checked_mul(512) else { continue };
+            if fsprobe::probe_in(&Window { dev: &*pv, offset }).is_some_and(|fs| wanted(&fs)) {
                 found.push(DiskSpec::Lv { vg: vg.name.clone(), lv: lv.name.clone() });
             }
         }
@@ -246,6 +248,50 @@ pub fn inside(spec: &DiskSpec, sys: &Path, dev: &Path) -> Result<Option<DiskSpec
             many.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
         )),
     }
+}
+
+/// The md arrays on the disks whose data bootmark cannot read before
+/// assembling them (a layout it does not place), each with why: a
+/// `LABEL=` not found anywhere may lie inside one, and the refusal says so.
+pub fn unreadable_arrays(sys: &Path, dev: &Path) -> Vec<String> {
+    arrays_seen(&look(&devices::scan(sys, dev))).iter().filter_map(SeenArray::unreadable).collect()
+}
+
+/// An md array whose members are on the disks seen, each open (newest
+/// superblock first), to read it before it is assembled.
+struct SeenArray {
+    uuid: String,
+    members: Vec<(md::Member, File)>,
+}
+
+impl SeenArray {
+    /// The array read through its members as md lays it out.
+    fn reader(&self) -> Result<Unassembled<'_>, String> {
+        let devs: Vec<(&md::Member, &dyn ReadAt)> = self.members.iter().map(|(m, f)| (m, f as &dyn ReadAt)).collect();
+        Unassembled::new(&devs)
+    }
+
+    /// Why its data cannot be placed on its members, if it cannot.
+    fn unreadable(&self) -> Option<String> {
+        let g = self.members.first()?.0.geometry();
+        g.locate(0).err().map(|e| format!("the md array {} ({e})", self.uuid))
+    }
+}
+
+fn arrays_seen(seen: &[Seen]) -> Vec<SeenArray> {
+    let mut arrays: Vec<SeenArray> = Vec::new();
+    for s in seen {
+        let Some(m) = &s.member else { continue };
+        let Ok(f) = File::open(&s.dev.node) else { continue };
+        match arrays.iter_mut().find(|a| a.uuid == m.uuid) {
+            Some(a) => a.members.push((m.clone(), f)),
+            None => arrays.push(SeenArray { uuid: m.uuid.clone(), members: vec![(m.clone(), f)] }),
+        }
+    }
+    for a in &mut arrays {
+        a.members.sort_by_key(|(m, _)| std::cmp::Reverse(m.events));
+    }
+    arrays
 }
 
 /// Activate what `spec` (LV= or MD=) names, waiting up to `wait_s` for
@@ -319,11 +365,11 @@ fn find_array(uuid: &str, seen: &[Seen]) -> Result<Plan, Stop> {
 }
 
 /// Where a PV is: a plain disk or partition, or inside an md array (read
-/// through the data area of its member in slot 0 before assembling).
+/// through its members before assembling).
 #[derive(Clone)]
 enum Place {
     Disk(BlockDev),
-    Array { uuid: String, member: BlockDev, data_offset: u64 },
+    Array { uuid: String },
 }
 
 impl Place {
@@ -331,15 +377,15 @@ impl Place {
     fn name(&self) -> String {
         match self {
             Place::Disk(d) => d.name.clone(),
-            Place::Array { uuid, member, .. } => format!("the md array {uuid} (read through {})", member.name),
+            Place::Array { uuid } => format!("the md array {uuid}"),
         }
     }
 
-    /// The device to read the PV through, and the PV's offset on it.
-    fn open(&self) -> Option<(File, u64)> {
+    /// The PV read from its start.
+    fn reader<'a>(&self, arrays: &'a [SeenArray]) -> Option<Box<dyn ReadAt + 'a>> {
         match self {
-            Place::Disk(d) => Some((File::open(&d.node).ok()?, 0)),
-            Place::Array { member, data_offset, .. } => Some((File::open(&member.node).ok()?, data_offset * 512)),
+            Place::Disk(d) => Some(Box::new(File::open(&d.node).ok()?)),
+            Place::Array { uuid } => Some(Box::new(arrays.iter().find(|a| &a.uuid == uuid)?.reader().ok()?)),
         }
     }
 }
@@ -351,53 +397,67 @@ struct PvText {
     place: Place,
 }
 
-/// Every PV with metadata on the disks seen: on a plain device, or inside
-/// an array (its label at the data area of the member in slot 0). Also
-/// what could not be read: damaged metadata (every copy), and the arrays
-/// holding a PV whose metadata cannot be read before assembly.
-fn pv_texts(seen: &[Seen]) -> (Vec<PvText>, Vec<String>) {
-    let mut texts = Vec::new();
-    let mut problems = Vec::new();
+/// What the PVs on the disks seen say: each one's newest metadata text
+/// (on a plain device, or inside an array read through its members), what
+/// could not be read (damaged metadata, an array bootmark cannot read
+/// before assembly), and arrays not whole yet (a member still to come).
+struct PvScan {
+    texts: Vec<PvText>,
+    problems: Vec<String>,
+    incomplete: Vec<String>,
+}
+
+fn pv_texts(seen: &[Seen], arrays: &[SeenArray]) -> PvScan {
+    let mut scan = PvScan { texts: Vec::new(), problems: Vec::new(), incomplete: Vec::new() };
     for s in seen {
-        if let Some(label) = &s.label {
-            let metadata = File::open(&s.dev.node)
-                .map_err(|e| format!("opening {}: {e}", s.dev.node.display()))
-                .and_then(|f| lvm::read_metadata(&f, label));
-            match metadata {
-                Ok(Some(text)) => texts.push(PvText { text, label: label.clone(), place: Place::Disk(s.dev.clone()) }),
-                Ok(None) => {}
-                Err(e) => {
-                    problems.push(format!("{}: an LVM2 physical volume whose metadata cannot be used: {e}", s.dev.name))
-                }
-            }
-        }
-        if let Some(m) = s.member.as_ref().filter(|m| m.slot == Some(0))
-            && let Ok(f) = File::open(&s.dev.node)
-        {
-            let window = Window { file: &f, offset: m.data_offset * 512 };
-            if let Ok(Some(label)) = lvm::read_label(&window) {
-                let place = Place::Array { uuid: m.uuid.clone(), member: s.dev.clone(), data_offset: m.data_offset };
-                // RAID 1 holds the metadata area whole on each member; striped levels only their first chunk.
-                match lvm::read_metadata(&window, &label) {
-                    Ok(Some(text)) => texts.push(PvText { text, label, place }),
-                    Ok(None) => {}
-                    Err(e) if m.level == 1 => problems.push(format!(
-                        "the md array {} (raid1) holds an LVM2 physical volume whose metadata cannot be used: {e}",
-                        m.uuid
-                    )),
-                    Err(_) => problems.push(format!(
-                        "the md array {} (raid{}) holds an LVM2 physical volume whose metadata lies beyond the array's first chunk, which is all bootmark reads before assembling an array",
-                        m.uuid, m.level
-                    )),
-                }
-            }
+        let Some(label) = &s.label else { continue };
+        let metadata = File::open(&s.dev.node)
+            .map_err(|e| format!("opening {}: {e}", s.dev.node.display()))
+            .and_then(|f| lvm::read_metadata(&f, label));
+        match metadata {
+            Ok(Some(text)) => scan.texts.push(PvText { text, label: label.clone(), place: Place::Disk(s.dev.clone()) }),
+            Ok(None) => {}
+            Err(e) => scan
+                .problems
+                .push(format!("{}: an LVM2 physical volume whose metadata cannot be used: {e}", s.dev.name)),
         }
     }
-    (texts, problems)
+    for a in arrays {
+        if let Some(why) = a.unreadable() {
+            scan.problems.push(format!("{why}: what it holds is not seen before assembly"));
+            continue;
+        }
+        let array = match a.reader() {
+            Ok(array) => array,
+            Err(e) => {
+                scan.problems.push(e);
+                continue;
+            }
+        };
+        let read = lvm::read_label(&array).map_err(|e| (e.kind(), e.to_string())).and_then(|label| match label {
+            Some(label) => lvm::read_metadata(&array, &label)
+                .map(|text| text.map(|text| (label, text)))
+                .map_err(|e| (std::io::ErrorKind::InvalidData, e)),
+            None => Ok(None),
+        });
+        match read {
+            Ok(Some((label, text))) => {
+                scan.texts.push(PvText { text, label, place: Place::Array { uuid: a.uuid.clone() } })
+            }
+            Ok(None) => {}
+            Err((std::io::ErrorKind::NotFound, e)) => scan.incomplete.push(format!("the md array {} ({e})", a.uuid)),
+            Err((_, e)) if e.contains("is not here") => scan.incomplete.push(format!("the md array {} ({e})", a.uuid)),
+            Err((_, e)) => scan.problems.push(format!(
+                "the md array {} holds an LVM2 physical volume whose metadata cannot be used: {e}",
+                a.uuid
+            )),
+        }
+    }
+    scan
 }
 
 fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
-    let (texts, mut problems) = pv_texts(seen);
+    let PvScan { texts, mut problems, incomplete } = pv_texts(seen, &arrays_seen(seen));
     let mut groups: Vec<(lvm::VolumeGroup, &PvText)> = Vec::new();
     let mut names = Vec::new();
     for t in &texts {
@@ -428,8 +488,10 @@ fn find_lv(vg_name: &str, lv_name: &str, seen: &[Seen]) -> Result<Plan, Stop> {
                 problems.join("; ")
             )));
         }
+        let waiting =
+            if incomplete.is_empty() { String::new() } else { format!("; not whole yet: {}", incomplete.join("; ")) };
         return Err(Stop::Missing(format!(
-            "no volume group {vg_name} on any disk (volume groups seen: {})",
+            "no volume group {vg_name} on any disk (volume groups seen: {}){waiting}",
             names.join(", ")
         )));
     };
@@ -909,6 +971,68 @@ mod tests {
         assert_eq!(undo.run(), ["stopping md127: EBUSY"]);
         drop(undo);
         assert_eq!(*log.borrow(), ["array"]);
+    }
+
+    #[test]
+    fn a_label_inside_an_lv_on_raid5_and_on_raid6_is_found_where_md_put_it() {
+        // The real PV at the array's start; lv1's first extent 1 MiB into the array, which on
+        // a 3-disk left-symmetric raid5 with 64 KiB chunks is chunk 16: stripe 8, member slot 1.
+        let mut disks = crafted::md_array(0x88, 5, 2, 64, 3, 3 << 20);
+        crafted::write_through(&mut disks, 0, &pv0());
+        crafted::write_through(&mut disks, (1 << 20) + 1024, &crafted::ext3_superblock("INR5"));
+        let mut m = Machine::new("raid5");
+        m.add("sda", None, &disks[0]).add("sdb", None, &disks[1]).add("sdc", None, &disks[2]);
+        let found = inside(&DiskSpec::Label("INR5".into()), &m.sys(), &m.dev()).unwrap();
+        assert_eq!(found, Some(DiskSpec::Lv { vg: "tvg".into(), lv: "lv1".into() }));
+        let plan = find_lv("tvg", "lv1", &seen(&m)).ok().expect("lv1 planned on the array");
+        assert_eq!(plan.arrays.len(), 1);
+        assert_eq!(plan.arrays[0].members.len(), 3);
+        // One member missing: the PV still reads (its chunk is on slot 0) and the array is waited for.
+        let mut two = Machine::new("raid5-two");
+        two.add("sda", None, &disks[0]).add("sdb", None, &disks[1]);
+        match find_lv("tvg", "lv1", &seen(&two)) {
+            Err(Stop::Missing(e)) => {
+                assert!(e.contains("degraded (a member disk is not here): 2 of 3 members found, slot 2 missing"), "{e}")
+            }
+            _ => panic!("a PV on an array missing a member is waited for"),
+        }
+        // Without the member holding the PV's chunk, the wait says which array is not whole.
+        let mut late = Machine::new("raid5-late");
+        late.add("sdb", None, &disks[1]).add("sdc", None, &disks[2]);
+        match find_lv("tvg", "lv1", &seen(&late)) {
+            Err(Stop::Missing(e)) => assert!(
+                e.contains(
+                    "not whole yet: the md array 88888888:88888888:88888888:88888888 (member slot 0 is not here)"
+                ),
+                "{e}"
+            ),
+            _ => panic!("a PV on an array missing a member is waited for"),
+        }
+
+        // ext3 straight on a 4-disk raid6: its first chunk is on member slot 1 (Q D0 D1 P).
+        let mut disks = crafted::md_array(0x99, 6, 2, 64, 4, 2 << 20);
+        crafted::write_through(&mut disks, 1024, &crafted::ext3_superblock("INR6"));
+        assert_eq!(&disks[1][(1 << 20) + 1024 + 120..(1 << 20) + 1024 + 124], b"INR6", "placed on slot 1");
+        let mut m = Machine::new("raid6");
+        for (name, disk) in ["sda", "sdb", "sdc", "sdd"].iter().zip(&disks) {
+            m.add(name, None, disk);
+        }
+        let found = inside(&DiskSpec::Label("INR6".into()), &m.sys(), &m.dev()).unwrap();
+        assert_eq!(found, Some(DiskSpec::Md("99999999:99999999:99999999:99999999".into())));
+        assert!(unreadable_arrays(&m.sys(), &m.dev()).is_empty());
+
+        // A layout bootmark does not place (raid6 rotating-N-continue, DDF's): named, with why.
+        let disks = crafted::md_array(0xaa, 6, 10, 64, 4, 2 << 20);
+        let mut m = Machine::new("raid6-ddf");
+        for (name, disk) in ["sda", "sdb", "sdc", "sdd"].iter().zip(&disks) {
+            m.add(name, None, disk);
+        }
+        assert_eq!(
+            unreadable_arrays(&m.sys(), &m.dev()),
+            [
+                "the md array aaaaaaaa:aaaaaaaa:aaaaaaaa:aaaaaaaa (raid6 layout 10 is not a layout bootmark reads before assembling)"
+            ]
+        );
     }
 
     /// A kernel that assembles and maps in name only, logging each undoing,

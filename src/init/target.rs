@@ -64,7 +64,8 @@ pub(super) fn boot_target(
         activated = Some(a);
         t
     } else {
-        let t = devices::wait_for(spec, sys, dev, settings.device_wait_s)?;
+        let t =
+            devices::wait_for(spec, sys, dev, settings.device_wait_s).map_err(|e| perhaps_inside(e, spec, sys, dev))?;
         if let Some(why) = layers::plain_target_refusal(&t, &devices::scan(sys, dev)) {
             return Err(why);
         }
@@ -78,6 +79,19 @@ pub(super) fn boot_target(
         }
     }
     result
+}
+
+/// A LABEL=/UUID= found nowhere may lie inside an array bootmark cannot
+/// read before assembling: say which, and the way on.
+fn perhaps_inside(e: String, spec: &DiskSpec, sys: &Path, dev: &Path) -> String {
+    let unreadable = layers::unreadable_arrays(sys, dev);
+    if unreadable.is_empty() || !matches!(spec, DiskSpec::Label(_) | DiskSpec::Uuid(_)) {
+        return e;
+    }
+    format!(
+        "{e}; {spec} may lie inside {}, which bootmark cannot read before assembling: name it bootmark.target=LV=vg/lv or MD=uuid",
+        unreadable.join(", ")
+    )
 }
 
 /// The LV or array `spec` (a LABEL= or UUID=) is inside, if a layer holds

@@ -155,6 +155,43 @@ fn reseal_sb1(sb: &mut [u8]) {
     put32(sb, 216, ((sum & 0xffff_ffff) + (sum >> 32)) as u32);
 }
 
+/// The member disks (`bytes` each) of an md array with 1.2 superblocks:
+/// `level`, md's `layout` number, `chunk_kib`, `n` members, data from 1 MiB.
+pub fn md_array(uuid_byte: u8, level: i32, layout: u32, chunk_kib: u32, n: u16, bytes: usize) -> Vec<Vec<u8>> {
+    let roles: Vec<u16> = (0..n).collect();
+    (0..n)
+        .map(|slot| {
+            let mut sb = md_sb1(uuid_byte, n as u32, slot, 20, u64::MAX, &roles);
+            put32(&mut sb, 72, level as u32);
+            put32(&mut sb, 76, layout);
+            set_sb1_u32(&mut sb, 88, chunk_kib * 2);
+            md_disk(&sb, bytes)
+        })
+        .collect()
+}
+
+/// Write `data` at byte `pos` of the array whose members are `disks` (as
+/// `md_array` made them): each piece where md would put it.
+pub fn write_through(disks: &mut [Vec<u8>], pos: u64, data: &[u8]) {
+    let member = super::md::read_member(&disks[0], disks[0].len() as u64).unwrap().unwrap();
+    let g = member.geometry();
+    let data_start = member.data_offset as usize * 512;
+    for (i, byte) in data.iter().enumerate() {
+        let at = pos + i as u64;
+        let (slot, sector) = g.locate(at / 512).unwrap();
+        disks[slot as usize][data_start + sector as usize * 512 + (at % 512) as usize] = *byte;
+    }
+}
+
+/// An ext3 superblock labelled `label` (16 bytes at most), as at byte 1024 of its filesystem.
+pub fn ext3_superblock(label: &str) -> Vec<u8> {
+    let mut sb = vec![0u8; 1024];
+    sb[56..58].copy_from_slice(&0xEF53u16.to_le_bytes());
+    sb[92] = 0x4; // has_journal: ext3
+    sb[120..120 + label.len()].copy_from_slice(label.as_bytes());
+    sb
+}
+
 /// A disk of `bytes` with a 1.2 superblock at 4 KiB.
 pub fn md_disk(sb: &[u8], bytes: usize) -> Vec<u8> {
     let mut disk = vec![0u8; bytes];

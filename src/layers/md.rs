@@ -54,6 +54,23 @@ pub struct Member {
     pub active_slots: Vec<u32>,
     /// Where the array's data starts on this member, in sectors.
     pub data_offset: u64,
+    /// md's layout number for the level (raid5's parity rotation, raid10's copies).
+    pub layout: u32,
+    /// How much of this member holds the array's data, in sectors (0: not said).
+    pub data_sectors: u64,
+}
+
+impl Member {
+    /// Where the array's data lies on its members.
+    pub fn geometry(&self) -> super::md_layout::Geometry {
+        super::md_layout::Geometry {
+            level: self.level,
+            layout: self.layout,
+            chunk_sectors: self.chunk_kib as u64 * 2,
+            raid_disks: self.raid_disks,
+            member_sectors: self.data_sectors,
+        }
+    }
 }
 
 fn hex(b: &[u8]) -> String {
@@ -163,6 +180,9 @@ fn read_v1(dev: &dyn ReadAt, at: u64, version: &str, size: u64) -> Result<Option
         state,
         active_slots,
         data_offset,
+        layout: u32_at(sb, 76),
+        // data_size, else the "used size" the array was made with.
+        data_sectors: if u64_at(sb, 136) != 0 { u64_at(sb, 136) } else { u64_at(sb, 80) },
     }))
 }
 
@@ -208,6 +228,8 @@ fn read_v0(dev: &dyn ReadAt, at: u64) -> Result<Option<Member>, String> {
         state: if clean { "clean".into() } else { "not clean: a resync is owed".into() },
         active_slots,
         data_offset: 0,
+        layout: word(64),
+        data_sectors: word(8) as u64 * 2,
     }))
 }
 

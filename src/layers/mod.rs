@@ -2,7 +2,8 @@
 //! LVM2 logical volumes (`lvm`, `lvm_text`) mapped through device-mapper
 //! (`dm`), md RAID arrays (`md`) — read from the disks and set up from
 //! the static /init without mdadm, lvm or udev, and the stack a record
-//! describes (`stack`).
+//! describes (`stack`). `md_layout` places an array's data on its members
+//! and `unassembled` reads an array through them before it is assembled.
 //!
 //! Everything here reads metadata and never writes it; what /init may
 //! activate, and read-write, is decided in `init::layers`.
@@ -13,7 +14,9 @@ pub mod dm;
 pub mod lvm;
 pub mod lvm_text;
 pub mod md;
+pub mod md_layout;
 pub mod stack;
+pub mod unassembled;
 
 use std::fs::File;
 use std::io;
@@ -28,9 +31,8 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
-/// Positioned reads from a device, or from a window into one: an md
-/// member's data area, where the array's first chunk (and so a PV label
-/// on the array) lies, readable before the array is assembled.
+/// Positioned reads from a device, a window into one, or an md array
+/// before it is assembled (`unassembled`).
 pub trait ReadAt {
     fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize>;
 
@@ -71,9 +73,10 @@ impl ReadAt for Vec<u8> {
     }
 }
 
-/// The part of `file` from `offset` bytes on.
+/// The part of a device from `offset` bytes on: an md member's data area,
+/// a PV's extents.
 pub struct Window<'a> {
-    pub file: &'a File,
+    pub dev: &'a dyn ReadAt,
     pub offset: u64,
 }
 
@@ -81,6 +84,6 @@ impl ReadAt for Window<'_> {
     fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
         // Both numbers come from a disk's metadata: past the end of any device is an error, not a wrap.
         let at = pos.checked_add(self.offset).ok_or_else(|| io::Error::other("an offset past the end of any disk"))?;
-        FileExt::read_at(self.file, buf, at)
+        self.dev.read_at(buf, at)
     }
 }

@@ -106,6 +106,10 @@ enum Check {
     /// A target inside storage as installed: an LV on md RAID 1 across two SCSI disks,
     /// made by mdadm and lvm in a helper boot; the degraded array refused.
     Layers,
+    /// md's striped levels as mdadm makes them (raid0, raid4, raid5 in six layouts, raid6,
+    /// raid10 n2/f2/o2) read back through their members as /init reads them before assembly;
+    /// a LABEL= inside an LV on RAID 5 with a bitmap found, run, the disks compared.
+    MdLayouts,
     /// Crafted md/LVM2 metadata on disks beside a plain target (a 1 PiB metadata area, a
     /// text nested 100,000 deep, an md superblock claiming u32::MAX disks, a partitioned
     /// whole-disk member, two VGs of one name): the plan runs, each is named, none written.
@@ -187,6 +191,7 @@ fn run_check(check: Check) -> Result<()> {
             nvme.and(two)
         }
         Check::Layers => package().and_then(|p| boots::layers::test(&p, &e2e)),
+        Check::MdLayouts => package().and_then(|p| boots::md_layouts::test(&p, &e2e)),
         Check::HostileDisks => package().and_then(|p| {
             if !image.join("manifest.json").exists() {
                 build::image::build(&boots::support::test_image(vec![p.clone()], image.clone(), None))?;

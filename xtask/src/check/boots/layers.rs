@@ -54,7 +54,7 @@ echo LAYOUT-DONE
 "#;
 
 /// Byte ranges of a disk that a boot may write.
-type Ranges = Vec<(u64, u64)>;
+pub(super) type Ranges = Vec<(u64, u64)>;
 
 pub fn test(package: &str, base: &Path) -> Result<()> {
     let dir = base.join("layers");
@@ -148,7 +148,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
 }
 
 /// An image whose every entry targets `target`, with `append` on its command line.
-fn build(package: &str, dir: &Path, name: &str, target: &str, append: &str) -> Result<PathBuf> {
+pub(super) fn build(package: &str, dir: &Path, name: &str, target: &str, append: &str) -> Result<PathBuf> {
     let args = image::Args {
         target: Some(target.into()),
         append: append.into(),
@@ -159,7 +159,7 @@ fn build(package: &str, dir: &Path, name: &str, target: &str, append: &str) -> R
 }
 
 /// Boot `image` with `disks` on `bus`: six ok records on serial and stick.
-fn boot_on(
+pub(super) fn boot_on(
     image: &Path,
     package: &str,
     disks: &[PathBuf],
@@ -201,7 +201,7 @@ fn stack_is(
     Ok(())
 }
 
-fn read_all(disks: &[PathBuf]) -> Result<Vec<Vec<u8>>> {
+pub(super) fn read_all(disks: &[PathBuf]) -> Result<Vec<Vec<u8>>> {
     disks.iter().map(|d| std::fs::read(d).map_err(|e| format!("{}: {e}", d.display()))).collect()
 }
 
@@ -218,21 +218,39 @@ fn install(image: &Path, disks: &[PathBuf], dir: &Path) -> Result<()> {
         let f = File::create(d).map_err(|e| format!("{}: {e}", d.display()))?;
         f.set_len(DISK_MIB << 20).map_err(|e| format!("{}: {e}", d.display()))?;
     }
+    let modules = ["sym53c8xx", "sd_mod", "md_mod", "raid1", "dm_mod"];
+    helper_boot(image, disks, dir, "helper", LAYOUT, &modules, "LAYOUT-DONE")
+}
+
+/// A helper boot: the test image's kernel and initramfs (for its modules)
+/// plus busybox, mdadm, lvm and mke2fs with their libraries, and `script`
+/// as /init's work, on `disks` (SCSI); it must print `done`. Its serial
+/// log is `serial-NAME.log` in `dir`.
+pub(super) fn helper_boot(
+    image: &Path,
+    disks: &[PathBuf],
+    dir: &Path,
+    name: &str,
+    script: &str,
+    modules: &[&str],
+    done: &str,
+) -> Result<()> {
     let set = crate::check::boots::support::module_set(image)?;
-    let mut script = String::from(
+    let mut init = String::from(
         "#!/bin/busybox sh\n/bin/busybox --install -s /bin\nexport PATH=/bin:/sbin:/usr/bin:/usr/sbin\n\
          mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev\n",
     );
-    for m in needed(&set, &["sym53c8xx", "sd_mod", "md_mod", "raid1", "dm_mod"]) {
-        script += &format!("insmod /{} {}\n", m.path, m.params);
+    for m in needed(&set, modules) {
+        init += &format!("insmod /{} {}\n", m.path, m.params);
     }
-    script += "for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/sdf ] && break; sleep 1; done\n";
-    script += &format!("( {LAYOUT} ) 2>&1\nsync\npoweroff -f\n");
+    let last = format!("/dev/sd{}", (b'a' + disks.len().saturating_sub(1) as u8) as char);
+    init += &format!("for i in 1 2 3 4 5 6 7 8 9 10; do [ -b {last} ] && break; sleep 1; done\n");
+    init += &format!("( {script} ) 2>&1\nsync\npoweroff -f\n");
     let mut a = cpio::Archive::new(0);
     for d in ["proc", "sys", "dev", "tmp", "run", "run/lock", "run/lock/lvm", "run/mdadm", "etc", "etc/lvm", "sbin"] {
         a.dir(d);
     }
-    a.file("init", script.into_bytes(), 0o755);
+    a.file("init", init.into_bytes(), 0o755);
     for tool in ["/bin/busybox", "/usr/sbin/mdadm", "/usr/sbin/lvm", "/usr/sbin/mke2fs"] {
         for file in std::iter::once(tool.to_string()).chain(libraries(tool)?) {
             let data = std::fs::read(&file).map_err(|e| format!("{file}: {e}"))?;
@@ -247,9 +265,9 @@ fn install(image: &Path, disks: &[PathBuf], dir: &Path) -> Result<()> {
     let mut initrd =
         std::fs::read(image.join("pxe/boot/k0/initrd.gz")).map_err(|e| format!("{}: {e}", image.display()))?;
     initrd.extend(cpio::gzip(&a.to_bytes()));
-    let initrd_path = dir.join("helper-initrd.gz");
+    let initrd_path = dir.join(format!("{name}-initrd.gz"));
     std::fs::write(&initrd_path, initrd).map_err(|e| format!("{}: {e}", initrd_path.display()))?;
-    let log = dir.join("serial-helper.log");
+    let log = dir.join(format!("serial-{name}.log"));
     let mut c = command("qemu-system-x86_64");
     c.args(["-machine", "q35", "-m", "768", "-display", "none", "-no-reboot", "-nodefaults"]);
     c.arg("-kernel").arg(&kernel).arg("-initrd").arg(&initrd_path);
@@ -272,7 +290,7 @@ fn install(image: &Path, disks: &[PathBuf], dir: &Path) -> Result<()> {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     let serial = String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()).into_owned();
-    if !serial.contains("LAYOUT-DONE") {
+    if !serial.contains(done) {
         return Err(format!("the helper boot did not make the layout:\n{}", qemu::tail(&serial, 30)));
     }
     Ok(())
@@ -306,7 +324,7 @@ fn libraries(program: &str) -> Result<Vec<String>> {
 
 /// Check each disk against its copy from before the boot: differences
 /// only inside what `may_write` allows. Returns the disks as they are now.
-fn unchanged_but(
+pub(super) fn unchanged_but(
     disks: &[PathBuf],
     before: &[Vec<u8>],
     may_write: impl Fn(&File) -> Result<Ranges>,
@@ -360,7 +378,7 @@ fn md_members_agree(disks: &[PathBuf]) -> Result<()> {
 fn lv_on_md_ranges(f: &File, lv: &str) -> Result<Ranges> {
     let m = md::read_member(f, DISK_MIB << 20).map_err(|e| e.to_string())?.ok_or("no md superblock after the boot")?;
     let data = m.data_offset * 512;
-    let window = Window { file: f, offset: data };
+    let window = Window { dev: f, offset: data };
     let label = lvm::read_label(&window).map_err(|e| e.to_string())?.ok_or("no PV label on the array")?;
     let vg = lvm::volume_group(&lvm::read_metadata(&window, &label)?.ok_or("no LVM metadata")?)?;
     let mut ranges: Ranges =

@@ -18,6 +18,7 @@ pub mod lab_redfish;
 pub mod lava;
 pub mod layers;
 pub mod live_console;
+pub mod md_layouts;
 pub mod nvme;
 pub mod old_machine;
 pub mod resets;
@@ -69,6 +70,7 @@ pub fn harness() -> Result<()> {
     tally.add("NVMe", crate::check::boots::nvme::test(&out, &base, &package));
     tally.add("LVM on md RAID 1", layers::test(&package, &base));
     tally.add("hostile disks", hostile_disks::test(&out, &base, &package));
+    tally.add("md layouts", md_layouts::test(&package, &base));
     // Today's servers: Secure Boot on and off, the ISO as a virtual CD.
     match crate::check::boots::secure_boot::build_image(&package, &base) {
         Ok(sb) => {
