@@ -156,7 +156,12 @@ mod tests {
 
     #[test]
     fn the_readme_is_a_front_door() {
-        let lines = read("README.md").lines().count();
+        let readme = read("README.md");
+        let first = readme.lines().position(|l| l.trim() == "cargo xtask demo");
+        assert!(first.is_some_and(|i| i < 40), "README.md: the first command is not on the first screen ({first:?})");
+        let tests = readme.lines().position(|l| l.trim() == "cargo xtask test");
+        assert!(tests.is_some_and(|i| i < 40), "README.md: the test command is not on the first screen ({tests:?})");
+        let lines = readme.lines().count();
         assert!(lines < 200, "README.md has {lines} lines: what it is, the two commands, a session, where to read on");
         for page in
             ["docs/servers-and-kernels.md", "docs/on-the-server.md", "docs/results.md", "docs/console-and-fleets.md"]
