@@ -13,6 +13,7 @@ mod host;
 
 use check::boots;
 use clap::{Parser, Subcommand};
+use host::project::{Result, project_root};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -205,19 +206,3 @@ fn run_check(check: Check) -> Result<()> {
         Check::Fuzz { seconds } => check::fuzz::run(seconds),
     }
 }
-
-/// A command's flags as `cargo xtask` leaves them when given only `args`:
-/// what programmatic callers (the demo, the tests, one command inside
-/// another) start from, so each default lives in one place, its `#[arg]`.
-pub fn flags_given<A: clap::Args + clap::FromArgMatches>(args: &[&str]) -> A {
-    let cmd = A::augment_args(clap::Command::new("xtask").no_binary_name(true));
-    let matches = cmd.try_get_matches_from(args).unwrap_or_else(|e| panic!("flags {args:?}: {e}"));
-    A::from_arg_matches(&matches).unwrap_or_else(|e| panic!("flags {args:?}: {e}"))
-}
-
-/// The workspace root (xtask lives one level below it).
-pub fn project_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-pub type Result<T> = std::result::Result<T, String>;

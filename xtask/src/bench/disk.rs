@@ -21,7 +21,7 @@
 use crate::build::static_binary;
 use crate::host::fs;
 use crate::host::process::command;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

@@ -10,7 +10,7 @@ use crate::bench::collect::{measure, warm};
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use bootmark::record::Record;
 use std::io::Write;
 use std::path::Path;

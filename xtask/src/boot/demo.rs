@@ -16,8 +16,8 @@ use crate::host::apt::resolve_meta;
 use crate::host::deps;
 use crate::host::fs;
 use crate::host::process::command;
+use crate::host::project::{Result, project_root};
 use crate::host::tools;
-use crate::{Result, project_root};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Clone, Debug)]

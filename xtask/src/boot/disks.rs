@@ -1,10 +1,10 @@
 //! Disks for QEMU boots: a scratch disk with a filesystem labelled SCRATCH,
 //! the target every test image and the demo name.
 
-use crate::Result;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
+use crate::host::project::Result;
 use std::path::Path;
 
 /// A scratch SATA disk with a filesystem labelled SCRATCH.

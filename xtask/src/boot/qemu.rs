@@ -6,11 +6,11 @@
 //! TCG only by default: on the machines this project is developed on, KVM
 //! hangs stock kernels early in boot. `--kvm` tries it when asked.
 
-use crate::Result;
 use crate::build::arch::Arch;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
+use crate::host::project::Result;
 use crate::host::tools;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -152,7 +152,7 @@ pub struct Args {
 /// one truth, the flags' own.
 impl Default for Args {
     fn default() -> Args {
-        crate::flags_given(&[])
+        crate::host::project::flags_given(&[])
     }
 }
 

@@ -4,7 +4,7 @@
 //! Debian's kernel package. One place decides them, instead of string
 //! comparisons wherever one of them is needed.
 
-use crate::Result;
+use crate::host::project::Result;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
 pub enum Arch {

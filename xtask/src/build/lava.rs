@@ -15,7 +15,7 @@ use crate::build::image::manifest::{self, Manifest};
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use bootmark::contract::cmdline::{DiskSpec, Settings};
 use bootmark::plan::Plan;
 use bootmark::sink::lava as signals;
@@ -68,7 +68,7 @@ pub struct Args {
 /// The defaults `cargo xtask lava` has, for the jobs the tests write: the flags' own.
 impl Default for Args {
     fn default() -> Self {
-        crate::flags_given(&[])
+        crate::host::project::flags_given(&[])
     }
 }
 

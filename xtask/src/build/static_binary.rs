@@ -6,7 +6,7 @@
 
 use crate::build::arch::Arch;
 use crate::host::process::{self, command};
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use std::path::PathBuf;
 
 /// Where the static binary for `arch` ends up.

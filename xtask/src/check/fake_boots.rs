@@ -12,7 +12,7 @@ use crate::check::old_kernel::{self, LINUX_2_6_9, OldKernel};
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use bootmark::collect::Document;
 use bootmark::record::Status;
 use std::path::Path;

@@ -5,7 +5,7 @@
 
 use crate::host::fs;
 use crate::host::process::{command, run_shown, succeeds};
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 
 /// A fuzz target, the memory it may use (a reader that allocates what a
 /// disk claims shows up as going past it) and where its seeds are besides

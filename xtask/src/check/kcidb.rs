@@ -7,7 +7,7 @@
 use crate::host::deps;
 use crate::host::fs;
 use crate::host::process::command;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use bootmark::record::{Document, Record, RunRecord, Status};
 use std::path::{Path, PathBuf};
 

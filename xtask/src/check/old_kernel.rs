@@ -14,7 +14,7 @@ use crate::build::static_binary;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use bootmark::record::{Record, Status};
 use std::os::unix::process::CommandExt;
 use std::path::Path;

@@ -13,7 +13,7 @@ use crate::build::arch::Arch;
 use crate::build::static_binary;
 use crate::host::deps;
 use crate::host::process::{command, run_shown};
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use std::time::Instant;
 
 pub fn run() -> Result<()> {

@@ -7,7 +7,7 @@
 
 #[cfg(test)]
 mod tests {
-    use crate::project_root;
+    use crate::host::project::project_root;
     use std::collections::BTreeSet;
     use std::path::{Path, PathBuf};
 

@@ -11,9 +11,9 @@
 //! does not complain about (a newer linux-libc-dev than the mirror has)
 //! are left alone.
 
-use crate::Result;
 use crate::host::process::command;
 use crate::host::process::run;
+use crate::host::project::Result;
 use std::collections::BTreeSet;
 
 /// `apt-get update`, then install `pkgs`, bringing a stranded package that

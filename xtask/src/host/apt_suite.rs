@@ -10,9 +10,9 @@
 //! suite and its security and point-release updates): this module only
 //! writes its configuration and reads its answers.
 
-use crate::Result;
 use crate::host::fs;
 use crate::host::process::{command, output};
+use crate::host::project::Result;
 use std::path::{Path, PathBuf};
 
 /// Package lists younger than this are used as they are (a build that

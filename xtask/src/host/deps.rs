@@ -6,8 +6,8 @@
 //! provides it. `.ci/run` installs nothing of its own beyond what building
 //! xtask needs: it calls `cargo xtask test`, which calls `ensure_test_tools`.
 
-use crate::Result;
 use crate::host::process::command;
+use crate::host::project::Result;
 use crate::host::tools;
 
 /// Every host tool the tests use, with its Debian package. A leading '/'

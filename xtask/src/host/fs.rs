@@ -8,7 +8,7 @@
 //! and one trait give the same message with no new dependency and no change
 //! to every signature. (The image side keeps its own dependency-free errors.)
 
-use crate::Result;
+use crate::host::project::Result;
 use std::fmt::Display;
 use std::fs::{File, Metadata, ReadDir};
 use std::path::Path;

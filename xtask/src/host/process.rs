@@ -9,7 +9,7 @@
 // The one module allowed to touch std's process API (xtask/clippy.toml).
 #![allow(clippy::disallowed_methods)]
 
-use crate::Result;
+use crate::host::project::Result;
 use std::ffi::OsStr;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 

@@ -1,7 +1,7 @@
 //! Host tools the image build needs, with the Debian package of each, so a
 //! missing one is one clear message (or, with --install-deps, one apt-get).
 
-use crate::Result;
+use crate::host::project::Result;
 use std::path::Path;
 
 /// (what must exist, Debian package). A leading '/' means a file, else a command.

@@ -111,6 +111,6 @@ pub struct Args {
 /// target/image), for the images other tasks build: the flags' own.
 impl Default for Args {
     fn default() -> Args {
-        crate::flags_given(&[])
+        crate::host::project::flags_given(&[])
     }
 }

@@ -4,10 +4,10 @@
 //! netboot core or the signed chain for UEFI) with its dnsmasq lines.
 
 use super::{menu, secure_boot};
-use crate::Result;
 use crate::host::fs;
 use crate::host::fs::write_creating_dirs as write;
 use crate::host::process::command;
+use crate::host::project::Result;
 use std::path::Path;
 
 /// GRUB as a standalone EFI binary with a tiny config that finds the image

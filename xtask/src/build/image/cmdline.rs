@@ -3,7 +3,7 @@
 //! and the serial console for the bootloaders.
 
 use super::args::Args;
-use crate::Result;
+use crate::host::project::Result;
 use bootmark::plan::Plan;
 
 /// The command line every entry boots with (before its `bootmark.entry=`).
@@ -103,7 +103,7 @@ pub(crate) fn load_plan(name: &str) -> Result<Plan> {
     if bootmark::plan::builtin_names().contains(&name) {
         return Plan::load(name);
     }
-    let file = crate::project_root().join("image/plans").join(format!("{name}.json"));
+    let file = crate::host::project::project_root().join("image/plans").join(format!("{name}.json"));
     Plan::load(&file.to_string_lossy())
         .map_err(|e| format!("--plan {name}: not a built-in plan nor image/plans/{name}.json ({e})"))
 }

@@ -10,8 +10,8 @@
 //! used before, stopped at SHA-256. Pure Rust keeps xtask free of a C
 //! library to install or link.
 
-use crate::Result;
 use crate::host::fs;
+use crate::host::project::Result;
 use std::io::Read;
 use std::path::Path;
 

@@ -3,9 +3,9 @@
 //! (`lib/modules` or, from Debian 13, `usr/lib/modules`) and its compressed
 //! modules decompressed.
 
-use crate::Result;
 use crate::build::arch::Arch;
 use crate::host::process::command;
+use crate::host::project::Result;
 use std::path::{Path, PathBuf};
 
 /// A kernel package unpacked: its vmlinuz, modules tree, and where it came from.

@@ -7,7 +7,7 @@ use super::sources::Kernel;
 use super::{cpio, mkfs, modules};
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use std::path::{Path, PathBuf};
 
 /// The /init archive shared by every entry of one architecture.

@@ -19,10 +19,10 @@
 //! results stick when one is attached.
 
 use super::{menu, secure_boot};
-use crate::Result;
 use crate::host::fs::Context as _;
 use crate::host::fs::write_creating_dirs as write;
 use crate::host::process::command;
+use crate::host::project::Result;
 use bootmark::bootmenu::{self, IsoMenus, Span};
 use std::path::Path;
 

@@ -2,8 +2,8 @@
 //! bootmark version, the plan and each entry's command line; and
 //! `--verify`, which re-checks an image directory against it.
 
-use crate::Result;
 use crate::host::fs::sha256_file;
+use crate::host::project::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -8,10 +8,10 @@
 //! which run on kernels glibc supports (3.2+ for Debian 12), not on 2.6
 //! kernels — format those targets beforehand.
 
-use crate::Result;
 use crate::build::arch::Arch;
 use crate::host::process::command;
 use crate::host::process::run;
+use crate::host::project::Result;
 use std::path::{Path, PathBuf};
 
 /// Files to add: (path inside the initramfs, content, mode).

@@ -3,7 +3,7 @@
 //! does not ship anyway) — read from each module's own `.modinfo` section.
 //! The result is a load order (dependencies first) and per-module parameters.
 
-use crate::Result;
+use crate::host::project::Result;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -9,8 +9,8 @@ use super::args::Args;
 use super::cmdline::{self, ImagePlan};
 use super::secure_boot;
 use super::sources::{self, Kernel};
-use crate::Result;
 use crate::build::arch::Arch;
+use crate::host::project::Result;
 use std::path::{Path, PathBuf};
 
 /// Everything an image is made of, decided.

@@ -11,9 +11,9 @@
 //! the host, as a .deb's are (`compressed::module`).
 
 use super::compressed;
-use crate::Result;
 use crate::build::arch::Arch;
 use crate::host::fs;
+use crate::host::project::Result;
 use std::path::{Path, PathBuf};
 
 const LEAD_MAGIC: [u8; 4] = [0xed, 0xab, 0xee, 0xdb];

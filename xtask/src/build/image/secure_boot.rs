@@ -16,7 +16,7 @@
 
 use super::deb;
 use crate::host::process::command;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

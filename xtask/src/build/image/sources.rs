@@ -10,7 +10,7 @@ use crate::build::kernel::{bzimage, config};
 use crate::build::kernel_src;
 use crate::host::apt_suite;
 use crate::host::fs;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 

@@ -15,8 +15,8 @@ use crate::build::arch::Arch;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
+use crate::host::project::{Result, project_root};
 use crate::host::tools;
-use crate::{Result, project_root};
 use std::path::{Path, PathBuf};
 
 /// A pinned upstream source tarball.

@@ -3,11 +3,11 @@
 //! kernels and initrds, and an empty bootmark/results/ — built without root
 //! (sfdisk, mkfs.fat --offset, syslinux --offset, mtools).
 
-use crate::Result;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
 use crate::host::process::run;
+use crate::host::project::Result;
 use std::path::Path;
 use std::process::Command;
 

@@ -1,8 +1,8 @@
 //! A bzImage read through its boot-protocol header (Documentation/arch/x86/boot.rst):
 //! is it a Linux x86 kernel at all, its version string, and 32- or 64-bit.
 
-use crate::Result;
 use crate::build::arch::Arch;
+use crate::host::project::Result;
 
 /// What the boot-protocol header says about a bzImage.
 #[derive(Clone, Debug, PartialEq)]

@@ -9,8 +9,8 @@
 //! image/modules/*.list; a listed module not in the table is judged by the
 //! modules tree alone.
 
-use crate::Result;
 use crate::build::arch::Arch;
+use crate::host::project::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

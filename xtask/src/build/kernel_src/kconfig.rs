@@ -8,8 +8,8 @@
 //! `kconfig-evidence.txt` says where each option was seen in a `.config`
 //! that the version's own kconfig wrote; a test reads it.
 
-use crate::Result;
 use crate::build::kernel::config::KernelConfig;
+use crate::host::project::Result;
 use std::collections::BTreeSet;
 use std::path::Path;
 

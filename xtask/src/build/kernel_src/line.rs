@@ -4,7 +4,7 @@
 //! config per architecture (`x86_64.config`, `i686.config`).
 
 use crate::build::kernel::config::KernelConfig;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 

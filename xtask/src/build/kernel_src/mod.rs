@@ -20,7 +20,7 @@ use crate::build::kernel::config::KernelConfig;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use line::Line;
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
@@ -85,7 +85,7 @@ pub struct Args {
 impl Args {
     /// `cargo xtask kernel --src SRC` with every other flag at its default.
     pub fn for_source(src: &Path) -> Args {
-        crate::flags_given(&["--src", &src.to_string_lossy()])
+        crate::host::project::flags_given(&["--src", &src.to_string_lossy()])
     }
 }
 

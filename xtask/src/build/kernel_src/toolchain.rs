@@ -4,8 +4,8 @@
 //! 2.6.9; current kernels refuse gcc older than 5.1).
 
 use super::line::{Range, Toolchain, version_numbers};
-use crate::Result;
 use crate::host::process::command;
+use crate::host::project::Result;
 use std::process::Command;
 
 /// The tools found, by version.

@@ -2,8 +2,8 @@
 //! found and named, and the module set's order and load conditions.
 
 use super::support::module_set;
-use crate::Result;
 use crate::build::image;
+use crate::host::project::Result;
 use std::path::Path;
 
 /// Debian's own config was found in the package, passed the kernel check

@@ -5,11 +5,11 @@
 //! and no record may claim `ok` for a workload during which the kernel
 //! reported the errors: their status is `error` with the kernel's lines.
 
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::check::boots::support::{results, run_record, serial_documents, stick_documents, test_boot};
 use crate::host::fs;
+use crate::host::project::Result;
 use bootmark::collect::Document;
 use bootmark::record::{Record, Status};
 use std::path::Path;

@@ -9,10 +9,10 @@
 //! 6.1's do — nvme for its PCI class, ahci, xhci and usb-storage for the
 //! stick, the filesystem's modules before mounting.
 
-use crate::Result;
 use crate::boot::{demo, qemu};
 use crate::build::image;
 use crate::check::boots::support::{boot_and_check, check_drivers, loaded_modules, test_boot, test_image};
+use crate::host::project::Result;
 use std::path::Path;
 
 /// Debian 12 and 13's kernels, each from its own suite.
@@ -27,7 +27,7 @@ pub fn two_generations(base: &Path) -> Result<()> {
         kernels: vec![BOOKWORM.into(), TRIXIE.into()],
         repeat: Some(1),
         out: out.clone(),
-        ..crate::flags_given::<demo::Args>(&[])
+        ..crate::host::project::flags_given::<demo::Args>(&[])
     })?;
     if !compared.problems.is_empty() {
         return Err(compared.problems.join("\n"));

@@ -12,10 +12,10 @@
 //! the run record's `layers_ignored` must name each class and why, and
 //! every hostile disk must be byte-identical afterwards.
 
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::check::boots::support::{boot_and_check, fact, run_record, serial_documents, test_boot};
 use crate::host::fs;
+use crate::host::project::Result;
 use bootmark::layers::crafted;
 use std::path::{Path, PathBuf};
 

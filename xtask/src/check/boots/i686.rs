@@ -1,10 +1,10 @@
 //! A 32-bit machine: Debian's 686 kernel and the i686 /init.
 
 use super::support::*;
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::build::image;
 use crate::host::apt::resolve_meta;
+use crate::host::project::Result;
 use std::path::Path;
 
 /// A 32-bit machine: Debian's i386 686 kernel, the i686 static /init,

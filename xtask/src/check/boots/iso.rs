@@ -5,11 +5,11 @@
 //! which then gets the records too.
 
 use super::support::firmware_in_records;
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image::{iso, manifest::Manifest};
 use crate::check::boots::support::{boot_and_check, results, run_record, serial_documents, test_boot};
+use crate::host::project::Result;
 use bootmark::record::Status;
 use std::path::Path;
 

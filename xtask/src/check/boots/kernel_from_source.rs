@@ -13,7 +13,7 @@ use crate::check::boots::support::{
     fact, results, run_record, serial_documents, stick_documents, test_boot, test_image,
 };
 use crate::host::fs;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use bootmark::record::Status;
 use std::path::Path;
 

@@ -11,7 +11,7 @@ use crate::check::boots::support::{boot_and_check, test_boot, test_image};
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use std::path::Path;
 use std::process::Command;
 

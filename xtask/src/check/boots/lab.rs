@@ -16,12 +16,12 @@
 //! password.
 
 use super::support::test_image;
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image;
 use crate::host::fs;
 use crate::host::process::{command, spawn};
+use crate::host::project::Result;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -62,7 +62,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     fs::write(dir.join("qemu-disk.cmd"), qemu::command_line(&qemu::Args { pxe: false, ..guest.clone() })?)?;
     let lab = write_lab(&dir, &image, lan_port)?;
     let bmc = Bmc::start(&dir, lan_port, serial_port)?;
-    let bootmark = crate::project_root().join("target/debug/bootmark");
+    let bootmark = crate::host::project::project_root().join("target/debug/bootmark");
 
     // The first run, killed once three steps are done.
     let first_out = dir.join("run1.out");

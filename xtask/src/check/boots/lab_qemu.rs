@@ -5,9 +5,9 @@
 //! k0): both ok, each run record from its own entry, no guest left running.
 
 use super::lab::tail;
-use crate::Result;
 use crate::host::fs;
 use crate::host::process::{command, output};
+use crate::host::project::Result;
 use std::path::Path;
 use std::time::Instant;
 
@@ -29,7 +29,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
             xtask = xtask.display()
         ),
     )?;
-    let bootmark = crate::project_root().join("target/debug/bootmark");
+    let bootmark = crate::host::project::project_root().join("target/debug/bootmark");
     let ran = output(command(&bootmark).args(["lab", "run"]).arg(&lab))?;
     let out = String::from_utf8_lossy(&ran.stdout).into_owned();
     if ran.status.code() != Some(0) {

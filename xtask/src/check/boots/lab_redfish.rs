@@ -20,11 +20,11 @@
 //! anything written or printed.
 
 use super::lab::{free_port, free_port_but, set_mode, tail};
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::host::fs;
 use crate::host::process::{command, output, run, spawn};
+use crate::host::project::Result;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -60,7 +60,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     let chassis = Chassis::start(&dir, image, notify_port)?;
     let _bmc = start_sushy(&dir, &venv, redfish_port, notify_port)?;
     let lab = write_lab(&dir, image, redfish_port, http_port, true)?;
-    let bootmark = crate::project_root().join("target/debug/bootmark");
+    let bootmark = crate::host::project::project_root().join("target/debug/bootmark");
 
     // Without the certificate's CA: refused before anything is asked of the power.
     let no_ca = write_lab(&dir, image, redfish_port, http_port, false)?;
@@ -110,7 +110,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
 
 /// sushy-tools in a virtualenv of its own under target/cache.
 fn sushy_tools() -> Result<PathBuf> {
-    let venv = crate::project_root().join("target/cache/sushy-tools");
+    let venv = crate::host::project::project_root().join("target/cache/sushy-tools");
     if venv.join("bin/sushy-emulator").exists() {
         return Ok(venv);
     }

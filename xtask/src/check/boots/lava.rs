@@ -18,7 +18,7 @@ use crate::build::image::{self, deb};
 use crate::build::lava::{self, Job};
 use crate::host::fs;
 use crate::host::process::command;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -20,13 +20,13 @@
 //! count is the same afterwards and the array clean. A boot with one member
 //! missing must refuse the degraded array and write nothing.
 
-use crate::Result;
 use crate::boot::qemu;
 use crate::build::image::{self, cpio};
 use crate::check::boots::support::{
     boot_and_check, fact, results, run_record, serial_documents, test_boot, test_image,
 };
 use crate::host::process::{command, run};
+use crate::host::project::Result;
 use bootmark::layers::{Window, lvm, md};
 use bootmark::record::Status;
 use std::fs::File;

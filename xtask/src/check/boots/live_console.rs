@@ -3,12 +3,12 @@
 //! follows it live. Its records must be the ones in QEMU's own log, and it
 //! must end with exit status 0 at the run record.
 
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::check::boots::support::{serial_documents, test_boot};
 use crate::host::fs;
 use crate::host::fs::Context as _;
+use crate::host::project::Result;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -19,8 +19,8 @@
 
 use super::layers::{Ranges, boot_on, build, helper_boot, read_all, unchanged_but};
 use super::support::{fact, run_record};
-use crate::Result;
 use crate::host::process::command;
+use crate::host::project::Result;
 use bootmark::layers::md::{self, Member};
 use bootmark::layers::unassembled::Unassembled;
 use bootmark::layers::{ReadAt, Window, lvm};

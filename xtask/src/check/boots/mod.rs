@@ -33,7 +33,7 @@ use crate::boot::qemu;
 use crate::build::image;
 use crate::host::apt::resolve_meta;
 use crate::host::fs;
-use crate::{Result, project_root};
+use crate::host::project::{Result, project_root};
 use support::{Tally, boot_and_check, check_drivers, loaded_modules, test_boot, test_image};
 
 pub fn harness() -> Result<()> {
@@ -115,7 +115,7 @@ pub fn harness() -> Result<()> {
 /// (target/todays-servers), for working on them without the whole e2e run.
 pub fn alone() -> Result<()> {
     let package = crate::host::apt::resolve_meta("linux-image-amd64")?;
-    let base = crate::project_root().join("target/todays-servers");
+    let base = crate::host::project::project_root().join("target/todays-servers");
     let _ = std::fs::remove_dir_all(&base);
     std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
     let image = crate::build::image::build(&crate::check::boots::support::test_image(

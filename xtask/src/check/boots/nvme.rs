@@ -5,12 +5,12 @@
 //! module set marks it as waiting for its device, and the SATA boots,
 //! which have no NVMe controller, do not load it.
 
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::check::boots::support::{
     boot_and_check, check_drivers, loaded_modules, module_set, results, serial_documents, test_boot,
 };
+use crate::host::project::Result;
 use bootmark::contract::modules::When;
 use std::path::Path;
 

@@ -1,9 +1,9 @@
 //! The old machine: `--machine old`, the hardware a 2006 server has.
 
 use super::support::*;
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
+use crate::host::project::Result;
 use std::path::Path;
 
 /// `--machine old`: the stick on EHCI and the target on an LSI 53C895A SCSI

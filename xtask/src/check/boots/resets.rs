@@ -13,7 +13,6 @@
 //! Killing QEMU loses only the guest's memory: what QEMU had written is in
 //! the host file, as a stick keeps what reached it before the power went.
 
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image::usb;
@@ -21,6 +20,7 @@ use crate::check::boots::support::serial_documents;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
+use crate::host::project::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

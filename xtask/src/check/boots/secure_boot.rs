@@ -7,12 +7,12 @@
 //! kernel whose signature was removed.
 
 use super::support::firmware_in_records;
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image::{self, manifest::Manifest};
 use crate::check::boots::support::{boot_and_check, test_boot, test_image};
 use crate::host::process::command;
+use crate::host::project::Result;
 use bootmark::record::Firmware;
 use std::path::{Path, PathBuf};
 
@@ -92,7 +92,7 @@ fn refused_by_firmware(unsigned_image: &Path, base: &Path) -> Result<()> {
 /// /boot tree, given to `image --secure-boot`: refused before anything is
 /// built, naming the file and how to sign it; no output left behind.
 pub fn unsigned_kernel_refused(package: &str, base: &Path) -> Result<()> {
-    let deb = image::deb::fetch_deb(package, &crate::project_root().join("target/cache/debs"))?;
+    let deb = image::deb::fetch_deb(package, &crate::host::project::project_root().join("target/cache/debs"))?;
     let k = image::deb::unpack_deb(&deb, &base.join("unsigned-kernel"))?;
     crate::host::process::run(command("sbattach").arg("--remove").arg(&k.vmlinuz))?;
     let out = base.join("unsigned-sb-image");

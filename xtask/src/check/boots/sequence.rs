@@ -1,7 +1,6 @@
 //! An unattended sequence: one QEMU run, four boots, a hung step given up.
 
 use super::support::*;
-use crate::Result;
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image;
@@ -9,6 +8,7 @@ use crate::build::image::usb;
 use crate::host::fs;
 use crate::host::fs::Context as _;
 use crate::host::process::command;
+use crate::host::project::Result;
 use bootmark::collect::Document;
 use bootmark::record::RunRecord;
 use std::path::Path;

@@ -2,10 +2,10 @@
 //! back from the serial log and the stick, the checks of one quick-plan boot,
 //! and the tally of scenarios. A leaf: scenarios use it, it uses none of them.
 
-use crate::Result;
 use crate::boot::qemu;
 use crate::build::image;
 use crate::host::fs;
+use crate::host::project::Result;
 use bootmark::collect::Document;
 use bootmark::framing::{self, Assembler, Fed};
 use bootmark::record::{Firmware, Record, RunRecord, Status};

@@ -12,11 +12,11 @@
 //!   nothing but a torn last entry, and never loses one it accepted before.
 
 use super::resets;
-use crate::Result;
 use crate::boot::qemu;
 use crate::check::boots::support::test_boot;
 use crate::host::fs;
 use crate::host::fs::Context as _;
+use crate::host::project::Result;
 use std::path::Path;
 
 const MAGIC: u64 = 0x006a_7366_7773_6872;
