@@ -588,6 +588,28 @@ mod tests {
         assert!(!upward_imports("src").is_empty(), "the check sees src/'s interface imports, so it would see xtask's");
     }
 
+    /// main.rs is wiring: what every room shares lives in `host/project.rs`,
+    /// so no file's code reaches up to the crate root for an item.
+    #[test]
+    fn nothing_in_xtask_imports_from_main() {
+        let mut upward = Vec::new();
+        for f in files("xtask/src", ".rs").iter().filter(|f| !f.ends_with("/main.rs")) {
+            let me = module_of(f, "xtask/src");
+            let text = read(f);
+            for named in imports_of(&text, &me, f.ends_with("/mod.rs")) {
+                // A path of one name that is no module is an item of the crate root (`crate::Result`).
+                let root = project_root().join("xtask/src");
+                if named.len() == 1 && !root.join(&named[0]).is_dir() && !root.join(format!("{}.rs", named[0])).exists()
+                {
+                    upward.push(format!("{f}: crate::{}", named[0]));
+                }
+            }
+        }
+        assert!(upward.is_empty(), "items imported from xtask's main.rs (move them to host/project.rs): {upward:#?}");
+        let found = imports_of("use crate::Result;\nuse crate::host::fs;\n", &["boot".to_string()], false);
+        assert!(found.contains(&vec!["Result".to_string()]), "the check sees a crate-root import: {found:?}");
+    }
+
     #[test]
     fn no_import_cycles_between_sibling_modules() {
         for src in ["src", "xtask/src"] {
