@@ -226,11 +226,15 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
     }
     p.bmc.power_off()?;
     p.bmc.power_on(entry)?;
+    let mut waited = Duration::ZERO;
     let source = match early {
         Ok(source) => source,
         Err(first) => {
             say(&format!("lab: {id}: {first}; trying again until the step's deadline"));
-            match console.open_until(started + Duration::from_secs(deadline_s)) {
+            let since = Instant::now();
+            let opened = console.open_until(since + Duration::from_secs(deadline_s));
+            waited = since.elapsed();
+            match opened {
                 Ok(Some(source)) => source,
                 Ok(None) => return Ok(None),
                 Err(e) => {
@@ -255,13 +259,15 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
             }
         }
     };
+    // What is left of the step's deadline after waiting for a console that was not there yet.
+    let left = Duration::from_secs(deadline_s).saturating_sub(waited);
     let how = watch::Follow {
         log: Some(log_path.clone()),
         out: Some(records_path.clone()),
         until: Until::Runs(1),
         silence: Duration::from_secs(60),
-        give_up: Duration::from_secs(deadline_s),
-        deadline: Some(Duration::from_secs(deadline_s)),
+        give_up: left,
+        deadline: Some(left),
         prefix: format!("[{id}] "),
         reopen_after: Some(Duration::from_secs(REOPEN_AFTER_S)),
     };
