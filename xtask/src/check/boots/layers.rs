@@ -246,8 +246,8 @@ pub(super) fn helper_boot(
     for m in needed(&set, modules) {
         init += &format!("insmod /{} {}\n", m.path, m.params);
     }
-    let last = format!("/dev/sd{}", (b'a' + disks.len().saturating_sub(1) as u8) as char);
-    init += &format!("for i in 1 2 3 4 5 6 7 8 9 10; do [ -b {last} ] && break; sleep 1; done\n");
+    let partitions = disks.iter().map(|d| partition_count(d)).sum::<usize>();
+    init += &disks_by_target(disks.len(), partitions);
     init += &format!("( {script} ) 2>&1\nsync\npoweroff -f\n");
     let mut a = cpio::Archive::new(0);
     for d in ["proc", "sys", "dev", "tmp", "run", "run/lock", "run/lock/lvm", "run/mdadm", "etc", "etc/lvm", "sbin"] {
@@ -297,6 +297,34 @@ pub(super) fn helper_boot(
         return Err(format!("the helper boot did not make the layout:\n{}", qemu::tail(&serial, 30)));
     }
     Ok(())
+}
+
+/// Shell that waits for `disks` SCSI disks and their `partitions`, then
+/// names them by their SCSI target: disk `i` on the host (`scsi-id=i`) is
+/// `/dev/sd` + the i-th letter in the guest, its partitions after it. The
+/// kernel probes SCSI disks asynchronously and hands out sda, sdb, … in
+/// the order the probes finish, which under load is not target order (a CI
+/// run made its arrays on the wrong disk files this way); the scripts name
+/// disks by letter.
+fn disks_by_target(disks: usize, partitions: usize) -> String {
+    format!(
+        "for i in $(seq 1 60); do\n\
+         \x20 [ $(ls -d /sys/block/sd* 2>/dev/null | wc -l) -ge {disks} ] && \
+         [ $(ls -d /sys/block/sd*/sd* 2>/dev/null | wc -l) -ge {partitions} ] && break; sleep 1\n\
+         done\n\
+         rm -f /dev/sd*\n\
+         for b in /sys/block/sd*; do\n\
+         \x20 k=${{b##*/}}; t=$(readlink $b/device); t=${{t##*/}}; t=${{t#*:}}; t=${{t#*:}}; t=${{t%%:*}}\n\
+         \x20 l=$(echo abcdefghijklmnopqrstuvwxyz | cut -c$((t + 1)))\n\
+         \x20 for p in $b $b/$k*; do n=${{p##*/}}; d=$(cat $p/dev); mknod /dev/sd$l${{n#$k}} b ${{d%:*}} ${{d#*:}}; done\n\
+         done\n"
+    )
+}
+
+/// How many partitions the table on a disk file holds (none when it has no table).
+fn partition_count(disk: &Path) -> usize {
+    let table = run(command("sfdisk").arg("--dump").arg(disk)).unwrap_or_default();
+    table.lines().filter(|l| l.starts_with('/')).count()
 }
 
 /// The modules `names` and what they need, in the set's load order.
