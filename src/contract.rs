@@ -5,8 +5,8 @@
 //! `init::` is /init's own; a tidy test keeps other crates off it.
 //!
 //! The records themselves (result and run records, their schema names) are
-//! in [`crate::record`]; the serial framing and the stick's journal in
-//! [`crate::framing`] and [`crate::journal`].
+//! in [`crate::schema::record`]; the serial framing and the stick's journal in
+//! [`crate::schema::framing`] and [`crate::schema::journal`].
 
 /// The module set the image builder writes to /etc/bootmark/modules.json
 /// and /init loads from, and the loader itself (finit_module, then

@@ -12,7 +12,7 @@
 //! bytes, parsed against the full schema, for the few records a finding or
 //! the HTML timeline keeps.
 
-use crate::record::{Record, SCHEMA, Status, Times};
+use crate::schema::record::{Record, SCHEMA, Status, Times};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
@@ -89,7 +89,7 @@ pub struct Counters {
     minor_faults: Check<u64>,
     major_faults: Check<u64>,
     vmstat_delta: Map<Str, Check<i64>>,
-    pub disk_delta: Option<crate::measure::sampler::DiskDelta>,
+    pub disk_delta: Option<crate::schema::measures::DiskDelta>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -197,7 +197,7 @@ pub struct Storage<'a> {
     write_cache: Check<Option<Str>>,
     /// Kept whole: empty for a plain disk, a handful of layers otherwise.
     #[serde(default)]
-    pub layers: Vec<crate::layers::stack::Layer>,
+    pub layers: Vec<crate::schema::layer::Layer>,
 }
 
 #[allow(dead_code)] // fields not kept are read only to be checked
@@ -473,8 +473,8 @@ mod tests {
                     *broken.pointer_mut(&pointer).unwrap() = wrong.clone();
                     let bytes = broken.to_string();
                     // What collect accepts: a document of the result schema that fits it.
-                    let whole =
-                        crate::record::Document::from_json(bytes.as_bytes()).is_ok_and(|d| d.result().is_some());
+                    let whole = crate::schema::record::Document::from_json(bytes.as_bytes())
+                        .is_ok_and(|d| d.result().is_some());
                     let glance = Glance::from_json(bytes.as_bytes()).is_ok();
                     assert_eq!(glance, whole, "{pointer} = {wrong}: glance {glance}, whole {whole}");
                     checked += 1;

@@ -22,7 +22,7 @@
 //! Ids come from the records (run id, seq), so exporting the same records
 //! again gives the same document; objects are sorted by id.
 
-use crate::record::{Record, RunRecord, Status};
+use crate::schema::record::{Record, RunRecord, Status};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -115,7 +115,7 @@ struct Kernel {
 }
 
 impl Doc {
-    fn kernel(&mut self, k: &crate::record::Kernel, opts: &Options) -> Kernel {
+    fn kernel(&mut self, k: &crate::schema::record::Kernel, opts: &Options) -> Kernel {
         let release = id_part(k.release.as_deref().unwrap_or("unknown"));
         let release = release.as_str();
         let version = k.version.as_deref().unwrap_or("");
@@ -124,7 +124,7 @@ impl Doc {
         let hash: String = Sha256::digest(version.as_bytes()).iter().take(4).map(|b| format!("{b:02x}")).collect();
         let checkout_id = format!("{}:{release}-{hash}", opts.origin);
         let build_id = format!("{checkout_id}-{arch}");
-        let source = crate::record::boot_entry(k.cmdline.as_deref())
+        let source = crate::schema::record::boot_entry(k.cmdline.as_deref())
             .and_then(|e| opts.sources.get(e))
             .cloned()
             .unwrap_or_default();
@@ -336,12 +336,12 @@ mod tests {
         assert!(check_origin("bootmark_lab1").is_ok());
         assert!(check_origin("Lab-1").is_err() && check_origin("").is_err());
         assert_eq!(path_part("seq write/1"), "seq_write_1");
-        assert_eq!(crate::record::boot_entry(Some("console=ttyS0 bootmark.entry=k1 x")), Some("k1"));
+        assert_eq!(crate::schema::record::boot_entry(Some("console=ttyS0 bootmark.entry=k1 x")), Some("k1"));
     }
 
     #[test]
     fn statuses_figures_and_ids_follow_the_records() {
-        let mut ok = crate::record::tests::record();
+        let mut ok = crate::schema::record::tests::record();
         ok.workload.name = "seqwrite".into();
         ok.kernel.release = Some("2.6.9-42.ELsmp".into());
         ok.kernel.cmdline = Some("bootmark.entry=k0".into());

@@ -14,8 +14,8 @@ pub mod serial;
 pub mod stick;
 
 use crate::glance::Glance;
-pub use crate::record::Document;
-use crate::record::{Record, RunRecord, SCHEMA, begins_with_schema};
+pub use crate::schema::record::Document;
+use crate::schema::record::{Record, RunRecord, SCHEMA, begins_with_schema};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -510,7 +510,7 @@ impl<'a> Collector<'a> {
         use std::io::BufRead;
         let mut input = std::io::BufReader::with_capacity(1 << 16, input);
         let head = input.fill_buf()?;
-        if crate::journal::is_journal(head) {
+        if crate::schema::journal::is_journal(head) {
             return Err(std::io::Error::other(
                 "a stick's journal cannot be read from a pipe: give the file or the stick",
             ));
@@ -546,7 +546,7 @@ pub fn classify(path: &Path) -> std::io::Result<Input> {
     let mut head = [0u8; 512];
     use std::io::Read;
     let n = std::fs::File::open(path)?.read(&mut head)?;
-    let jsonl = path.extension().is_some_and(|e| e == "jsonl") || crate::journal::is_journal(&head[..n]);
+    let jsonl = path.extension().is_some_and(|e| e == "jsonl") || crate::schema::journal::is_journal(&head[..n]);
     if !jsonl && n == 512 && head[510] == 0x55 && head[511] == 0xaa {
         return Ok(Input::StickImage(path.to_path_buf()));
     }
@@ -600,10 +600,10 @@ mod tests {
 
     fn run_record(facts: serde_json::Value) -> RunRecord {
         let mut r: RunRecord = serde_json::from_value(serde_json::json!({
-            "schema": crate::record::RUN_SCHEMA, "run_id": "r", "seq": 2, "status": "ok", "error": null,
+            "schema": crate::schema::record::RUN_SCHEMA, "run_id": "r", "seq": 2, "status": "ok", "error": null,
             "started_unix_s": 0.0, "finished_unix_s": 1.0, "bootmark": {"version": "0"},
-            "kernel": crate::record::Kernel::default(), "host": crate::record::Host::default(),
-            "records": 2, "failed_records": 0, "facts": {}, "kernel_log": crate::record::KernelLog::default(),
+            "kernel": crate::schema::record::Kernel::default(), "host": crate::schema::record::Host::default(),
+            "records": 2, "failed_records": 0, "facts": {}, "kernel_log": crate::schema::record::KernelLog::default(),
         }))
         .unwrap();
         r.facts = facts.as_object().unwrap().clone();

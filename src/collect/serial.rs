@@ -3,7 +3,7 @@
 //! framed documents reassembled and checked, boots and crashes recognised.
 
 use super::{BootSeen, Collector, Problem};
-use crate::framing::{self, Assembler, Fed, LineError};
+use crate::schema::framing::{self, Assembler, Fed, LineError};
 use memchr::memmem;
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! journal (`bootmark/results/`), or of `bootmark run --out`.
 
 use super::{Collector, Problem};
-use crate::journal;
+use crate::schema::journal;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -86,7 +86,7 @@ fn collect_journal_at(
             Some("the entry runs past the end of the journal")
         } else {
             read_at(start, &mut json)?;
-            (crate::framing::sha256_hex(&json) != header.sha256)
+            (crate::schema::framing::sha256_hex(&json) != header.sha256)
                 .then_some("its SHA-256 does not match: torn by a reset while it was written, or damaged")
         };
         match why {

@@ -6,7 +6,7 @@
 //! counts what it passed on, for the run record.
 
 use crate::measure::klog;
-use crate::record::{Record, Status};
+use crate::schema::record::{Record, Status};
 use crate::sink::Sink;
 use std::io;
 
@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn storage_errors_turn_a_record_into_an_error_with_evidence() {
-        let mut r = crate::record::tests::record();
+        let mut r = crate::schema::record::tests::record();
         let quiet = ["<6>[ 3.1] EXT4-fs (sda): mounted filesystem", "<6>[ 4.0] XFS (sdb): Mounting V5 Filesystem"];
         apply_kernel_errors(&mut r, &quiet);
         assert_eq!(r.status, Status::Ok, "ordinary messages change nothing");
@@ -91,7 +91,7 @@ mod tests {
         assert_eq!(r.status, Status::Error);
         assert!(r.error.as_deref().unwrap().contains("I/O error, dev sda"));
         assert_eq!(r.notes.len(), 4, "{:?}", r.notes);
-        let mut x = crate::record::tests::record();
+        let mut x = crate::schema::record::tests::record();
         apply_kernel_errors(
             &mut x,
             &["<1>[ 5.0] XFS (sdb): Corruption of in-memory data detected. Shutting down filesystem"],

@@ -17,11 +17,11 @@ pub(super) fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Optio
     load_filesystem(boot, serial, &fs);
     // noatime: reading the journal's header must not rewrite a directory entry.
     let opened = mount::mount_dev(&results.node, root, &fs, "noatime").and_then(|()| {
-        if !may_create && !root.join(crate::journal::PATH).exists() {
-            return Err(format!("no {} on it", crate::journal::PATH));
+        if !may_create && !root.join(crate::schema::journal::PATH).exists() {
+            return Err(format!("no {} on it", crate::schema::journal::PATH));
         }
         Stick::open(root, &results.node, results.size_bytes)
-            .map_err(|e| format!("{} on {}: {e}", crate::journal::PATH, results.node.display()))
+            .map_err(|e| format!("{} on {}: {e}", crate::schema::journal::PATH, results.node.display()))
     });
     match opened {
         Ok(stick) => {
@@ -31,7 +31,7 @@ pub(super) fn open_stick(results: &BlockDev, boot: &mut Boot, serial: &mut Optio
                 &format!(
                     "bootmark: results stick {} → {} ({} earlier entries, appending at block {at} of {of}{})",
                     results.name,
-                    crate::journal::PATH,
+                    crate::schema::journal::PATH,
                     stick.found_entries,
                     if stick.created { "; journal created" } else { "" }
                 ),

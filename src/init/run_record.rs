@@ -5,7 +5,7 @@ use super::cmdline::After;
 use super::{Boot, RESULTS_MOUNT, mount, say};
 use crate::measure::clock::unix_s;
 use crate::measure::klog;
-use crate::record::{RUN_SCHEMA, RunRecord, Status, Tool};
+use crate::schema::record::{RUN_SCHEMA, RunRecord, Status, Tool};
 use crate::sink::serial::Serial;
 use serde_json::json;
 use std::path::Path;

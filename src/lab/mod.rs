@@ -63,7 +63,7 @@ impl ImageEntries {
         })?;
         let entries = serde_json::from_slice(&bytes)
             .map_err(|e| format!("{}: not an image manifest: {e}", manifest.display()))?;
-        Ok((entries, crate::framing::sha256_hex(&bytes)))
+        Ok((entries, crate::schema::framing::sha256_hex(&bytes)))
     }
 
     /// The seconds a boot of `entry` may take after the kernel starts:

@@ -312,7 +312,10 @@ impl Redfish {
 
 /// HTTP Basic (RFC 7617): `Basic base64(user:password)`.
 fn basic_authorization(user: &str, password: &Secret) -> Secret {
-    Secret::new(format!("Basic {}", crate::framing::base64_encode(format!("{user}:{}", password.expose()).as_bytes())))
+    Secret::new(format!(
+        "Basic {}",
+        crate::schema::framing::base64_encode(format!("{user}:{}", password.expose()).as_bytes())
+    ))
 }
 
 /// `https://bmc:8443/redfish/v1` → `https://bmc:8443`.

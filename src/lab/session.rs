@@ -41,7 +41,7 @@ pub struct Ended {
 
 /// Run every step without an outcome; returns the state at the end.
 pub fn run(lab: &Lab) -> Result<Ended, String> {
-    crate::run::interrupt::install();
+    crate::interrupt::install();
     let (image, manifest_sha256) = ImageEntries::read_with_sha256(&lab.manifest)?;
     let dir = &lab.state_dir;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -72,7 +72,7 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
     let to_do: Vec<usize> = state.to_do().map(|(i, _)| i).collect();
     let mut interrupted = false;
     for (n, i) in to_do.iter().enumerate() {
-        if crate::run::interrupt::interrupted() {
+        if crate::interrupt::interrupted() {
             interrupted = true;
             break;
         }
@@ -220,7 +220,7 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
     let started_unix = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let started = Instant::now();
     // Ctrl-C before the power: nothing is switched on.
-    if crate::run::interrupt::interrupted() {
+    if crate::interrupt::interrupted() {
         console.end();
         return Ok(None);
     }
@@ -305,7 +305,7 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
     if !records_path.exists() {
         std::fs::write(&records_path, b"").map_err(|e| format!("cannot write {}: {e}", records_path.display()))?;
     }
-    let runs: Vec<&crate::record::RunRecord> = documents
+    let runs: Vec<&crate::schema::record::RunRecord> = documents
         .iter()
         .filter_map(|d| match d {
             crate::collect::Document::Run(r) => Some(&**r),
@@ -378,7 +378,7 @@ impl<'a> StepConsole<'a> {
             match self.open(false) {
                 Ok(source) => return Ok(Some(source)),
                 Err(e) if Instant::now() >= until => return Err(e),
-                Err(_) if crate::run::interrupt::interrupted() => return Ok(None),
+                Err(_) if crate::interrupt::interrupted() => return Ok(None),
                 Err(_) => std::thread::sleep(Duration::from_secs(1)),
             }
         }
@@ -402,9 +402,9 @@ impl<'a> StepConsole<'a> {
 /// A run record from another entry than the step's: the server ignored
 /// where the lab pointed its boot (a BMC that kept an older ISO, a DHCP
 /// server that hands out another boot file, a menu default not honoured).
-fn wrong_entry(runs: &[&crate::record::RunRecord], entry: &str) -> Option<String> {
+fn wrong_entry(runs: &[&crate::schema::record::RunRecord], entry: &str) -> Option<String> {
     runs.iter().find_map(|r| {
-        let booted = crate::record::boot_entry(r.kernel.cmdline.as_deref());
+        let booted = crate::schema::record::boot_entry(r.kernel.cmdline.as_deref());
         (booted != Some(entry)).then(|| {
             format!(
                 "the server booted entry {} ({}), not {entry}: it did not boot what the lab pointed it at \
@@ -465,13 +465,13 @@ mod tests {
 
     #[test]
     fn a_run_record_from_another_entry_fails_the_step() {
-        let run = |cmdline: Option<&str>| -> crate::record::RunRecord {
+        let run = |cmdline: Option<&str>| -> crate::schema::record::RunRecord {
             serde_json::from_value(serde_json::json!({
-                "schema": crate::record::RUN_SCHEMA, "run_id": "r", "seq": 2, "status": "ok", "error": null,
+                "schema": crate::schema::record::RUN_SCHEMA, "run_id": "r", "seq": 2, "status": "ok", "error": null,
                 "started_unix_s": 0.0, "finished_unix_s": 1.0, "bootmark": {"version": "0"},
                 "kernel": {"release": "6.1.0-41-amd64", "cmdline": cmdline},
-                "host": crate::record::Host::default(), "records": 2, "failed_records": 0, "facts": {},
-                "kernel_log": crate::record::KernelLog::default(),
+                "host": crate::schema::record::Host::default(), "records": 2, "failed_records": 0, "facts": {},
+                "kernel_log": crate::schema::record::KernelLog::default(),
             }))
             .unwrap()
         };

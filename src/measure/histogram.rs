@@ -6,6 +6,7 @@
 //! of two is split into 128 linear sub-buckets, and a percentile is reported as
 //! the bucket's midpoint (error ≤ half a bucket width = 1/256 of the value).
 
+use crate::schema::measures::LatencySummary;
 use serde::{Deserialize, Serialize};
 
 const SUB_BITS: u32 = 7;
@@ -21,19 +22,6 @@ pub struct Histogram {
     sum_ns: u128,
     min_ns: u64,
     max_ns: u64,
-}
-
-/// Percentile summary in milliseconds, as it appears in a record.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencySummary {
-    pub count: u64,
-    pub mean_ms: f64,
-    pub min_ms: f64,
-    pub p50_ms: f64,
-    pub p90_ms: f64,
-    pub p99_ms: f64,
-    pub p99_9_ms: f64,
-    pub max_ms: f64,
 }
 
 /// Compact form sent between processes: only the non-empty buckets.

@@ -1,8 +1,7 @@
 //! The kernel's message buffer (dmesg) via syslog(2), with the lines that
 //! explain a slow or failed run counted: hung tasks, I/O errors, OOM, panics.
 
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use crate::schema::measures::KernelLog;
 
 const SYSLOG_ACTION_READ_ALL: libc::c_int = 3;
 const SYSLOG_ACTION_SIZE_BUFFER: libc::c_int = 10;
@@ -18,16 +17,6 @@ const PATTERNS: [(&str, &str); 8] = [
     ("oops", "Oops"),
     ("bug", "BUG:"),
 ];
-
-/// The kernel's log at the end of a boot, summarised.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct KernelLog {
-    pub lines: usize,
-    /// Lines per kind of trouble (I/O errors, hung tasks, OOM, oops…).
-    pub counts: BTreeMap<String, usize>,
-    /// The last lines (the whole log would not fit a serial record).
-    pub tail: Vec<String>,
-}
 
 /// The most of the ring buffer ever read (its usual size is 16 KiB–1 MiB).
 const MAX_READ: usize = 8 << 20;

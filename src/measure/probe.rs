@@ -11,7 +11,7 @@
 use super::clock::{mono_ns, secs, sleep_until};
 use super::histogram::Histogram;
 use crate::process::{self, Child};
-use serde::Serialize;
+use crate::schema::measures::{Responsiveness, Spread};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
@@ -110,38 +110,6 @@ fn read_uncached(f: &File, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         libc::posix_fadvise(f.as_raw_fd(), offset as libc::off_t, PAGE as libc::off_t, libc::POSIX_FADV_DONTNEED)
     };
     f.read_exact_at(buf, offset)
-}
-
-/// Component figures of one probe measurement (ms).
-#[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
-pub struct Spread {
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
-}
-
-/// The responsiveness part of a record.
-#[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
-pub struct Responsiveness {
-    pub interval_ms: f64,
-    /// Ticks from the workload's start until recovery (or the deadline).
-    pub samples: u64,
-    /// Response time (timer lateness + ls + read) while the workload ran and until recovery.
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    pub max_ms: f64,
-    pub stalls_over_100ms: u64,
-    pub stalls_over_1s: u64,
-    /// Seconds after the workload ended until the probe was back to its baseline;
-    /// null when it had not recovered by the deadline.
-    pub recovery_s: Option<f64>,
-    pub baseline: Spread,
-    pub baseline_samples: u64,
-    pub ls: Spread,
-    pub read: Spread,
-    pub timer_late: Spread,
-    /// CPU the probe itself used (user + sys), to show its cost.
-    pub probe_cpu_s: f64,
 }
 
 /// Consecutive good ticks that count as "recovered".

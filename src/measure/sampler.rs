@@ -6,7 +6,7 @@
 
 use super::clock::{mono_ns, secs};
 use super::procstat::{self, DiskStat};
-use serde::{Deserialize, Serialize};
+use crate::schema::measures::{DiskDelta, Timeline};
 use std::collections::BTreeMap;
 
 /// meminfo fields sampled (kB). Mapped: 2.6 kernels cap the dirty limit
@@ -20,36 +20,6 @@ const MEMINFO: [(&str, &str); 5] = [
 ];
 /// vmstat fields sampled (pages or events, cumulative where the kernel says so).
 const VMSTAT: [&str; 5] = ["nr_dirty", "nr_writeback", "pgpgout", "allocstall", "pgscan_direct_normal"];
-
-/// Columns of samples: `t_s[i]` is when sample i was taken; each series has
-/// one entry per sample, null where the kernel did not report the value.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct Timeline {
-    pub interval_s: f64,
-    pub t_s: Vec<f64>,
-    pub series: BTreeMap<String, Vec<Option<u64>>>,
-    /// Every probe tick on the same time axis: when it was due (s) and its
-    /// response (timer lateness + ls + read, ms) — the stall as it built up.
-    #[serde(default)]
-    pub probe_t_s: Vec<f64>,
-    #[serde(default)]
-    pub probe_response_ms: Vec<f64>,
-    /// When the workload ran, on the same axis.
-    #[serde(default)]
-    pub workload_start_s: f64,
-    #[serde(default)]
-    pub workload_end_s: f64,
-    /// Where the worker (the writer) was blocked in the kernel at each sample
-    /// (/proc/PID/wchan: a function name, `0` when running; a bare address
-    /// on kernels without KALLSYMS); null before it started or after it ended.
-    #[serde(default)]
-    pub writer_wchan: Vec<Option<String>>,
-    /// For each function the writer was seen blocked in, its kernel stack
-    /// the first time (/proc/PID/stack, 2.6.29+, root only; at most
-    /// STACKS_KEPT of them): the call chain behind a wchan.
-    #[serde(default)]
-    pub writer_stacks: BTreeMap<String, Vec<String>>,
-}
 
 /// Distinct blocking points whose stacks a timeline keeps, and lines per stack.
 const STACKS_KEPT: usize = 8;
@@ -107,21 +77,6 @@ pub struct Deltas {
     pub vmstat: BTreeMap<String, i64>,
     /// The device under test's /proc/diskstats increases; None without a device.
     pub disk: Option<DiskDelta>,
-}
-
-/// /proc/diskstats increases of one device over a workload. Fields in
-/// alphabetical order: the order records have always had them in.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DiskDelta {
-    pub device: String,
-    /// Time the device was busy; None where diskstats has no such column (2.6 partitions).
-    pub ms_io: Option<u64>,
-    pub ms_writing: Option<u64>,
-    pub reads: u64,
-    pub sectors_read: u64,
-    pub sectors_written: u64,
-    pub writes: u64,
 }
 
 fn disk_stat(name: &str) -> Option<DiskStat> {

@@ -7,8 +7,7 @@
 
 use super::Row;
 use crate::glance::Glance;
-use crate::layers::stack;
-use crate::record::{Record, Times};
+use crate::schema::record::{Record, Times};
 use serde::Serialize;
 
 /// One finding about one group (a row of the table) or a comparison of two.
@@ -210,14 +209,17 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
     } else {
         format!(
             "{} of the member disks (the {} device: {top})",
-            stack::per_disk(layers, |d| d.scheduler.as_deref()),
-            stack::summary(layers)
+            crate::schema::layer::per_disk(layers, |d| d.scheduler.as_deref()),
+            crate::schema::layer::summary(layers)
         )
     };
     let mut evidence =
         vec![format!("responsiveness.read.max_ms = {:.0}", p.read.max_ms), format!("storage.scheduler = {top}")];
     if !layers.is_empty() {
-        evidence.push(format!("storage.layers disks: {}", stack::per_disk(layers, |d| d.scheduler.as_deref())));
+        evidence.push(format!(
+            "storage.layers disks: {}",
+            crate::schema::layer::per_disk(layers, |d| d.scheduler.as_deref())
+        ));
     }
     Some(Finding {
         rule: "read-starvation",
@@ -385,7 +387,7 @@ fn flush(subject: &str, r: &Record) -> Option<Finding> {
         // Under an LV or array the flush reaches every member disk's cache.
         _ if !layers.is_empty() => format!(
             " The member disks' write caches ({}): compare kernels only with the same cache and barrier settings.",
-            stack::per_disk(layers, |d| d.write_cache.as_deref())
+            crate::schema::layer::per_disk(layers, |d| d.write_cache.as_deref())
         ),
         Some(c) => {
             format!(" The drive's write cache is {c}: compare kernels only with the same cache and barrier settings.")
@@ -539,15 +541,15 @@ pub fn markdown(findings: &[Finding]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Responsiveness, Spread, Times};
     use crate::report::{Options, report};
+    use crate::schema::record::{Responsiveness, Spread, Times};
 
     /// A seqwrite of `variant` that took `wall` s; `stall_ms` is the probe's
     /// worst wait, at 2 s into a 10 s timeline where Dirty rises to `dirty_mib`.
     fn write_run(run: &str, seq: u32, variant: &str, wall: f64, stall_ms: f64, dirty_mib: u64) -> Record {
         let mut r = Record::blank(run, seq);
         r.workload.name = "seqwrite".into();
-        r.variant = Some(crate::variant::Applied { name: variant.into(), ..Default::default() });
+        r.variant = Some(crate::schema::variant::Applied { name: variant.into(), ..Default::default() });
         r.kernel.release = Some("2.6.9-42.EL".into());
         r.host.mem_total_kib = Some(1024 * 1024);
         r.vm.insert("dirty_ratio".into(), Some(40));
@@ -638,7 +640,7 @@ mod tests {
     /// read-starvation and flush rules name their schedulers and caches.
     #[test]
     fn under_an_lv_on_raid_the_rules_name_the_member_disks_queues() {
-        use crate::layers::stack::Layer;
+        use crate::schema::layer::Layer;
         let mut r = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
         r.storage.scheduler = Some("none".into());
         let disk = |name: &str| Layer {

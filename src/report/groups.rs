@@ -7,7 +7,7 @@
 use super::findings::Evidence;
 use super::{Row, stats};
 use crate::glance::Glance;
-use crate::record::Status;
+use crate::schema::record::Status;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};

@@ -7,7 +7,7 @@
 use super::Row;
 use super::findings::Finding;
 use crate::glance::Glance;
-use crate::record::{Record, Timeline};
+use crate::schema::record::{Record, Timeline};
 use plotters::prelude::*;
 
 fn esc(s: &str) -> String {

@@ -10,7 +10,7 @@ pub mod stats;
 pub mod verdict;
 
 use crate::glance::Glance;
-use crate::record::Record;
+use crate::schema::record::Record;
 use serde::Serialize;
 use serde_json::Value;
 use stats::Summary;
@@ -35,12 +35,12 @@ fn named_dimension(g: &Glance, name: &str) -> Option<Option<String>> {
         "host" => text(host.dmi_product.as_ref().or(host.cpu_model.as_ref()).or(host.hostname.as_ref())),
         "plan" => Some(g.plan.name.to_string()),
         "scheduler" => text(storage.scheduler.as_ref()),
-        "layers" => Some(crate::layers::stack::summary(&storage.layers)),
+        "layers" => Some(crate::schema::layer::summary(&storage.layers)),
         "device" => text(device.and_then(|d| d.model.as_ref()).or(device.map(|d| &d.name))),
         "variant" => text(g.variant.as_ref().map(|v| &v.name)),
         // Records from before the firmware was read have none: "?".
         "firmware" => host.firmware.as_ref().map(|f| {
-            crate::measure::evidence::firmware_summary(f.boot_mode.as_deref(), f.secure_boot, f.lockdown.as_deref())
+            crate::schema::machine::firmware_summary(f.boot_mode.as_deref(), f.secure_boot, f.lockdown.as_deref())
         }),
         _ => return None,
     })
@@ -424,7 +424,7 @@ pub fn csv(rows: &[Row], by: &[String], constant: &[(String, String)]) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Responsiveness, Status};
+    use crate::schema::record::{Responsiveness, Status};
     use serde_json::json;
 
     fn rows(records: &[Record], opts: &Options) -> Result<Vec<Row>, String> {
@@ -436,14 +436,14 @@ mod tests {
     }
 
     fn rec(kernel: &str, wall: f64, seq: u32) -> Record {
-        let mut r = crate::record::tests::record();
+        let mut r = crate::schema::record::tests::record();
         r.seq = seq;
         r.kernel.release = Some(kernel.into());
         r.storage.fs = Some("ext3".into());
         r.host.hostname = Some("h".into());
         r.workload.name = "seqwrite".into();
         r.workload.params = json!({"size": 1073741824});
-        r.times = crate::record::Times { wall_s: wall, user_s: 0.1, sys_s: 2.0, ..Default::default() };
+        r.times = crate::schema::record::Times { wall_s: wall, user_s: 0.1, sys_s: 2.0, ..Default::default() };
         r.throughput_mib_s = 1024.0 / wall;
         r.responsiveness = Some(Responsiveness {
             p99_ms: 10.0,
@@ -458,7 +458,7 @@ mod tests {
     /// `rec` with the disk's counters: `requests` writes for `rec`'s 1 GiB.
     fn rec_with_requests(kernel: &str, wall: f64, seq: u32, requests: u64) -> Record {
         let mut r = rec(kernel, wall, seq);
-        r.counters.disk_delta = Some(crate::measure::sampler::DiskDelta {
+        r.counters.disk_delta = Some(crate::schema::measures::DiskDelta {
             device: "sda".into(),
             ms_io: None,
             ms_writing: None,
@@ -655,10 +655,10 @@ mod tests {
         assert_eq!(dimension(&r, "device"), "?", "no block device");
         assert_eq!(dimension(&r, "layers"), "plain", "no LVM or md under it");
         r.storage.layers = vec![
-            crate::layers::stack::Layer { kind: "md".into(), md_level: Some("raid5".into()), ..Default::default() },
-            crate::layers::stack::Layer { kind: "disk".into(), ..Default::default() },
-            crate::layers::stack::Layer { kind: "disk".into(), ..Default::default() },
-            crate::layers::stack::Layer { kind: "disk".into(), ..Default::default() },
+            crate::schema::layer::Layer { kind: "md".into(), md_level: Some("raid5".into()), ..Default::default() },
+            crate::schema::layer::Layer { kind: "disk".into(), ..Default::default() },
+            crate::schema::layer::Layer { kind: "disk".into(), ..Default::default() },
+            crate::schema::layer::Layer { kind: "disk".into(), ..Default::default() },
         ];
         assert_eq!(dimension(&r, "layers"), "md raid5 → 3 disks");
         assert_eq!(dimension(&r, "vm.dirty_ratio"), "40");

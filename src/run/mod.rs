@@ -2,7 +2,6 @@
 //! for everything created, each workload observed (see `watch`), one record
 //! per workload run handed to the sink, and the run directory removed at the end.
 
-pub mod interrupt;
 pub mod observe;
 
 use crate::measure::clock::{mono_ns, secs, unix_s};
@@ -10,11 +9,12 @@ use crate::measure::evidence::{self, Evidence};
 use crate::measure::histogram::Histogram;
 use crate::measure::progress::Progress;
 use crate::plan::Plan;
-use crate::record::{self, Counters, Latency, PlanRef, Record, Status, Times, Tool, WorkloadRef};
+use crate::schema::record::{self, Counters, Latency, PlanRef, Record, Status, Times, Tool, WorkloadRef};
+use crate::schema::variant::Applied;
 use crate::sink::Sink;
 use crate::variant::{self, Variant};
 use crate::workload::{Context, WorkloadSpec};
-use crate::{fsutil, process, size};
+use crate::{fsutil, interrupt, process, size};
 use std::path::{Path, PathBuf};
 
 /// Unmount the target, flush its block device's buffers and mount it again
@@ -274,19 +274,14 @@ struct RunStep<'a> {
     seq: u32,
     repetition: u32,
     spec: &'a WorkloadSpec,
-    variant: Option<&'a variant::Applied>,
+    variant: Option<&'a Applied>,
 }
 
 impl Runner<'_> {
     /// Switch to `variant`: apply it, start cold (sync, drop caches where the
     /// kernel can), and read the evidence again (the vm sysctls and the
     /// scheduler are what the records must show).
-    fn start_variant(
-        &mut self,
-        knobs: &variant::Knobs,
-        original: &variant::Original,
-        variant: &Variant,
-    ) -> variant::Applied {
+    fn start_variant(&mut self, knobs: &variant::Knobs, original: &variant::Original, variant: &Variant) -> Applied {
         // Each variant is the settings as found plus its own changes, not
         // whatever the previous variant left.
         for failed in variant::restore(knobs, original) {
@@ -315,7 +310,7 @@ impl Runner<'_> {
 
     /// Remount the target for `variant` (its mount options, and cold pages),
     /// where the caller can; read the options back from /proc/mounts.
-    fn remount_for(&self, variant: &Variant, applied: &mut variant::Applied) {
+    fn remount_for(&self, variant: &Variant, applied: &mut Applied) {
         let key = "mount.options".to_string();
         let wanted = variant.mount_options.as_str();
         let Some(remount) = &self.opts.remount else {
@@ -351,7 +346,7 @@ impl Runner<'_> {
     }
 
     /// Say once why a variant is not run (its settings are not in this kernel).
-    fn skip_variant(&mut self, applied: &variant::Applied, repetition: u32) {
+    fn skip_variant(&mut self, applied: &Applied, repetition: u32) {
         if repetition == 0 {
             let why: Vec<String> = applied.not_applied.iter().map(|(k, w)| format!("{k}: {w}")).collect();
             crate::note!("bootmark: variant {} skipped: {}", applied.name, why.join("; "));

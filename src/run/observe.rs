@@ -3,13 +3,14 @@
 //! timeline, prints heartbeats and enforces the workload's deadline — all in
 //! one poll() loop, so nothing waits on a lock or a thread.
 
-use super::interrupt;
+use crate::interrupt;
 use crate::measure::blocked::BlockedDumps;
 use crate::measure::clock::{mono_ns, secs};
-use crate::measure::probe::{self, Responsiveness, SAMPLE_BYTES, Sample};
+use crate::measure::probe::{self, SAMPLE_BYTES, Sample};
 use crate::measure::progress::Progress;
-use crate::measure::sampler::{Sampler, Snapshot, Timeline};
+use crate::measure::sampler::{Sampler, Snapshot};
 use crate::process::{self, Child, Exit};
+use crate::schema::measures::{Responsiveness, Timeline};
 use crate::workload::{Context, Outcome, WorkloadSpec};
 use std::io::Read;
 use std::os::fd::AsRawFd;

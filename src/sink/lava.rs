@@ -9,7 +9,7 @@
 //! id LAVA stores (it lowercases and turns `\W+` into `_`) is the id printed.
 
 use crate::plan::Plan;
-use crate::record::{Record, Status};
+use crate::schema::record::{Record, Status};
 
 /// The `monitors` pattern: named groups as LAVA wants them. Every line has
 /// a measurement and units (LAVA's database refuses a case without units).
@@ -157,7 +157,7 @@ pub fn record_lines(id: &str, r: &Record) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::tests::record;
+    use crate::schema::record::tests::record;
 
     fn pattern_groups(l: &str) -> Option<(String, String, f64, String)> {
         // The PATTERN's shape, checked by hand (no regex engine in the image).
@@ -185,7 +185,7 @@ mod tests {
         assert!(ids.contains(&"boot15_manyfiles"), "{ids:?}");
         let mut r = record();
         r.workload.name = "seqwrite".into();
-        r.variant = Some(crate::variant::Applied { name: "dirty40".into(), ..Default::default() });
+        r.variant = Some(crate::schema::variant::Applied { name: "dirty40".into(), ..Default::default() });
         r.throughput_mib_s = 57.25;
         r.times.durable_s = Some(1.5);
         let lines = cases.lines_for(&r);
@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(cases.ids().collect::<Vec<_>>(), ["unprotected_dirty5_seqwrite"]);
         let mut r = record();
         r.workload.name = "seqwrite".into();
-        r.variant = Some(crate::variant::Applied { name: "Unprotected-Dirty5".into(), ..Default::default() });
+        r.variant = Some(crate::schema::variant::Applied { name: "Unprotected-Dirty5".into(), ..Default::default() });
         r.throughput_mib_s = f64::NAN;
         assert!(cases.lines_for(&r)[0].contains("MEASUREMENT=0.000"));
         assert_eq!(cases.finish(true, 1, 0), [line(RUN_CASE, "pass", 1.0, "records")]);

@@ -5,7 +5,7 @@ pub mod lava;
 pub mod serial;
 pub mod stick;
 
-use crate::record::Record;
+use crate::schema::record::Record;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
@@ -105,7 +105,7 @@ impl Sink for Tee<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::tests::record;
+    use crate::schema::record::tests::record;
 
     struct Full;
     impl Sink for Full {

@@ -3,8 +3,8 @@
 //! while a record is printed so printk output does not cut our lines.
 
 use super::{Sink, lava};
-use crate::framing;
-use crate::record::Record;
+use crate::schema::framing;
+use crate::schema::record::Record;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -141,7 +141,7 @@ impl Drop for QuietConsole {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framing::{Assembler, Fed, parse_line};
+    use crate::schema::framing::{Assembler, Fed, parse_line};
 
     #[test]
     fn only_a_terminal_is_a_console() {

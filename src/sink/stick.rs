@@ -11,8 +11,8 @@
 //! device a cache flush where it has a write cache).
 
 use super::Sink;
-use crate::journal::{self, BLOCK};
-use crate::record::Record;
+use crate::schema::journal::{self, BLOCK};
+use crate::schema::record::Record;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, FileTypeExt};

@@ -9,7 +9,7 @@ pub mod source;
 
 use crate::collect::serial::{BANNER, HUNG, OOPS, PANIC};
 use crate::collect::{Collector, Document};
-use crate::framing::{self, Assembler, Fed};
+use crate::schema::framing::{self, Assembler, Fed};
 use source::{Chunk, Source};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -143,7 +143,7 @@ pub fn follow(mut source: Source, how: &Follow, mut reopen: Option<Reopen>) -> R
         if let Some(end) = w.finished(how.until) {
             return Ok((end, w.into_documents()));
         }
-        if crate::run::interrupt::interrupted() {
+        if crate::interrupt::interrupted() {
             w.flush_partial();
             return Ok((Ending::Interrupted, w.into_documents()));
         }
@@ -346,7 +346,7 @@ impl Watcher {
         }
         match &doc {
             Document::Result(r) => {
-                if r.status != crate::record::Status::Ok {
+                if r.status != crate::schema::record::Status::Ok {
                     self.failures += 1;
                 }
                 let status = r.status.name();
@@ -354,7 +354,7 @@ impl Watcher {
             }
             Document::Run(r) => {
                 self.runs += 1;
-                if r.status != crate::record::Status::Ok || r.failed_records > 0 {
+                if r.status != crate::schema::record::Status::Ok || r.failed_records > 0 {
                     self.failures += 1;
                 }
                 let states = r.facts.get("sequence").and_then(|s| s.get("states")).and_then(|s| s.as_array());

@@ -626,6 +626,69 @@ mod tests {
         assert!(found.contains(&vec!["build".into(), "kernel".into(), "config".into()]), "{found:?}");
     }
 
+    /// What both sides of src/ may import besides the schema: small leaves
+    /// with no side of their own. `contract` is the bridge to /init's rules
+    /// (the command line the lab reads budgets from), not yet data in `schema`.
+    const SHARED_LEAVES: [&str; 8] =
+        ["schema", "plan", "size", "bootmenu", "fsutil", "partition_table", "interrupt", "contract"];
+
+    /// For each non-wiring file of src/, its top module and the top modules its code imports.
+    fn src_imports() -> Vec<(String, String, BTreeSet<String>)> {
+        files("src", ".rs")
+            .into_iter()
+            .filter(|f| !matches!(f.as_str(), "src/main.rs" | "src/lib.rs"))
+            .map(|f| {
+                let me = module_of(&f, "src");
+                let tops = imports_of(&read(&f), &me, f.ends_with("/mod.rs"))
+                    .into_iter()
+                    .filter_map(|p| p.first().cloned())
+                    .collect();
+                (f, me[0].clone(), tops)
+            })
+            .collect()
+    }
+
+    /// The top modules of `imports` outside `allowed`, as `file: module` lines.
+    fn outside(file: &str, imports: &BTreeSet<String>, allowed: &dyn Fn(&str) -> bool) -> Vec<String> {
+        imports.iter().filter(|m| !allowed(m)).map(|m| format!("{file}: crate::{m}")).collect()
+    }
+
+    /// The schema is the leaf both sides stand on: it imports nothing of
+    /// either (`size` formats its byte counts).
+    #[test]
+    fn the_schema_imports_nothing_of_either_side() {
+        let mut found = Vec::new();
+        for (file, top, imports) in src_imports().iter().filter(|(_, top, _)| top == "schema") {
+            found.extend(outside(file, imports, &|m| m == top || m == "size"));
+        }
+        assert!(found.is_empty(), "src/schema/ imports from a side (move the data into schema/): {found:#?}");
+    }
+
+    /// The workstation reads what the image wrote through the schema and
+    /// the shared leaves only; the image side never imports the workstation.
+    #[test]
+    fn the_sides_meet_only_in_the_schema_and_the_shared_leaves() {
+        let workstation = workstation_modules();
+        let is_workstation = |m: &str| workstation.iter().any(|w| w == m);
+        let (mut from_image, mut into_workstation) = (Vec::new(), Vec::new());
+        for (file, top, imports) in src_imports() {
+            if is_workstation(&top) {
+                from_image.extend(outside(&file, &imports, &|m| is_workstation(m) || SHARED_LEAVES.contains(&m)));
+            } else {
+                into_workstation.extend(outside(&file, &imports, &|m| !is_workstation(m)));
+            }
+        }
+        assert!(from_image.is_empty(), "the workstation imports the image side (use schema/): {from_image:#?}");
+        assert!(into_workstation.is_empty(), "the image side imports the workstation: {into_workstation:#?}");
+        // The check sees an import across: a report that reads a measure module.
+        let me = ["report".to_string()];
+        let tops: BTreeSet<String> = imports_of("use crate::measure::sampler::DiskDelta;\n", &me, false)
+            .into_iter()
+            .map(|p| p[0].clone())
+            .collect();
+        assert_eq!(outside("report.rs", &tops, &|m| SHARED_LEAVES.contains(&m)), ["report.rs: crate::measure"]);
+    }
+
     #[test]
     fn the_checks_themselves_can_fail() {
         assert!(exists("image/modules/*.list") && !exists("image/modules/*.nothing"));

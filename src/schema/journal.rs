@@ -23,7 +23,7 @@
 //! looking `MAX_ENTRY` bytes past the end for a torn entry's stray blocks.
 //! Everything here is pure (no I/O): `sink::stick` writes, `collect` reads.
 
-use crate::framing::sha256_hex;
+use super::framing::sha256_hex;
 
 pub const BLOCK: usize = 4096;
 /// The file name on the stick, relative to its root.

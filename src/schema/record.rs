@@ -2,13 +2,12 @@
 //! the image side (which writes records) and the workstation side (which
 //! collects and compares them). Every field and unit is in docs/record-format.md.
 
-// The parts of a record that the measurements define, re-exported so that a
-// reader of records finds every type of the schema here.
-pub use crate::measure::evidence::{Device, Firmware, Host, Kernel, Storage};
-pub use crate::measure::histogram::LatencySummary;
-pub use crate::measure::klog::KernelLog;
-pub use crate::measure::probe::{Responsiveness, Spread};
-pub use crate::measure::sampler::{DiskDelta, Timeline};
+// The parts of a record in their own files of this folder, re-exported so
+// that a reader of records finds every type a record carries here.
+pub use super::layer::Layer;
+pub use super::machine::{Device, Firmware, Host, Kernel, Storage};
+pub use super::measures::{DiskDelta, KernelLog, LatencySummary, Responsiveness, Spread, Timeline};
+pub use super::variant::Applied;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -53,7 +52,7 @@ pub struct Record {
     pub workload: WorkloadRef,
     /// The plan's variant this run was made under (null: the settings as found).
     #[serde(default)]
-    pub variant: Option<crate::variant::Applied>,
+    pub variant: Option<Applied>,
     pub kernel: Kernel,
     pub host: Host,
     pub storage: Storage,
@@ -365,7 +364,7 @@ pub(crate) mod tests {
         };
         let fields: std::collections::BTreeSet<String> =
             serde_json::to_value(&doc).unwrap().as_object().unwrap().keys().cloned().collect();
-        let docs = include_str!("../docs/record-format.md");
+        let docs = include_str!("../../docs/record-format.md");
         let table = docs.split("# Run record").nth(1).unwrap().split("`facts` keys").next().unwrap();
         let documented: std::collections::BTreeSet<String> = table
             .lines()

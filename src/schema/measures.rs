@@ -1,0 +1,107 @@
+//! The figures a record carries about its run: latency percentiles, the
+//! probe's responsiveness, the system-state timeline, the disk's counters
+//! and the kernel log's summary. The `measure` modules compute them; the
+//! workstation reads them from every record.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Percentile summary in milliseconds, as it appears in a record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean_ms: f64,
+    pub min_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p99_9_ms: f64,
+    pub max_ms: f64,
+}
+
+/// The kernel's log at the end of a boot, summarised.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelLog {
+    pub lines: usize,
+    /// Lines per kind of trouble (I/O errors, hung tasks, OOM, oops…).
+    pub counts: BTreeMap<String, usize>,
+    /// The last lines (the whole log would not fit a serial record).
+    pub tail: Vec<String>,
+}
+
+/// Component figures of one probe measurement (ms).
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
+pub struct Spread {
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// The responsiveness part of a record.
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
+pub struct Responsiveness {
+    pub interval_ms: f64,
+    /// Ticks from the workload's start until recovery (or the deadline).
+    pub samples: u64,
+    /// Response time (timer lateness + ls + read) while the workload ran and until recovery.
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub stalls_over_100ms: u64,
+    pub stalls_over_1s: u64,
+    /// Seconds after the workload ended until the probe was back to its baseline;
+    /// null when it had not recovered by the deadline.
+    pub recovery_s: Option<f64>,
+    pub baseline: Spread,
+    pub baseline_samples: u64,
+    pub ls: Spread,
+    pub read: Spread,
+    pub timer_late: Spread,
+    /// CPU the probe itself used (user + sys), to show its cost.
+    pub probe_cpu_s: f64,
+}
+
+/// Columns of samples: `t_s[i]` is when sample i was taken; each series has
+/// one entry per sample, null where the kernel did not report the value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Timeline {
+    pub interval_s: f64,
+    pub t_s: Vec<f64>,
+    pub series: BTreeMap<String, Vec<Option<u64>>>,
+    /// Every probe tick on the same time axis: when it was due (s) and its
+    /// response (timer lateness + ls + read, ms) — the stall as it built up.
+    #[serde(default)]
+    pub probe_t_s: Vec<f64>,
+    #[serde(default)]
+    pub probe_response_ms: Vec<f64>,
+    /// When the workload ran, on the same axis.
+    #[serde(default)]
+    pub workload_start_s: f64,
+    #[serde(default)]
+    pub workload_end_s: f64,
+    /// Where the worker (the writer) was blocked in the kernel at each sample
+    /// (/proc/PID/wchan: a function name, `0` when running; a bare address
+    /// on kernels without KALLSYMS); null before it started or after it ended.
+    #[serde(default)]
+    pub writer_wchan: Vec<Option<String>>,
+    /// For each function the writer was seen blocked in, its kernel stack
+    /// the first time (/proc/PID/stack, 2.6.29+, root only; at most
+    /// STACKS_KEPT of them): the call chain behind a wchan.
+    #[serde(default)]
+    pub writer_stacks: BTreeMap<String, Vec<String>>,
+}
+
+/// /proc/diskstats increases of one device over a workload. Fields in
+/// alphabetical order: the order records have always had them in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskDelta {
+    pub device: String,
+    /// Time the device was busy; None where diskstats has no such column (2.6 partitions).
+    pub ms_io: Option<u64>,
+    pub ms_writing: Option<u64>,
+    pub reads: u64,
+    pub sectors_read: u64,
+    pub sectors_written: u64,
+    pub writes: u64,
+}
