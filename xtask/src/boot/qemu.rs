@@ -22,6 +22,15 @@ pub const QEMU_TOOLS: [(&str, &str); 3] =
 /// OVMF's firmware: plain, and with Secure Boot (the secboot code and
 /// variables with Microsoft's keys enrolled and Secure Boot on, as
 /// servers ship).
+/// A boot whose console has not grown for this long before /init spoke
+/// is cut as stalled: the kernel prints from its first second, and under
+/// TCG on a loaded host a boot that stops there does not resume (a CI run
+/// saw a kernel's timestamps freeze 1.4 s in).
+pub const STALL_BEFORE_INIT: Duration = Duration::from_secs(120);
+/// How a stalled boot's error begins, so that a scenario runner can tell it
+/// from a bootmark failure and try it once more.
+pub const STALLED: &str = "stalled before /init";
+
 const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
 const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
 const OVMF_SECBOOT_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd";
@@ -447,27 +456,41 @@ fn boot_once(args: &Args, log: &Path) -> Result<()> {
     let started = Instant::now();
     let mut child = crate::host::process::spawn(cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()))?;
     let limit = Duration::from_secs(args.timeout);
+    let mut console = Growth::default();
     let status = loop {
         if let Some(st) = child.try_wait().context("waiting for QEMU")? {
-            break Some(st);
+            break Ended::Exited(st);
         }
-        if started.elapsed() > limit {
+        let stalled = console.stalled(log, Instant::now(), STALL_BEFORE_INIT);
+        if started.elapsed() > limit || stalled {
             let _ = child.kill();
             let _ = child.wait();
-            break None;
+            break if stalled { Ended::Stalled } else { Ended::TimedOut };
         }
         std::thread::sleep(Duration::from_millis(200));
     };
     let _ = std::fs::remove_dir_all(&work);
     let serial = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
     match status {
-        None => Err(format!(
+        Ended::Stalled => {
+            // Kept: a retry of the boot writes the log again.
+            let kept = log.with_extension("stalled.log");
+            let _ = std::fs::copy(log, &kept);
+            Err(format!(
+                "{STALLED}: the guest did not power off — its console has not grown for {} s and /init never spoke \
+                 (log kept: {}).\n--- serial tail ---\n{}",
+                STALL_BEFORE_INIT.as_secs(),
+                kept.display(),
+                tail(&serial, 30)
+            ))
+        }
+        Ended::TimedOut => Err(format!(
             "the guest did not power off within {} s ({}).\n--- serial tail ---\n{}",
             args.timeout,
             diagnose(&serial),
             tail(&serial, 30)
         )),
-        Some(st) if !st.success() => {
+        Ended::Exited(st) if !st.success() => {
             let mut err = String::new();
             use std::io::Read;
             if let Some(mut e) = child.stderr.take() {
@@ -475,8 +498,46 @@ fn boot_once(args: &Args, log: &Path) -> Result<()> {
             }
             Err(format!("qemu failed ({st}): {}\n--- serial tail ---\n{}", err.trim(), tail(&serial, 30)))
         }
-        Some(_) => Ok(()),
+        Ended::Exited(_) => Ok(()),
     }
+}
+
+/// How one QEMU run ended.
+enum Ended {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Stalled,
+}
+
+/// The serial log's size over time, to tell a boot that stopped before
+/// /init (no new output for [`STALL_BEFORE_INIT`], no `bootmark` line)
+/// from one that is slow.
+#[derive(Default)]
+struct Growth {
+    len: u64,
+    since: Option<Instant>,
+}
+
+impl Growth {
+    /// Whether, at `now`, the log has not grown for `quiet` and /init has not spoken.
+    fn stalled(&mut self, log: &Path, now: Instant, quiet: Duration) -> bool {
+        let len = std::fs::metadata(log).map_or(0, |m| m.len());
+        if len != self.len || self.since.is_none() {
+            (self.len, self.since) = (len, Some(now));
+            return false;
+        }
+        if now.duration_since(self.since.unwrap_or(now)) < quiet {
+            return false;
+        }
+        // Read the log only once it has been quiet that long.
+        len > 0 && !init_spoke(&String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()))
+    }
+}
+
+/// Whether /init printed a line: its lines begin with `bootmark`, the
+/// kernel's with a timestamp (its command line names `bootmark.` too).
+fn init_spoke(serial: &str) -> bool {
+    serial.lines().any(|l| l.trim_start_matches('\r').starts_with("bootmark"))
 }
 
 pub fn tail(s: &str, n: usize) -> String {
@@ -504,11 +565,43 @@ pub fn diagnose(serial: &str) -> String {
     if !serial.contains("Linux version") {
         return "the kernel never printed its banner: the bootloader could not load it".into();
     }
-    if !serial.contains("bootmark") {
+    if !init_spoke(serial) {
         return "the kernel booted but /init never spoke: initramfs missing /init, or an incompatible binary".into();
     }
     if serial.contains("no disk matches") {
         return "bootmark could not find a disk: missing storage driver module, or wrong LABEL/UUID".into();
     }
     "bootmark started but did not finish: a hung workload (the watchdog should cut it) or a hung kernel".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_console_quiet_before_init_is_a_stall_and_after_init_is_not() {
+        let log = std::env::temp_dir().join(format!("bootmark-growth-{}.log", std::process::id()));
+        let kernel =
+            "[    0.0] Kernel command line: console=ttyS0 bootmark.plan=quick\n[    1.4] ahci 0000:00:1f.2: AHCI\n";
+        std::fs::write(&log, kernel).unwrap();
+        let (t0, quiet) = (Instant::now(), Duration::from_secs(120));
+        let mut console = Growth::default();
+        assert!(!console.stalled(&log, t0, quiet), "the first look only starts the clock");
+        assert!(!console.stalled(&log, t0 + Duration::from_secs(119), quiet));
+        assert!(
+            console.stalled(&log, t0 + quiet, quiet),
+            "120 s without a byte, and the command line's bootmark. is not /init"
+        );
+        std::fs::write(&log, format!("{kernel}[    9.9] more\n")).unwrap();
+        assert!(!console.stalled(&log, t0 + Duration::from_secs(200), quiet), "growth restarts the clock");
+        std::fs::write(&log, format!("{kernel}bootmark 0.1.0: run x starting as /init\n")).unwrap();
+        assert!(!console.stalled(&log, t0 + Duration::from_secs(300), quiet));
+        assert!(
+            !console.stalled(&log, t0 + Duration::from_secs(900), quiet),
+            "a slow workload is the watchdog's, not a stall"
+        );
+        std::fs::remove_file(&log).unwrap();
+        assert!(diagnose(kernel).starts_with("the kernel never printed its banner"));
+        assert!(diagnose(&format!("Linux version 6.1\n{kernel}")).contains("/init never spoke"));
+    }
 }

@@ -4,7 +4,8 @@
 //! then the old-kernel harness, the fake boots of /init (root, loop devices)
 //! and the QEMU boots of real images with Debian's kernels, a kernel built
 //! from Debian's source with kernel-configs/6.1 and booted, and 30 s of
-//! fuzzing. Prints how long each part took.
+//! fuzzing. Prints how long each part took; after the setup, a failing part
+//! does not stop the others, and every failure is listed at the end.
 
 use super::boots::{self, kernel_from_source};
 use super::{fake_boots, fuzz, kcidb, old_kernel};
@@ -18,35 +19,66 @@ use std::time::Instant;
 
 pub fn run() -> Result<()> {
     let started = Instant::now();
-    let mut laps = Vec::new();
-    let mut lap = |name: &str, part: &mut dyn FnMut() -> Result<()>| -> Result<()> {
-        let t = Instant::now();
-        let result = part();
-        laps.push(format!("{name}: {:.0} s", t.elapsed().as_secs_f64()));
-        eprintln!("xtask test: {}", laps.last().unwrap());
-        result
-    };
+    let mut parts = Parts::default();
     deps::add_sbin_to_path();
-    lap("host tools", &mut deps::ensure_test_tools)?;
-    lap("static builds", &mut || Arch::ALL.into_iter().try_for_each(|a| static_binary::build(a).map(|_| ())))?;
-    lap("cargo test", &mut || run_shown(command("cargo").args(["test", "--workspace"]).current_dir(project_root())))?;
-    lap("report at fleet scale", &mut bench_report::check)?;
-    lap("KCIDB schema", &mut kcidb::check)?;
-    lap("old-kernel harness", &mut old_kernel::harness)?;
-    lap("fake boots", &mut fake_boots::harness)?;
+    // What every later part needs: a failure here stops the suite.
+    parts.time("host tools", &mut deps::ensure_test_tools)?;
+    parts.time("static builds", &mut || Arch::ALL.into_iter().try_for_each(|a| static_binary::build(a).map(|_| ())))?;
+    // From here every part runs whatever failed before it; the failures are listed at the end.
+    parts.run("cargo test", &mut || {
+        run_shown(command("cargo").args(["test", "--workspace"]).current_dir(project_root()))
+    });
+    parts.run("report at fleet scale", &mut bench_report::check);
+    parts.run("KCIDB schema", &mut kcidb::check);
+    parts.run("old-kernel harness", &mut old_kernel::harness);
+    parts.run("fake boots", &mut fake_boots::harness);
     // The kernel from source builds beside the QEMU boots, at nice 19: the
     // boots keep one core busy on average, the build takes what is left.
     let kernel = std::thread::spawn(|| {
         kernel_from_source::lowest_priority();
         kernel_from_source::build(&project_root().join("target/kernel-boot"))
     });
-    let boots = lap("QEMU boots", &mut boots::harness);
+    parts.run("QEMU boots", &mut boots::harness);
     let mut built = Some(kernel.join().map_err(|_| "the kernel build panicked".to_string())?);
-    boots?;
-    lap("kernel from source (its boot; built beside the QEMU boots)", &mut || {
+    parts.run("kernel from source (its boot; built beside the QEMU boots)", &mut || {
         kernel_from_source::boot(built.take().ok_or("booted twice")??)
-    })?;
-    lap("fuzzing", &mut || fuzz::run(30))?;
-    eprintln!("xtask test: all parts passed in {:.0} s ({})", started.elapsed().as_secs_f64(), laps.join(", "));
-    Ok(())
+    });
+    parts.run("fuzzing", &mut || fuzz::run(30));
+    parts.finish(started)
+}
+
+/// The suite's parts: how long each took, and which failed.
+#[derive(Default)]
+struct Parts {
+    laps: Vec<String>,
+    failed: Vec<String>,
+}
+
+impl Parts {
+    /// Run a part and print how long it took.
+    fn time(&mut self, name: &str, part: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        let t = Instant::now();
+        let result = part();
+        self.laps.push(format!("{name}: {:.0} s", t.elapsed().as_secs_f64()));
+        eprintln!("xtask test: {}", self.laps.last().unwrap());
+        result
+    }
+
+    /// Run a part; a failure is printed now and listed at the end.
+    fn run(&mut self, name: &str, part: &mut dyn FnMut() -> Result<()>) {
+        if let Err(e) = self.time(name, part) {
+            eprintln!("xtask test: FAILED {name}: {e}");
+            self.failed.push(format!("{name}: {}", e.lines().next().unwrap_or("")));
+        }
+    }
+
+    fn finish(self, started: Instant) -> Result<()> {
+        let total = started.elapsed().as_secs_f64();
+        if self.failed.is_empty() {
+            eprintln!("xtask test: all parts passed in {total:.0} s ({})", self.laps.join(", "));
+            return Ok(());
+        }
+        eprintln!("xtask test: {} part(s) failed in {total:.0} s ({})", self.failed.len(), self.laps.join(", "));
+        Err(format!("these parts failed:\n  {}", self.failed.join("\n  ")))
+    }
 }

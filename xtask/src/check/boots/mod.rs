@@ -65,48 +65,47 @@ pub fn harness() -> Result<()> {
             );
             Ok(())
         };
-        tally.add(name, boot());
+        tally.run(name, boot);
     }
-    tally.add("NVMe", crate::check::boots::nvme::test(&out, &base, &package));
-    tally.add("LVM on md RAID 1", layers::test(&package, &base));
-    tally.add("hostile disks", hostile_disks::test(&out, &base, &package));
-    tally.add("md layouts", md_layouts::test(&package, &base));
+    tally.run("NVMe", || crate::check::boots::nvme::test(&out, &base, &package));
+    tally.run("LVM on md RAID 1", || layers::test(&package, &base));
+    tally.run("hostile disks", || hostile_disks::test(&out, &base, &package));
+    tally.run("md layouts", || md_layouts::test(&package, &base));
     // Today's servers: Secure Boot on and off, the ISO as a virtual CD.
     match crate::check::boots::secure_boot::build_image(&package, &base) {
         Ok(sb) => {
-            tally.add("Secure Boot", crate::check::boots::secure_boot::test(&sb, &out, &base, &package));
-            tally.add("ISO", crate::check::boots::iso::test(&sb, &out, &base, &package));
+            tally.run("Secure Boot", || crate::check::boots::secure_boot::test(&sb, &out, &base, &package));
+            tally.run("ISO", || crate::check::boots::iso::test(&sb, &out, &base, &package));
         }
         Err(e) => tally.add("Secure Boot image", Err(e)),
     }
-    tally.add("unsigned kernel refused", crate::check::boots::secure_boot::unsigned_kernel_refused(&package, &base));
-    tally.add("old machine", old_machine::test(&out, &base, &package));
-    tally.add("kernel RPM", crate::check::boots::kernel_rpm::test(&out, &package, &base));
-    tally.add("sequence", sequence::test(&package, &base));
-    tally.add("sweep", crate::check::boots::sweep::test(&package, &base));
-    tally.add("i686", i686::test(&base));
+    tally.run("unsigned kernel refused", || crate::check::boots::secure_boot::unsigned_kernel_refused(&package, &base));
+    tally.run("old machine", || old_machine::test(&out, &base, &package));
+    tally.run("kernel RPM", || crate::check::boots::kernel_rpm::test(&out, &package, &base));
+    tally.run("sequence", || sequence::test(&package, &base));
+    tally.run("sweep", || crate::check::boots::sweep::test(&package, &base));
+    tally.run("i686", || i686::test(&base));
     // Kernels from other Debian releases: a real download from trixie, and the demo's sibling.
-    tally.add("trixie on NVMe", generations::trixie_on_nvme(&base));
-    tally.add("two generations", generations::two_generations(&base));
-    tally.add("failing disk", crate::check::boots::failing_disk::test(&out, &base));
-    tally.add("watch", crate::check::boots::live_console::test(&out, &base));
-    tally.add("LAVA", crate::check::boots::lava::test(&out, &package, &base));
+    tally.run("trixie on NVMe", || generations::trixie_on_nvme(&base));
+    tally.run("two generations", || generations::two_generations(&base));
+    tally.run("failing disk", || crate::check::boots::failing_disk::test(&out, &base));
+    tally.run("watch", || crate::check::boots::live_console::test(&out, &base));
+    tally.run("LAVA", || crate::check::boots::lava::test(&out, &package, &base));
     match lab::image(&package, &base) {
         Ok(lab_image) => {
-            tally.add("lab", lab::test(&lab_image, &base));
-            tally.add("lab Redfish", lab_redfish::test(&lab_image, &base));
-            tally.add("lab qemu", lab_qemu::test(&lab_image, &base));
+            tally.run("lab", || lab::test(&lab_image, &base));
+            tally.run("lab Redfish", || lab_redfish::test(&lab_image, &base));
+            tally.run("lab qemu", || lab_qemu::test(&lab_image, &base));
         }
         Err(e) => tally.add("lab image", Err(e)),
     }
-    tally.add("stick write log", crate::check::boots::write_log::test(&out, &base));
+    tally.run("stick write log", || crate::check::boots::write_log::test(&out, &base));
     // 14 kills: every record line once and 7 spread times. The write-log
     // replay above checks every write prefix, so more kills here add CI time
     // (19 s each), not coverage; `cargo xtask check resets --kills 22` runs more.
-    tally.add(
-        "reset campaign",
-        crate::check::boots::resets::campaign(&out, &base, crate::check::boots::resets::CI_KILLS),
-    );
+    tally.run("reset campaign", || {
+        crate::check::boots::resets::campaign(&out, &base, crate::check::boots::resets::CI_KILLS)
+    });
     println!("e2e: total {:.1} s", started.elapsed().as_secs_f64());
     tally.finish("e2e boot test")
 }
@@ -124,10 +123,10 @@ pub fn alone() -> Result<()> {
         None,
     ))?;
     let mut tally = crate::check::boots::support::Tally::default();
-    tally.add("NVMe", nvme::test(&image, &base, &package));
+    tally.run("NVMe", || nvme::test(&image, &base, &package));
     let sb = secure_boot::build_image(&package, &base)?;
-    tally.add("Secure Boot", secure_boot::test(&sb, &image, &base, &package));
-    tally.add("ISO", iso::test(&sb, &image, &base, &package));
-    tally.add("unsigned kernel refused", secure_boot::unsigned_kernel_refused(&package, &base));
+    tally.run("Secure Boot", || secure_boot::test(&sb, &image, &base, &package));
+    tally.run("ISO", || iso::test(&sb, &image, &base, &package));
+    tally.run("unsigned kernel refused", || secure_boot::unsigned_kernel_refused(&package, &base));
     tally.finish("today's servers")
 }

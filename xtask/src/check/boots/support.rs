@@ -84,10 +84,13 @@ pub fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::
 #[derive(Default)]
 pub struct Tally {
     passed: usize,
+    /// Scenarios that passed on their second try after a boot stalled before /init.
+    retried: Vec<String>,
     failed: Vec<String>,
 }
 
 impl Tally {
+    /// Count a scenario's outcome made elsewhere (its setup failed).
     pub fn add(&mut self, name: &str, outcome: Result<()>) {
         match outcome {
             Ok(()) => self.passed += 1,
@@ -98,10 +101,39 @@ impl Tally {
         }
     }
 
+    /// Run a scenario; when one of its boots stalled before /init (the
+    /// host, not bootmark: see `qemu::STALLED`), run it once more and
+    /// count it apart. Any other failure counts at once.
+    pub fn run(&mut self, name: &str, mut scenario: impl FnMut() -> Result<()>) {
+        match scenario() {
+            Err(e) if e.contains(qemu::STALLED) => {
+                println!("e2e: RETRY {name}: a boot {}", first_line(&e));
+                let again = scenario();
+                if again.is_ok() {
+                    self.retried.push(name.to_string());
+                }
+                self.add(name, again);
+            }
+            outcome => self.add(name, outcome),
+        }
+    }
+
     pub fn finish(self, what: &str) -> Result<()> {
-        println!("{what}: {} passed, {} failed", self.passed, self.failed.len());
+        let retried = match self.retried.len() {
+            0 => String::new(),
+            _ => format!(
+                " ({} of them on a second try after a boot stalled before /init: {})",
+                self.retried.len(),
+                self.retried.join(", ")
+            ),
+        };
+        println!("{what}: {} passed{retried}, {} failed", self.passed, self.failed.len());
         if self.failed.is_empty() { Ok(()) } else { Err(format!("{what} failed: {}", self.failed.join(", "))) }
     }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
 }
 
 /// Boot, then check the serial log and the stick hold the same six ok records
@@ -226,4 +258,33 @@ pub fn firmware_in_records(serial: &str) -> Result<Firmware> {
         return Err(format!("the records disagree on host.firmware or are not all ok: {fw:?}"));
     }
     Ok(fw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_boot_stalled_before_init_is_tried_once_more_and_counted_apart() {
+        let mut tally = Tally::default();
+        let mut calls = 0;
+        tally.run("stalls once", || {
+            calls += 1;
+            if calls == 1 { Err(format!("{}: the guest did not power off", qemu::STALLED)) } else { Ok(()) }
+        });
+        assert_eq!((calls, tally.passed, tally.retried.len()), (2, 1, 1));
+        let mut calls = 0;
+        tally.run("bootmark fails", || {
+            calls += 1;
+            Err("no run record on the serial log".into())
+        });
+        assert_eq!(calls, 1, "a bootmark failure is not retried");
+        let mut calls = 0;
+        tally.run("stalls twice", || {
+            calls += 1;
+            Err(format!("{}: again", qemu::STALLED))
+        });
+        assert_eq!((calls, tally.failed.len()), (2, 2));
+        assert_eq!(tally.finish("t").unwrap_err(), "t failed: bootmark fails, stalls twice");
+    }
 }
