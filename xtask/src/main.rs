@@ -11,9 +11,7 @@ mod build;
 mod check;
 mod host;
 
-use check::boots;
 use clap::{Parser, Subcommand};
-use host::project::{Result, project_root};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -58,7 +56,7 @@ enum Task {
     /// One part of the tests alone (`cargo xtask check --help` lists them).
     Check {
         #[command(subcommand)]
-        check: Check,
+        check: check::command::Check,
     },
     /// (used by the fake boots) Inside new namespaces: chroot to ROOT and exec /init as PID 1.
     #[command(hide = true)]
@@ -66,71 +64,6 @@ enum Task {
         #[arg(long)]
         old_kernel: Option<String>,
         root: std::path::PathBuf,
-    },
-}
-
-/// The parts of `cargo xtask test`, and the QEMU scenarios one by one. Those
-/// marked "on the e2e image" use target/e2e/image, which `check e2e` builds.
-#[derive(Subcommand)]
-enum Check {
-    /// The quick plan with both static binaries under simulated 2.6.9 and 2.6.16 syscall surfaces.
-    OldKernel,
-    /// /init as PID 1 in namespaces with loop devices: happy path, hostile command lines, refusals.
-    FakeBoots,
-    /// Every QEMU boot: an image with Debian's current kernel, booted every way; records checked.
-    E2e,
-    /// The boots of today's servers: the target on NVMe, Secure Boot on and off, the ISO.
-    TodaysServers,
-    /// The kernel-RPM boot, on the e2e image.
-    KernelRpm,
-    /// The 32-bit boot (Debian's 686 kernel, the i686 /init and mkreiserfs).
-    I686,
-    /// The sweep boot (the `sweep` plan's variants in one QEMU boot).
-    Sweep,
-    /// The failing-disk boot, on the e2e image.
-    FailingDisk,
-    /// `bootmark watch` over QEMU's TCP serial, on the e2e image.
-    Watch,
-    /// The LAVA jobs (lava-run), on the e2e image.
-    Lava,
-    /// `bootmark lab` through ipmi_sim and ipmitool: PXE, SOL, a hung step, a resumed run;
-    /// then through sushy-tools' Redfish emulator: virtual media, BIOS and UEFI; then with
-    /// a `[server.qemu]` server (the demo's loop).
-    Lab,
-    /// The Redfish part of `lab` alone (sushy-tools, virtual media), on the lab's image.
-    LabRedfish,
-    /// The `[server.qemu]` part of `lab` alone, on the lab's image.
-    LabQemu,
-    /// Kernels from other Debian releases: Debian 13's from its suite booted on NVMe, and
-    /// the demo's two-generation sibling (6.1 and 6.12, one run each).
-    Generations,
-    /// A target inside storage as installed: an LV on md RAID 1 across two SCSI disks,
-    /// made by mdadm and lvm in a helper boot; the degraded array refused.
-    Layers,
-    /// md's striped levels as mdadm makes them (raid0, raid4, raid5 in six layouts, raid6,
-    /// raid10 n2/f2/o2) read back through their members as /init reads them before assembly;
-    /// a LABEL= inside an LV on RAID 5 with a bitmap found, run, the disks compared.
-    MdLayouts,
-    /// Crafted md/LVM2 metadata on disks beside a plain target (a 1 PiB metadata area, a
-    /// text nested 100,000 deep, an md superblock claiming u32::MAX disks, a partitioned
-    /// whole-disk member, two VGs of one name): the plan runs, each is named, none written.
-    /// Builds the e2e image if `check e2e` has not.
-    HostileDisks,
-    /// The KCIDB export against kcidb-io's validator.
-    Kcidb,
-    /// The stick write-log replay, on the e2e image.
-    WriteLog,
-    /// The reset campaign, on the e2e image.
-    Resets {
-        #[arg(long, default_value_t = boots::resets::CI_KILLS)]
-        kills: usize,
-    },
-    /// A kernel built from Debian's linux-source-6.1 with kernel-configs/6.1, imaged and booted.
-    KernelFromSource,
-    /// Fuzz the serial log parser and the md/LVM2 metadata readers, each for a while (installs cargo-fuzz if missing).
-    Fuzz {
-        #[arg(long, default_value_t = 30)]
-        seconds: u64,
     },
 }
 
@@ -146,7 +79,7 @@ fn main() -> ExitCode {
         Task::BenchCollect(args) => bench::collect::run(&args),
         Task::BenchReport(args) => bench::report::run(&args),
         Task::Test => check::suite::run(),
-        Task::Check { check } => run_check(check),
+        Task::Check { check } => check::command::run(check),
         Task::Pid1 { old_kernel, root } => check::fake_boots::pid1(&root, old_kernel.as_deref()),
     };
     match result {
@@ -155,54 +88,5 @@ fn main() -> ExitCode {
             eprintln!("xtask: error: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-fn run_check(check: Check) -> Result<()> {
-    // The scenarios that reuse the e2e image and its directory.
-    let e2e = project_root().join("target/e2e");
-    let image = e2e.join("image");
-    let package = || host::apt::resolve_meta("linux-image-amd64");
-    match check {
-        Check::OldKernel => check::old_kernel::harness(),
-        Check::FakeBoots => check::fake_boots::harness(),
-        Check::E2e => boots::harness(),
-        Check::TodaysServers => boots::alone(),
-        Check::KernelRpm => package().and_then(|p| boots::kernel_rpm::test(&image, &p, &e2e)),
-        Check::I686 => boots::i686::test(&e2e),
-        Check::Sweep => boots::sweep::alone(),
-        Check::FailingDisk => boots::failing_disk::test(&image, &e2e),
-        Check::Watch => boots::live_console::test(&image, &e2e),
-        Check::Lava => package().and_then(|p| boots::lava::test(&image, &p, &e2e)),
-        Check::Lab => package().and_then(|p| boots::lab::image(&p, &e2e)).and_then(|image| {
-            let ipmi = boots::lab::test(&image, &e2e);
-            let redfish = boots::lab_redfish::test(&image, &e2e);
-            let qemu = boots::lab_qemu::test(&image, &e2e);
-            ipmi.and(redfish).and(qemu)
-        }),
-        Check::LabQemu => {
-            package().and_then(|p| boots::lab::image(&p, &e2e)).and_then(|image| boots::lab_qemu::test(&image, &e2e))
-        }
-        Check::LabRedfish => {
-            package().and_then(|p| boots::lab::image(&p, &e2e)).and_then(|image| boots::lab_redfish::test(&image, &e2e))
-        }
-        Check::Generations => {
-            let nvme = boots::generations::trixie_on_nvme(&e2e);
-            let two = boots::generations::two_generations(&e2e);
-            nvme.and(two)
-        }
-        Check::Layers => package().and_then(|p| boots::layers::test(&p, &e2e)),
-        Check::MdLayouts => package().and_then(|p| boots::md_layouts::test(&p, &e2e)),
-        Check::HostileDisks => package().and_then(|p| {
-            if !image.join("manifest.json").exists() {
-                build::image::build(&boots::support::test_image(vec![p.clone()], image.clone(), None))?;
-            }
-            boots::hostile_disks::test(&image, &e2e, &p)
-        }),
-        Check::Kcidb => check::kcidb::check(),
-        Check::WriteLog => boots::write_log::test(&image, &e2e),
-        Check::Resets { kills } => boots::resets::campaign(&image, &e2e, kills),
-        Check::KernelFromSource => boots::kernel_from_source::test(&project_root().join("target/kernel-boot")),
-        Check::Fuzz { seconds } => check::fuzz::run(seconds),
     }
 }

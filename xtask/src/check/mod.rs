@@ -4,6 +4,7 @@
 //! the KCIDB schema check and the tidy rules.
 
 pub mod boots;
+pub mod command;
 pub mod fake_boots;
 pub mod fuzz;
 pub mod kcidb;

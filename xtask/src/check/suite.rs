@@ -7,7 +7,8 @@
 //! fuzzing. Prints how long each part took; after the setup, a failing part
 //! does not stop the others, and every failure is listed at the end.
 
-use super::boots::{self, kernel_from_source};
+use super::boots::scenarios::Group;
+use super::boots::{self, kernel_from_source, resets};
 use super::{fake_boots, fuzz, kcidb, old_kernel};
 use crate::bench::report as bench_report;
 use crate::build::arch::Arch;
@@ -38,7 +39,7 @@ pub fn run() -> Result<()> {
         kernel_from_source::lowest_priority();
         kernel_from_source::build(&project_root().join("target/kernel-boot"))
     });
-    parts.run("QEMU boots", &mut boots::harness);
+    parts.run("QEMU boots", &mut || boots::run_group(Group::E2e, resets::CI_KILLS));
     let mut built = Some(kernel.join().map_err(|_| "the kernel build panicked".to_string())?);
     parts.run("kernel from source (its boot; built beside the QEMU boots)", &mut || {
         kernel_from_source::boot(built.take().ok_or("booted twice")??)

@@ -4,7 +4,7 @@
 //! log it writes. The loop `cargo xtask demo` runs. Two steps (k1, then
 //! k0): both ok, each run record from its own entry, no guest left running.
 
-use super::lab::tail;
+use super::lab_ipmi::tail;
 use crate::host::fs;
 use crate::host::process::{command, output};
 use crate::host::project::Result;

@@ -19,7 +19,7 @@
 //! before touching the power, naming the certificate; no password in
 //! anything written or printed.
 
-use super::lab::{free_port, free_port_but, set_mode, tail};
+use super::lab_ipmi::{free_port, free_port_but, set_mode, tail};
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::host::fs;
@@ -99,7 +99,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     if !out.contains("| kernel") {
         return Err(format!("lab-redfish: no report printed:\n{}", tail(&out)));
     }
-    super::lab::check_no_password(&state_dir, PASSWORD, &[&out, &err, &refused_err])?;
+    super::lab_ipmi::check_no_password(&state_dir, PASSWORD, &[&out, &err, &refused_err])?;
     println!(
         "e2e: lab Redfish: sushy-tools over HTTPS (its certificate checked), virtual media: k1 under BIOS, k2 under UEFI, \
          each booted from the ISO the lab published, in the lab's request order, no password anywhere ({:.0} s)",

@@ -11,17 +11,9 @@ use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image;
 use crate::check::boots::support::{results, serial_documents, test_boot, test_image};
-use crate::host::fs;
 use crate::host::project::Result;
 use bootmark::record::{Record, RunRecord, Status};
 use std::path::Path;
-
-/// `cargo xtask check sweep`: this test alone, with Debian's current kernel.
-pub fn alone() -> Result<()> {
-    let base = crate::host::project::project_root().join("target/e2e");
-    fs::create_dir_all(&base)?;
-    test(&crate::host::apt::resolve_meta("linux-image-amd64")?, &base)
-}
 
 pub fn test(package: &str, base: &Path) -> Result<()> {
     let image_args =
