@@ -36,8 +36,8 @@ pub mod formatting {
 /// a layer (LV, md array) claims a label for, which it passes over and why.
 /// The fuzzer feeds these crafted disks on a fake machine.
 pub mod layers {
+    pub use crate::init::assembly::{ignored, inside, plain_target_refusal};
     pub use crate::init::devices::{BlockDev, scan};
-    pub use crate::init::layers::{ignored, inside, plain_target_refusal};
 }
 
 /// Identifying a filesystem and partitions as /init does, from what is on

@@ -74,7 +74,7 @@ pub fn find<'a>(spec: &DiskSpec, devices: &'a [BlockDev]) -> Result<&'a BlockDev
             DiskSpec::Uuid(u) => d.fs.as_ref().and_then(|f| f.uuid.as_deref()) == Some(u.as_str()),
             DiskSpec::PartUuid(u) => d.partuuid.as_deref() == Some(u.as_str()),
             DiskSpec::Path(p) => p.strip_prefix("/dev/") == Some(d.name.as_str()),
-            // Inside a layer: `init::layers` activates it and names the device.
+            // Inside a layer: `init::assembly` activates it and names the device.
             DiskSpec::Lv { .. } | DiskSpec::Md(_) => false,
         })
         .collect();

@@ -8,13 +8,13 @@
 //! becomes a `bootmark.run/1` record with status "error", then power off.
 //! This function never returns: PID 1 exiting panics the kernel.
 
+pub mod assembly;
 pub mod bringup;
 pub mod checked_sink;
 pub mod cmdline;
 pub mod devices;
 pub mod format;
 pub mod fsprobe;
-pub mod layers;
 pub mod modalias;
 pub mod modules;
 pub mod mount;

@@ -4,7 +4,7 @@
 
 use super::cmdline::{DiskSpec, Settings};
 use super::devices::{self, BlockDev};
-use super::{Boot, TARGET_MOUNT, checked_sink, format, layers, load_filesystem, load_layer, mount, safety, say};
+use super::{Boot, TARGET_MOUNT, assembly, checked_sink, format, load_filesystem, load_layer, mount, safety, say};
 use crate::measure::clock::mono_ns;
 use crate::plan::Plan;
 use crate::run::{self, Options};
@@ -30,7 +30,7 @@ pub(super) fn boot_target(
     let all = devices::scan(sys, dev);
     boot.facts.insert("devices".into(), json!(all.iter().map(device_facts).collect::<Vec<_>>()));
     // Disks beside the target are untrusted: any whose layer metadata was passed over is named, with why.
-    boot.facts.insert("layers_ignored".into(), json!(layers::ignored(sys, dev)));
+    boot.facts.insert("layers_ignored".into(), json!(assembly::ignored(sys, dev)));
 
     let Some(spec) = &settings.target else {
         return Err(format!(
@@ -46,7 +46,8 @@ pub(super) fn boot_target(
         _ => None,
     };
     let mut target = if let Some(layered) = &layered {
-        let mut a = layers::activate(layered, sys, dev, settings.device_wait_s, &mut |m| load_layer(boot, serial, m))?;
+        let mut a =
+            assembly::activate(layered, sys, dev, settings.device_wait_s, &mut |m| load_layer(boot, serial, m))?;
         if layered != spec
             && let Some(facts) = a.facts.as_object_mut()
         {
@@ -66,7 +67,7 @@ pub(super) fn boot_target(
     } else {
         let t =
             devices::wait_for(spec, sys, dev, settings.device_wait_s).map_err(|e| perhaps_inside(e, spec, sys, dev))?;
-        if let Some(why) = layers::plain_target_refusal(&t, &devices::scan(sys, dev)) {
+        if let Some(why) = assembly::plain_target_refusal(&t, &devices::scan(sys, dev)) {
             return Err(why);
         }
         t
@@ -84,7 +85,7 @@ pub(super) fn boot_target(
 /// A LABEL=/UUID= found nowhere may lie inside an array bootmark cannot
 /// read before assembling: say which, and the way on.
 fn perhaps_inside(e: String, spec: &DiskSpec, sys: &Path, dev: &Path) -> String {
-    let unreadable = layers::unreadable_arrays(sys, dev);
+    let unreadable = assembly::unreadable_arrays(sys, dev);
     if unreadable.is_empty() || !matches!(spec, DiskSpec::Label(_) | DiskSpec::Uuid(_)) {
         return e;
     }
@@ -97,12 +98,12 @@ fn perhaps_inside(e: String, spec: &DiskSpec, sys: &Path, dev: &Path) -> String 
 /// The LV or array `spec` (a LABEL= or UUID=) is inside, if a layer holds
 /// it and no plain disk does (a disk that is an md member or a PV does not count).
 fn inside_only(spec: &DiskSpec, sys: &Path, dev: &Path) -> Result<Option<DiskSpec>, String> {
-    let Some(layered) = layers::inside(spec, sys, dev)? else { return Ok(None) };
+    let Some(layered) = assembly::inside(spec, sys, dev)? else { return Ok(None) };
     let all = devices::scan(sys, dev);
     let plain: Vec<&BlockDev> = all
         .iter()
         .filter(|d| devices::find(spec, std::slice::from_ref(*d)).is_ok())
-        .filter(|d| layers::plain_target_refusal(d, &all).is_none())
+        .filter(|d| assembly::plain_target_refusal(d, &all).is_none())
         .collect();
     if let Some(d) = plain.first() {
         return Err(format!(

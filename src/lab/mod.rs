@@ -2,18 +2,18 @@
 //! through every kernel of an image, repeated and interleaved, from the
 //! workstation. The lab file (`file.rs`) → the steps and their deadlines
 //! (`steps.rs`, here `plan`) → a session (`session.rs`: per step the boot
-//! pointed with `pxe.rs` or `media.rs`, the power through `power.rs` —
+//! pointed with `pxe.rs` or `media.rs`, the power through `bmc.rs` —
 //! `ipmi.rs` or `redfish.rs` —, the console followed by `watch`) → the
 //! state after every step (`state.rs`)
 //! → the report of every step's records. `bootmark lab plan` prints the
 //! steps without asking any BMC anything.
 
+pub mod bmc;
 pub mod file;
 pub mod ipmi;
 pub mod media;
-pub mod power;
 pub mod pxe;
-pub mod qemu;
+pub mod qemu_server;
 pub mod redfish;
 pub mod session;
 pub mod state;

@@ -17,9 +17,9 @@
 //! minutes long).
 
 use super::BootDevice;
+use super::bmc::Controller;
 use super::file::{Boot, Console, Lab, Server};
 use super::ipmi::Ipmi;
-use super::power::Controller;
 use super::redfish::Media;
 use super::state::{Outcome, State, Status};
 use super::{ImageEntries, media, pxe};

@@ -6,7 +6,7 @@
 //! and `unassembled` reads an array through them before it is assembled.
 //!
 //! Everything here reads metadata and never writes it; what /init may
-//! activate, and read-write, is decided in `init::layers`.
+//! activate, and read-write, is decided in `init::assembly`.
 
 #[cfg(any(test, feature = "workstation"))]
 pub mod crafted;

@@ -17,7 +17,7 @@
 //! stripes (data and parity), the RAID 5 members' superblock event fields
 //! and their bitmap.
 
-use super::layers::{Ranges, boot_on, build, helper_boot, read_all, unchanged_but};
+use super::lvm_on_md::{Ranges, boot_on, build, helper_boot, read_all, unchanged_but};
 use super::support::{fact, run_record};
 use crate::host::process::command;
 use crate::host::project::Result;

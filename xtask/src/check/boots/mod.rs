@@ -18,7 +18,7 @@ pub mod lab_ipmi;
 pub mod lab_qemu;
 pub mod lab_redfish;
 pub mod lava;
-pub mod layers;
+pub mod lvm_on_md;
 pub mod md_layouts;
 pub mod nvme;
 pub mod old_machine;

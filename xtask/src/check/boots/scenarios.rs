@@ -9,7 +9,8 @@
 use super::testbed::Testbed;
 use super::{
     boot_ways, built_image, failing_disk, generations, hostile_disks, i686, iso, kernel_rpm, lab_ipmi, lab_qemu,
-    lab_redfish, lava, layers, md_layouts, nvme, old_machine, resets, secure_boot, sequence, sweep, watch, write_log,
+    lab_redfish, lava, lvm_on_md, md_layouts, nvme, old_machine, resets, secure_boot, sequence, sweep, watch,
+    write_log,
 };
 use crate::host::project::Result;
 
@@ -133,12 +134,12 @@ pub const SCENARIOS: &[Scenario] = &[
         run: |b| nvme::test(b.image()?, &b.base, b.package()?),
     },
     Scenario {
-        name: "layers",
+        name: "lvm-on-md",
         title: "LVM on md RAID 1",
         about: "A target inside storage as installed: an LV on md RAID 1 across two SCSI disks, made by mdadm \
                 and lvm in a helper boot; the degraded array refused",
         groups: &[E2e],
-        run: |b| layers::test(b.package()?, &b.base),
+        run: |b| lvm_on_md::test(b.package()?, &b.base),
     },
     Scenario {
         name: "hostile-disks",

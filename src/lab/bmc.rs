@@ -1,13 +1,13 @@
 //! The power and boot device of a lab's server, whichever way its BMC is
 //! reached: IPMI (`ipmi.rs`) or Redfish (`redfish.rs`), or a program that
-//! is the server while it runs (`qemu.rs`). A step asks the same things of
+//! is the server while it runs (`qemu_server.rs`). A step asks the same things of
 //! each: power off, the boot device for the next boot only, power on; and,
 //! with virtual media, the ISO inserted.
 
 use super::BootDevice;
 use super::file::{Bmc, Server};
 use super::ipmi::Ipmi;
-use super::qemu::QemuPower;
+use super::qemu_server::QemuPower;
 use super::redfish::Redfish;
 use std::path::Path;
 
