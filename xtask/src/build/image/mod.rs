@@ -97,44 +97,12 @@ fn common_archives(b: &Build) -> Result<BTreeMap<Arch, (Vec<u8>, String)>> {
 
 /// Make the image from its resolved description: `out` gets usb.img, pxe/,
 /// the ISO and manifest.json; `work` is scratch space, removed at the end.
+/// The stage (every kernel's files, the menus, the stick's files, the EFI
+/// loader), then the stick, the PXE tree and the ISO made from it, then
+/// the manifest that describes them.
 fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
     let stage = work.join("stage");
-    let commons = common_archives(b)?;
-    let mut entry_facts = Vec::new();
-    for (i, k) in b.kernels.iter().enumerate() {
-        let kdir = resolve::kernel_dir(i);
-        let dir = stage.join("boot").join(&kdir);
-        fs::create_dir_all(&dir)?;
-        fs::copy(&k.vmlinuz, dir.join("vmlinuz"))?;
-        let (mods, count, whereabouts) = initramfs::modules_archive(k, b.mtime, &b.allow_missing)?;
-        let (common, bin_sha) = &commons[&k.arch];
-        eprintln!("image: {kdir}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
-        let mut initrd = common.clone();
-        initrd.extend_from_slice(&mods);
-        fs::write(dir.join("initrd.gz"), &initrd)?;
-        let config_sha256 = k.config.as_ref().map(|c| fs::sha256_file(&c.path)).transpose()?;
-        for e in b.entries_of(i) {
-            entry_facts.push(manifest::Entry {
-                label: e.label.clone(),
-                title: e.title.clone(),
-                cmdline: e.cmdline.clone(),
-                kernel_release: k.release.clone(),
-                kernel_version: k.version.clone(),
-                arch: k.arch.name().to_string(),
-                origin: k.origin.clone(),
-                modules: count,
-                listed_modules: whereabouts.clone(),
-                kernel_config: k
-                    .config
-                    .as_ref()
-                    .and_then(|c| c.path.file_name())
-                    .map(|n| n.to_string_lossy().into_owned()),
-                kernel_config_sha256: config_sha256.clone(),
-                initramfs: manifest::InitramfsSizes { common_gzip_bytes: common.len(), modules_gzip_bytes: mods.len() },
-                bootmark_binary_sha256: bin_sha.clone(),
-            });
-        }
-    }
+    let entry_facts = stage_kernels(b, &stage)?;
     let entries: Vec<menu::Entry> = b
         .entries
         .iter()
@@ -147,21 +115,8 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
         .collect();
     let (serial_unit, serial_speed) = b.serial;
     let m = menu::Menu { entries: &entries, default: b.default, serial_unit, serial_speed, timeout_s: 3 };
-    write(stage.join("syslinux.cfg"), m.syslinux("/"))?;
-    write(stage.join("boot/grub/grub.cfg"), m.grub(""))?;
-    let id = menu::image_id(&m.syslinux("/"), &m.grub(""));
-    write(stage.join(menu::id_file(&id)), "GRUB finds the bootmark image it belongs to by this file's name.\n")?;
-    write_journal(&stage.join(bootmark::journal::PATH), b.journal_bytes)?;
-    write(
-        stage.join("bootmark/README.txt"),
-        "journal.bin holds every boot's results, written in place so that a reset cannot damage\r\n\
-         earlier ones. Read it with: bootmark collect /path/to/stick (or the stick image).\r\n",
-    )?;
-    if let Some((repeat, filesystems)) = &b.sequence {
-        let seq = sequence::build(&entries, *repeat, filesystems, b.default);
-        eprintln!("image: sequence of {} steps on the stick", seq.steps.len());
-        write(stage.join(bootmark::contract::sequence::FILE), serde_json::to_string_pretty(&seq).unwrap())?;
-    }
+    let id = stage_menus(&m, &stage)?;
+    stage_results_files(b, &entries, &stage)?;
     // The unsigned GRUB, for the stick and the ISO, or the signed chain.
     let grub_efi = work.join("BOOTX64.EFI");
     match &b.signed {
@@ -204,6 +159,75 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
         outputs: manifest::outputs(out)?,
     };
     write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest).unwrap())
+}
+
+/// Each kernel's vmlinuz and initrd (the common archive, then its modules)
+/// under boot/kN/; the manifest's facts of every entry that boots it.
+fn stage_kernels(b: &Build, stage: &Path) -> Result<Vec<manifest::Entry>> {
+    let commons = common_archives(b)?;
+    let mut entry_facts = Vec::new();
+    for (i, k) in b.kernels.iter().enumerate() {
+        let kdir = resolve::kernel_dir(i);
+        let dir = stage.join("boot").join(&kdir);
+        fs::create_dir_all(&dir)?;
+        fs::copy(&k.vmlinuz, dir.join("vmlinuz"))?;
+        let (mods, count, whereabouts) = initramfs::modules_archive(k, b.mtime, &b.allow_missing)?;
+        let (common, bin_sha) = &commons[&k.arch];
+        eprintln!("image: {kdir}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
+        let mut initrd = common.clone();
+        initrd.extend_from_slice(&mods);
+        fs::write(dir.join("initrd.gz"), &initrd)?;
+        let config_sha256 = k.config.as_ref().map(|c| fs::sha256_file(&c.path)).transpose()?;
+        for e in b.entries_of(i) {
+            entry_facts.push(manifest::Entry {
+                label: e.label.clone(),
+                title: e.title.clone(),
+                cmdline: e.cmdline.clone(),
+                kernel_release: k.release.clone(),
+                kernel_version: k.version.clone(),
+                arch: k.arch.name().to_string(),
+                origin: k.origin.clone(),
+                modules: count,
+                listed_modules: whereabouts.clone(),
+                kernel_config: k
+                    .config
+                    .as_ref()
+                    .and_then(|c| c.path.file_name())
+                    .map(|n| n.to_string_lossy().into_owned()),
+                kernel_config_sha256: config_sha256.clone(),
+                initramfs: manifest::InitramfsSizes { common_gzip_bytes: common.len(), modules_gzip_bytes: mods.len() },
+                bootmark_binary_sha256: bin_sha.clone(),
+            });
+        }
+    }
+    Ok(entry_facts)
+}
+
+/// syslinux's and GRUB's menus, each drawn once, and the file whose name
+/// (the image's id, from both menus) lets GRUB find its own image.
+fn stage_menus(m: &menu::Menu, stage: &Path) -> Result<String> {
+    let (syslinux, grub) = (m.syslinux("/"), m.grub(""));
+    let id = menu::image_id(&syslinux, &grub);
+    write(stage.join("syslinux.cfg"), syslinux)?;
+    write(stage.join("boot/grub/grub.cfg"), grub)?;
+    write(stage.join(menu::id_file(&id)), "GRUB finds the bootmark image it belongs to by this file's name.\n")?;
+    Ok(id)
+}
+
+/// The stick's results journal, its README and, for a sequence, the steps.
+fn stage_results_files(b: &Build, entries: &[menu::Entry], stage: &Path) -> Result<()> {
+    write_journal(&stage.join(bootmark::journal::PATH), b.journal_bytes)?;
+    write(
+        stage.join("bootmark/README.txt"),
+        "journal.bin holds every boot's results, written in place so that a reset cannot damage\r\n\
+         earlier ones. Read it with: bootmark collect /path/to/stick (or the stick image).\r\n",
+    )?;
+    if let Some((repeat, filesystems)) = &b.sequence {
+        let seq = sequence::build(entries, *repeat, filesystems, b.default);
+        eprintln!("image: sequence of {} steps on the stick", seq.steps.len());
+        write(stage.join(bootmark::contract::sequence::FILE), serde_json::to_string_pretty(&seq).unwrap())?;
+    }
+    Ok(())
 }
 
 fn dir_size(dir: &Path) -> u64 {

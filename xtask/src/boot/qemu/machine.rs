@@ -1,0 +1,381 @@
+//! `cargo xtask qemu` resolved once, as `image` resolves its flags into a
+//! `Build`: the flags become a [`Machine`] — chipset and CPU, firmware, the
+//! stick, the CD, the network boot, the disks — with every combination
+//! checked here, and the QEMU command line is drawn from the `Machine`
+//! alone, reading no flag.
+
+use super::args::Args;
+use crate::build::arch::Arch;
+use crate::build::image::{iso, secure_boot};
+use crate::host::process::command;
+use crate::host::project::Result;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// OVMF's firmware: plain, and with Secure Boot (the secboot code and
+/// variables with Microsoft's keys enrolled and Secure Boot on, as
+/// servers ship).
+const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
+const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
+const OVMF_SECBOOT_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd";
+const OVMF_MS_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd";
+
+/// One boot's machine, every flag resolved.
+#[derive(Debug, PartialEq)]
+pub struct Machine {
+    /// `qemu-system-x86_64` or `qemu-system-i386`, by the image's architecture.
+    pub qemu: &'static str,
+    /// `pc` (i440FX, the 2006 machines), `q35`, or q35 with SMM for Secure Boot.
+    pub chipset: &'static str,
+    pub cpu: &'static str,
+    pub shape: Shape,
+    pub kvm: bool,
+    /// The console on a TCP port as well as in the log.
+    pub serial_tcp: Option<u16>,
+    /// The USB controller the stick is on: EHCI on the old machine, xHCI on the others.
+    pub usb: &'static str,
+    pub stick: Option<Stick>,
+    pub cdrom: Option<Cdrom>,
+    pub pxe: Option<Pxe>,
+    pub disks: Vec<Disk>,
+    pub firmware: Firmware,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct Stick {
+    pub file: PathBuf,
+    /// Every write recorded here (blklogwrites).
+    pub write_log: Option<PathBuf>,
+    /// Booted from (not when the boot is over the network or from the CD).
+    pub boots: bool,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct Cdrom {
+    pub iso: PathBuf,
+    /// The chipset's own port, where a BMC's virtual CD appears.
+    pub bus: &'static str,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct Pxe {
+    pub tftp_root: PathBuf,
+    pub bootfile: &'static str,
+    /// The NIC model and its options.
+    pub nic: &'static str,
+    pub mac: Option<String>,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct Disk {
+    /// QEMU's `file=`: the path, or blkdebug rules over it.
+    pub file: String,
+    pub bus: String,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Firmware {
+    Bios,
+    Uefi { secure_boot: bool },
+}
+
+/// The machine's size and disk speed: --machine's profile, each part
+/// overridden by its own flag.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    pub cpus: u32,
+    pub memory_mib: u32,
+    /// 0: unthrottled.
+    pub disk_mbps: u32,
+    pub disk_iops: u32,
+    pub disk_iops_kib: u32,
+}
+
+impl Shape {
+    pub fn of(args: &Args) -> Shape {
+        let dl140 = args.machine == "dl140";
+        Shape {
+            cpus: args.cpus.unwrap_or(if dl140 { 1 } else { 2 }),
+            memory_mib: args.memory.unwrap_or(1024),
+            disk_mbps: args.disk_mbps.unwrap_or(if dl140 { 30 } else { 0 }),
+            disk_iops: args.disk_iops,
+            disk_iops_kib: args.disk_iops_kib,
+        }
+    }
+
+    /// QEMU's -drive throttling options. QEMU throttles requests after the
+    /// guest's scheduler dispatched them, like a slow drive behind a fast
+    /// controller.
+    fn throttle(&self) -> String {
+        if self.disk_mbps == 0 {
+            return String::new();
+        }
+        format!(
+            ",throttling.bps-total={},throttling.iops-total={},throttling.iops-size={}",
+            u64::from(self.disk_mbps) * 1_000_000,
+            self.disk_iops,
+            u64::from(self.disk_iops_kib) * 1024
+        )
+    }
+}
+
+/// The flags as a machine, or the first combination that cannot be.
+pub fn resolve(args: &Args, arch: Arch) -> Result<Machine> {
+    let image = &args.image;
+    let old = args.machine == "old";
+    if old && args.secure_boot {
+        return Err("--secure-boot needs --machine modern (Secure Boot needs the q35 chipset's SMM)".into());
+    }
+    let stick = image.join("usb.img");
+    if !args.no_stick && !stick.exists() {
+        return Err(format!("{} has no usb.img: build one with `cargo xtask image`", image.display()));
+    }
+    let iso = args.iso.clone().unwrap_or_else(|| image.join(iso::FILE));
+    if args.cdrom && !iso.exists() {
+        return Err(format!("{}: no such ISO (build the image again)", iso.display()));
+    }
+    let uefi = args.uefi || args.secure_boot;
+    // A 32-bit image runs on a 32-bit machine (the i686 /init needs SSE2: a Core Duo).
+    let (qemu, cpu) = arch.qemu();
+    // q35 for today's servers (PCIe, the NVMe disks, SMM that Secure Boot
+    // needs); i440FX for the 2006 machines (PIIX IDE).
+    let chipset = match (old, args.secure_boot) {
+        (true, _) => "pc",
+        (false, false) => "q35",
+        (false, true) => "q35,smm=on",
+    };
+    Ok(Machine {
+        qemu,
+        chipset,
+        cpu,
+        shape: Shape::of(args),
+        kvm: args.kvm,
+        serial_tcp: args.serial_tcp,
+        usb: if old { "usb-ehci" } else { "qemu-xhci" },
+        stick: (!args.no_stick).then(|| Stick {
+            file: stick,
+            write_log: args.stick_write_log.clone(),
+            boots: !(args.pxe || args.cdrom),
+        }),
+        // The chipset's own IDE/SATA port, as a BMC's virtual CD appears on
+        // a bus the firmware boots from (q35: the ICH9 AHCI's ports ide.0-5).
+        cdrom: args.cdrom.then_some(Cdrom { iso, bus: if old { "ide.1,unit=1" } else { "ide.5" } }),
+        pxe: args.pxe.then(|| pxe(args, uefi)),
+        disks: disks(args, old)?,
+        firmware: if uefi { Firmware::Uefi { secure_boot: args.secure_boot } } else { Firmware::Bios },
+    })
+}
+
+fn pxe(args: &Args, uefi: bool) -> Pxe {
+    let tftp_root = args.tftp_root.clone().unwrap_or_else(|| args.image.join("pxe"));
+    let bootfile = match (uefi, secure_boot::in_pxe(&tftp_root)) {
+        (false, _) => "pxelinux.0",
+        (true, false) => "grub/x86_64-efi/core.efi",
+        (true, true) => secure_boot::PXE_SHIM,
+    };
+    // Under Secure Boot the firmware refuses QEMU's unsigned iPXE option
+    // ROM: a virtio NIC without one is driven by OVMF's own signed driver.
+    let nic = if args.secure_boot { "virtio-net-pci,romfile=" } else { "e1000" };
+    Pxe { tftp_root, bootfile, nic, mac: args.mac.clone() }
+}
+
+fn disks(args: &Args, old: bool) -> Result<Vec<Disk>> {
+    let default_bus = if old { "scsi" } else { "sata" };
+    let mut out = Vec::new();
+    for (i, d) in args.disks.iter().enumerate() {
+        let bus = args.disk_buses.get(i).map_or(default_bus, String::as_str);
+        if bus == "ide" && !old {
+            return Err("--disk-bus ide needs --machine old (the q35 chipset has no PIIX IDE)".into());
+        }
+        if !d.exists() {
+            return Err(format!("--disk {}: no such file", d.display()));
+        }
+        let file = match (&args.disk_fault, i) {
+            (Some(rules), 0) => format!("blkdebug:{}:{}", rules.display(), d.display()),
+            _ => d.display().to_string(),
+        };
+        out.push(Disk { file, bus: bus.to_string() });
+    }
+    Ok(out)
+}
+
+impl Machine {
+    /// The QEMU command line, the console to `log`; `work` holds this
+    /// boot's own files (the UEFI variables). Creates the stick's write log.
+    pub fn command(&self, log: &Path, work: &Path) -> Result<Command> {
+        let mut c = command(self.qemu);
+        let shape = &self.shape;
+        c.args(["-M", self.chipset, "-cpu", self.cpu, "-smp", &shape.cpus.to_string()]);
+        c.args(["-m", &shape.memory_mib.to_string()]);
+        c.args(["-accel", if self.kvm { "kvm" } else { "tcg" }]);
+        c.args(["-nographic", "-monitor", "none"]);
+        match self.serial_tcp {
+            // The socket, and the same bytes in the log file.
+            Some(port) => c.args([
+                "-chardev",
+                &format!("socket,id=console,host=127.0.0.1,port={port},server=on,wait=on,logfile={}", log.display()),
+                "-serial",
+                "chardev:console",
+            ]),
+            None => c.arg("-serial").arg(format!("file:{}", log.display())),
+        };
+        // A guest reboot ends QEMU; sequences start it again (a cold boot, as on real iron).
+        c.arg("-no-reboot");
+        c.args(["-device", &format!("{},id=usbhc", self.usb)]);
+        if let Some(stick) = &self.stick {
+            stick.add_to(&mut c)?;
+        }
+        if let Some(cd) = &self.cdrom {
+            c.arg("-drive").arg(format!("if=none,id=cd,media=cdrom,format=raw,readonly=on,file={}", cd.iso.display()));
+            c.args(["-device", &format!("ide-cd,drive=cd,bus={},bootindex=0", cd.bus)]);
+        }
+        match &self.pxe {
+            Some(p) => {
+                c.args(["-netdev", &format!("user,id=n0,tftp={},bootfile={}", p.tftp_root.display(), p.bootfile)]);
+                let mac = p.mac.as_deref().map(|m| format!(",mac={m}")).unwrap_or_default();
+                c.args(["-device", &format!("{},netdev=n0,bootindex=0{mac}", p.nic)]);
+            }
+            None => {
+                c.args(["-nic", "none"]);
+            }
+        }
+        self.add_disks(&mut c);
+        if let Firmware::Uefi { secure_boot } = self.firmware {
+            add_ovmf(&mut c, secure_boot, work)?;
+        }
+        Ok(c)
+    }
+
+    /// The disks' controllers, then each disk on its bus, throttled as the machine's shape says.
+    fn add_disks(&self, c: &mut Command) {
+        let on = |bus: &str| self.disks.iter().any(|d| d.bus == bus);
+        if on("sata") {
+            c.args(["-device", "ahci,id=ahci"]);
+        }
+        if on("scsi") {
+            c.args(["-device", "lsi53c895a,id=scsi0"]);
+        }
+        let throttle = self.shape.throttle();
+        for (i, d) in self.disks.iter().enumerate() {
+            c.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={}{throttle}", d.file));
+            let device = match d.bus.as_str() {
+                "scsi" => format!("scsi-hd,drive=d{i},bus=scsi0.0,scsi-id={i}"),
+                // The pc machine's PIIX IDE: two channels, master and slave each.
+                "ide" => format!("ide-hd,drive=d{i},bus=ide.{},unit={}", i / 2, i % 2),
+                "virtio" => format!("virtio-blk-pci,drive=d{i}"),
+                // An NVMe controller per disk, as on servers: /dev/nvme{i}n1.
+                "nvme" => format!("nvme,serial=bootmark{i},drive=d{i}"),
+                _ => format!("ide-hd,drive=d{i},bus=ahci.{i}"),
+            };
+            c.args(["-device", &device]);
+        }
+    }
+}
+
+impl Stick {
+    fn add_to(&self, c: &mut Command) -> Result<()> {
+        match &self.write_log {
+            None => c.arg("-drive").arg(format!("if=none,id=stick,format=raw,file={}", self.file.display())),
+            Some(log) => {
+                std::fs::write(log, b"").map_err(|e| format!("{}: {e}", log.display()))?;
+                c.arg("-drive").arg(format!(
+                    "if=none,id=stick,driver=blklogwrites,file.driver=file,file.filename={},log.driver=file,log.filename={},log-sector-size=512",
+                    self.file.display(),
+                    log.display()
+                ))
+            }
+        };
+        let boots = if self.boots { ",bootindex=0" } else { "" };
+        c.args(["-device", &format!("usb-storage,bus=usbhc.0,drive=stick{boots}")]);
+        Ok(())
+    }
+}
+
+/// OVMF as two flash chips: its code read-only, its variables a copy for this boot.
+fn add_ovmf(c: &mut Command, secure_boot: bool, work: &Path) -> Result<()> {
+    let (code, vars_template) = if secure_boot { (OVMF_SECBOOT_CODE, OVMF_MS_VARS) } else { (OVMF_CODE, OVMF_VARS) };
+    let vars = work.join("OVMF_VARS.fd");
+    std::fs::copy(vars_template, &vars).map_err(|e| format!("{vars_template}: {e} (apt-get install ovmf)"))?;
+    if secure_boot {
+        // Only SMM code may write the variables: what makes Secure Boot hold.
+        c.args(["-global", "driver=cfi.pflash01,property=secure,value=on"]);
+    }
+    c.arg("-drive").arg(format!("if=pflash,format=raw,readonly=on,file={code}"));
+    c.arg("-drive").arg(format!("if=pflash,format=raw,file={}", vars.display()));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// The machine for these flags, on an image directory with a stick, an ISO and two disks.
+    fn resolved(flags: &[&str]) -> (Result<Machine>, PathBuf) {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("bootmark-machine-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(dir.join("pxe")).unwrap();
+        for f in ["usb.img", "bootmark.iso", "d0.img", "d1.img"] {
+            std::fs::write(dir.join(f), b"x").unwrap();
+        }
+        let mut argv = vec!["qemu".to_string(), "--image".into(), dir.display().to_string()];
+        argv.extend(flags.iter().map(|f| f.replace("DIR", &dir.display().to_string())));
+        (resolve(&Cli::try_parse_from(&argv).unwrap().args, Arch::X86_64), dir)
+    }
+
+    fn command_line(m: &Machine, dir: &Path) -> String {
+        crate::host::process::shown(&m.command(&dir.join("serial.log"), dir).unwrap())
+    }
+
+    #[test]
+    fn the_old_machine_is_a_2006_pc_and_refuses_what_it_lacks() {
+        let (m, dir) =
+            resolved(&["--machine", "old", "--disk", "DIR/d0.img", "--disk", "DIR/d1.img", "--disk-bus", "ide"]);
+        let m = m.unwrap();
+        assert_eq!((m.chipset, m.usb, m.firmware == Firmware::Bios), ("pc", "usb-ehci", true));
+        assert_eq!(m.disks.iter().map(|d| d.bus.as_str()).collect::<Vec<_>>(), ["ide", "scsi"], "SCSI unless told");
+        let line = command_line(&m, &dir);
+        assert!(line.contains("ide-hd,drive=d0,bus=ide.0,unit=0") && line.contains("lsi53c895a"), "{line}");
+        assert!(!line.contains("ahci,id=ahci"), "{line}");
+        let (m, _) = resolved(&["--machine", "old", "--secure-boot"]);
+        assert!(m.unwrap_err().contains("--secure-boot needs --machine modern"));
+        let (m, _) = resolved(&["--disk", "DIR/d0.img", "--disk-bus", "ide"]);
+        assert!(m.unwrap_err().contains("--disk-bus ide needs --machine old"));
+        let (m, _) = resolved(&["--disk", "DIR/missing.img"]);
+        assert!(m.unwrap_err().ends_with("missing.img: no such file"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn secure_boot_over_the_network_boots_shim_on_a_nic_without_option_rom_and_not_the_stick() {
+        let (m, dir) = resolved(&["--pxe", "--secure-boot", "--mac", "52:54:00:be:e7:01", "--disk", "DIR/d0.img"]);
+        let m = m.unwrap();
+        assert_eq!((m.chipset, &m.firmware), ("q35,smm=on", &Firmware::Uefi { secure_boot: true }));
+        let pxe = m.pxe.as_ref().unwrap();
+        assert_eq!((pxe.bootfile, pxe.nic), ("grub/x86_64-efi/core.efi", "virtio-net-pci,romfile="));
+        assert!(!m.stick.as_ref().unwrap().boots, "the stick stays attached, not bootable");
+        let line = command_line(&m, &dir);
+        assert!(line.contains("virtio-net-pci,romfile=,netdev=n0,bootindex=0,mac=52:54:00:be:e7:01"), "{line}");
+        assert!(line.contains("property=secure,value=on") && line.contains("OVMF_CODE_4M.secboot.fd"), "{line}");
+        assert!(line.contains("usb-storage,bus=usbhc.0,drive=stick ") || line.ends_with("drive=stick"), "{line}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_dl140_is_one_cpu_with_disks_throttled_like_2006_sata() {
+        let (m, dir) = resolved(&["--machine", "dl140", "--disk", "DIR/d0.img"]);
+        let m = m.unwrap();
+        assert_eq!((m.shape.cpus, m.shape.disk_mbps), (1, 30));
+        let line = command_line(&m, &dir);
+        assert!(line.contains("-smp 1 ") && line.contains("throttling.bps-total=30000000"), "{line}");
+        assert!(line.contains("ide-hd,drive=d0,bus=ahci.0") && line.contains("-nic none"), "{line}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
