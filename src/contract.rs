@@ -12,36 +12,36 @@
 /// and /init loads from, and the loader itself (finit_module, then
 /// init_module).
 pub mod modules {
-    pub use crate::init::modules::{Module, ModuleSet, When, load};
+    pub use crate::image_side::init::modules::{Module, ModuleSet, When, load};
 }
 
 /// The unattended sequence on the stick (bootmark/sequence.json).
 pub mod sequence {
-    pub use crate::init::sequence::{FILE, Sequence, State, Step};
+    pub use crate::image_side::init::sequence::{FILE, Sequence, State, Step};
 }
 
 /// The `bootmark.*` kernel command line: parsing it as /init will, and the
 /// reference `bootmark boot-params` prints.
 pub mod cmdline {
-    pub use crate::init::cmdline::{DiskSpec, Settings, parse, reference};
+    pub use crate::image_side::init::cmdline::{DiskSpec, Settings, parse, reference};
 }
 
 /// Formatting: the arguments /init gives mkfs, and the marker that lets a
 /// later boot format the target again.
 pub mod formatting {
-    pub use crate::init::safety::{SCRATCH_MARKER, mkfs_args};
+    pub use crate::image_side::init::safety::{SCRATCH_MARKER, mkfs_args};
 }
 
 /// The disks beside a target as /init judges them: which are plain, which
 /// a layer (LV, md array) claims a label for, which it passes over and why.
 /// The fuzzer feeds these crafted disks on a fake machine.
 pub mod layers {
-    pub use crate::init::assembly::{ignored, inside, plain_target_refusal};
-    pub use crate::init::devices::{BlockDev, scan};
+    pub use crate::image_side::init::assembly::{ignored, inside, plain_target_refusal};
+    pub use crate::image_side::init::devices::{BlockDev, scan};
 }
 
 /// Identifying a filesystem and partitions as /init does, from what is on
 /// the disk.
 pub mod fsprobe {
-    pub use crate::init::fsprobe::{FsInfo, partition_uuids, probe};
+    pub use crate::image_side::init::fsprobe::{FsInfo, partition_uuids, probe};
 }

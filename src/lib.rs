@@ -1,9 +1,14 @@
 //! bootmark: run the same disk benchmark under many kernels and compare.
 //!
-//! The image side (workloads, measurements, sinks, /init) and the
-//! workstation side (collect, report) meet in [`schema`]: the records and
-//! every type they carry, the framing and the journal. See ARCHITECTURE.md
-//! for the data flow and the module map.
+//! Two sides, each a folder: [`image_side`] (what runs on the machine under
+//! test: /init, the plan's workloads, the measurements, the sinks) and
+//! [`workstation`] (collect, report, watch, lab; the `workstation`
+//! feature). They meet in [`schema`] — the records and every type they
+//! carry, the framing and the journal — and a few shared leaves
+//! ([`bootmenu`], [`contract`], [`fsutil`], [`interrupt`],
+//! [`partition_table`], [`size`]); the workstation reads the plan
+//! (`image_side::plan`) and nothing else of the image side. Tidy tests
+//! hold these lines. See ARCHITECTURE.md for the data flow and the map.
 
 /// `eprintln!` that never panics: PID 1 must outlive a console whose
 /// writes fail (eprintln! panics on any error but EBADF). Image-side code
@@ -16,38 +21,20 @@ macro_rules! note {
     }};
 }
 
-// The schema's files under their short names, for xtask, the tests and the fuzzer.
+// The sides' modules and the schema's files under their short names, for
+// the binary, xtask, the tests and the fuzzer.
+pub use image_side::{init, layers, measure, plan, process, run, sink, sysfs_block, tunables, variant, workload};
 pub use schema::{framing, journal, record};
+#[cfg(feature = "workstation")]
+pub use workstation::{collect, glance, kcidb, lab, output, report, watch};
 
 pub mod bootmenu;
-#[cfg(feature = "workstation")]
-pub mod collect;
 pub mod contract;
 pub mod fsutil;
-#[cfg(feature = "workstation")]
-pub mod glance;
-pub mod init;
+pub mod image_side;
 pub mod interrupt;
-#[cfg(feature = "workstation")]
-pub mod kcidb;
-#[cfg(feature = "workstation")]
-pub mod lab;
-pub mod layers;
-pub mod measure;
-#[cfg(feature = "workstation")]
-pub mod output;
 pub mod partition_table;
-pub mod plan;
-pub mod process;
-#[cfg(feature = "workstation")]
-pub mod report;
-pub mod run;
 pub mod schema;
-pub mod sink;
 pub mod size;
-pub mod sysfs_block;
-pub mod tunables;
-pub mod variant;
 #[cfg(feature = "workstation")]
-pub mod watch;
-pub mod workload;
+pub mod workstation;

@@ -377,35 +377,28 @@ mod tests {
         }
     }
 
-    /// The workstation-only modules, from the `cfg(feature)` gates of src/lib.rs.
-    fn workstation_modules() -> Vec<String> {
-        let lib = read("src/lib.rs");
-        let lines: Vec<&str> = lib.lines().collect();
-        lines
-            .windows(2)
-            .filter(|w| w[0].trim() == "#[cfg(feature = \"workstation\")]")
-            .filter_map(|w| w[1].strip_prefix("pub mod ")?.strip_suffix(';').map(String::from))
-            .collect()
-    }
-
+    /// The workstation side is one folder, gated whole by the feature in src/lib.rs.
     #[test]
     fn architecture_names_the_workstation_side_as_the_code_gates_it() {
-        let gated = workstation_modules();
-        assert!(gated.iter().any(|m| m == "collect") && gated.iter().any(|m| m == "report"), "{gated:?}");
+        let lib = read("src/lib.rs");
+        assert!(
+            lib.contains("#[cfg(feature = \"workstation\")]\npub mod workstation;"),
+            "src/lib.rs gates src/workstation/ whole behind the workstation feature"
+        );
         let rows = code_map();
-        let row = |folder: &str| rows.iter().find(|r| r.folder == folder).map(|r| r.text.as_str()).unwrap_or("");
-        for m in &gated {
-            if project_root().join(format!("src/{m}")).is_dir() {
-                let text = row(&format!("src/{m}/"));
-                assert!(
-                    text.contains("workstation only"),
-                    "ARCHITECTURE.md's row for src/{m}/ must say it is workstation only: {text}"
-                );
-            }
-            if project_root().join(format!("src/{m}.rs")).is_file() {
-                let listed = row("src/").split("Workstation only:").nth(1).unwrap_or("").contains(&format!("`{m}.rs`"));
-                assert!(listed, "ARCHITECTURE.md's src/ row must name `{m}.rs` after \"Workstation only:\"");
-            }
+        for folder in ["src/workstation/", "src/image_side/", "src/schema/"] {
+            assert!(rows.iter().any(|r| r.folder == folder), "ARCHITECTURE.md has no row for {folder}");
+        }
+        let workstation = rows.iter().find(|r| r.folder == "src/workstation/").unwrap();
+        assert!(workstation.text.contains("workstation only"), "its row says so: {}", workstation.text);
+        // Each side's row names what it never imports, as the checks below hold it.
+        for (folder, never) in [
+            ("src/schema/", "never imports either side"),
+            ("src/image_side/", "Never imports the workstation"),
+            ("src/workstation/", "Never imports the image side but its plan"),
+        ] {
+            let row = rows.iter().find(|r| r.folder == folder).unwrap();
+            assert!(row.text.contains(never), "ARCHITECTURE.md's row for {folder} says \"{never}\": {}", row.text);
         }
         assert!(
             read("ARCHITECTURE.md").contains("cfg(feature = \"workstation\")"),
@@ -628,11 +621,15 @@ mod tests {
 
     /// What both sides of src/ may import besides the schema: small leaves
     /// with no side of their own. `contract` is the bridge to /init's rules
-    /// (the command line the lab reads budgets from), not yet data in `schema`.
-    const SHARED_LEAVES: [&str; 8] =
-        ["schema", "plan", "size", "bootmenu", "fsutil", "partition_table", "interrupt", "contract"];
+    /// (the command line the lab reads budgets from).
+    const SHARED_LEAVES: [&str; 7] =
+        ["schema", "bootmenu", "fsutil", "partition_table", "interrupt", "contract", "size"];
+    /// The one part of the image side the workstation reads: the plan (the
+    /// lab's step budgets); its data is not yet a leaf of its own.
+    const PLAN: [&str; 2] = ["image_side", "plan"];
 
-    /// For each non-wiring file of src/, its top module and the top modules its code imports.
+    /// For each non-wiring file of src/, its top module and the modules its
+    /// code imports (the top one, and under a side the one below it).
     fn src_imports() -> Vec<(String, String, BTreeSet<String>)> {
         files("src", ".rs")
             .into_iter()
@@ -641,7 +638,11 @@ mod tests {
                 let me = module_of(&f, "src");
                 let tops = imports_of(&read(&f), &me, f.ends_with("/mod.rs"))
                     .into_iter()
-                    .filter_map(|p| p.first().cloned())
+                    .filter_map(|p| match p.first().map(String::as_str) {
+                        Some(side @ ("image_side" | "workstation")) if p.len() > 1 => Some(format!("{side}::{}", p[1])),
+                        Some(top) => Some(top.to_string()),
+                        None => None,
+                    })
                     .collect();
                 (f, me[0].clone(), tops)
             })
@@ -665,28 +666,33 @@ mod tests {
     }
 
     /// The workstation reads what the image wrote through the schema and
-    /// the shared leaves only; the image side never imports the workstation.
+    /// the shared leaves only (and the plan); the image side never imports
+    /// the workstation.
     #[test]
     fn the_sides_meet_only_in_the_schema_and_the_shared_leaves() {
-        let workstation = workstation_modules();
-        let is_workstation = |m: &str| workstation.iter().any(|w| w == m);
+        let side = |m: &str| m.split("::").next().unwrap_or("").to_string();
+        let plan = PLAN.join("::");
         let (mut from_image, mut into_workstation) = (Vec::new(), Vec::new());
-        for (file, top, imports) in src_imports() {
-            if is_workstation(&top) {
-                from_image.extend(outside(&file, &imports, &|m| is_workstation(m) || SHARED_LEAVES.contains(&m)));
+        let all = src_imports();
+        assert!(
+            all.iter().any(|(_, top, _)| top == "workstation") && all.iter().any(|(_, top, _)| top == "image_side")
+        );
+        for (file, top, imports) in all {
+            if top == "workstation" {
+                from_image.extend(outside(&file, &imports, &|m| {
+                    side(m) == "workstation" || m == plan || SHARED_LEAVES.contains(&m)
+                }));
             } else {
-                into_workstation.extend(outside(&file, &imports, &|m| !is_workstation(m)));
+                into_workstation.extend(outside(&file, &imports, &|m| side(m) != "workstation"));
             }
         }
         assert!(from_image.is_empty(), "the workstation imports the image side (use schema/): {from_image:#?}");
         assert!(into_workstation.is_empty(), "the image side imports the workstation: {into_workstation:#?}");
         // The check sees an import across: a report that reads a measure module.
-        let me = ["report".to_string()];
-        let tops: BTreeSet<String> = imports_of("use crate::measure::sampler::DiskDelta;\n", &me, false)
-            .into_iter()
-            .map(|p| p[0].clone())
-            .collect();
-        assert_eq!(outside("report.rs", &tops, &|m| SHARED_LEAVES.contains(&m)), ["report.rs: crate::measure"]);
+        let me = ["workstation".to_string(), "report".to_string()];
+        let text = "use crate::image_side::measure::sampler::DiskDelta;\n";
+        let tops: BTreeSet<String> = imports_of(text, &me, false).into_iter().map(|p| p[..2].join("::")).collect();
+        assert_eq!(outside("r.rs", &tops, &|m| SHARED_LEAVES.contains(&m)), ["r.rs: crate::image_side::measure"]);
     }
 
     #[test]
@@ -697,8 +703,8 @@ mod tests {
             ["d/a.rs", "d/plans/*.json", "xtask/clippy.toml"]
         );
         let rows = code_map();
-        let init = rows.iter().find(|r| r.folder == "src/init/").unwrap();
-        assert!(init.open_first.contains(&"src/init/target.rs".to_string()), "{:?}", init.open_first);
+        let init = rows.iter().find(|r| r.folder == "src/image_side/init/").unwrap();
+        assert!(init.open_first.contains(&"src/image_side/init/target.rs".to_string()), "{:?}", init.open_first);
         assert!(!PathBuf::from("src/nonexistent.rs").exists());
     }
 }

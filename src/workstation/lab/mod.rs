@@ -1,0 +1,199 @@
+//! `bootmark lab`: a few servers reached only through their BMCs, taken
+//! through every kernel of an image, repeated and interleaved, from the
+//! workstation. The lab file (`file.rs`) → the steps and their deadlines
+//! (`steps.rs`, here `plan`) → a session (`session.rs`: per step the boot
+//! pointed with `pxe.rs` or `media.rs`, the power through `bmc.rs` —
+//! `ipmi.rs` or `redfish.rs` —, the console followed by `watch`) → the
+//! state after every step (`state.rs`)
+//! → the report of every step's records. `bootmark lab plan` prints the
+//! steps without asking any BMC anything.
+
+pub mod bmc;
+pub mod file;
+pub mod ipmi;
+pub mod media;
+pub mod pxe;
+pub mod qemu_server;
+pub mod redfish;
+pub mod session;
+pub mod state;
+pub mod steps;
+
+use crate::image_side::plan::Plan;
+use file::{Bmc, Boot, Console, Lab};
+use serde::Deserialize;
+use std::path::Path;
+
+/// Where a server's next boot comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootDevice {
+    Pxe,
+    Cdrom,
+    Disk,
+}
+
+/// What the lab reads of an image's manifest.json (written by `cargo xtask
+/// image`, whose type holds much more: serde skips the rest).
+#[derive(Deserialize)]
+pub struct ImageEntries {
+    pub entries: Vec<ImageEntry>,
+    pub plan_definition: Option<Plan>,
+    /// Where bootmark.iso holds its menus (images built before the lab
+    /// booted ISOs lack it).
+    #[serde(default)]
+    pub iso_menus: Option<crate::bootmenu::IsoMenus>,
+}
+
+#[derive(Deserialize)]
+pub struct ImageEntry {
+    pub label: String,
+    pub title: String,
+    pub cmdline: String,
+}
+
+impl ImageEntries {
+    pub fn read(manifest: &Path) -> Result<ImageEntries, String> {
+        ImageEntries::read_with_sha256(manifest).map(|(entries, _)| entries)
+    }
+
+    /// `read`, and the manifest's SHA-256 (of the same bytes).
+    pub fn read_with_sha256(manifest: &Path) -> Result<(ImageEntries, String), String> {
+        let bytes = std::fs::read(manifest).map_err(|e| {
+            format!("cannot read the image's manifest {}: {e} (build it with `cargo xtask image`)", manifest.display())
+        })?;
+        let entries = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{}: not an image manifest: {e}", manifest.display()))?;
+        Ok((entries, crate::schema::framing::sha256_hex(&bytes)))
+    }
+
+    /// The seconds a boot of `entry` may take after the kernel starts:
+    /// /init's wait for disks and the plan's budget, as its command line
+    /// sets them.
+    pub fn budget_s(&self, entry: &ImageEntry) -> Result<(f64, f64), String> {
+        let settings = crate::contract::cmdline::parse(&entry.cmdline)
+            .map_err(|e| format!("entry {}: its command line: {e}", entry.label))?;
+        let mut plan = match &self.plan_definition {
+            Some(p) => p.clone(),
+            None => Plan::load(&settings.plan)?,
+        };
+        settings.apply_to(&mut plan)?;
+        Ok((settings.device_wait_s, plan.time_budget_s(settings.timeout_s).1))
+    }
+}
+
+/// One server's steps, with each step's deadline in seconds.
+pub struct ServerPlan {
+    pub steps: Vec<(steps::Step, u64)>,
+}
+
+/// Every server's steps, checked against the image (the entries the lab
+/// names must be the image's), in the order the lab's seed gives.
+pub fn plan(lab: &Lab, image: &ImageEntries) -> Result<Vec<ServerPlan>, String> {
+    plan_seeded(lab, image, lab.seed.unwrap_or(0))
+}
+
+/// `plan` with the seed a session keeps in its state.
+pub fn plan_seeded(lab: &Lab, image: &ImageEntries, seed: u64) -> Result<Vec<ServerPlan>, String> {
+    let mut out = Vec::new();
+    for server in &lab.servers {
+        let names: Vec<String> = match &server.entries {
+            Some(names) => {
+                for n in names {
+                    if !image.entries.iter().any(|e| &e.label == n) {
+                        let have: Vec<&str> = image.entries.iter().map(|e| e.label.as_str()).collect();
+                        return Err(format!(
+                            "server {:?}: entry {n:?} is not in the image (its entries: {})",
+                            server.name,
+                            have.join(", ")
+                        ));
+                    }
+                }
+                names.clone()
+            }
+            None => image.entries.iter().map(|e| e.label.clone()).collect(),
+        };
+        let mut planned = Vec::new();
+        for step in steps::for_server(&server.name, &names, lab.repeat, lab.order, seed) {
+            let entry = image.entries.iter().find(|e| e.label == step.entry).expect("checked above");
+            let (device_wait_s, budget_s) = image.budget_s(entry)?;
+            let deadline = steps::deadline_s(server.boot_s, device_wait_s, budget_s);
+            planned.push((step, server.max_step_s.map_or(deadline, |max| deadline.min(max))));
+        }
+        out.push(ServerPlan { steps: planned });
+    }
+    Ok(out)
+}
+
+/// `bootmark lab plan`: the lab as it would run, one line per step, and
+/// how each server is reached (credentials never shown).
+pub fn describe(lab: &Lab, image: &ImageEntries, plans: &[ServerPlan]) -> String {
+    let mut s = format!(
+        "lab {}: image {} ({} entries), {} server(s), {} repetition(s), {:?} order{}; state in {}\n",
+        lab.path.display(),
+        lab.manifest.display(),
+        image.entries.len(),
+        lab.servers.len(),
+        lab.repeat,
+        lab.order,
+        match (lab.order, lab.seed) {
+            (_, Some(s)) => format!(", seed {s}"),
+            (file::Order::Random, None) => ", seed chosen when the lab starts (shown here for seed 0)".into(),
+            (file::Order::Interleaved, None) => String::new(),
+        },
+        lab.state_dir.display()
+    );
+    for (server, plan) in lab.servers.iter().zip(plans) {
+        let bmc = match &server.bmc {
+            Bmc::Ipmi { host, port, user, .. } => format!("IPMI {user}@{host}:{port}"),
+            Bmc::Redfish { url, user, tls, system, .. } => format!(
+                "Redfish {user} at {url}{}{}",
+                system.as_ref().map_or(String::new(), |s| format!(" system {s}")),
+                match tls {
+                    file::Tls::Insecure if url.starts_with("http://") =>
+                        " (plain http, insecure = true: the password goes in clear)".to_string(),
+                    file::Tls::Insecure =>
+                        " (certificate NOT verified: the password can be read on the way)".to_string(),
+                    file::Tls::CaFile(f) => format!(" (certificate checked against {})", f.display()),
+                    file::Tls::WebPki => String::new(),
+                }
+            ),
+            Bmc::Qemu { command } => format!("no BMC: on while `{command}` runs"),
+        };
+        let boot = match &server.boot {
+            Boot::Pxe(p) => format!("PXE (MAC {}, TFTP root {})", p.mac, p.tftp_root.display()),
+            Boot::Command => "the entry in its command".to_string(),
+            Boot::VirtualMedia(v) => format!(
+                "virtual media {}/{} (written to {})",
+                v.http_url,
+                media::published_name(&server.name),
+                v.http_dir.display()
+            ),
+        };
+        let console = match &server.console {
+            Console::Sol => "serial over LAN".to_string(),
+            Console::Tcp(t) => t.clone(),
+            Console::File(f) => format!("file {}", f.display()),
+        };
+        let total: u64 = plan.steps.iter().map(|(_, d)| d).sum();
+        s += &format!(
+            "server {}: {bmc}, boots by {boot}, console {console}; {} steps, at most {} in all\n",
+            server.name,
+            plan.steps.len(),
+            hours_minutes(total)
+        );
+        for (i, (step, deadline)) in plan.steps.iter().enumerate() {
+            let title = image.entries.iter().find(|e| e.label == step.entry).map_or("", |e| e.title.as_str());
+            s += &format!("  {:>3}. {:<24} deadline {:>5} s  {title}\n", i + 1, step.id(), deadline);
+        }
+    }
+    s
+}
+
+/// 5400 → `1h30m`, 300 → `5m`.
+fn hours_minutes(seconds: u64) -> String {
+    let minutes = seconds.div_ceil(60);
+    match (minutes / 60, minutes % 60) {
+        (0, m) => format!("{m}m"),
+        (h, m) => format!("{h}h{m:02}m"),
+    }
+}

@@ -1,0 +1,777 @@
+//! Findings: what the records' evidence says about *why* a kernel or a
+//! setting stalls the machine, in sentences a user can act on. Each rule
+//! has a name, reads named measurements, and never claims more than they
+//! show: a missing counter or a coarse timeline is said, and a comparison
+//! says how many boots it rests on (repetitions inside one boot share that
+//! boot's state: they are not independent samples of a kernel).
+
+use super::Row;
+use crate::schema::record::{Record, Times};
+use crate::workstation::glance::Glance;
+use serde::Serialize;
+
+/// One finding about one group (a row of the table) or a comparison of two.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    /// The rule that made it: `stall`, `dirty-limit`, `flush`, `read-starvation`, `comparison`.
+    pub rule: &'static str,
+    /// The group: its --by values and workload ("dirty40 · 6.1.0-50-amd64 · seqwrite").
+    pub subject: String,
+    pub sentence: String,
+    /// The measurements used, as "field = value".
+    pub evidence: Vec<String>,
+    /// The record that shows it best, as RUN_ID:SEQ (`report --format html --timeline`).
+    pub record: Option<String>,
+}
+
+/// Stalls at least this long are what the seed's user felt as a hung `ls`.
+const STALL_MS: f64 = 1000.0;
+/// A write() slower than this is what the dirty-limit rule looks into.
+const THROTTLED_WRITE_MS: f64 = 100.0;
+
+/// What one group keeps for its findings while records stream by: counts,
+/// and the two records the rules read (the worst stall, the longest flush),
+/// each kept whole only if a rule would say something about it.
+#[derive(Default)]
+pub struct Evidence {
+    ok: usize,
+    /// Ok runs that stalled over a second.
+    stalled: usize,
+    /// The ok run with the worst probe wait (the first of equals), if a rule finds something in it.
+    worst: Option<(f64, Option<Record>)>,
+    /// The ok run that spent longest flushing (the first of equals), if the flush rule finds something in it.
+    flushiest: Option<(f64, Option<Record>)>,
+}
+
+impl Evidence {
+    /// An ok record of the group. Only a record that beats the worst so far
+    /// is read whole (the rules need it); an error when it does not parse
+    /// whole, and it is then left out of the findings.
+    pub fn offer(&mut self, g: &Glance) -> Result<(), String> {
+        self.ok += 1;
+        let stall = g.max_stall_ms();
+        if stall >= STALL_MS {
+            self.stalled += 1;
+        }
+        if self.worst.as_ref().is_none_or(|(w, _)| stall > *w) {
+            // The rules' first tests need only a glance: most records need
+            // not be read whole, even when each is worse than the last.
+            let p = g.responsiveness.as_ref();
+            let may_tell = stall >= STALL_MS
+                || p.is_some_and(|p| reads_starved(g.bytes_written, p.read.max_ms, p.timer_late.max_ms))
+                || g.latency.write.max_ms >= THROTTLED_WRITE_MS;
+            let kept = match may_tell {
+                true => {
+                    let r = g.whole()?;
+                    let telling = stall >= STALL_MS || read_starvation("", r).is_some() || dirty_limit("", r).is_some();
+                    telling.then(|| r.clone())
+                }
+                false => None,
+            };
+            self.worst = Some((stall, kept));
+        }
+        let f = flush_s(&g.times);
+        if self.flushiest.as_ref().is_none_or(|(w, _)| f > *w) {
+            // The flush rule fires exactly when the times say so: a record
+            // it would not fire on need not be read whole.
+            let kept = flushing(&g.times).map(|_| g.whole().cloned()).transpose()?;
+            self.flushiest = Some((f, kept));
+        }
+        Ok(())
+    }
+
+    /// The group's findings, rule by rule (none without an ok run).
+    pub fn findings(&self, subject: &str) -> Vec<Finding> {
+        let mut out = Vec::new();
+        if let Some((_, Some(worst))) = &self.worst {
+            out.extend(stall(subject, self.ok, self.stalled, worst));
+            out.extend(read_starvation(subject, worst));
+            out.extend(dirty_limit(subject, worst));
+        }
+        if let Some((_, Some(r))) = &self.flushiest {
+            out.extend(flush(subject, r));
+        }
+        out
+    }
+}
+
+/// The group's name in a finding: its --by values and workload.
+pub(super) fn subject(row: &Row) -> String {
+    let mut parts = row.key.clone();
+    parts.push(row.workload.clone());
+    parts.join(" · ")
+}
+
+fn id(r: &Record) -> String {
+    format!("{}:{}", r.run_id, r.seq)
+}
+
+/// A timeline series at time `t` (the last sample at or before it), in MiB.
+fn mib_at(r: &Record, series: &str, t: f64) -> Option<f64> {
+    let column = r.timeline.series.get(series)?;
+    let i = r.timeline.t_s.iter().rposition(|&x| x <= t)?;
+    column.get(i).copied().flatten().map(|kib| kib as f64 / 1024.0)
+}
+
+/// The peak of a timeline series during the workload, in MiB.
+fn peak_mib(r: &Record, series: &str) -> Option<f64> {
+    let column = r.timeline.series.get(series)?;
+    let (start, end) = (r.timeline.workload_start_s, r.timeline.workload_end_s);
+    r.timeline
+        .t_s
+        .iter()
+        .zip(column)
+        .filter(|(t, _)| **t >= start && **t <= end.max(start))
+        .filter_map(|(_, v)| *v)
+        .max()
+        .map(|kib| kib as f64 / 1024.0)
+}
+
+/// The probe stalled over a second: how often, how long, when relative to
+/// the page cache's Dirty and Writeback, and how long recovery took.
+fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Finding> {
+    let p = worst.responsiveness.as_ref()?;
+    if p.max_ms < STALL_MS {
+        return None;
+    }
+    let mut sentence = format!(
+        "the machine stopped responding: the probe (ls + a 4 KiB uncached read every {:.0} ms) waited up to {:.1} s, {} times over 1 s in the worst run; {stalled} of {} runs stalled over 1 s",
+        p.interval_ms,
+        p.max_ms / 1000.0,
+        p.stalls_over_1s,
+        ok
+    );
+    let mut evidence = vec![
+        format!("responsiveness.max_ms = {:.0}", p.max_ms),
+        format!("responsiveness.stalls_over_1s = {}", p.stalls_over_1s),
+    ];
+    // When the worst tick was due, and what the page cache held then.
+    let tl = &worst.timeline;
+    let worst_tick = tl.probe_t_s.iter().zip(&tl.probe_response_ms).max_by(|a, b| a.1.total_cmp(b.1));
+    match worst_tick.map(|(t, _)| *t) {
+        Some(t) => {
+            let at = t - tl.workload_start_s;
+            match (mib_at(worst, "dirty_kib", t), mib_at(worst, "writeback_kib", t)) {
+                (Some(d), Some(w)) => {
+                    sentence += &format!(
+                        ". The worst stall began {at:.1} s into the workload, with {d:.0} MiB dirty and {w:.0} MiB under writeback"
+                    );
+                    evidence.push(format!("timeline at {t:.1} s: Dirty {d:.0} MiB, Writeback {w:.0} MiB"));
+                }
+                _ => {
+                    sentence += &format!(
+                        ". The worst stall began {at:.1} s into the workload; this kernel's timeline has no Dirty/Writeback figures to say what the page cache held"
+                    )
+                }
+            }
+            if tl.interval_s > 1.0 {
+                sentence += &format!(
+                    " (the timeline is sampled every {:.1} s: too coarse to place it precisely)",
+                    tl.interval_s
+                );
+            }
+        }
+        None => sentence += ". This record has no per-tick probe timeline to say when",
+    }
+    if !worst.blocked_tasks.is_empty() {
+        let blocked = worst.blocked_tasks.iter().filter(|l| l.contains("state:D") || l.contains(" D ")).count();
+        sentence += &format!(
+            ". The kernel's blocked-task dump taken during it lists {blocked} task(s) in uninterruptible sleep (record's blocked_tasks)"
+        );
+        evidence.push(format!("blocked_tasks: {} lines", worst.blocked_tasks.len()));
+    }
+    sentence += &match p.recovery_s {
+        Some(r) => format!(". It responded normally again {r:.1} s after the workload ended."),
+        None => ". It had not recovered by the probe's deadline after the workload.".into(),
+    };
+    evidence.push(format!("responsiveness.recovery_s = {}", p.recovery_s.map_or("null".into(), |r| format!("{r:.1}"))));
+    Some(Finding { rule: "stall", subject: subject.into(), sentence, evidence, record: Some(id(worst)) })
+}
+
+/// Reads starved: the run wrote, and the probe's read waited over half the
+/// stall threshold and longer than its timer was late (so not the CPU).
+fn reads_starved(bytes_written: u64, read_max_ms: f64, timer_late_max_ms: f64) -> bool {
+    bytes_written > 0 && read_max_ms >= STALL_MS / 2.0 && read_max_ms >= timer_late_max_ms
+}
+
+/// The probe's reads (not its `ls`, not its timer) waited: reads queued
+/// behind writeback, with the scheduler that let them.
+fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
+    let p = worst.responsiveness.as_ref()?;
+    if !reads_starved(worst.bytes_written, p.read.max_ms, p.timer_late.max_ms) {
+        return None;
+    }
+    let top = worst.storage.scheduler.as_deref().unwrap_or("unknown (not in the record)");
+    // Under an LV or array the reads queue at the member disks: their schedulers are the ones that matter.
+    let layers = &worst.storage.layers;
+    let scheduler = if layers.is_empty() {
+        top.to_string()
+    } else {
+        format!(
+            "{} of the member disks (the {} device: {top})",
+            crate::schema::layer::per_disk(layers, |d| d.scheduler.as_deref()),
+            crate::schema::layer::summary(layers)
+        )
+    };
+    let mut evidence =
+        vec![format!("responsiveness.read.max_ms = {:.0}", p.read.max_ms), format!("storage.scheduler = {top}")];
+    if !layers.is_empty() {
+        evidence.push(format!(
+            "storage.layers disks: {}",
+            crate::schema::layer::per_disk(layers, |d| d.scheduler.as_deref())
+        ));
+    }
+    Some(Finding {
+        rule: "read-starvation",
+        subject: subject.into(),
+        sentence: format!(
+            "reads starved behind the writes: one uncached 4 KiB read waited {:.1} s (p99 {:.0} ms) while the workload wrote, under the I/O scheduler {scheduler}; a scheduler that favours reads (deadline, or a lower writeback throttling latency) is the setting to try",
+            p.read.max_ms / 1000.0,
+            p.read.p99_ms
+        ),
+        evidence,
+        record: Some(id(worst)),
+    })
+}
+
+/// Kernel functions a writer sleeps in when the dirty limit throttles it
+/// (balance_dirty_pages on every kernel; 2.6's request-queue waits behind it).
+const THROTTLE_WCHANS: [&str; 3] = ["balance_dirty_pages", "get_request_wait", "throttle_vm_writeout"];
+
+/// Where the writer was blocked during the workload: (samples in a
+/// throttling function, samples with a wchan, the most frequent wchan).
+fn writer_blocked(r: &Record) -> Option<(usize, usize, String)> {
+    let tl = &r.timeline;
+    let during: Vec<&str> = tl
+        .t_s
+        .iter()
+        .zip(&tl.writer_wchan)
+        .filter(|(t, _)| **t >= tl.workload_start_s && **t <= tl.workload_end_s)
+        .filter_map(|(_, w)| w.as_deref())
+        .collect();
+    if during.is_empty() {
+        return None;
+    }
+    let throttled = during.iter().filter(|w| THROTTLE_WCHANS.iter().any(|f| w.starts_with(f))).count();
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for w in during.iter().filter(|w| **w != "0") {
+        match counts.iter_mut().find(|(n, _)| n == w) {
+            Some(c) => c.1 += 1,
+            None => counts.push((w, 1)),
+        }
+    }
+    let top = counts.iter().max_by_key(|(_, c)| *c).map_or("running (0)", |(n, _)| *n).to_string();
+    Some((throttled, during.len(), top))
+}
+
+/// The first frames of the writer's kernel stack under `wchan`, without
+/// offsets: "balance_dirty_pages_ratelimited ← generic_perform_write ← …".
+fn call_chain(r: &Record, wchan: &str) -> Option<String> {
+    let frames = r.timeline.writer_stacks.get(wchan)?;
+    let names: Vec<&str> =
+        frames.iter().map(|f| f.split('+').next().unwrap_or(f)).filter(|n| *n != wchan).take(3).collect();
+    (!names.is_empty()).then(|| names.join(" ← "))
+}
+
+/// (major, minor, patch) of a kernel release such as "2.6.9-42.ELsmp".
+fn version(release: &str) -> Option<(u32, u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse::<u32>().ok());
+    Some((parts.next()??, parts.next()??, parts.next().flatten().unwrap_or(0)))
+}
+
+/// The first sample of a series at or after the workload's start, in MiB.
+fn at_start_mib(r: &Record, series: &str) -> Option<f64> {
+    let i = r.timeline.t_s.iter().position(|&t| t >= r.timeline.workload_start_s)?;
+    r.timeline.series.get(series)?.get(i).copied().flatten().map(|kib| kib as f64 / 1024.0)
+}
+
+/// The dirty limit this record's kernel computed, in MiB, and how, by its
+/// own formula: before 2.6.24 a share of all memory, the share capped at
+/// half the unmapped memory (never under 5 %); from 2.6.24 a share of the
+/// memory that can hold dirty pages (free + page cache, less reserves the
+/// record cannot see, so an upper bound). dirty_bytes, when set, is the limit.
+fn dirty_limit_mib(r: &Record) -> Option<(f64, String)> {
+    let vm = |k: &str| r.vm.get(k).copied().flatten();
+    if let Some(b) = vm("dirty_bytes").filter(|b| *b > 0) {
+        return Some((b as f64 / 1048576.0, format!("dirty_bytes {b}")));
+    }
+    let ratio = vm("dirty_ratio")? as f64;
+    let total = r.host.mem_total_kib? as f64 / 1024.0;
+    let old = version(r.kernel.release.as_deref()?).is_some_and(|v| v < (2, 6, 24));
+    if old {
+        let (share, capped) = match at_start_mib(r, "mapped_kib") {
+            Some(mapped) => {
+                let half_unmapped = (100.0 - (mapped * 100.0 / total).floor()) / 2.0;
+                let share = ratio.min(half_unmapped.floor()).max(5.0);
+                (
+                    share,
+                    if share < ratio {
+                        format!(", capped at half the unmapped memory: {share:.0} %")
+                    } else {
+                        String::new()
+                    },
+                )
+            }
+            None => (ratio.max(5.0), ", the unmapped-memory cap unknown (no Mapped figure)".into()),
+        };
+        return Some((
+            total * share / 100.0,
+            format!("2.6 before .24: dirty_ratio {ratio:.0} % of {total:.0} MiB{capped}"),
+        ));
+    }
+    let dirtyable = at_start_mib(r, "mem_free_kib")? + at_start_mib(r, "cached_kib")?;
+    Some((
+        dirtyable * ratio / 100.0,
+        format!("dirty_ratio {ratio:.0} % of {dirtyable:.0} MiB free + page cache at the start; reserves lower it"),
+    ))
+}
+
+fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
+    let (limit_mib, how) = dirty_limit_mib(worst)?;
+    let dirty = peak_mib(worst, "dirty_kib")?;
+    let writeback = peak_mib(worst, "writeback_kib").unwrap_or(0.0);
+    let write_max = worst.latency.write.max_ms;
+    let blocked = writer_blocked(worst);
+    let throttled_share = blocked.as_ref().map_or(0.0, |(t, n, _)| *t as f64 / *n as f64);
+    // The limit is computed from samples and misses the kernel's reserves:
+    // Dirty + Writeback at 80 % of it means the writer reached it; a writer
+    // seen sleeping in balance_dirty_pages says so directly.
+    let near_limit = limit_mib > 0.0 && dirty + writeback >= 0.8 * limit_mib;
+    if write_max < THROTTLED_WRITE_MS || !(near_limit || throttled_share >= 0.25) {
+        return None;
+    }
+    let mut evidence = vec![
+        format!("timeline peak dirty_kib = {:.0}", dirty * 1024.0),
+        format!("vm: {how}"),
+        format!("latency.write.max_ms = {write_max:.0}"),
+    ];
+    let wchan = match &blocked {
+        Some((t, n, top)) => {
+            evidence
+                .push(format!("timeline.writer_wchan: {t} of {n} samples in a throttling function; most often {top}"));
+            let stack = call_chain(worst, top).map(|c| format!(", called from {c}")).unwrap_or_default();
+            format!(
+                "; the writer was asleep in the kernel's dirty throttling in {t} of {n} samples (most often in {top}{stack})"
+            )
+        }
+        None => "; the writer's wchan was not sampled, so where it slept is not known".into(),
+    };
+    Some(Finding {
+        rule: "dirty-limit",
+        subject: subject.into(),
+        sentence: format!(
+            "the writer was throttled at the dirty limit: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB (this kernel's formula: {how}), and single write() calls blocked up to {write_max:.0} ms{wchan}. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time",
+        ),
+        evidence,
+        record: Some(id(worst)),
+    })
+}
+
+/// (writes returned, durable, flushing) in s, when flushing took over a
+/// second and over a quarter of the time to durable: the flush rule's test.
+fn flushing(t: &Times) -> Option<(f64, f64, f64)> {
+    let (returned, durable) = (t.writes_returned_s?, t.durable_s?);
+    let flushing = durable - returned;
+    (flushing >= 1.0 && flushing >= 0.25 * durable).then_some((returned, durable, flushing))
+}
+
+/// Time between the last write() returning and the data being durable:
+/// what the page cache held, flushed at close/fsync (in the run that
+/// spent longest on it).
+fn flush(subject: &str, r: &Record) -> Option<Finding> {
+    let (returned, durable, flushing) = flushing(&r.times)?;
+    let writeback =
+        peak_mib(r, "writeback_kib").map(|w| format!("; Writeback peaked at {w:.0} MiB")).unwrap_or_default();
+    let layers = &r.storage.layers;
+    let cache = match r.storage.write_cache.as_deref() {
+        // Under an LV or array the flush reaches every member disk's cache.
+        _ if !layers.is_empty() => format!(
+            " The member disks' write caches ({}): compare kernels only with the same cache and barrier settings.",
+            crate::schema::layer::per_disk(layers, |d| d.write_cache.as_deref())
+        ),
+        Some(c) => {
+            format!(" The drive's write cache is {c}: compare kernels only with the same cache and barrier settings.")
+        }
+        None => " The drive's write cache state is not in the record.".into(),
+    };
+    Some(Finding {
+        rule: "flush",
+        subject: subject.into(),
+        sentence: format!(
+            "the writes returned after {returned:.1} s but the data was durable only after {durable:.1} s: {flushing:.1} s ({:.0} %) went to flushing what the page cache had taken{writeback}. A timing that stops when write() returns would flatter this kernel.{cache}",
+            100.0 * flushing / durable
+        ),
+        evidence: vec![format!("times.writes_returned_s = {returned:.2}"), format!("times.durable_s = {durable:.2}")],
+        record: Some(id(r)),
+    })
+}
+
+fn flush_s(t: &Times) -> f64 {
+    match (t.writes_returned_s, t.durable_s) {
+        (Some(a), Some(b)) => b - a,
+        _ => 0.0,
+    }
+}
+
+/// Each row against its baseline row (`baseline_of`, by index): what
+/// changed in the key figures, whether the real-time difference is
+/// significant, and on how many boots (`boots`, by row).
+pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[usize]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate().filter(|(_, r)| !r.baseline) {
+        let Some(b) = baseline_of[i] else { continue };
+        let base = &rows[b];
+        let (Some(this), Some(that)) = (&row.real_s, &base.real_s) else { continue };
+        let stall = |r: &Row| r.max_stall_ms.unwrap_or(0.0);
+        let stall_changed = (stall(row) - stall(base)).abs() >= 500.0 && (stall(row).max(stall(base)) >= STALL_MS);
+        // The probe's typical response (p99, median over runs) doubling is a
+        // machine getting sluggish before it stalls outright.
+        let p99 = |r: &Row| r.probe_p99_ms.as_ref().map_or(0.0, |s| s.median);
+        let (lo, hi) = (p99(row).min(p99(base)), p99(row).max(p99(base)));
+        let p99_changed = hi >= 50.0 && hi >= 2.0 * lo;
+        if !row.significant && !stall_changed && !p99_changed {
+            continue;
+        }
+        let (this_boots, base_boots) = (boots[i], boots[b]);
+        let mut sentence = format!(
+            "{} instead of {}: max stall {:.1} s → {:.1} s, probe p99 {:.0} → {:.0} ms; real time {:.2} s → {:.2} s (means; {})",
+            row.key.first().map_or("?", String::as_str),
+            base.key.first().map_or("?", String::as_str),
+            stall(base) / 1000.0,
+            stall(row) / 1000.0,
+            p99(base),
+            p99(row),
+            that.mean,
+            this.mean,
+            if row.significant { "significant at 95 %" } else { "not significant" }
+        );
+        if let Some((t, b)) = row.throughput_mib_s.as_ref().zip(base.throughput_mib_s.as_ref())
+            && b.median > 0.0
+            && (t.median / b.median - 1.0).abs() >= 0.01
+        {
+            sentence += &format!("; throughput {:+.0} %", 100.0 * (t.median / b.median - 1.0));
+        }
+        if let Some((this_kib, base_kib)) = request_sizes(row, base) {
+            sentence += &format!(
+                "; the disk got {} write requests instead of {} (a size the kernel decides: max_sectors_kb, merging)",
+                kib(this_kib),
+                kib(base_kib)
+            );
+        }
+        sentence += &format!("; {} vs {} runs from {} and {} boot(s)", this.n, that.n, this_boots, base_boots);
+        if this_boots.max(base_boots) < 2 {
+            sentence += ": repetitions inside one boot share its state, so this says the setting matters in this boot, not yet across boots (repeat in a sequence for that)";
+        }
+        out.push(Finding {
+            rule: "comparison",
+            subject: subject(row),
+            sentence,
+            evidence: vec![
+                format!("max_stall_ms {:.0} vs {:.0}", stall(row), stall(base)),
+                format!("probe_p99_ms median {:.1} vs {:.1}", p99(row), p99(base)),
+                format!("real_s mean {:.3} vs {:.3} (n {} vs {})", this.mean, that.mean, this.n, that.n),
+            ],
+            record: None,
+        });
+    }
+    out
+}
+
+/// Two rows' median write request sizes (KiB) when they differ by half or
+/// more: the cause of a throughput difference on a disk whose cost is per
+/// request (an old disk's seeks and command overhead, a throttled one).
+pub(super) fn request_sizes(row: &Row, base: &Row) -> Option<(f64, f64)> {
+    let (a, b) = (row.write_request_kib.as_ref()?.median, base.write_request_kib.as_ref()?.median);
+    (a > 0.0 && b > 0.0 && a.max(b) >= 1.5 * a.min(b)).then_some((a, b))
+}
+
+/// A request size as a reader says it: 126 KiB, 1.1 MiB.
+pub(super) fn kib(k: f64) -> String {
+    if k >= 1024.0 { format!("{:.1} MiB", k / 1024.0) } else { format!("{k:.0} KiB") }
+}
+
+/// Findings of one rule about several groups, folded into one that lists
+/// the groups: the same sentence six times over says nothing more. The
+/// first group's finding stands for them (its figures and record); the
+/// others' evidence is kept, each under its group. Comparisons are not
+/// folded: each says how one group differs.
+pub fn fold(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    let mut count: Vec<usize> = Vec::new();
+    for f in findings {
+        let same = (f.rule != "comparison").then(|| out.iter().position(|o| o.rule == f.rule)).flatten();
+        let Some(i) = same else {
+            count.push(1);
+            out.push(f);
+            continue;
+        };
+        count[i] += 1;
+        let o = &mut out[i];
+        if count[i] == 2 {
+            o.evidence = o.evidence.iter().map(|e| format!("{}: {e}", o.subject)).collect();
+        }
+        o.subject = format!("{}; {}", o.subject, f.subject);
+        o.evidence.extend(f.evidence.iter().map(|e| format!("{}: {e}", f.subject)));
+    }
+    for (o, n) in out.iter_mut().zip(count) {
+        if n > 1 {
+            let first = o.subject.split("; ").next().unwrap_or("").to_string();
+            o.sentence = format!("in {n} groups, each alike; in {first}: {}", o.sentence);
+        }
+    }
+    out
+}
+
+/// The findings as a Markdown section (empty when there are none).
+pub fn markdown(findings: &[Finding]) -> String {
+    if findings.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n## Findings\n\n");
+    for f in findings {
+        out += &format!("- **{}** ({}): {}", f.rule, f.subject, f.sentence);
+        if let Some(r) = &f.record {
+            out += &format!(" [record {r}]");
+        }
+        out += "\n";
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::record::{Responsiveness, Spread, Times};
+    use crate::workstation::report::{Options, report};
+
+    /// A seqwrite of `variant` that took `wall` s; `stall_ms` is the probe's
+    /// worst wait, at 2 s into a 10 s timeline where Dirty rises to `dirty_mib`.
+    fn write_run(run: &str, seq: u32, variant: &str, wall: f64, stall_ms: f64, dirty_mib: u64) -> Record {
+        let mut r = Record::blank(run, seq);
+        r.workload.name = "seqwrite".into();
+        r.variant = Some(crate::schema::variant::Applied { name: variant.into(), ..Default::default() });
+        r.kernel.release = Some("2.6.9-42.EL".into());
+        r.host.mem_total_kib = Some(1024 * 1024);
+        r.vm.insert("dirty_ratio".into(), Some(40));
+        r.vm.insert("dirty_bytes".into(), Some(0));
+        r.storage.scheduler = Some("anticipatory".into());
+        r.bytes_written = 1 << 30;
+        r.times =
+            Times { wall_s: wall, writes_returned_s: Some(wall * 0.3), durable_s: Some(wall), ..Times::default() };
+        r.throughput_mib_s = 1024.0 / wall;
+        r.latency.write.max_ms = if dirty_mib > 200 { 2400.0 } else { 20.0 };
+        r.responsiveness = Some(Responsiveness {
+            interval_ms: 100.0,
+            max_ms: stall_ms,
+            stalls_over_1s: u64::from(stall_ms > 1000.0) * 3,
+            recovery_s: Some(1.5),
+            read: Spread { max_ms: stall_ms * 0.9, p99_ms: stall_ms * 0.8, p50_ms: 1.0 },
+            timer_late: Spread { max_ms: 5.0, ..Spread::default() },
+            ..Responsiveness::default()
+        });
+        let t: Vec<f64> = (0..=40).map(|i| i as f64 * 0.25).collect();
+        let dirty: Vec<Option<u64>> =
+            t.iter().map(|x| Some((dirty_mib as f64 * (x / 4.0).min(1.0)) as u64 * 1024)).collect();
+        r.timeline.interval_s = 0.25;
+        r.timeline.series.insert("dirty_kib".into(), dirty);
+        r.timeline.series.insert("writeback_kib".into(), t.iter().map(|_| Some(50 * 1024)).collect());
+        let blocked = if dirty_mib > 200 { "balance_dirty_pages" } else { "0" };
+        r.timeline.writer_wchan = t.iter().map(|x| Some(if *x >= 4.0 { blocked } else { "0" }.to_string())).collect();
+        let frames = [
+            "balance_dirty_pages+0x2d1/0x8e0",
+            "balance_dirty_pages_ratelimited+0x6a/0x90",
+            "generic_perform_write+0x13c/0x200",
+        ];
+        r.timeline.writer_stacks.insert(blocked.into(), frames.map(String::from).to_vec());
+        r.timeline.t_s = t;
+        r.timeline.probe_t_s = vec![1.0, 2.0, 3.0];
+        r.timeline.probe_response_ms = vec![1.0, stall_ms, 2.0];
+        r.timeline.workload_start_s = 0.0;
+        r.timeline.workload_end_s = wall;
+        r
+    }
+
+    fn find(records: &[Record]) -> Vec<Finding> {
+        report(records, Options::default()).unwrap().findings
+    }
+
+    fn rules(found: &[Finding], subject_starts: &str) -> Vec<&'static str> {
+        found.iter().filter(|f| f.subject.starts_with(subject_starts)).map(|f| f.rule).collect()
+    }
+
+    /// The seed's old kernel: Dirty climbs to the limit, writes block for
+    /// seconds, the probe's reads wait behind writeback, data is durable
+    /// long after the writes returned. Every rule names its numbers.
+    #[test]
+    fn a_stalling_writer_triggers_each_rule_with_its_numbers() {
+        let found = find(&[write_run("b1", 0, "dirty40", 20.0, 4100.0, 380)]);
+        assert_eq!(rules(&found, "dirty40"), ["stall", "read-starvation", "dirty-limit", "flush"], "{found:#?}");
+        let text = |rule: &str| found.iter().find(|f| f.rule == rule).unwrap().sentence.clone();
+        assert!(text("stall").contains("waited up to 4.1 s, 3 times over 1 s"), "{}", text("stall"));
+        assert!(text("stall").contains("began 2.0 s into the workload, with 190 MiB dirty and 50 MiB under writeback"));
+        assert!(text("stall").contains("again 1.5 s after the workload ended"));
+        assert!(!text("stall").contains("blocked-task dump"), "none taken");
+        let mut dumped = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        dumped.blocked_tasks =
+            ["sysrq: Show Blocked State", "task:bootmark-work state:D stack:0", "task:jbd2/sda-8 state:D"]
+                .map(String::from)
+                .to_vec();
+        let found_dumped = find(&[dumped]);
+        assert!(
+            found_dumped[0].sentence.contains("lists 2 task(s) in uninterruptible sleep"),
+            "{}",
+            found_dumped[0].sentence
+        );
+        assert!(text("read-starvation").contains("waited 3.7 s") && text("read-starvation").contains("anticipatory"));
+        assert!(
+            text("dirty-limit").contains("Dirty peaked at 380 MiB") && text("dirty-limit").contains("about 410 MiB")
+        );
+        // 4 s to 10 s of the 0–10 s timeline: samples 16..=40 of 41; the stack names the caller.
+        let throttled = "in 25 of 41 samples (most often in balance_dirty_pages, called from \
+                         balance_dirty_pages_ratelimited ← generic_perform_write)";
+        assert!(text("dirty-limit").contains(throttled), "{}", text("dirty-limit"));
+        assert!(
+            text("flush").contains("returned after 6.0 s but the data was durable only after 20.0 s: 14.0 s (70 %)")
+        );
+        assert_eq!(found[0].record.as_deref(), Some("b1:0"));
+    }
+
+    /// On an LV over RAID 1 the reads queue at the member disks: the
+    /// read-starvation and flush rules name their schedulers and caches.
+    #[test]
+    fn under_an_lv_on_raid_the_rules_name_the_member_disks_queues() {
+        use crate::schema::layer::Layer;
+        let mut r = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        r.storage.scheduler = Some("none".into());
+        let disk = |name: &str| Layer {
+            name: name.into(),
+            kind: "disk".into(),
+            scheduler: Some("cfq".into()),
+            write_cache: Some("write back".into()),
+            ..Layer::default()
+        };
+        r.storage.layers = vec![
+            Layer { name: "dm-0".into(), kind: "dm".into(), dm_targets: vec!["linear".into()], ..Layer::default() },
+            Layer { name: "md127".into(), kind: "md".into(), md_level: Some("raid1".into()), ..Layer::default() },
+            disk("sda"),
+            disk("sdb"),
+        ];
+        let found = find(&[r]);
+        let text = |rule: &str| found.iter().find(|f| f.rule == rule).unwrap().sentence.clone();
+        let starved = text("read-starvation");
+        assert!(
+            starved.contains("sda cfq, sdb cfq of the member disks (the dm linear → md raid1 → 2 disks device: none)"),
+            "{starved}"
+        );
+        assert!(
+            text("flush").contains("member disks' write caches (sda write back, sdb write back)"),
+            "{}",
+            text("flush")
+        );
+    }
+
+    /// A healthy run (no stall, Dirty far below the limit, data durable
+    /// soon after the writes) triggers nothing.
+    #[test]
+    fn a_healthy_writer_triggers_nothing() {
+        let mut r = write_run("b1", 0, "dirty10", 10.0, 40.0, 60);
+        r.times.writes_returned_s = Some(9.5);
+        assert_eq!(find(&[r]), []);
+    }
+
+    /// A missing counter is said, not guessed: no Dirty series, no
+    /// dirty-limit finding and a stall that says the timeline cannot tell.
+    #[test]
+    fn missing_evidence_is_said_not_guessed() {
+        let mut r = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        r.timeline.series.clear();
+        r.timeline.writer_wchan.clear();
+        let found = find(&[r]);
+        assert!(!rules(&found, "dirty40").contains(&"dirty-limit"));
+        let stall = found.iter().find(|f| f.rule == "stall").unwrap();
+        assert!(stall.sentence.contains("has no Dirty/Writeback figures"), "{}", stall.sentence);
+    }
+
+    /// Variant vs the first variant: the stall that went away, the time
+    /// change with its significance, and how many boots that rests on.
+    #[test]
+    fn a_comparison_cites_both_figures_and_how_many_boots() {
+        let mut records = Vec::new();
+        for (seq, wall) in [20.0, 21.0, 19.5].into_iter().enumerate() {
+            records.push(write_run("b1", seq as u32 * 2, "dirty40", wall, 4100.0, 380));
+            records.push(write_run("b1", seq as u32 * 2 + 1, "dirty10", wall + 0.3, 300.0, 90));
+        }
+        let found = find(&records);
+        let cmp: Vec<&Finding> = found.iter().filter(|f| f.rule == "comparison").collect();
+        assert_eq!(cmp.len(), 1, "{found:#?}");
+        let s = &cmp[0].sentence;
+        assert!(s.starts_with("dirty10 instead of dirty40: max stall 4.1 s → 0.3 s, probe p99 0 → 0 ms"), "{s}");
+        assert!(s.contains("not significant") && s.contains("3 vs 3 runs from 1 and 1 boot(s)"), "{s}");
+        assert!(s.contains("not yet across boots"), "one boot: {s}");
+        // Same figures from three boots: the caveat goes.
+        for (i, r) in records.iter_mut().enumerate() {
+            r.run_id = format!("boot{}", i / 2);
+        }
+        let found = find(&records);
+        let s = &found.iter().find(|f| f.rule == "comparison").unwrap().sentence;
+        assert!(s.contains("from 3 and 3 boot(s)") && !s.contains("not yet across boots"), "{s}");
+    }
+
+    /// A machine turning sluggish (probe p99 tripled) is a comparison
+    /// finding even with no stall over a second and no time difference.
+    #[test]
+    fn a_sluggish_probe_is_a_comparison_too() {
+        let mut records = Vec::new();
+        for seq in 0..2 {
+            let mut calm = write_run("b1", seq * 2, "dirty40", 16.0, 40.0, 60);
+            calm.responsiveness.as_mut().unwrap().p99_ms = 31.0;
+            let mut sluggish = write_run("b1", seq * 2 + 1, "unprotected", 16.0, 115.0, 60);
+            sluggish.responsiveness.as_mut().unwrap().p99_ms = 112.0;
+            records.extend([calm, sluggish]);
+        }
+        let found = find(&records);
+        let s = &found.iter().find(|f| f.rule == "comparison").expect("a comparison").sentence;
+        assert!(s.contains("probe p99 31 → 112 ms") && s.contains("not significant"), "{s}");
+        // Half as much change is not a finding.
+        for r in records.iter_mut().filter(|r| r.variant.as_ref().unwrap().name == "unprotected") {
+            r.responsiveness.as_mut().unwrap().p99_ms = 45.0;
+        }
+        assert!(find(&records).iter().all(|f| f.rule != "comparison"));
+    }
+
+    /// Each kernel's own dirty-limit formula: 2.6.9 caps the ratio at half
+    /// the unmapped memory; current kernels take a share of free + page
+    /// cache; dirty_bytes overrides both.
+    #[test]
+    fn the_dirty_limit_follows_each_kernels_formula() {
+        let mut old = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        let samples = old.timeline.t_s.len();
+        old.timeline.series.insert("mapped_kib".into(), vec![Some(600 * 1024); samples]);
+        let (mib, how) = dirty_limit_mib(&old).unwrap();
+        assert!((mib - 1024.0 * 0.21).abs() < 0.01, "{mib} {how}");
+        assert!(how.contains("capped at half the unmapped memory: 21 %"), "{how}");
+
+        let mut new = old.clone();
+        new.kernel.release = Some("6.1.0-50-amd64".into());
+        new.vm.insert("dirty_ratio".into(), Some(20));
+        new.timeline.series.insert("mem_free_kib".into(), vec![Some(800 * 1024); samples]);
+        new.timeline.series.insert("cached_kib".into(), vec![Some(200 * 1024); samples]);
+        let (mib, how) = dirty_limit_mib(&new).unwrap();
+        assert!((mib - 200.0).abs() < 0.01 && how.contains("of 1000 MiB free + page cache"), "{mib} {how}");
+
+        new.vm.insert("dirty_bytes".into(), Some(64 << 20));
+        assert_eq!(dirty_limit_mib(&new).unwrap().0, 64.0);
+        assert_eq!(version("2.6.16.1"), Some((2, 6, 16)));
+        assert_eq!(version("6.1.0-50-amd64"), Some((6, 1, 0)));
+    }
+
+    #[test]
+    fn markdown_lists_each_finding_with_its_record() {
+        let found = find(&[write_run("b1", 0, "dirty40", 20.0, 4100.0, 380)]);
+        let md = markdown(&found);
+        // One row: its dimensions but the first say nothing (said once above the table).
+        assert!(md.starts_with("\n## Findings\n\n- **stall** (dirty40 · seqwrite): the machine"), "{md}");
+        assert_eq!(md.matches("[record b1:0]").count(), 4);
+        assert_eq!(markdown(&[]), "");
+    }
+}

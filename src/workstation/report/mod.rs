@@ -1,0 +1,681 @@
+//! The report: records grouped (by kernel, filesystem, host, … and always by
+//! workload), repetitions combined, each group compared with a baseline —
+//! the seed's hand-written table (Hardware, OS/kernel, FS, real, user, sys)
+//! plus what it could only describe in notes: throughput and responsiveness.
+
+pub mod findings;
+mod groups;
+pub mod html;
+pub mod stats;
+pub mod verdict;
+
+use crate::schema::record::Record;
+use crate::workstation::glance::Glance;
+use serde::Serialize;
+use serde_json::Value;
+use stats::Summary;
+use std::collections::HashMap;
+
+/// What a grouping dimension reads from a record: one of [`DIMENSIONS`], or
+/// any field by its dotted path (`vm.dirty_ratio`, `workload.params.files`).
+pub fn dimension(record: &Record, name: &str) -> String {
+    named_dimension(&Glance::of(record), name)
+        .unwrap_or_else(|| field_by_path(record, name))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// One of [`DIMENSIONS`] (outer None: `name` is not one of them).
+fn named_dimension(g: &Glance, name: &str) -> Option<Option<String>> {
+    let (host, storage) = (&g.host, &g.storage);
+    let device = storage.device.as_ref();
+    let text = |t: Option<&std::borrow::Cow<str>>| t.map(|t| t.to_string());
+    Some(match name {
+        "kernel" => text(g.kernel.release.as_ref()),
+        "fs" => text(storage.fs.as_ref()),
+        "host" => text(host.dmi_product.as_ref().or(host.cpu_model.as_ref()).or(host.hostname.as_ref())),
+        "plan" => Some(g.plan.name.to_string()),
+        "scheduler" => text(storage.scheduler.as_ref()),
+        "layers" => Some(crate::schema::layer::summary(&storage.layers)),
+        "device" => text(device.and_then(|d| d.model.as_ref()).or(device.map(|d| &d.name))),
+        "variant" => text(g.variant.as_ref().map(|v| &v.name)),
+        // Records from before the firmware was read have none: "?".
+        "firmware" => host.firmware.as_ref().map(|f| {
+            crate::schema::machine::firmware_summary(f.boot_mode.as_deref(), f.secure_boot, f.lockdown.as_deref())
+        }),
+        _ => return None,
+    })
+}
+
+/// A field named by its dotted path, as text (strings without quotes).
+fn field_by_path(record: &Record, path: &str) -> Option<String> {
+    let tree = serde_json::to_value(record).ok()?;
+    let pointer = format!("/{}", path.replace('.', "/"));
+    tree.pointer(&pointer).filter(|v| !v.is_null()).map(|v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+pub const DIMENSIONS: [&str; 9] =
+    ["kernel", "fs", "host", "plan", "scheduler", "device", "layers", "variant", "firmware"];
+
+/// What to group by when the user does not say: kernel, filesystem and
+/// host; a sweep's records (`sweep`: any record has a variant) by variant
+/// first, so that each variant is compared with the first one under the
+/// same kernel.
+pub fn default_by(sweep: bool) -> Vec<String> {
+    let dims: &[&str] = if sweep { &["variant", "kernel", "fs", "host"] } else { &["kernel", "fs", "host"] };
+    dims.iter().map(|d| d.to_string()).collect()
+}
+
+/// One row: a group of repetitions of one workload.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    /// Values of the --by dimensions, in order.
+    pub key: Vec<String>,
+    pub workload: String,
+    pub params: Value,
+    pub n: usize,
+    pub not_ok: usize,
+    pub real_s: Option<Summary>,
+    pub user_s: Option<Summary>,
+    pub sys_s: Option<Summary>,
+    pub durable_s: Option<Summary>,
+    pub throughput_mib_s: Option<Summary>,
+    pub throughput_harmonic_mean: Option<f64>,
+    pub probe_p99_ms: Option<Summary>,
+    pub max_stall_ms: Option<f64>,
+    pub stalls_over_1s: Option<Summary>,
+    pub recovery_s: Option<Summary>,
+    /// The device's average write request, KiB (from /proc/diskstats).
+    pub write_request_kib: Option<Summary>,
+    /// Against the baseline row of the same workload: baseline mean real / this mean real.
+    pub speedup: Option<f64>,
+    pub significant: bool,
+    pub baseline: bool,
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The grouping dimensions; None: `default_by`, decided once every record is in.
+    pub by: Option<Vec<String>>,
+    /// A value of the first --by dimension whose rows are the baseline: the
+    /// whole value, or a prefix that only one value has.
+    pub baseline: Option<String>,
+    /// The record whose timeline the HTML page draws (RUN_ID:SEQ); None: the worst stall's.
+    pub timeline: Option<String>,
+}
+
+/// A finished report: the table's rows, the findings, the timeline to draw.
+pub struct Report {
+    pub by: Vec<String>,
+    pub rows: Vec<Row>,
+    pub findings: Vec<findings::Finding>,
+    pub timeline: Option<Record>,
+    /// Dimensions with one value in every row, as (dimension, value): said
+    /// once above the table instead of in every row and label.
+    pub constant: Vec<(String, String)>,
+    /// The verdict's lines (`verdict::lines`).
+    pub verdict: Vec<String>,
+}
+
+type GroupKey = (Vec<String>, String, String);
+
+/// A report built one record at a time (`add`), so that a fleet's records
+/// stream through: each group keeps its figures, not its records.
+pub struct Builder {
+    opts: Options,
+    groups: Vec<groups::Group>,
+    index: HashMap<GroupKey, usize>,
+    /// Any record of a sweep (the default grouping then starts with the variant).
+    sweep: bool,
+    /// The dimensions records are keyed by: --by, or the default grouping with the variant.
+    key_by: Vec<String>,
+    timeline: html::TimelinePick,
+    pub results: usize,
+}
+
+impl Builder {
+    pub fn new(opts: Options) -> Builder {
+        let timeline = html::TimelinePick::new(opts.timeline.as_deref());
+        let key_by = opts.by.clone().unwrap_or_else(|| default_by(true));
+        Builder { opts, groups: Vec::new(), index: HashMap::new(), sweep: false, key_by, timeline, results: 0 }
+    }
+
+    /// A record, at a glance. An error names a record that had to be read
+    /// whole (for a dotted --by path, a finding or the timeline) and did
+    /// not parse: it is then left out of what needed it whole.
+    pub fn add(&mut self, r: &Glance) -> Result<(), String> {
+        // Without --by the grouping is decided at the end: group by the
+        // variant too, and drop it then if no record had one.
+        let mut key = Vec::with_capacity(self.key_by.len());
+        for d in &self.key_by {
+            let value = match named_dimension(r, d) {
+                Some(v) => v,
+                None => field_by_path(r.whole()?, d),
+            };
+            key.push(value.unwrap_or_else(|| "?".into()));
+        }
+        self.results += 1;
+        self.sweep |= r.variant.is_some();
+        let k = (key, r.workload.name.to_string(), r.workload.params.to_string());
+        let at = match self.index.get(&k) {
+            Some(&i) => i,
+            None => {
+                self.groups.push(groups::Group::new(k.0.clone(), k.1.clone(), k.2.clone()));
+                self.index.insert(k, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        let grouped = self.groups[at].add(r);
+        self.timeline.offer(r).and(grouped)
+    }
+
+    /// The rows, baselines marked, and the findings. Fails when --baseline
+    /// names no value or more than one, or when --timeline names no record.
+    pub fn finish(mut self) -> Result<Report, String> {
+        let default_grouping = self.opts.by.is_none();
+        let by = match self.opts.by.take() {
+            Some(by) => by,
+            None => {
+                if !self.sweep {
+                    self.groups.iter_mut().for_each(|g| drop(g.key.remove(0)));
+                }
+                default_by(self.sweep)
+            }
+        };
+        let mut rows: Vec<Row> = self.groups.iter().map(groups::Group::row).collect();
+        let baseline = match &self.opts.baseline {
+            Some(wanted) => {
+                let values: Vec<&str> = rows.iter().filter_map(|r| r.key.first().map(String::as_str)).collect();
+                Some(baseline_value(&values, wanted, by.first().map_or("kernel", String::as_str))?)
+            }
+            None => None,
+        };
+        let baseline_of = mark_baselines(&mut rows, &self.groups, baseline.as_deref());
+        // Dimensions the user did not ask for are dropped where they do not
+        // vary (said once above the table); asked-for ones stay.
+        let (by, constant) = if default_grouping { drop_constant(&mut rows, by) } else { (by, Vec::new()) };
+        let mut found = Vec::new();
+        for (row, group) in rows.iter().zip(&self.groups) {
+            found.extend(group.evidence.findings(&findings::subject(row)));
+        }
+        let boots: Vec<usize> = self.groups.iter().map(groups::Group::boots).collect();
+        found.extend(findings::comparisons(&rows, &baseline_of, &boots));
+        let findings = findings::fold(found);
+        let verdict = verdict::lines(&rows, &baseline_of, &by, &findings);
+        let timeline = self.timeline.into_record(self.opts.timeline.as_deref())?;
+        Ok(Report { by, rows, findings, timeline, constant, verdict })
+    }
+}
+
+/// Take the dimensions whose value is the same in every row out of `by` and
+/// the rows' keys, returning them as (dimension, value). The first stays
+/// when none varies: a table needs a first column.
+fn drop_constant(rows: &mut [Row], by: Vec<String>) -> (Vec<String>, Vec<(String, String)>) {
+    let Some(first) = rows.first() else { return (by, Vec::new()) };
+    let varies: Vec<bool> = (0..by.len()).map(|i| rows.iter().any(|r| r.key.get(i) != first.key.get(i))).collect();
+    let keep: Vec<bool> = if varies.iter().any(|v| *v) { varies } else { (0..by.len()).map(|i| i == 0).collect() };
+    let constant = by
+        .iter()
+        .zip(&keep)
+        .enumerate()
+        .filter(|(_, (_, k))| !**k)
+        .map(|(i, (d, _))| (d.clone(), first.key.get(i).cloned().unwrap_or_default()))
+        .collect();
+    for r in rows.iter_mut() {
+        r.key = r.key.iter().zip(&keep).filter(|(_, k)| **k).map(|(v, _)| v.clone()).collect();
+    }
+    (by.into_iter().zip(&keep).filter(|(_, k)| **k).map(|(d, _)| d).collect(), constant)
+}
+
+/// What goes above the table in Markdown: the verdict, and the dimensions
+/// every row shares.
+pub fn heading(report: &Report) -> String {
+    let mut out = String::new();
+    if !report.verdict.is_empty() {
+        out += "## Verdict\n\n";
+        for line in &report.verdict {
+            out += &format!("- {line}\n");
+        }
+        out += "\n";
+    }
+    if !report.constant.is_empty() {
+        let same: Vec<String> = report.constant.iter().map(|(d, v)| format!("{d} {v}")).collect();
+        out += &format!("Every row: {}.\n\n", same.join(" · "));
+    }
+    out
+}
+
+/// Group and summarise result records (each is copied only where a
+/// finding or the timeline needs it whole).
+pub fn report<'a>(records: impl IntoIterator<Item = &'a Record>, opts: Options) -> Result<Report, String> {
+    let mut b = Builder::new(opts);
+    for r in records {
+        b.add(&Glance::of(r))?;
+    }
+    b.finish()
+}
+
+/// The one value `wanted` names: itself, or the only value it is a prefix
+/// of. `6.1` must not also pick `2.6.16.1`, nor `2.6.9` quietly pick one of
+/// `2.6.9-42.EL` and `2.6.9-55.EL`.
+pub fn baseline_value(values: &[&str], wanted: &str, dimension: &str) -> Result<String, String> {
+    let mut distinct: Vec<&str> = values.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.contains(&wanted) {
+        return Ok(wanted.to_string());
+    }
+    let prefixed: Vec<&str> = distinct.iter().copied().filter(|v| v.starts_with(wanted)).collect();
+    match prefixed[..] {
+        [one] => Ok(one.to_string()),
+        [] => {
+            Err(format!("--baseline {wanted}: no {dimension} is or starts with it; there are: {}", distinct.join(", ")))
+        }
+        _ => {
+            Err(format!("--baseline {wanted} is ambiguous: {} all start with it; give one whole", prefixed.join(", ")))
+        }
+    }
+}
+
+/// The baseline of each workload (+ the other --by dimensions) is the row whose
+/// first dimension is `baseline`, or the first such row seen. Speedup and
+/// significance both compare means (of real time): the test is on means,
+/// so the ratio beside it is too.
+/// Returns each row's baseline row.
+fn mark_baselines(rows: &mut [Row], groups: &[groups::Group], baseline: Option<&str>) -> Vec<Option<usize>> {
+    // Peers: the same workload and parameters, the same --by values but the first.
+    let mut peers: HashMap<(&str, &str, &[String]), Vec<usize>> = HashMap::new();
+    for (i, g) in groups.iter().enumerate() {
+        peers.entry((g.workload.as_str(), g.params.as_str(), g.key.get(1..).unwrap_or(&[]))).or_default().push(i);
+    }
+    let mut baseline_of = vec![None; rows.len()];
+    for same in peers.values() {
+        let base = match baseline {
+            Some(b) => same.iter().copied().find(|&j| rows[j].key.first().is_some_and(|k| k == b)),
+            None => same.first().copied(),
+        };
+        let Some(b) = base else { continue };
+        for &i in same {
+            baseline_of[i] = Some(b);
+            rows[i].baseline = b == i;
+            if let (Some(this), Some(base)) = (&rows[i].real_s, &rows[b].real_s)
+                && b != i
+                && this.mean > 0.0
+            {
+                rows[i].speedup = Some(base.mean / this.mean);
+                rows[i].significant = stats::significant(this, base);
+            }
+        }
+    }
+    baseline_of
+}
+
+fn cell(s: &Option<Summary>, digits: usize) -> String {
+    match s {
+        None => "—".into(),
+        Some(s) if s.n == 1 || s.min == s.max => format!("{:.*}", digits, s.median),
+        Some(s) => format!("{:.*} ({:.*}–{:.*})", digits, s.median, digits, s.min, digits, s.max),
+    }
+}
+
+fn versus(r: &Row) -> String {
+    match r.speedup {
+        _ if r.baseline => "baseline".into(),
+        None => "—".into(),
+        Some(x) if (x - 1.0).abs() < 0.005 => "same".into(),
+        Some(x) => {
+            let word = if x >= 1.0 { format!("{x:.2}× faster") } else { format!("{:.2}× slower", 1.0 / x) };
+            if r.significant { word } else { format!("{word} (not significant)") }
+        }
+    }
+}
+
+/// Whether a row's "vs baseline" cell states a significant difference
+/// (Markdown bolds it, HTML colours it).
+pub fn stands_out(r: &Row) -> bool {
+    r.significant && !r.baseline && r.speedup.is_some_and(|x| (x - 1.0).abs() >= 0.005)
+}
+
+/// One table row as text, for every format that draws the table: the --by
+/// values, then one cell per entry of COLUMNS.
+pub fn cells(r: &Row) -> Vec<String> {
+    let mut cells = r.key.clone();
+    cells.push(r.workload.clone());
+    cells.push(if r.not_ok > 0 { format!("{} ({} not ok)", r.n, r.not_ok) } else { r.n.to_string() });
+    cells.push(cell(&r.real_s, 2));
+    cells.push(cell(&r.user_s, 2));
+    cells.push(cell(&r.sys_s, 2));
+    cells.push(cell(&r.throughput_mib_s, 1));
+    cells.push(cell(&r.probe_p99_ms, 1));
+    cells.push(r.max_stall_ms.map(|m| format!("{m:.0}")).unwrap_or("—".into()));
+    cells.push(cell(&r.stalls_over_1s, 0));
+    cells.push(cell(&r.recovery_s, 1));
+    cells.push(versus(r));
+    cells.push(r.notes.join("; "));
+    cells
+}
+
+/// The table's columns after the --by dimensions (Markdown and HTML alike).
+pub const COLUMNS: [&str; 12] = [
+    "workload",
+    "n",
+    "real s",
+    "user s",
+    "sys s",
+    "MiB/s",
+    "probe p99 ms",
+    "max stall ms",
+    "stalls >1s",
+    "recovery s",
+    "vs baseline (means)",
+    "notes",
+];
+
+/// The Markdown table (one row per group; medians with min–max).
+pub fn markdown(rows: &[Row], by: &[String]) -> String {
+    let mut head: Vec<String> = by.iter().map(|b| b.to_string()).collect();
+    head.extend(COLUMNS.map(String::from));
+    let mut out = format!("| {} |\n|{}|\n", head.join(" | "), head.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
+    for r in rows {
+        let mut cells: Vec<String> = cells(r).into_iter().map(|c| c.replace('|', "/")).collect();
+        let versus = cells.len() - 2;
+        if stands_out(r) {
+            cells[versus] = format!("**{}**", cells[versus]);
+        }
+        out += &format!("| {} |\n", cells.join(" | "));
+    }
+    out
+}
+
+/// CSV: one row per group, medians and CI half-widths as plain numbers.
+/// Every dimension has its column, those the same in every row too
+/// (`constant`, first): a spreadsheet joins files by them.
+pub fn csv(rows: &[Row], by: &[String], constant: &[(String, String)]) -> String {
+    let mut out = constant.iter().map(|(d, _)| format!("{d},")).collect::<String>() + &by.join(",");
+    out += ",workload,n,not_ok,real_median_s,real_ci95_s,user_median_s,sys_median_s,throughput_median_mib_s,throughput_hmean_mib_s,probe_p99_median_ms,max_stall_ms,stalls_over_1s_median,recovery_median_s,speedup_vs_baseline,significant\n";
+    let m = |s: &Option<Summary>| s.as_ref().map(|s| s.median.to_string()).unwrap_or_default();
+    let q = |v: &str| if v.contains([',', '"']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_string() };
+    for r in rows {
+        let mut f: Vec<String> = constant.iter().map(|(_, v)| q(v)).chain(r.key.iter().map(|k| q(k))).collect();
+        f.push(q(&r.workload));
+        f.push(r.n.to_string());
+        f.push(r.not_ok.to_string());
+        f.push(m(&r.real_s));
+        f.push(r.real_s.as_ref().and_then(|s| s.ci95).map(|c| c.to_string()).unwrap_or_default());
+        f.push(m(&r.user_s));
+        f.push(m(&r.sys_s));
+        f.push(m(&r.throughput_mib_s));
+        f.push(r.throughput_harmonic_mean.map(|v| v.to_string()).unwrap_or_default());
+        f.push(m(&r.probe_p99_ms));
+        f.push(r.max_stall_ms.map(|v| v.to_string()).unwrap_or_default());
+        f.push(m(&r.stalls_over_1s));
+        f.push(m(&r.recovery_s));
+        f.push(r.speedup.map(|v| v.to_string()).unwrap_or_default());
+        f.push(r.significant.to_string());
+        out += &f.join(",");
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::record::{Responsiveness, Status};
+    use serde_json::json;
+
+    fn rows(records: &[Record], opts: &Options) -> Result<Vec<Row>, String> {
+        report(records, opts.clone()).map(|r| r.rows)
+    }
+
+    fn by(dims: &[&str]) -> Option<Vec<String>> {
+        Some(dims.iter().map(|d| d.to_string()).collect())
+    }
+
+    fn rec(kernel: &str, wall: f64, seq: u32) -> Record {
+        let mut r = crate::schema::record::tests::record();
+        r.seq = seq;
+        r.kernel.release = Some(kernel.into());
+        r.storage.fs = Some("ext3".into());
+        r.host.hostname = Some("h".into());
+        r.workload.name = "seqwrite".into();
+        r.workload.params = json!({"size": 1073741824});
+        r.times = crate::schema::record::Times { wall_s: wall, user_s: 0.1, sys_s: 2.0, ..Default::default() };
+        r.throughput_mib_s = 1024.0 / wall;
+        r.responsiveness = Some(Responsiveness {
+            p99_ms: 10.0,
+            max_ms: 5000.0,
+            stalls_over_1s: 3,
+            recovery_s: Some(1.5),
+            ..Default::default()
+        });
+        r
+    }
+
+    /// `rec` with the disk's counters: `requests` writes for `rec`'s 1 GiB.
+    fn rec_with_requests(kernel: &str, wall: f64, seq: u32, requests: u64) -> Record {
+        let mut r = rec(kernel, wall, seq);
+        r.counters.disk_delta = Some(crate::schema::measures::DiskDelta {
+            device: "sda".into(),
+            ms_io: None,
+            ms_writing: None,
+            reads: 0,
+            sectors_read: 0,
+            sectors_written: 2 * 1024 * 1024,
+            writes: requests,
+        });
+        r
+    }
+
+    #[test]
+    fn three_kernels_on_one_disk_lead_with_a_verdict_and_drop_what_does_not_vary() {
+        let mut records = Vec::new();
+        for (i, wall) in [20.0, 20.2, 19.8].iter().enumerate() {
+            records.push(rec_with_requests("5.10.0-46-amd64", *wall, i as u32, 8192));
+            records.push(rec_with_requests("6.1.0-57-amd64", wall + 0.1, 10 + i as u32, 8192));
+            records.push(rec_with_requests("6.12.118+deb13-amd64", wall * 0.62, 20 + i as u32, 930));
+        }
+        let r = report(&records, Options::default()).unwrap();
+        assert_eq!(r.by, ["kernel"], "fs and host do not vary");
+        assert_eq!(r.constant, [("fs".to_string(), "ext3".to_string()), ("host".to_string(), "h".to_string())]);
+        assert!(r.rows.iter().all(|row| row.key.len() == 1));
+        assert_eq!(r.verdict.len(), 2, "{:?}", r.verdict);
+        assert!(r.verdict[0].starts_with("6.1.0-57-amd64 against 5.10.0-46-amd64: no difference"), "{}", r.verdict[0]);
+        let v = &r.verdict[1];
+        assert!(
+            v.starts_with("6.12.118+deb13-amd64 against 5.10.0-46-amd64: seqwrite 1.61× faster (significant)"),
+            "{v}"
+        );
+        assert!(
+            v.contains("Cause: seqwrite: its write requests were 1.1 MiB where 5.10.0-46-amd64's were 128 KiB"),
+            "{v}"
+        );
+        let md = heading(&r) + &markdown(&r.rows, &r.by);
+        assert!(md.starts_with("## Verdict\n\n- 6.1.0-57-amd64 against"), "{md}");
+        assert!(md.contains("Every row: fs ext3 · host h.\n\n| kernel | workload |"), "{md}");
+        // The comparison finding names the request sizes too.
+        let c = r.findings.iter().find(|f| f.rule == "comparison").unwrap();
+        assert!(
+            c.sentence.contains("the disk got 1.1 MiB write requests instead of 128 KiB (a size"),
+            "{}",
+            c.sentence
+        );
+        // Dimensions asked for stay, varying or not.
+        let asked = report(&records, Options { by: by(&["kernel", "fs"]), ..Options::default() }).unwrap();
+        assert_eq!((asked.by.len(), asked.constant.len()), (2, 0));
+    }
+
+    #[test]
+    fn a_fleet_verdict_sums_up_its_groups_and_names_the_largest_differences() {
+        let mut records = Vec::new();
+        for host in 0..10u32 {
+            for (seq, wall) in [20.0, 20.2, 19.8].iter().enumerate() {
+                let mut old = rec("5.10", *wall, host * 10 + seq as u32);
+                old.host.hostname = Some(format!("h{host}"));
+                let mut new = rec("6.12", if host == 7 { wall * 1.5 } else { *wall }, 500 + host * 10 + seq as u32);
+                new.host.hostname = Some(format!("h{host}"));
+                records.extend([old, new]);
+            }
+        }
+        let r = report(&records, Options { by: by(&["kernel", "host"]), ..Options::default() }).unwrap();
+        assert_eq!(r.verdict.len(), 1);
+        let v = &r.verdict[0];
+        assert!(v.starts_with("6.12 against 5.10: 10 groups: 9 the same, 1 differ (1 significantly)"), "{v}");
+        assert!(v.contains("the largest: seqwrite on h7 1.50× slower (significant)"), "{v}");
+    }
+
+    #[test]
+    fn one_kernel_has_nothing_to_compare_and_says_so() {
+        let r = report(&[rec("6.1.0-57-amd64", 20.0, 0)], Options::default()).unwrap();
+        assert_eq!(
+            r.verdict,
+            ["One kernel only (6.1.0-57-amd64): nothing to compare it with; the table gives its figures."]
+        );
+    }
+
+    #[test]
+    fn findings_of_one_rule_across_groups_are_folded_into_one() {
+        let f = |subject: &str, rule: &'static str| findings::Finding {
+            rule,
+            subject: subject.into(),
+            sentence: format!("{subject} flushed"),
+            evidence: vec!["times.durable_s = 1".into()],
+            record: Some(format!("{subject}:0")),
+        };
+        let folded = findings::fold(vec![
+            f("5.10 · seqwrite", "flush"),
+            f("5.10 · seqwrite", "comparison"),
+            f("6.1 · seqwrite", "flush"),
+            f("6.12 · seqwrite", "comparison"),
+            f("6.12 · seqwrite", "flush"),
+        ]);
+        assert_eq!(folded.len(), 3, "{folded:?}");
+        let flush = &folded[0];
+        assert_eq!(flush.subject, "5.10 · seqwrite; 6.1 · seqwrite; 6.12 · seqwrite");
+        assert_eq!(flush.sentence, "in 3 groups, each alike; in 5.10 · seqwrite: 5.10 · seqwrite flushed");
+        assert_eq!(flush.evidence.len(), 3);
+        assert!(flush.evidence[2].starts_with("6.12 · seqwrite: "));
+        assert_eq!(flush.record.as_deref(), Some("5.10 · seqwrite:0"));
+        assert_eq!(folded.iter().filter(|f| f.rule == "comparison").count(), 2, "comparisons are not folded");
+    }
+
+    #[test]
+    fn the_seed_comparison_comes_out_as_a_significant_speedup() {
+        let records = vec![
+            rec("2.6.9-42.ELsmp", 315.0, 0),
+            rec("2.6.9-42.ELsmp", 310.0, 1),
+            rec("2.6.9-42.ELsmp", 320.0, 2),
+            rec("2.6.16.1", 112.0, 3),
+            rec("2.6.16.1", 110.0, 4),
+            rec("2.6.16.1", 114.0, 5),
+        ];
+        let opts = Options { by: by(&["kernel", "fs"]), baseline: Some("2.6.9".into()), ..Options::default() };
+        let dims = opts.by.clone().unwrap();
+        let rows = rows(&records, &opts).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].baseline);
+        let new = &rows[1];
+        assert_eq!(new.real_s.as_ref().unwrap().median, 112.0);
+        assert!((new.speedup.unwrap() - 315.0 / 112.0).abs() < 1e-9);
+        assert!(new.significant);
+        let md = markdown(&rows, &dims);
+        assert!(md.contains("| 2.6.16.1 | ext3 | seqwrite | 3 | 112.00 (110.00–114.00)"), "{md}");
+        assert!(md.contains("**2.81× faster**"), "{md}");
+        let page = html::render(&rows, &dims, None, &[]).unwrap();
+        assert!(page.contains("<td class=\"sig\">2.81× faster</td>"), "HTML marks the same cell: {page}");
+        assert_eq!(page.matches("class=\"sig\"").count(), 1, "only the significant comparison");
+        let csv = csv(&rows, &dims, &[]);
+        assert_eq!(csv.lines().count(), 3);
+        assert!(csv.lines().nth(2).unwrap().starts_with("2.6.16.1,ext3,seqwrite,3,0,112,"));
+    }
+
+    /// `6.1` must not match `2.6.16.1`; a prefix picks a value only when it
+    /// is the only one with it.
+    #[test]
+    fn the_baseline_is_a_whole_value_or_an_unambiguous_prefix() {
+        let values = ["2.6.16.1", "6.1.0-50-amd64", "2.6.9-42.EL", "2.6.9-55.EL", "6.1.0-50-amd64"];
+        assert_eq!(baseline_value(&values, "6.1", "kernel").unwrap(), "6.1.0-50-amd64");
+        assert_eq!(baseline_value(&values, "2.6.16.1", "kernel").unwrap(), "2.6.16.1");
+        let err = baseline_value(&values, "2.6.9", "kernel").unwrap_err();
+        assert!(err.contains("ambiguous") && err.contains("2.6.9-42.EL, 2.6.9-55.EL"), "{err}");
+        let err = baseline_value(&values, "16.1", "kernel").unwrap_err();
+        assert!(err.contains("no kernel is or starts with it"), "substrings do not count: {err}");
+        let records = vec![rec("2.6.16.1", 100.0, 0), rec("6.1.0-50-amd64", 50.0, 1)];
+        let opts = Options { by: by(&["kernel"]), baseline: Some("6.1".into()), ..Options::default() };
+        let rows = rows(&records, &opts).unwrap();
+        assert!(rows[1].baseline && !rows[0].baseline, "6.1 picked 6.1.0-50-amd64, not 2.6.16.1");
+        let opts = Options { by: by(&["kernel"]), baseline: Some("5.10".into()), ..Options::default() };
+        assert!(report(&records, opts).is_err());
+    }
+
+    #[test]
+    fn html_has_the_table_a_chart_per_workload_and_the_worst_timeline() {
+        let mut records = vec![rec("2.6.9", 300.0, 0), rec("2.6.16.1", 110.0, 1)];
+        for (i, r) in records.iter_mut().enumerate() {
+            r.responsiveness.as_mut().unwrap().max_ms = if i == 0 { 5000.0 } else { 40.0 };
+            r.timeline = serde_json::from_value(json!({"interval_s": 0.25, "t_s": [0.0, 0.25, 0.5],
+                "series": {"dirty_kib": [0, 204800, null], "writeback_kib": [0, 1024, 0]},
+                "probe_t_s": [0.1, 0.2], "probe_response_ms": [1.0, 5000.0], "workload_start_s": 0.1, "workload_end_s": 0.4}))
+            .unwrap();
+        }
+        let opts = Options { by: by(&["kernel"]), ..Options::default() };
+        let r = report(&records, opts.clone()).unwrap();
+        let chosen = r.timeline.unwrap();
+        assert_eq!(chosen.seq, 0, "the worst stall is drawn by default");
+        let asked =
+            |t: &str| report(&records, Options { timeline: Some(t.into()), ..opts.clone() }).map(|r| r.timeline);
+        assert_eq!(asked("r:1").unwrap().unwrap().seq, 1);
+        assert!(asked("nope:9").unwrap_err().contains("no such record"));
+        assert!(asked("r").is_err(), "not RUN_ID:SEQ");
+        let page = html::render(&r.rows, &r.by, Some(&chosen), &[]).unwrap();
+        assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>\n"));
+        assert_eq!(
+            page.matches("<svg").count(),
+            3,
+            "for the one workload a throughput and a stall chart; one timeline"
+        );
+        assert_eq!(page.matches("<tr>").count(), 3, "header and two rows");
+        assert!(page.contains("2.73× faster"));
+        assert!(!page.contains("<script"), "self-contained, no scripts");
+    }
+
+    /// The named dimensions read typed fields; any other is a dotted path
+    /// into the record, and a missing one is `?`, not an error.
+    #[test]
+    fn dimensions_read_named_fields_and_dotted_paths() {
+        let mut r = rec("2.6.16.1", 10.0, 0);
+        r.vm.insert("dirty_ratio".into(), Some(40));
+        r.storage.scheduler = Some("anticipatory".into());
+        assert_eq!(dimension(&r, "kernel"), "2.6.16.1");
+        assert_eq!(dimension(&r, "scheduler"), "anticipatory");
+        assert_eq!(dimension(&r, "host"), "h", "no DMI, no CPU model: the hostname");
+        assert_eq!(dimension(&r, "device"), "?", "no block device");
+        assert_eq!(dimension(&r, "layers"), "plain", "no LVM or md under it");
+        r.storage.layers = vec![
+            crate::schema::layer::Layer { kind: "md".into(), md_level: Some("raid5".into()), ..Default::default() },
+            crate::schema::layer::Layer { kind: "disk".into(), ..Default::default() },
+            crate::schema::layer::Layer { kind: "disk".into(), ..Default::default() },
+            crate::schema::layer::Layer { kind: "disk".into(), ..Default::default() },
+        ];
+        assert_eq!(dimension(&r, "layers"), "md raid5 → 3 disks");
+        assert_eq!(dimension(&r, "vm.dirty_ratio"), "40");
+        assert_eq!(dimension(&r, "workload.params.size"), "1073741824");
+        assert_eq!(dimension(&r, "workload.name"), "seqwrite", "strings without quotes");
+        assert_eq!(dimension(&r, "vm.nonexistent"), "?");
+    }
+
+    #[test]
+    fn failed_runs_are_counted_and_explained_not_averaged() {
+        let mut bad = rec("6.1", 9999.0, 1);
+        bad.status = Status::Timeout;
+        bad.error = Some("the workload ran past its deadline".into());
+        let opts = Options { by: by(&["kernel"]), ..Options::default() };
+        let rows = rows(&[rec("6.1", 10.0, 0), bad.clone(), bad], &opts).unwrap();
+        assert_eq!((rows[0].n, rows[0].not_ok), (3, 2));
+        assert_eq!(rows[0].real_s.as_ref().unwrap().median, 10.0);
+        assert_eq!(rows[0].notes[0], "timeout: the workload ran past its deadline (×2)", "said once, counted");
+    }
+}
