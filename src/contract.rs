@@ -4,20 +4,23 @@
 //! the checks agree with /init by construction. Everything else under
 //! `init::` is /init's own; a tidy test keeps other crates off it.
 //!
-//! The records themselves (result and run records, their schema names) are
-//! in [`crate::schema::record`]; the serial framing and the stick's journal in
-//! [`crate::schema::framing`] and [`crate::schema::journal`].
+//! The data of these formats lives in [`crate::schema`] (the module set,
+//! the sequence, the records, the framing, the journal); what is here
+//! beside it is /init's rules, re-exported so that no one else reaches
+//! into `init::`. The command line's `Settings` still live in
+//! `init::cmdline`, whose parser checks them against md's and the plan's.
 
 /// The module set the image builder writes to /etc/bootmark/modules.json
 /// and /init loads from, and the loader itself (finit_module, then
 /// init_module).
 pub mod modules {
-    pub use crate::image_side::init::modules::{Module, ModuleSet, When, load};
+    pub use crate::image_side::init::modules::load;
+    pub use crate::schema::modules::{Module, ModuleSet, When};
 }
 
 /// The unattended sequence on the stick (bootmark/sequence.json).
 pub mod sequence {
-    pub use crate::image_side::init::sequence::{FILE, Sequence, State, Step};
+    pub use crate::schema::sequence::{FILE, Sequence, State, Step};
 }
 
 /// The `bootmark.*` kernel command line: parsing it as /init will, and the

@@ -239,7 +239,7 @@ fn load_modules(boot: &mut Boot, serial: &mut Option<Serial>) {
     if boot.facts.contains_key("modules") {
         return;
     }
-    let report = modules::load_for_machine(Path::new(modules::SET), Path::new("/sys"));
+    let report = modules::load_for_machine(Path::new(crate::schema::modules::SET), Path::new("/sys"));
     say(serial, &report.summary_line());
     boot.facts.insert("modules".into(), json!(report));
 }
@@ -262,7 +262,7 @@ fn load_on_demand(boot: &mut Boot, serial: &mut Option<Serial>, kind: &str, fs: 
     if loads.get(fs).is_some() {
         return;
     }
-    let r = modules::load_filesystem(Path::new(modules::SET), fs);
+    let r = modules::load_filesystem(Path::new(crate::schema::modules::SET), fs);
     if !r.outcome.loaded.is_empty() || !r.outcome.failed.is_empty() {
         let failed: Vec<String> = r.outcome.failed.iter().map(|(m, e)| format!("{m} ({e})")).collect();
         let failed = if failed.is_empty() { String::new() } else { format!(", failed: {}", failed.join(", ")) };
@@ -292,7 +292,7 @@ enum SequenceStep {
     Normal,
     /// Nothing to run in this boot (wrong kernel, or a step given up on).
     Stop,
-    Run(sequence::Sequence, usize, Option<String>),
+    Run(crate::schema::sequence::Sequence, usize, Option<String>),
 }
 
 fn sequence_step(settings: &Settings, boot: &mut Boot, serial: &mut Option<Serial>) -> Result<SequenceStep, String> {

@@ -13,57 +13,15 @@
 //! finit_module (3.8+) is tried first, init_module (every kernel) after.
 
 use super::modalias;
-use serde::{Deserialize, Serialize};
+use crate::schema::modules::{Module, ModuleSet, When};
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-pub const SET: &str = "/etc/bootmark/modules.json";
 /// Passes of scan → load → settle; each pass loads only what the previous
 /// one's drivers brought into view, so a handful is plenty.
 const MAX_PASSES: usize = 5;
-
-/// The modules of one kernel, as the image builder resolved them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModuleSet {
-    pub release: String,
-    /// Load order: every module after everything it needs.
-    pub modules: Vec<Module>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Module {
-    /// As the kernel names it (`usb_storage`).
-    pub name: String,
-    /// Inside the initramfs, without the leading '/'.
-    pub path: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub params: String,
-    /// Modules that must be loaded before this one (depends + soft pre-dependencies).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub needs: Vec<String>,
-    pub when: When,
-    /// Device patterns, for `When::Device`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub aliases: Vec<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum When {
-    /// Always (disk drivers, USB storage, filesystems).
-    Always,
-    /// When a present device matches one of its aliases.
-    Device,
-    /// Only as something else's need.
-    Needed,
-    /// Just before a filesystem it provides is mounted; its aliases are
-    /// the filesystem names (`ext3`, `ext4`; old kernels: the module name).
-    Filesystem,
-    /// Only when the target is inside a storage layer that needs it
-    /// (dm_mod for an LV, md_mod and the RAID level's module for an array).
-    Layer,
-}
 
 /// What became of the modules /init tried to load.
 #[derive(Clone, Debug, Default, Serialize)]

@@ -8,40 +8,8 @@
 //! or the user reset it): the step is recorded as failed and the sequence
 //! moves on — it never loops on a kernel that cannot finish.
 
-use serde::{Deserialize, Serialize};
+use crate::schema::sequence::{FILE, SCHEMA, Sequence, State, Step};
 use std::path::Path;
-
-pub const FILE: &str = "bootmark/sequence.json";
-pub const SCHEMA: &str = "bootmark.sequence/1";
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Step {
-    /// Boot menu label (k0, k1, …).
-    pub entry: String,
-    /// Filesystem to create on the target first (needs the format confirmation on the command line).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fs: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum State {
-    Pending,
-    Attempted,
-    Done,
-    Failed,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Sequence {
-    pub schema: String,
-    pub steps: Vec<Step>,
-    pub states: Vec<State>,
-    /// Index of the step the next boot should run.
-    pub next: usize,
-    /// The menu default to restore at the end.
-    pub restore_default: String,
-}
 
 /// What this boot should do.
 #[derive(Debug, PartialEq)]
