@@ -3,7 +3,7 @@
 //! jobs), `boot/` (QEMU, the demo), `bench/` (figures beside dd, fio, grep),
 //! `check/` (the test suite and each of its parts) and `host/` (the process
 //! runner, apt, the host tool tables). Lower rooms never import higher ones:
-//! host ← build ← boot ← check.
+//! host ← build ← boot, bench ← check (tidy checks).
 
 mod bench;
 mod boot;

@@ -603,6 +603,27 @@ mod tests {
         assert!(found.contains(&vec!["Result".to_string()]), "the check sees a crate-root import: {found:?}");
     }
 
+    /// xtask's rooms by height: a room imports only rooms below it (host ←
+    /// build ← boot, bench ← check), as ARCHITECTURE's xtask/src/ row says.
+    #[test]
+    fn xtask_rooms_import_downward_only() {
+        let height =
+            |room: &str| ["host", "build", "boot|bench", "check"].iter().position(|r| r.split('|').any(|n| n == room));
+        let mut upward = Vec::new();
+        for f in files("xtask/src", ".rs").iter().filter(|f| !f.ends_with("/main.rs")) {
+            let me = module_of(f, "xtask/src");
+            let mine = height(&me[0]).unwrap_or_else(|| panic!("{f}: a room ARCHITECTURE does not rank"));
+            for named in imports_of(&read(f), &me, f.ends_with("/mod.rs")) {
+                let Some(theirs) = named.first().and_then(|r| height(r)) else { continue };
+                if named[0] != me[0] && theirs >= mine {
+                    upward.push(format!("{f}: crate::{}", named.join("::")));
+                }
+            }
+        }
+        assert!(upward.is_empty(), "imports up or across xtask's rooms: {upward:#?}");
+        assert!(read("ARCHITECTURE.md").contains("host ← build ← boot, bench ← check"), "the map says the order");
+    }
+
     #[test]
     fn no_import_cycles_between_sibling_modules() {
         for src in ["src", "xtask/src"] {
