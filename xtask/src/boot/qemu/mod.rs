@@ -30,6 +30,17 @@ pub const STALL_BEFORE_INIT: Duration = Duration::from_secs(120);
 /// How a stalled boot's error begins, so that a scenario runner can tell it
 /// from a bootmark failure and try it once more.
 pub const STALLED: &str = "stalled before /init";
+/// How an error begins when the guest's own kernel said it was kept off
+/// its CPU for many seconds (a soft lockup, an RCU stall): under TCG that
+/// is the host's load, not the kernel under test, and a runner may try once more.
+pub const STARVED: &str = "the guest was starved of CPU";
+
+/// The line where a guest's kernel says it was kept off its CPU, if any.
+pub fn starved(serial: &str) -> Option<&str> {
+    serial.lines().find(|l| {
+        l.contains("soft lockup - CPU#") || l.contains("self-detected stall") || l.contains("detected stalls on CPUs")
+    })
+}
 
 /// The defaults `cargo xtask qemu` has, for the boots other tasks make:
 /// one truth, the flags' own.
@@ -313,5 +324,22 @@ mod tests {
         std::fs::remove_file(&log).unwrap();
         assert!(diagnose(kernel).starts_with("the kernel never printed its banner"));
         assert!(diagnose(&format!("Linux version 6.1\n{kernel}")).contains("/init never spoke"));
+    }
+
+    #[test]
+    fn a_guest_kept_off_its_cpu_says_so_in_its_log() {
+        // As a CI run's lab step logged it while a kernel build ran beside the boots.
+        let log = "bootmark: vfat: 2 modules loaded in 77 ms\n\
+                   [   40.526303] watchdog: BUG: soft lockup - CPU#0 stuck for 26s! [usb-storage:136]\n";
+        assert_eq!(
+            starved(log),
+            Some("[   40.526303] watchdog: BUG: soft lockup - CPU#0 stuck for 26s! [usb-storage:136]")
+        );
+        assert!(starved("[   61.1] rcu: INFO: rcu_preempt self-detected stall on CPU\n").is_some());
+        assert_eq!(
+            starved("bootmark: manyfiles 16 MiB in 0.4 s; 0 stalls >1s\n"),
+            None,
+            "bootmark's own stall figures are not the guest's"
+        );
     }
 }

@@ -96,7 +96,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     drop(bmc);
     check_second_run(&out, second.status.code())?;
     let state = bootmark::lab::state::State::load(&state_dir)?.ok_or("lab: no state after the second run")?;
-    check_outcomes(&state)?;
+    check_outcomes(&state, &state_dir)?;
     if !fs::read_to_string(state_dir.join("report.html"))?.contains("<svg") {
         return Err("lab: report.html in the state directory has no charts".into());
     }
@@ -318,7 +318,7 @@ fn check_second_run(out: &str, code: Option<i32>) -> Result<()> {
 }
 
 /// k0#1 ok, k1#1 (the hung power-on) failed at its deadline, k0#2 and k1#2 ok.
-fn check_outcomes(state: &bootmark::lab::state::State) -> Result<()> {
+fn check_outcomes(state: &bootmark::lab::state::State, state_dir: &Path) -> Result<()> {
     use bootmark::lab::state::Status;
     let got: Vec<(String, Option<Status>)> =
         state.steps.iter().map(|s| (s.id.clone(), s.outcome.as_ref().map(|o| o.status))).collect();
@@ -326,7 +326,16 @@ fn check_outcomes(state: &bootmark::lab::state::State) -> Result<()> {
         [("sim/k0#1", Status::Ok), ("sim/k1#1", Status::Failed), ("sim/k0#2", Status::Ok), ("sim/k1#2", Status::Ok)];
     let want: Vec<(String, Option<Status>)> = want.iter().map(|(id, s)| (id.to_string(), Some(*s))).collect();
     if got != want {
-        return Err(format!("lab: steps ended {got:?}, expected {want:?}"));
+        // A step that should have passed, whose guest says the host kept it off its CPU.
+        let starved =
+            state.steps.iter().zip(&want).filter(|(s, w)| s.outcome.as_ref().map(|o| o.status) != w.1).find_map(
+                |(s, _)| {
+                    let log = fs::read_to_string(state_dir.join(&s.outcome.as_ref()?.log)).ok()?;
+                    Some(format!("{}: {}", s.id, qemu::starved(&log)?.trim()))
+                },
+            );
+        let why = starved.map(|line| format!("{} ({line}); ", qemu::STARVED)).unwrap_or_default();
+        return Err(format!("{why}lab: steps ended {got:?}, expected {want:?}"));
     }
     let failed = state.steps[1].outcome.as_ref().unwrap();
     let why = failed.why.as_deref().unwrap_or("");

@@ -101,12 +101,13 @@ impl Tally {
         }
     }
 
-    /// Run a scenario; when one of its boots stalled before /init (the
-    /// host, not bootmark: see `qemu::STALLED`), run it once more and
-    /// count it apart. Any other failure counts at once.
+    /// Run a scenario; when one of its boots stalled before /init or its
+    /// guest was starved of CPU (the host, not bootmark: see
+    /// `qemu::STALLED` and `qemu::STARVED`), run it once more and count it
+    /// apart. Any other failure counts at once.
     pub fn run(&mut self, name: &str, mut scenario: impl FnMut() -> Result<()>) {
         match scenario() {
-            Err(e) if e.contains(qemu::STALLED) => {
+            Err(e) if e.contains(qemu::STALLED) || e.contains(qemu::STARVED) => {
                 println!("e2e: RETRY {name}: a boot {}", first_line(&e));
                 let again = scenario();
                 if again.is_ok() {
