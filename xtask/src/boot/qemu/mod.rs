@@ -237,21 +237,27 @@ enum Ended {
 struct Growth {
     len: u64,
     since: Option<Instant>,
+    /// /init has spoken: from then on a quiet console is the watchdog's to judge.
+    init_spoke: bool,
 }
 
 impl Growth {
     /// Whether, at `now`, the log has not grown for `quiet` and /init has not spoken.
     fn stalled(&mut self, log: &Path, now: Instant, quiet: Duration) -> bool {
+        if self.init_spoke {
+            return false;
+        }
         let len = std::fs::metadata(log).map_or(0, |m| m.len());
         if len != self.len || self.since.is_none() {
             (self.len, self.since) = (len, Some(now));
             return false;
         }
-        if now.duration_since(self.since.unwrap_or(now)) < quiet {
+        if len == 0 || now.duration_since(self.since.unwrap_or(now)) < quiet {
             return false;
         }
-        // Read the log only once it has been quiet that long.
-        len > 0 && !init_spoke(&String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()))
+        // Read the log once it has been quiet that long, and never again once /init spoke.
+        self.init_spoke = init_spoke(&String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()));
+        !self.init_spoke
     }
 }
 
