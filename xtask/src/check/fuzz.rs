@@ -6,6 +6,10 @@
 use crate::host::fs;
 use crate::host::process::{command, run_shown, succeeds};
 use crate::host::project::{Result, project_root};
+use std::path::Path;
+
+/// Lines of libFuzzer's output shown when it failed (the crash and its input).
+const LOG_TAIL_LINES: usize = 40;
 
 /// A fuzz target, the memory it may use (a reader that allocates what a
 /// disk claims shows up as going past it) and where its seeds are besides
@@ -35,7 +39,7 @@ pub fn run(seconds: u64) -> Result<()> {
     Ok(())
 }
 
-fn fuzz_one(dir: &std::path::Path, target: &Target, seconds: u64) -> Result<()> {
+fn fuzz_one(dir: &Path, target: &Target, seconds: u64) -> Result<()> {
     let name = target.name;
     // A private corpus directory seeded from fuzz/seeds, so runs do not dirty the tree.
     let corpus = project_root().join("target/fuzz-corpus").join(name);
@@ -44,6 +48,15 @@ fn fuzz_one(dir: &std::path::Path, target: &Target, seconds: u64) -> Result<()> 
         std::iter::once(dir.join("seeds").join(name)).chain(target.more_seeds.iter().map(|d| project_root().join(d)));
     let limits =
         [format!("-max_total_time={seconds}"), format!("-rss_limit_mb={}", target.rss_mib), "-timeout=10".to_string()];
+    // libFuzzer prints a line per new input: thousands of them would bury
+    // the suite's summary (a CI log is read from its tail), so they go to a
+    // file, and its tail comes back only when the fuzzer failed.
+    let log = project_root().join("target/fuzz-corpus").join(format!("{name}.log"));
+    let opened = |f: std::io::Result<std::fs::File>| f.map_err(|e| format!("{}: {e}", log.display()));
+    // One file, one offset: stdout and stderr interleave as a terminal shows them.
+    let stdout = opened(std::fs::File::create(&log))?;
+    let stderr = opened(stdout.try_clone())?;
+    println!("fuzz {name}: {seconds} s (libFuzzer's output: {})", log.display());
     run_shown(
         command("cargo")
             .args(["fuzz", "run", "--fuzz-dir", ".", name, "--sanitizer", "none"])
@@ -51,9 +64,16 @@ fn fuzz_one(dir: &std::path::Path, target: &Target, seconds: u64) -> Result<()> 
             .args(seeds)
             .arg("--")
             .args(&limits)
-            .current_dir(dir),
+            .current_dir(dir)
+            .stdout(stdout)
+            .stderr(stderr),
     )
-    .map_err(|e| format!("the fuzzer found a failure in {name} (see fuzz/artifacts/{name}): {e}"))?;
+    .map_err(|e| {
+        let text = String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()).into_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n");
+        format!("the fuzzer found a failure in {name} (see fuzz/artifacts/{name}): {e}\n{tail}")
+    })?;
     println!("fuzz {name}: ok, no property failed in {seconds} s");
     Ok(())
 }

@@ -48,6 +48,9 @@ pub fn run() -> Result<()> {
     parts.finish(started)
 }
 
+/// Lines of a part's failure repeated in the summary at the end.
+const FAILURE_LINES: usize = 12;
+
 /// The suite's parts: how long each took, and which failed.
 #[derive(Default)]
 struct Parts {
@@ -69,7 +72,9 @@ impl Parts {
     fn run(&mut self, name: &str, part: &mut dyn FnMut() -> Result<()>) {
         if let Err(e) = self.time(name, part) {
             eprintln!("xtask test: FAILED {name}: {e}");
-            self.failed.push(format!("{name}: {}", e.lines().next().unwrap_or("")));
+            // Its first lines again at the end: a CI log is read from its tail.
+            let lines: Vec<&str> = e.lines().take(FAILURE_LINES).collect();
+            self.failed.push(format!("{name}: {}", lines.join("\n    ")));
         }
     }
 

@@ -86,7 +86,8 @@ pub struct Tally {
     passed: usize,
     /// Scenarios that passed on their second try after a boot stalled before /init.
     retried: Vec<String>,
-    failed: Vec<String>,
+    /// Each failed scenario and the first line of why.
+    failed: Vec<(String, String)>,
 }
 
 impl Tally {
@@ -96,7 +97,7 @@ impl Tally {
             Ok(()) => self.passed += 1,
             Err(e) => {
                 println!("e2e: FAIL {name}: {e}");
-                self.failed.push(name.to_string());
+                self.failed.push((name.to_string(), first_line(&e).to_string()));
             }
         }
     }
@@ -129,7 +130,13 @@ impl Tally {
             ),
         };
         println!("{what}: {} passed{retried}, {} failed", self.passed, self.failed.len());
-        if self.failed.is_empty() { Ok(()) } else { Err(format!("{what} failed: {}", self.failed.join(", "))) }
+        if self.failed.is_empty() {
+            return Ok(());
+        }
+        // Each failure's reason again, so that the suite's last lines say why.
+        let names: Vec<&str> = self.failed.iter().map(|(name, _)| name.as_str()).collect();
+        let reasons: Vec<String> = self.failed.iter().map(|(name, why)| format!("\n  {name}: {why}")).collect();
+        Err(format!("{what} failed: {}{}", names.join(", "), reasons.concat()))
     }
 }
 
@@ -286,6 +293,12 @@ mod tests {
             Err(format!("{}: again", qemu::STALLED))
         });
         assert_eq!((calls, tally.failed.len()), (2, 2));
-        assert_eq!(tally.finish("t").unwrap_err(), "t failed: bootmark fails, stalls twice");
+        assert_eq!(
+            tally.finish("t").unwrap_err(),
+            format!(
+                "t failed: bootmark fails, stalls twice\n  bootmark fails: no run record on the serial log\n  stalls twice: {}: again",
+                qemu::STALLED
+            )
+        );
     }
 }
