@@ -5,11 +5,11 @@
 
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::{Cmd, Streams, cmd, shell_in};
 use crate::host::project::{Result, project_root};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -73,31 +73,31 @@ pub fn warm(path: &Path) -> Result<()> {
 /// Wall seconds and peak RSS (KiB) of a command. Output goes to a file, not
 /// /dev/null: GNU grep stops at the first match when its output is /dev/null.
 /// Its stdout goes to DIR/stdout.
-pub fn measure(cmd: &mut Command, dir: &Path) -> Result<(f64, i64)> {
+pub fn measure(cmd: Cmd<'_>, dir: &Path) -> Result<(f64, i64)> {
     measure_exiting(cmd, dir, &[0])
 }
 
 /// `measure` of a program whose exit status may be any of `codes`.
-pub fn measure_exiting(cmd: &mut Command, dir: &Path, codes: &[i32]) -> Result<(f64, i64)> {
+pub fn measure_exiting(cmd: Cmd<'_>, dir: &Path, codes: &[i32]) -> Result<(f64, i64)> {
     let sink = fs::create(dir.join("stdout"))?;
+    let line = cmd.to_string();
     let start = Instant::now();
-    let child = crate::host::process::spawn(cmd.stdout(sink).stderr(Stdio::null()))?;
+    let child = crate::host::process::spawn(cmd, Streams::default().stdout(sink).stderr(Stdio::null()))?;
     let mut status = 0;
     // SAFETY: zeroed rusage is a valid out-parameter.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     let exited = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
     if pid != child.id() as i32 || !exited.is_some_and(|c| codes.contains(&c)) {
-        return Err(format!("{cmd:?} failed (wait4 {pid}, status {status:#x})"));
+        return Err(format!("{line} failed (wait4 {pid}, status {status:#x})"));
     }
     Ok((start.elapsed().as_secs_f64(), usage.ru_maxrss))
 }
 
 pub fn run(args: &Args) -> Result<()> {
     let root = project_root();
-    crate::host::process::run_shown(
-        command("cargo").args(["build", "--release", "--package", "bootmark", "--bin", "bootmark"]).current_dir(&root),
-    )?;
+    let sh = shell_in(&root)?;
+    crate::host::process::run_shown(cmd!(sh, "cargo build --release --package bootmark --bin bootmark"))?;
     let bin = root.join("target/release/bootmark");
     let dir = root.join("target/bench-collect");
     fs::create_dir_all(&dir)?;
@@ -110,12 +110,11 @@ pub fn run(args: &Args) -> Result<()> {
         let bytes = generate(&log, mib)?;
         // Warm the page cache once so both tools read from memory.
         warm(&log)?;
-        let (grep_s, _) = measure(command("grep").args(["-c", "@BM1"]).arg(&log), &dir)?;
+        let (grep_s, _) = measure(cmd!(sh, "grep -c @BM1 {log}"), &dir)?;
         let out = dir.join("records.jsonl");
         // The generated boots carry no run records, so collect names each as
         // a problem and exits 1 (what it must do); 2 would be a failure to read.
-        let (collect_s, rss) =
-            measure_exiting(command(&bin).arg("collect").arg(&log).arg("--out").arg(&out), &dir, &[0, 1])?;
+        let (collect_s, rss) = measure_exiting(cmd!(sh, "{bin} collect {log} --out {out}"), &dir, &[0, 1])?;
         let records = std::fs::read_to_string(&out).map(|t| t.lines().count()).unwrap_or(0);
         let mb = bytes as f64 / 1e6;
         println!(

@@ -20,10 +20,10 @@
 
 use crate::build::static_binary;
 use crate::host::fs;
-use crate::host::process::command;
+use crate::host::process::{Cmd, Shell, Streams, cmd, shell};
 use crate::host::project::{Result, project_root};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -53,8 +53,9 @@ struct Figures {
 }
 
 pub fn run(args: &Args) -> Result<()> {
+    let sh = shell()?;
     for tool in ["dd", "fio"] {
-        if !crate::host::process::succeeds(command(tool).arg("--version")) {
+        if !crate::host::process::succeeds(cmd!(sh, "{tool} --version")) {
             return Err(format!(
                 "{tool} is not installed: apt-get install {}",
                 if tool == "dd" { "coreutils" } else { "fio" }
@@ -64,7 +65,7 @@ pub fn run(args: &Args) -> Result<()> {
     if args.pairs == 0 || args.mib == 0 || args.files == 0 {
         return Err("--pairs, --mib and --files must be at least 1".into());
     }
-    if args.cpus.is_some() && !crate::host::process::succeeds(command("taskset").arg("--version")) {
+    if args.cpus.is_some() && !crate::host::process::succeeds(cmd!(sh, "taskset --version")) {
         return Err("--cpus needs taskset: apt-get install util-linux".into());
     }
     let binary = static_binary::build(crate::build::arch::Arch::X86_64)?;
@@ -159,8 +160,9 @@ fn median(v: impl Iterator<Item = f64>) -> f64 {
 }
 
 /// Run a command, returning its stdout, stderr and CPU seconds (wait4).
-fn timed(cmd: &mut Command) -> Result<(String, String, f64)> {
-    let child = crate::host::process::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))?;
+fn timed(cmd: Cmd<'_>) -> Result<(String, String, f64)> {
+    let line = cmd.to_string();
+    let child = crate::host::process::spawn(cmd, Streams::default().stdout(Stdio::piped()).stderr(Stdio::piped()))?;
     let pid = child.id() as i32;
     // Read the pipes before reaping, so a chatty child cannot block on a full pipe.
     let mut stdout = String::new();
@@ -174,20 +176,20 @@ fn timed(cmd: &mut Command) -> Result<(String, String, f64)> {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     if status != 0 {
-        return Err(format!("{cmd:?} failed ({status:#x}): {stderr}"));
+        return Err(format!("{line} failed ({status:#x}): {stderr}"));
     }
     let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Ok((stdout, stderr, s(usage.ru_utime) + s(usage.ru_stime)))
 }
 
 /// A command for `program`, pinned to the first `cpus` CPUs when given.
-fn tool(program: impl AsRef<std::ffi::OsStr>, cpus: Option<u32>) -> Command {
+fn tool<'sh>(sh: &'sh Shell, program: impl AsRef<std::ffi::OsStr>, cpus: Option<u32>) -> Cmd<'sh> {
+    let program = program.as_ref();
     match cpus {
-        None => command(program),
+        None => cmd!(sh, "{program}"),
         Some(n) => {
-            let mut c = command("taskset");
-            c.args(["-c", &format!("0-{}", n - 1)]).arg(program);
-            c
+            let range = format!("0-{}", n - 1);
+            cmd!(sh, "taskset -c {range} {program}")
         }
     }
 }
@@ -195,8 +197,9 @@ fn tool(program: impl AsRef<std::ffi::OsStr>, cpus: Option<u32>) -> Command {
 fn bootmark(binary: &Path, dir: &Path, plan: &str, cpus: Option<u32>) -> Result<Figures> {
     let plan_file = dir.join("bench-plan.json");
     fs::write(&plan_file, plan)?;
+    let sh = shell()?;
     let (stdout, _, cpu) =
-        timed(tool(binary, cpus).args(["run", "--quiet", "--plan"]).arg(&plan_file).arg("--dir").arg(dir))?;
+        timed(tool(&sh, binary, cpus).args(["run", "--quiet", "--plan"]).arg(&plan_file).arg("--dir").arg(dir))?;
     let _ = std::fs::remove_file(&plan_file);
     let r: bootmark::record::Record =
         serde_json::from_str(stdout.trim()).map_err(|e| format!("bootmark record: {e}"))?;
@@ -210,8 +213,9 @@ fn dd(dir: &Path, bytes: u64, cpus: Option<u32>) -> Result<Figures> {
     // removes its own: unlinking 1 GiB of page cache is about a sixth of
     // bootmark's CPU on one CPU (perf), and counting it on one side only
     // made bootmark look 1.19× dearer than dd.
+    let sh = shell()?;
     let (_, stderr, cpu) = timed(
-        tool("sh", cpus)
+        tool(&sh, "sh", cpus)
             .args(["-c", "dd if=/dev/zero of=\"$1\" bs=16k conv=fdatasync count=\"$2\" && rm -f \"$1\"", "sh"])
             .arg(&file)
             .arg(&count),
@@ -231,8 +235,9 @@ fn fio(dir: &Path, files: u64, per_file: u64, cpus: Option<u32>) -> Result<Figur
     let work = dir.join("fio");
     fs::create_dir_all(&work)?;
     // As for dd: fio's files removed inside the measured tree, as bootmark removes its own.
+    let sh = shell()?;
     let (stdout, _, cpu) = timed(
-        tool("sh", cpus)
+        tool(&sh, "sh", cpus)
             .args(["-c", "fio \"$@\" && rm -rf \"$0\"/*"])
             .arg(&work)
             .args(["--name=manyfiles", "--rw=write", "--bs=16k", "--ioengine=psync", "--file_service_type=roundrobin"])

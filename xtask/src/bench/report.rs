@@ -9,7 +9,7 @@
 use crate::bench::collect::{measure, warm};
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::{cmd, shell, shell_in};
 use crate::host::project::{Result, project_root};
 use bootmark::record::Record;
 use std::io::Write;
@@ -111,8 +111,9 @@ fn one_size(bin: &Path, dir: &Path, records: u64, fat: bool, keep: bool) -> Resu
     let bytes = generate(&file, records, fat)?;
     // Warm the page cache once so both tools read from memory.
     warm(&file)?;
-    let (grep_s, _) = measure(command("grep").args(["-c", "bootmark.result/1"]).arg(&file), dir)?;
-    let (report_s, rss_kib) = measure(command(bin).args(["report", "--by", "kernel,host"]).arg(&file), dir)?;
+    let sh = shell()?;
+    let (grep_s, _) = measure(cmd!(sh, "grep -c bootmark.result/1 {file}"), dir)?;
+    let (report_s, rss_kib) = measure(cmd!(sh, "{bin} report --by kernel,host {file}"), dir)?;
     // The table's lines (after its header and separator), not the verdict above it.
     let rows = fs::read_to_string(dir.join("stdout"))?.lines().filter(|l| l.starts_with('|')).count().saturating_sub(2);
     if !keep {
@@ -126,11 +127,8 @@ fn one_size(bin: &Path, dir: &Path, records: u64, fat: bool, keep: bool) -> Resu
 /// same, and a second, optimised build would cost CI over a minute).
 fn binary(profile: &str) -> Result<std::path::PathBuf> {
     let root = project_root();
-    crate::host::process::run_shown(
-        command("cargo")
-            .args(["build", "--profile", profile, "--package", "bootmark", "--bin", "bootmark"])
-            .current_dir(&root),
-    )?;
+    let sh = shell_in(&root)?;
+    crate::host::process::run_shown(cmd!(sh, "cargo build --profile {profile} --package bootmark --bin bootmark"))?;
     Ok(root.join("target").join(if profile == "dev" { "debug" } else { profile }).join("bootmark"))
 }
 

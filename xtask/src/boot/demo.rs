@@ -15,7 +15,7 @@ use crate::build::image::{self, usb};
 use crate::host::apt::resolve_meta;
 use crate::host::deps;
 use crate::host::fs;
-use crate::host::process::command;
+use crate::host::process::{cmd, shell};
 use crate::host::project::{Result, project_root};
 use crate::host::tools;
 use std::path::PathBuf;
@@ -212,7 +212,8 @@ fn resolve_or_update(meta: &str) -> Result<String> {
             return Err(first);
         }
         eprintln!("demo: apt-get update (package lists are needed to find {meta})");
-        crate::host::process::run(command("apt-get").args(["update", "-qq"]))?;
+        let sh = shell()?;
+        crate::host::process::run(cmd!(sh, "apt-get update -qq"))?;
         resolve_meta(meta)
     })
 }

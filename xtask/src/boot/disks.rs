@@ -3,7 +3,7 @@
 
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::{cmd, run, shell};
 use crate::host::project::Result;
 use std::path::Path;
 
@@ -18,5 +18,6 @@ pub fn scratch_disk(path: &Path, fs: &str, mib: u64) -> Result<()> {
         "reiserfs" => vec!["-q", "-f", "-f", "-l", "SCRATCH"],
         _ => vec!["-q", "-F", "-L", "SCRATCH"],
     };
-    crate::host::process::run(command(&mkfs).args(args).arg(path)).map(|_| ())
+    let sh = shell()?;
+    run(cmd!(sh, "{mkfs} {args...} {path}")).map(|_| ())
 }

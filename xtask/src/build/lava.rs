@@ -14,7 +14,7 @@
 use crate::build::image::manifest::{self, Manifest};
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::{cmd, shell};
 use crate::host::project::{Result, project_root};
 use bootmark::contract::cmdline::{DiskSpec, Settings};
 use bootmark::plan::Plan;
@@ -224,7 +224,8 @@ fn scratch_disk(args: &Args, s: &Settings, plan: &Plan, files: &Path, base: &str
         let f = fs::create(&raw)?;
         f.set_len(mib.max(256) << 20).with_context(|| format!("cannot size {}", raw.display()))?;
         drop(f);
-        crate::host::process::run(command("mkfs.ext3").args(["-q", "-F"]).args(&mkfs_id).arg(&raw))?;
+        let sh = shell()?;
+        crate::host::process::run(cmd!(sh, "mkfs.ext3 -q -F {mkfs_id...} {raw}"))?;
         gzip_file(&raw, &to)?;
         fs::remove_file(&raw)?;
     }

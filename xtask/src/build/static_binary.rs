@@ -5,7 +5,7 @@
 //! (Pentium 4 or later). Missing rustup targets are added.
 
 use crate::build::arch::Arch;
-use crate::host::process::{self, command};
+use crate::host::process::{self, cmd, shell, shell_in};
 use crate::host::project::{Result, project_root};
 use std::path::PathBuf;
 
@@ -15,12 +15,13 @@ pub fn binary_path(arch: Arch) -> PathBuf {
 }
 
 pub fn ensure_target(triple: &str) -> Result<()> {
-    let installed = process::run(command("rustup").args(["target", "list", "--installed"])).map_err(|e| {
+    let sh = shell()?;
+    let installed = process::run(cmd!(sh, "rustup target list --installed")).map_err(|e| {
         format!("cannot ask rustup for installed targets ({e}); install rustup, or add the {triple} target to your toolchain")
     })?;
     if !installed.lines().any(|l| l.trim() == triple) {
         eprintln!("xtask: adding rustup target {triple}");
-        process::run_shown(command("rustup").args(["target", "add", triple]))?;
+        process::run_shown(cmd!(sh, "rustup target add {triple}"))?;
     }
     Ok(())
 }
@@ -34,12 +35,11 @@ pub fn build(arch: Arch) -> Result<PathBuf> {
     }
     eprintln!("xtask: building static bootmark for {triple}");
     // Without the workstation features (collect, report): /init does not need them.
+    let sh = shell_in(&project_root())?;
     process::run_shown(
-        command("cargo")
-            .args(["build", "--profile", "image", "--package", "bootmark", "--bin", "bootmark"])
+        cmd!(sh, "cargo build --profile image --package bootmark --bin bootmark")
             .args(["--no-default-features", "--target", triple])
-            .env("RUSTFLAGS", &flags)
-            .current_dir(project_root()),
+            .env("RUSTFLAGS", &flags),
     )
     .map_err(|e| format!("static build for {triple}: {e}"))?;
     let path = binary_path(arch);

@@ -11,7 +11,7 @@ use crate::check::boots::support::{fact, results, run_record};
 use crate::check::old_kernel::{self, LINUX_2_6_9, OldKernel};
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::{Streams, shell};
 use crate::host::project::{Result, project_root};
 use bootmark::collect::Document;
 use bootmark::record::Status;
@@ -98,7 +98,7 @@ impl Scenario {
 }
 
 fn cmd(program: &str, args: &[&str]) -> Result<String> {
-    crate::host::process::run(command(program).args(args))
+    crate::host::process::run(shell()?.cmd(program).args(args))
 }
 
 fn make_image(path: &Path, mib: u64) -> Result<()> {
@@ -338,13 +338,18 @@ fn boot(s: &Scenario, root: &Path, results_label: &str, target_label: &str, targ
     nix::sys::stat::mknod(&node, nix::sys::stat::SFlag::S_IFBLK, nix::sys::stat::Mode::from_bits_truncate(0o600), rdev)
         .map_err(|e| format!("mknod {}: {e}", node.display()))?;
     let xtask = std::env::current_exe().context("the path of xtask itself")?;
-    let mut c = command("unshare");
-    c.args(["--pid", "--fork", "--mount", "--"]).arg(xtask).arg("pid1");
-    if let Some(k) = s.old_kernel {
-        c.args(["--old-kernel", k.name]);
-    }
+    let old_kernel = s.old_kernel.map(|k| ["--old-kernel", k.name]).into_iter().flatten();
     let cmdline = <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(cmdline);
-    let mut child = crate::host::process::spawn(c.arg(root).env("BOOTMARK_CMDLINE", &cmdline))?;
+    let sh = shell()?;
+    let pid1 = sh
+        .cmd("unshare")
+        .args(["--pid", "--fork", "--mount", "--"])
+        .arg(xtask)
+        .arg("pid1")
+        .args(old_kernel)
+        .arg(root)
+        .env("BOOTMARK_CMDLINE", &cmdline);
+    let mut child = crate::host::process::spawn(pid1, Streams::default())?;
     let started = Instant::now();
     let mut out = Vec::new();
     loop {

@@ -4,7 +4,7 @@
 //! Rust with `--sanitizer none`: the target asserts its own invariants.
 
 use crate::host::fs;
-use crate::host::process::{command, run_shown, succeeds};
+use crate::host::process::{Streams, cmd, run_shown, run_with, shell, shell_in, succeeds};
 use crate::host::project::{Result, project_root};
 use std::path::Path;
 
@@ -29,9 +29,11 @@ const TARGETS: &[Target] = &[
 /// Each target for `seconds`.
 pub fn run(seconds: u64) -> Result<()> {
     let dir = project_root().join("fuzz");
-    if !succeeds(command("cargo").args(["fuzz", "--version"]).current_dir(&dir)) {
+    let sh = shell_in(&dir)?;
+    if !succeeds(cmd!(sh, "cargo fuzz --version")) {
         eprintln!("xtask: installing cargo-fuzz");
-        run_shown(command("cargo").args(["install", "cargo-fuzz", "--locked"]))?;
+        let sh = shell()?;
+        run_shown(cmd!(sh, "cargo install cargo-fuzz --locked"))?;
     }
     for target in TARGETS {
         fuzz_one(&dir, target, seconds)?;
@@ -57,16 +59,10 @@ fn fuzz_one(dir: &Path, target: &Target, seconds: u64) -> Result<()> {
     let stdout = opened(std::fs::File::create(&log))?;
     let stderr = opened(stdout.try_clone())?;
     println!("fuzz {name}: {seconds} s (libFuzzer's output: {})", log.display());
-    run_shown(
-        command("cargo")
-            .args(["fuzz", "run", "--fuzz-dir", ".", name, "--sanitizer", "none"])
-            .arg(&corpus)
-            .args(seeds)
-            .arg("--")
-            .args(&limits)
-            .current_dir(dir)
-            .stdout(stdout)
-            .stderr(stderr),
+    let sh = shell_in(dir)?;
+    run_with(
+        cmd!(sh, "cargo fuzz run --fuzz-dir . {name} --sanitizer none {corpus} {seeds...} -- {limits...}"),
+        Streams::default().stdout(stdout).stderr(stderr),
     )
     .map_err(|e| {
         let text = String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()).into_owned();

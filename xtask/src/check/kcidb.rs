@@ -6,7 +6,7 @@
 
 use crate::host::deps;
 use crate::host::fs;
-use crate::host::process::command;
+use crate::host::process::{cmd, shell};
 use crate::host::project::{Result, project_root};
 use bootmark::record::{Document, Record, RunRecord, Status};
 use std::path::{Path, PathBuf};
@@ -75,7 +75,8 @@ pub fn check() -> Result<()> {
     awkward_run.records = 0;
     awkward_run.facts.insert("variants_skipped".into(), serde_json::json!({"": "a variant without a name"}));
     write("awkward.json", &[&awkward], &[&awkward_run])?;
-    let out = crate::host::process::run(command(&python).args(["-c", VALIDATE]).args(&files))?;
+    let sh = shell()?;
+    let out = crate::host::process::run(cmd!(sh, "{python} -c {VALIDATE}").args(&files))?;
     print!("{out}");
     let statuses = ["PASS", "FAIL", "ERROR", "MISS", "SKIP"];
     let text: String = files.iter().map(|f| std::fs::read_to_string(f).unwrap_or_default()).collect();
@@ -108,7 +109,8 @@ fn real_records() -> Result<(Vec<Record>, Vec<RunRecord>)> {
 fn venv() -> Result<PathBuf> {
     let dir = project_root().join("target/cache/kcidb-venv");
     let python = dir.join("bin/python");
-    if python.exists() && crate::host::process::succeeds(command(&python).args(["-c", "import kcidb_io"])) {
+    let sh = shell()?;
+    if python.exists() && crate::host::process::succeeds(cmd!(sh, "{python} -c 'import kcidb_io'")) {
         return Ok(python);
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -118,18 +120,13 @@ fn venv() -> Result<PathBuf> {
             return Err("python3 -m venv failed: install python3-venv (sudo apt-get install python3-venv)".into());
         }
         eprintln!("xtask: apt-get install python3-venv");
-        crate::host::process::run(command("apt-get").args([
-            "install",
-            "-y",
-            "-qq",
-            "--no-install-recommends",
-            "python3-venv",
-        ]))?;
+        crate::host::process::run(cmd!(sh, "apt-get install -y -qq --no-install-recommends python3-venv"))?;
         let _ = std::fs::remove_dir_all(&dir);
         make_venv(&dir)?;
     }
     eprintln!("xtask: pip install {KCIDB_IO} (from PyPI, into {})", dir.display());
-    crate::host::process::run(command(dir.join("bin/pip")).args(["install", "-q", KCIDB_IO]))
+    let pip = dir.join("bin/pip");
+    crate::host::process::run(cmd!(sh, "{pip} install -q {KCIDB_IO}"))
         .map_err(|e| format!("cannot install {KCIDB_IO} from PyPI: {e}"))?;
     Ok(python)
 }
@@ -137,5 +134,6 @@ fn venv() -> Result<PathBuf> {
 fn make_venv(dir: &Path) -> Result<()> {
     // Debian's python3, not one earlier on PATH (pyenv) that may lack venv.
     let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
-    crate::host::process::run(command(python).args(["-m", "venv"]).arg(dir)).map(|_| ())
+    let sh = shell()?;
+    crate::host::process::run(cmd!(sh, "{python} -m venv {dir}")).map(|_| ())
 }

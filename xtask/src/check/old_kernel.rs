@@ -13,12 +13,11 @@ use crate::build::arch::Arch;
 use crate::build::static_binary;
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::{Cmd, Streams, cmd, shell};
 use crate::host::project::{Result, project_root};
 use bootmark::record::{Record, Status};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 
 /// The syscall surface of one old kernel.
 #[derive(Clone, Copy, Debug)]
@@ -186,13 +185,14 @@ pub fn install(program: &[libc::sock_filter]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A command that will run under the old kernel's syscall surface.
-pub fn command_under(k: OldKernel, program: &Path) -> Command {
+/// Start `cmd` under the old kernel's syscall surface: the filter is
+/// installed in the child between fork and exec.
+pub fn spawn_under(k: OldKernel, cmd: Cmd<'_>, streams: Streams) -> Result<std::process::Child> {
     let bpf = filter(k);
-    let mut cmd = command(program);
-    // SAFETY: the closure only calls `install` (prctl), which is async-signal-safe.
-    unsafe { cmd.pre_exec(move || install(&bpf)) };
-    cmd
+    crate::host::process::spawn_prepared(cmd, streams, move |c| {
+        // SAFETY: the closure only calls `install` (prctl), which is async-signal-safe.
+        unsafe { c.pre_exec(move || install(&bpf)) };
+    })
 }
 
 /// `cargo xtask check old-kernel`: both static binaries, both kernels, the quick plan.
@@ -235,12 +235,11 @@ fn check_quick_plan(kernel: OldKernel, binary: &Path) -> Result<String> {
     let work = dir.join("work");
     fs::create_dir_all(&work)?;
     let start = std::time::Instant::now();
-    let child = crate::host::process::spawn(
-        command_under(kernel, binary)
-            .args(["run", "--plan", "quick", "--quiet", "--dir"])
-            .arg(&work)
-            .arg("--out")
-            .arg(&out),
+    let sh = shell()?;
+    let child = spawn_under(
+        kernel,
+        cmd!(sh, "{binary} run --plan quick --quiet --dir {work} --out {out}"),
+        Streams::default(),
     )?;
     let (status, usage) = wait4(child.id() as i32)?;
     let wall = start.elapsed().as_secs_f64();
@@ -268,10 +267,10 @@ fn check_static_mkfs(kernel: OldKernel, arch: Arch, fs: &str) -> Result<String> 
             .and_then(|()| std::fs::File::create(&img)?.set_len(64 << 20))
             .with_context(|| format!("cannot make {}", img.display()))?;
         // A refusal under seccomp is an answer here, not an error.
-        let mut mkfs = command_under(kernel, program);
-        Ok(crate::host::process::succeeds(
-            mkfs.args(bootmark::contract::formatting::mkfs_args(fs, Some("OLDKERNEL"), None)).arg(&img),
-        ))
+        let sh = shell()?;
+        let args = bootmark::contract::formatting::mkfs_args(fs, Some("OLDKERNEL"), None);
+        let ran = spawn_under(kernel, cmd!(sh, "{program} {args...} {img}"), Streams::null());
+        Ok(ran.is_ok_and(|mut child| child.wait().is_ok_and(|s| s.success())))
     };
     let host_ran = Path::new(host).exists() && format(Path::new(host))?;
     let ours_ran = format(&ours)?;
@@ -288,7 +287,8 @@ fn check_static_mkfs(kernel: OldKernel, arch: Arch, fs: &str) -> Result<String> 
 
 /// An ext3 Linux 2.6.9 mounts, labelled OLDKERNEL.
 fn check_ext3(img: &Path) -> Result<String> {
-    let summary = crate::host::process::run(command("dumpe2fs").arg("-h").arg(img))?;
+    let sh = shell()?;
+    let summary = crate::host::process::run(cmd!(sh, "dumpe2fs -h {img}"))?;
     let field = |name: &str| {
         summary.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default()
     };
@@ -306,11 +306,12 @@ fn check_ext3(img: &Path) -> Result<String> {
 
 /// A clean reiserfs 3.6 (the format 2.6 kernels mount) labelled OLDKERNEL.
 fn check_reiserfs(img: &Path) -> Result<String> {
-    let summary = crate::host::process::run(command("debugreiserfs").arg(img))?;
+    let sh = shell()?;
+    let summary = crate::host::process::run(cmd!(sh, "debugreiserfs {img}"))?;
     if !summary.contains("format 3.6 with standard journal") || !summary.contains("LABEL: OLDKERNEL") {
         return Err(format!("not a labelled reiserfs 3.6:\n{summary}"));
     }
-    crate::host::process::run(command("reiserfsck").args(["--check", "--yes", "--quiet"]).arg(img))
+    crate::host::process::run(cmd!(sh, "reiserfsck --check --yes --quiet {img}"))
         .map_err(|e| format!("reiserfsck: {e}"))?;
     Ok("reiserfs 3.6 with standard journal, label kept, reiserfsck clean".into())
 }

@@ -14,7 +14,7 @@ use crate::bench::report as bench_report;
 use crate::build::arch::Arch;
 use crate::build::static_binary;
 use crate::host::deps;
-use crate::host::process::{command, run_shown};
+use crate::host::process::{cmd, run_shown, shell_in};
 use crate::host::project::{Result, project_root};
 use std::time::Instant;
 
@@ -27,7 +27,8 @@ pub fn run() -> Result<()> {
     parts.time("static builds", &mut || Arch::ALL.into_iter().try_for_each(|a| static_binary::build(a).map(|_| ())))?;
     // From here every part runs whatever failed before it; the failures are listed at the end.
     parts.run("cargo test", &mut || {
-        run_shown(command("cargo").args(["test", "--workspace"]).current_dir(project_root()))
+        let sh = shell_in(&project_root())?;
+        run_shown(cmd!(sh, "cargo test --workspace"))
     });
     parts.run("report at fleet scale", &mut bench_report::check);
     parts.run("KCIDB schema", &mut kcidb::check);

@@ -258,12 +258,8 @@ mod tests {
     #[test]
     fn every_bootmark_command_and_flag_in_the_docs_exists() {
         let bin = project_root().join("target/debug/bootmark");
-        crate::host::process::run(
-            crate::host::process::command("cargo")
-                .args(["build", "-q", "-p", "bootmark", "--bin", "bootmark"])
-                .current_dir(project_root()),
-        )
-        .unwrap();
+        let sh = crate::host::process::shell_in(&project_root()).unwrap();
+        crate::host::process::run(crate::host::process::cmd!(sh, "cargo build -q -p bootmark --bin bootmark")).unwrap();
         let mut helps = std::collections::BTreeMap::new();
         let named = commands_named("bootmark");
         let mut checked = 0;
@@ -271,8 +267,7 @@ mod tests {
             // `bootmark` in prose ("bootmark writes only…") names no command.
             let Some(first) = path.first().filter(|w| !flags.is_empty() || w.len() > 2) else { continue };
             let help = helps.entry(first.clone()).or_insert_with(|| {
-                crate::host::process::output(crate::host::process::command(&bin).args([first.as_str(), "--help"]))
-                    .unwrap()
+                crate::host::process::output(crate::host::process::cmd!(sh, "{bin} {first} --help")).unwrap()
             });
             if !help.status.success() {
                 // Prose such as "bootmark writes…": only a line with flags claims a command.
@@ -359,22 +354,25 @@ mod tests {
         );
     }
 
-    /// One way to run a program: xtask/clippy.toml bans std's process API,
-    /// and only host/process.rs may allow it.
+    /// One way to run a program: xtask/clippy.toml bans std's process API
+    /// and running xshell's commands, and only host/process.rs may allow it.
     #[test]
     fn only_the_process_runner_runs_programs() {
         let bans = read("xtask/clippy.toml");
-        for m in ["new", "output", "status", "spawn"] {
-            assert!(
-                bans.contains(&format!("path = \"std::process::Command::{m}\"")),
-                "xtask/clippy.toml: Command::{m}"
-            );
+        let banned = ["new", "output", "status", "spawn"].map(|m| format!("std::process::Command::{m}"));
+        let banned_xshell = ["run", "read", "read_stderr", "output"].map(|m| format!("xshell::Cmd::{m}"));
+        for path in banned.iter().chain(&banned_xshell) {
+            assert!(bans.contains(&format!("path = \"{path}\"")), "xtask/clippy.toml does not ban {path}");
         }
         let allow = ["clippy::", "disallowed_methods"].concat();
         for file in sources().iter().filter(|f| f.starts_with("xtask/") && *f != "xtask/src/check/tidy.rs") {
             let allowed = read(file).contains(&allow);
             assert_eq!(allowed, file == "xtask/src/host/process.rs", "{file}: only host/process.rs runs programs");
         }
+        // The door is xshell, xtask's alone: the static /init runs no host
+        // programs through a shell library and stays small.
+        assert!(read("xtask/Cargo.toml").contains("\nxshell = "), "xtask/Cargo.toml: xshell is the door's library");
+        assert!(!read("Cargo.toml").contains("xshell"), "Cargo.toml: the image side does not depend on xshell");
     }
 
     /// The workstation side is one folder, gated whole by the feature in src/lib.rs.

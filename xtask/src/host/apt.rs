@@ -11,8 +11,7 @@
 //! does not complain about (a newer linux-libc-dev than the mirror has)
 //! are left alone.
 
-use crate::host::process::command;
-use crate::host::process::run;
+use crate::host::process::{cmd, run, shell};
 use crate::host::project::Result;
 use std::collections::BTreeSet;
 
@@ -28,12 +27,12 @@ pub fn install(pkgs: &[&str]) -> Result<()> {
             p.package, p.installed, p.available
         );
     }
+    let downgrades = if pins.is_empty() { &[][..] } else { &["--allow-downgrades"][..] };
+    let pinned = pins.iter().map(|p| format!("{}={}", p.package, p.available));
+    let sh = shell()?;
     crate::host::process::run_shown(
-        command("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends"])
-            .args(if pins.is_empty() { &[][..] } else { &["--allow-downgrades"][..] })
-            .args(pkgs)
-            .args(pins.iter().map(|p| format!("{}={}", p.package, p.available)))
+        cmd!(sh, "apt-get install -y -qq --no-install-recommends {downgrades...} {pkgs...}")
+            .args(pinned)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
 }
@@ -42,7 +41,8 @@ pub fn install(pkgs: &[&str]) -> Result<()> {
 /// missing is named by the install that follows.
 pub fn update() {
     eprintln!("xtask: apt-get update");
-    if crate::host::process::run_shown(command("apt-get").args(["update", "-qq"])).is_err() {
+    let updated = shell().and_then(|sh| crate::host::process::run_shown(cmd!(sh, "apt-get update -qq")));
+    if updated.is_err() {
         eprintln!("xtask: apt-get update reported errors; going on with the lists there are");
     }
 }
@@ -59,9 +59,8 @@ struct Pin {
 /// When a dry run of the install fails, the stranded installed packages
 /// among those apt's complaint names.
 fn blocking_strays(pkgs: &[&str]) -> Vec<Pin> {
-    let Ok(dry) =
-        crate::host::process::output(command("apt-get").args(["install", "-s", "--no-install-recommends"]).args(pkgs))
-    else {
+    let Ok(sh) = shell() else { return Vec::new() };
+    let Ok(dry) = crate::host::process::output(cmd!(sh, "apt-get install -s --no-install-recommends {pkgs...}")) else {
         return Vec::new();
     };
     if dry.status.success() {
@@ -73,12 +72,14 @@ fn blocking_strays(pkgs: &[&str]) -> Vec<Pin> {
 
 /// `package` if it is installed at a version no configured source offers.
 fn stray(package: &str) -> Option<Pin> {
-    let installed = run(command("dpkg-query").args(["-W", "-f", "${Version} ${db:Status-Abbrev}", package])).ok()?;
+    let sh = shell().ok()?;
+    let format = "${Version} ${db:Status-Abbrev}";
+    let installed = run(cmd!(sh, "dpkg-query -W -f {format} {package}")).ok()?;
     let (installed, status) = installed.split_once(' ')?;
     if status.trim() != "ii" {
         return None;
     }
-    let offered = offered_versions(&run(command("apt-cache").args(["madison", package])).ok()?);
+    let offered = offered_versions(&run(cmd!(sh, "apt-cache madison {package}")).ok()?);
     let available = offered.first()?.clone();
     (!offered.iter().any(|v| v == installed)).then(|| Pin {
         package: package.to_string(),
@@ -119,7 +120,8 @@ fn offered_versions(madison: &str) -> Vec<String> {
 
 /// The exact package behind a Debian meta package (linux-image-amd64 → linux-image-6.1.0-57-amd64).
 pub fn resolve_meta(meta: &str) -> Result<String> {
-    let out = crate::host::process::run(command("apt-cache").args(["depends", meta]))?;
+    let sh = shell()?;
+    let out = crate::host::process::run(cmd!(sh, "apt-cache depends {meta}"))?;
     out.lines()
         .filter_map(|l| l.trim().strip_prefix("Depends: "))
         .find(|d| d.starts_with("linux-image-"))

@@ -11,7 +11,7 @@
 //! writes its configuration and reads its answers.
 
 use crate::host::fs;
-use crate::host::process::{command, output};
+use crate::host::process::{Cmd, Shell, cmd, output, shell, shell_in};
 use crate::host::project::Result;
 use std::path::{Path, PathBuf};
 
@@ -126,11 +126,10 @@ impl Suite {
         lines.join("\n") + "\n"
     }
 
-    /// apt-get or apt-cache with this suite's configuration.
-    fn apt(&self, program: &str) -> std::process::Command {
-        let mut c = command(program);
-        c.arg("-c").arg(self.dir.join("apt.conf")).env("DEBIAN_FRONTEND", "noninteractive");
-        c
+    /// apt-get or apt-cache with this suite's configuration, never asking questions.
+    fn apt<'sh>(&self, sh: &'sh Shell, program: &str) -> Cmd<'sh> {
+        let conf = self.dir.join("apt.conf");
+        cmd!(sh, "{program} -c {conf}").env("DEBIAN_FRONTEND", "noninteractive")
     }
 
     /// `apt-get update` unless the lists are fresh. A suite the archive does
@@ -146,7 +145,8 @@ impl Suite {
             return Ok(());
         }
         eprintln!("image: apt-get update for {} (its own state in {})", self.name, self.dir.display());
-        let out = output(self.apt("apt-get").args(["update", "-q"]))?;
+        let sh = shell()?;
+        let out = output(self.apt(&sh, "apt-get").args(["update", "-q"]))?;
         let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
         // apt exits 0 even when a source has no Release file; its E: and W: lines tell.
         let main_release = format!(" {} Release", self.name);
@@ -204,7 +204,8 @@ impl Suite {
 
     /// Every version of `package` the suite's sources offer, newest first (apt's order).
     fn versions(&self, package: &str) -> Result<Vec<String>> {
-        let out = output(self.apt("apt-cache").args(["madison", package]))?;
+        let sh = shell()?;
+        let out = output(self.apt(&sh, "apt-cache").args(["madison", package]))?;
         let mut versions: Vec<String> = Vec::new();
         for v in String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split('|').nth(1)) {
             if !versions.iter().any(|known| known == v.trim()) {
@@ -232,7 +233,8 @@ impl Suite {
 
     /// A linux-image package `package` (NAME or NAME=VERSION) depends on.
     fn image_dependency(&self, package: &str) -> Result<Option<String>> {
-        let out = output(self.apt("apt-cache").args(["depends", "--no-recommends", "--no-suggests", package]))?;
+        let sh = shell()?;
+        let out = output(self.apt(&sh, "apt-cache").args(["depends", "--no-recommends", "--no-suggests", package]))?;
         let deps = String::from_utf8_lossy(&out.stdout);
         let name = package.split('=').next().unwrap_or(package);
         let arch = name.split_once(':').map(|(_, a)| format!(":{a}")).unwrap_or_default();
@@ -248,7 +250,8 @@ impl Suite {
     fn missing(&self, package: &str) -> String {
         let prefix = package.split(['0', '1', '2', '3', '4', '5', '6', '7', '8', '9']).next().unwrap_or(package);
         let prefix = if prefix.starts_with("linux-image-") { "linux-image-" } else { prefix };
-        let names = output(self.apt("apt-cache").args(["pkgnames", prefix]))
+        let names = shell()
+            .and_then(|sh| output(self.apt(&sh, "apt-cache").args(["pkgnames", prefix])))
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
             .unwrap_or_default();
         let mut names: Vec<&str> =
@@ -307,8 +310,9 @@ impl Suite {
             return Ok(deb);
         }
         eprintln!("image: downloading {package} {version} from {} …", self.name);
+        let sh = shell_in(&debs)?;
         crate::host::process::run(
-            self.apt("apt-get").args(["download", "-q"]).arg(format!("{package}={version}")).current_dir(&debs),
+            self.apt(&sh, "apt-get").args(["download", "-q"]).arg(format!("{package}={version}")),
         )?;
         let deb =
             find().ok_or_else(|| format!("apt-get download {package}={version} left no .deb in {}", debs.display()))?;
@@ -320,7 +324,7 @@ impl Suite {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::process::run;
+    use crate::host::process::{cmd, run, shell, shell_in};
 
     #[test]
     fn package_at_suite_is_split_and_a_path_is_not() {
@@ -346,11 +350,8 @@ mod tests {
         }
         let pool = dir.join("repo/pool/main");
         std::fs::create_dir_all(&pool).unwrap();
-        run(command("dpkg-deb")
-            .args(["--build", "-Zgzip"])
-            .arg(&root)
-            .arg(pool.join(format!("{name}_{version}_amd64.deb"))))
-        .unwrap();
+        let (sh, deb) = (shell().unwrap(), pool.join(format!("{name}_{version}_amd64.deb")));
+        run(cmd!(sh, "dpkg-deb --build -Zgzip {root} {deb}")).unwrap();
     }
 
     /// A file-based archive serving `suite`, its InRelease signed with a
@@ -361,7 +362,8 @@ mod tests {
         deb(dir, "linux-image-9.8.0-3-amd64", "9.8.0-3", None);
         deb(dir, "linux-image-amd64", "9.9.9+1", Some("linux-image-9.9.9-1-amd64 (= 9.9.9-1)"));
         deb(dir, "linux-image-amd64", "9.8.0+3", Some("linux-image-9.8.0-3-amd64 (= 9.8.0-3)"));
-        let packages = run(command("dpkg-scanpackages").args(["-m", "pool"]).current_dir(&repo)).unwrap();
+        let in_repo = shell_in(&repo).unwrap();
+        let packages = run(cmd!(in_repo, "dpkg-scanpackages -m pool")).unwrap();
         let index = repo.join(format!("dists/{suite}/main/binary-amd64"));
         std::fs::create_dir_all(&index).unwrap();
         std::fs::write(index.join("Packages"), &packages).unwrap();
@@ -375,21 +377,12 @@ mod tests {
         std::fs::write(dists.join("Release"), release).unwrap();
         let gnupg = dir.join("gnupg");
         std::fs::create_dir_all(&gnupg).unwrap();
-        let gpg = || {
-            let mut c = command("gpg");
-            c.arg("--homedir").arg(&gnupg).args([
-                "--batch",
-                "--quiet",
-                "--pinentry-mode",
-                "loopback",
-                "--passphrase",
-                "",
-            ]);
-            c
-        };
+        let sh = shell().unwrap();
+        let gpg = || cmd!(sh, "gpg --homedir {gnupg} --batch --quiet --pinentry-mode loopback --passphrase ''");
         run(gpg().args(["--quick-gen-key", "bootmark test archive <t@example.org>", "ed25519", "sign", "never"]))
             .unwrap();
-        run(gpg().args(["--clearsign", "-o"]).arg(dists.join("InRelease")).arg(dists.join("Release"))).unwrap();
+        let (in_release, release) = (dists.join("InRelease"), dists.join("Release"));
+        run(gpg().args(["--clearsign", "-o"]).arg(&in_release).arg(&release)).unwrap();
         let keyring = dir.join("keyring.gpg");
         run(gpg().args(["--export", "-o"]).arg(&keyring)).unwrap();
         keyring

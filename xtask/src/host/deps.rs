@@ -6,7 +6,7 @@
 //! provides it. `.ci/run` installs nothing of its own beyond what building
 //! xtask needs: it calls `cargo xtask test`, which calls `ensure_test_tools`.
 
-use crate::host::process::command;
+use crate::host::process::{cmd, shell};
 use crate::host::project::Result;
 use crate::host::tools;
 
@@ -110,10 +110,11 @@ pub fn ensure_test_tools() -> Result<()> {
 }
 
 pub fn add_i386_architecture() -> Result<()> {
-    let known = crate::host::process::run(command("dpkg").arg("--print-foreign-architectures"))?;
+    let sh = shell()?;
+    let known = crate::host::process::run(cmd!(sh, "dpkg --print-foreign-architectures"))?;
     if !known.lines().any(|l| l.trim() == "i386") {
         eprintln!("xtask: dpkg --add-architecture i386 (the 32-bit boot test uses Debian's 686 kernel)");
-        crate::host::process::run(command("dpkg").args(["--add-architecture", "i386"]))?;
+        crate::host::process::run(cmd!(sh, "dpkg --add-architecture i386"))?;
     }
     Ok(())
 }
@@ -174,6 +175,31 @@ mod tests {
         }
     }
 
+    /// The programs a source file starts by name: the first word of each
+    /// `cmd!(sh, "…")` and each `sh.cmd("…")` (an interpolated `{program}`
+    /// or a path such as ./configure is not a package's tool).
+    fn programs_started_by_name(text: &str) -> Vec<&str> {
+        let mut found = Vec::new();
+        for (i, _) in text.match_indices("cmd!(") {
+            let Some(quote) = text[i..].find('"') else { continue };
+            let rest = &text[i + quote + 1..];
+            found.push(rest.split(|c: char| c.is_whitespace() || c == '"').next().unwrap_or(""));
+        }
+        for (i, m) in text.match_indices(".cmd(\"") {
+            found.push(text[i + m.len()..].split('"').next().unwrap_or(""));
+        }
+        let a_name = |p: &&str| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
+        found.retain(a_name);
+        found
+    }
+
+    #[test]
+    fn the_programs_started_by_name_are_found_in_both_forms() {
+        let text = "let sh = shell()?;\nrun(cmd!(sh, \"mkfs.fat -C {img}\"))?;\nrun(cmd!(\n    sh,\n    \"xorriso -as mkisofs\"\n))?;\n\
+                    spawn(sh.cmd(\"unshare\").args(a))?;\nrun(cmd!(sh, \"{program} -k\"))?;\nrun(cmd!(sh, \"./configure\"))?;";
+        assert_eq!(programs_started_by_name(text), ["mkfs.fat", "xorriso", "unshare"]);
+    }
+
     /// A fresh machine has only what `TEST_TOOLS` installs: a program the
     /// tests start that is in neither table works here and fails in CI.
     #[test]
@@ -186,9 +212,10 @@ mod tests {
         let mut unlisted = Vec::new();
         for f in files {
             let text = std::fs::read_to_string(&f).unwrap();
-            const START: &str = "command(\"";
-            for (_, rest) in text.match_indices(START).map(|(i, _)| ((), &text[i + START.len()..])) {
-                let prog = rest.split('"').next().unwrap();
+            // Comments name programs without starting them.
+            let code: String =
+                text.lines().filter(|l| !l.trim_start().starts_with("//")).map(|l| format!("{l}\n")).collect();
+            for prog in programs_started_by_name(&code) {
                 if !listed(prog) {
                     unlisted.push(format!("{prog} ({})", f.display()));
                 }

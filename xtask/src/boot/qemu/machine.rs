@@ -7,10 +7,9 @@
 use super::args::Args;
 use crate::build::arch::Arch;
 use crate::build::image::{iso, secure_boot};
-use crate::host::process::command;
 use crate::host::project::Result;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// OVMF's firmware: plain, and with Secure Boot (the secboot code and
 /// variables with Microsoft's keys enrolled and Secure Boot on, as
@@ -200,10 +199,11 @@ fn disks(args: &Args, old: bool) -> Result<Vec<Disk>> {
 }
 
 impl Machine {
-    /// The QEMU command line, the console to `log`; `work` holds this
-    /// boot's own files (the UEFI variables). Creates the stick's write log.
-    pub fn command(&self, log: &Path, work: &Path) -> Result<Command> {
-        let mut c = command(self.qemu);
+    /// QEMU's arguments (after [`Machine::qemu`]), the console to `log`;
+    /// `work` holds this boot's own files (the UEFI variables). Creates the
+    /// stick's write log.
+    pub fn argv(&self, log: &Path, work: &Path) -> Result<Vec<OsString>> {
+        let mut c = Argv::default();
         let shape = &self.shape;
         c.args(["-M", self.chipset, "-cpu", self.cpu, "-smp", &shape.cpus.to_string()]);
         c.args(["-m", &shape.memory_mib.to_string()]);
@@ -243,11 +243,11 @@ impl Machine {
         if let Firmware::Uefi { secure_boot } = self.firmware {
             add_ovmf(&mut c, secure_boot, work)?;
         }
-        Ok(c)
+        Ok(c.0)
     }
 
     /// The disks' controllers, then each disk on its bus, throttled as the machine's shape says.
-    fn add_disks(&self, c: &mut Command) {
+    fn add_disks(&self, c: &mut Argv) {
         let on = |bus: &str| self.disks.iter().any(|d| d.bus == bus);
         if on("sata") {
             c.args(["-device", "ahci,id=ahci"]);
@@ -273,7 +273,7 @@ impl Machine {
 }
 
 impl Stick {
-    fn add_to(&self, c: &mut Command) -> Result<()> {
+    fn add_to(&self, c: &mut Argv) -> Result<()> {
         match &self.write_log {
             None => c.arg("-drive").arg(format!("if=none,id=stick,format=raw,file={}", self.file.display())),
             Some(log) => {
@@ -291,8 +291,24 @@ impl Stick {
     }
 }
 
+/// QEMU's arguments as they are drawn, one flag and its value at a time.
+#[derive(Default)]
+struct Argv(Vec<OsString>);
+
+impl Argv {
+    fn arg(&mut self, a: impl Into<OsString>) -> &mut Argv {
+        self.0.push(a.into());
+        self
+    }
+
+    fn args<A: Into<OsString>>(&mut self, args: impl IntoIterator<Item = A>) -> &mut Argv {
+        self.0.extend(args.into_iter().map(Into::into));
+        self
+    }
+}
+
 /// OVMF as two flash chips: its code read-only, its variables a copy for this boot.
-fn add_ovmf(c: &mut Command, secure_boot: bool, work: &Path) -> Result<()> {
+fn add_ovmf(c: &mut Argv, secure_boot: bool, work: &Path) -> Result<()> {
     let (code, vars_template) = if secure_boot { (OVMF_SECBOOT_CODE, OVMF_MS_VARS) } else { (OVMF_CODE, OVMF_VARS) };
     let vars = work.join("OVMF_VARS.fd");
     std::fs::copy(vars_template, &vars).map_err(|e| format!("{vars_template}: {e} (apt-get install ovmf)"))?;
@@ -331,7 +347,8 @@ mod tests {
     }
 
     fn command_line(m: &Machine, dir: &Path) -> String {
-        crate::host::process::shown(&m.command(&dir.join("serial.log"), dir).unwrap())
+        let sh = crate::host::process::shell().unwrap();
+        crate::host::process::shown(sh.cmd(m.qemu).args(m.argv(&dir.join("serial.log"), dir).unwrap()))
     }
 
     #[test]

@@ -12,11 +12,12 @@ pub mod machine;
 use crate::build::arch::Arch;
 use crate::host::fs;
 use crate::host::fs::Context as _;
+use crate::host::process::{Streams, shell};
 use crate::host::project::Result;
 use crate::host::tools;
 pub use args::Args;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 pub const QEMU_TOOLS: [(&str, &str); 3] =
@@ -75,7 +76,7 @@ pub fn command_line(args: &Args) -> Result<String> {
     let log = args.log.clone().unwrap_or_else(|| args.image.join("serial.log"));
     let work = args.image.join(".qemu");
     fs::create_dir_all(&work)?;
-    let c = qemu_command(args, &log, &work)?;
+    let (program, argv) = qemu_argv(args, &log, &work)?;
     let quote = |s: &std::ffi::OsStr| {
         let s = s.to_string_lossy();
         if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@".contains(c)) {
@@ -84,12 +85,14 @@ pub fn command_line(args: &Args) -> Result<String> {
             format!("'{}'", s.replace('\'', "'\\''"))
         }
     };
-    Ok(std::iter::once(c.get_program()).chain(c.get_args()).map(quote).collect::<Vec<_>>().join(" "))
+    let program = std::ffi::OsStr::new(program);
+    Ok(std::iter::once(program).chain(argv.iter().map(|a| a.as_os_str())).map(quote).collect::<Vec<_>>().join(" "))
 }
 
-/// The flags resolved into a machine (`machine.rs`), then its command line.
-fn qemu_command(args: &Args, log: &Path, work: &Path) -> Result<Command> {
-    machine::resolve(args, image_arch(&args.image)?)?.command(log, work)
+/// The flags resolved into a machine (`machine.rs`), then its program and arguments.
+fn qemu_argv(args: &Args, log: &Path, work: &Path) -> Result<(&'static str, Vec<std::ffi::OsString>)> {
+    let machine = machine::resolve(args, image_arch(&args.image)?)?;
+    Ok((machine.qemu, machine.argv(log, work)?))
 }
 
 /// The entry to boot, by --entry or --entry-label (None: the stick's default).
@@ -163,9 +166,8 @@ pub fn boot(args: &Args) -> Result<Booted> {
 pub fn spawn(args: &Args, log: &Path, work: &Path) -> Result<std::process::Child> {
     tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
     let _ = std::fs::remove_file(log);
-    crate::host::process::spawn(
-        qemu_command(args, log, work)?.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()),
-    )
+    let (program, argv) = qemu_argv(args, log, work)?;
+    crate::host::process::spawn(shell()?.cmd(program).args(argv), Streams::null())
 }
 
 /// One QEMU run until the guest powers off or reboots (both end QEMU).
@@ -173,9 +175,10 @@ fn boot_once(args: &Args, log: &Path) -> Result<()> {
     let work = std::env::temp_dir().join(format!("bootmark-qemu-{}", std::process::id()));
     fs::create_dir_all(&work)?;
     let _ = std::fs::remove_file(log);
-    let mut cmd = qemu_command(args, log, &work)?;
+    let (program, argv) = qemu_argv(args, log, &work)?;
     let started = Instant::now();
-    let mut child = crate::host::process::spawn(cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()))?;
+    let streams = Streams::null().stderr(Stdio::piped());
+    let mut child = crate::host::process::spawn(shell()?.cmd(program).args(argv), streams)?;
     let limit = Duration::from_secs(args.timeout);
     let mut console = Growth::default();
     let status = loop {

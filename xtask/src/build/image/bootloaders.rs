@@ -6,7 +6,7 @@
 use super::{menu, secure_boot};
 use crate::host::fs;
 use crate::host::fs::write_creating_dirs as write;
-use crate::host::process::command;
+use crate::host::process::{cmd, shell};
 use crate::host::project::Result;
 use std::path::Path;
 
@@ -16,14 +16,13 @@ pub fn grub_efi(out: &Path, work: &Path, id: &str) -> Result<()> {
     fs::create_dir_all(out.parent().unwrap())?;
     let embedded = work.join("grub-embedded.cfg");
     write(&embedded, menu::grub_finder(id))?;
-    crate::host::process::run(
-        command("grub-mkstandalone")
-            .args(["-O", "x86_64-efi", "--locales=", "--themes=", "--fonts="])
-            .arg("--modules=part_msdos part_gpt fat iso9660 search search_fs_file serial terminal linux normal efi_gop echo configfile")
-            .arg("-o")
-            .arg(out)
-            .arg(format!("boot/grub/grub.cfg={}", embedded.display())),
-    )?;
+    let modules =
+        "part_msdos part_gpt fat iso9660 search search_fs_file serial terminal linux normal efi_gop echo configfile";
+    let sh = shell()?;
+    crate::host::process::run(cmd!(
+        sh,
+        "grub-mkstandalone -O x86_64-efi --locales= --themes= --fonts= --modules={modules} -o {out} boot/grub/grub.cfg={embedded}"
+    ))?;
     Ok(())
 }
 
@@ -58,12 +57,11 @@ pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chain: Option<&secure_
         }
     }
     write(pxe.join("pxelinux.cfg/default"), m.syslinux(""))?;
-    let uefi =
-        crate::host::process::run(command("grub-mknetdir").arg(format!("--net-directory={}", pxe.display())).args([
-            "--subdir=grub",
-            "-d",
-            "/usr/lib/grub/x86_64-efi",
-        ]));
+    let sh = shell()?;
+    let uefi = crate::host::process::run(cmd!(
+        sh,
+        "grub-mknetdir --net-directory={pxe} --subdir=grub -d /usr/lib/grub/x86_64-efi"
+    ));
     let uefi_line = match (uefi, chain) {
         (_, Some(chain)) => {
             // shim loads grubx64.efi from its own TFTP directory; the signed

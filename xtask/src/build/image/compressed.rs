@@ -82,14 +82,15 @@ pub fn decompress_module_tree(tree: &Path) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::process::{command, run};
+    use crate::host::process::{cmd, run, shell};
 
     /// `data` compressed by a real tool (`xz --check=sha256`, `zstd`, `gzip`):
     /// what packages hold, not what a Rust encoder writes.
     fn compress_with(tool: &[&str], data: &[u8], dir: &Path) -> Vec<u8> {
         let file = dir.join(format!("plain-{}", tool[0]));
         std::fs::write(&file, data).unwrap();
-        run(command(tool[0]).args(&tool[1..]).arg("-k").arg("-f").arg(&file)).unwrap();
+        let (sh, program, options) = (shell().unwrap(), tool[0], &tool[1..]);
+        run(cmd!(sh, "{program} {options...} -k -f {file}")).unwrap();
         let ext = match tool[0] {
             "xz" => "xz",
             "zstd" => "zst",

@@ -111,7 +111,7 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::process::command;
+    use crate::host::process::{Streams, shell, shell_in};
     use std::process::Stdio;
 
     fn sample() -> Archive {
@@ -126,13 +126,13 @@ mod tests {
 
     fn gnu_cpio(args: &[&str], input: &[u8], dir: Option<&std::path::Path>) -> String {
         use std::io::Write;
-        let mut c = command("cpio");
-        c.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        if let Some(d) = dir {
-            c.current_dir(d);
-        }
-        let mut child =
-            crate::host::process::spawn(&mut c).expect("GNU cpio is needed for this test (apt-get install cpio)");
+        let sh = match dir {
+            Some(d) => shell_in(d).unwrap(),
+            None => shell().unwrap(),
+        };
+        let piped = Streams::default().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = crate::host::process::spawn(sh.cmd("cpio").args(args), piped)
+            .expect("GNU cpio is needed for this test (apt-get install cpio)");
         child.stdin.take().unwrap().write_all(input).unwrap();
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "cpio {args:?}: {}", String::from_utf8_lossy(&out.stderr));

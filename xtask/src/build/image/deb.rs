@@ -4,7 +4,7 @@
 //! modules decompressed.
 
 use crate::build::arch::Arch;
-use crate::host::process::command;
+use crate::host::process::{cmd, shell, shell_in};
 use crate::host::project::Result;
 use std::path::{Path, PathBuf};
 
@@ -33,7 +33,8 @@ pub fn fetch_deb(name_or_path: &str, cache: &Path) -> Result<PathBuf> {
         return Ok(found);
     }
     eprintln!("image: downloading {name_or_path} with apt-get download …");
-    let out = crate::host::process::output(command("apt-get").args(["download", name_or_path]).current_dir(cache))
+    let sh = shell_in(cache)?;
+    let out = crate::host::process::output(cmd!(sh, "apt-get download {name_or_path}"))
         .map_err(|e| format!("{e}: give a path to the .deb instead"))?;
     if !out.status.success() {
         return Err(format!(
@@ -64,7 +65,8 @@ fn cached_deb(cache: &Path, package: &str) -> Option<PathBuf> {
 }
 
 fn deb_field(deb: &Path, field: &str) -> Result<String> {
-    let out = crate::host::process::output(command("dpkg-deb").args(["-f"]).arg(deb).arg(field))
+    let sh = shell()?;
+    let out = crate::host::process::output(cmd!(sh, "dpkg-deb -f {deb} {field}"))
         .map_err(|e| format!("{e} (apt-get install dpkg)"))?;
     if !out.status.success() {
         return Err(format!(
@@ -99,7 +101,8 @@ pub fn unpack_deb(deb: &Path, dir: &Path) -> Result<DebKernel> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     eprintln!("image: extracting {package}");
-    crate::host::process::run_shown(command("dpkg-deb").arg("-x").arg(deb).arg(dir))?;
+    let sh = shell()?;
+    crate::host::process::run_shown(cmd!(sh, "dpkg-deb -x {deb} {dir}"))?;
     let (vmlinuz, release, modules) = find_kernel_files(dir, &package).map_err(|e| {
         format!("{e} (a meta or -dbg package is not the kernel image; try its versioned dependency: apt-cache depends {package})")
     })?;

@@ -21,7 +21,7 @@
 use super::{menu, secure_boot};
 use crate::host::fs::Context as _;
 use crate::host::fs::write_creating_dirs as write;
-use crate::host::process::command;
+use crate::host::process::{cmd, run, shell};
 use crate::host::project::Result;
 use bootmark::bootmenu::{self, IsoMenus, Span};
 use std::path::Path;
@@ -71,17 +71,15 @@ pub fn build(out: &Path, work: &Path, c: &Contents) -> Result<IsoMenus> {
     write(root.join(".disk/info"), format!("bootmark image {}\n", c.id))?;
     let efi = root.join("boot/efiboot.img");
     efi_image(&efi, work, c)?;
-    crate::host::process::run(
-        command("xorriso")
-            .args(["-as", "mkisofs", "-quiet", "-o"])
-            .arg(out)
-            .args(["-V", VOLUME_ID, "-J", "-joliet-long", "-R", "-isohybrid-mbr", ISOHYBRID_MBR])
-            .args(["-c", "isolinux/boot.cat", "-b", "isolinux/isolinux.bin", "-no-emul-boot"])
-            .args(["-boot-load-size", "4", "-boot-info-table", "-eltorito-alt-boot"])
-            .args(["-e", "boot/efiboot.img", "-no-emul-boot", "-isohybrid-gpt-basdat"])
-            .env("SOURCE_DATE_EPOCH", c.mtime.max(315_532_800).to_string())
-            .arg(&root),
-    )?;
+    let sh = shell()?;
+    run(cmd!(
+        sh,
+        "xorriso -as mkisofs -quiet -o {out} -V {VOLUME_ID} -J -joliet-long -R -isohybrid-mbr {ISOHYBRID_MBR}
+            -c isolinux/boot.cat -b isolinux/isolinux.bin -no-emul-boot
+            -boot-load-size 4 -boot-info-table -eltorito-alt-boot
+            -e boot/efiboot.img -no-emul-boot -isohybrid-gpt-basdat {root}"
+    )
+    .env("SOURCE_DATE_EPOCH", c.mtime.max(315_532_800).to_string()))?;
     std::fs::remove_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
     let iso = std::fs::read(out).with_context(|| format!("cannot read {}", out.display()))?;
     Ok(IsoMenus { syslinux: span_of(&iso, &syslinux, out)?, grub: span_of(&iso, &grub, out)? })
@@ -119,24 +117,17 @@ fn efi_image(img: &Path, work: &Path, c: &Contents) -> Result<()> {
     if let Some(parent) = img.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    crate::host::process::run(command("mkfs.fat").args(["-C", "-n", "BOOTMARKEFI"]).arg(img).arg(kib.to_string()))?;
-    let target = format!("{}", img.display());
+    let kib = kib.to_string();
+    let sh = super::usb::mtools()?;
+    run(cmd!(sh, "mkfs.fat -C -n BOOTMARKEFI {img} {kib}"))?;
     for dir in ["EFI", "EFI/BOOT", "boot", "boot/grub"] {
         if tree.join(dir).is_dir() {
-            crate::host::process::run(
-                command("mmd").env("MTOOLS_SKIP_CHECK", "1").args(["-i", &target]).arg(format!("::{dir}")),
-            )?;
+            run(cmd!(sh, "mmd -i {img} ::{dir}"))?;
         }
     }
     for f in walk_files(&tree)? {
         let rel = f.strip_prefix(&tree).context("a walked file outside its tree")?;
-        crate::host::process::run(
-            command("mcopy")
-                .env("MTOOLS_SKIP_CHECK", "1")
-                .args(["-o", "-i", &target])
-                .arg(&f)
-                .arg(format!("::{}", rel.display())),
-        )?;
+        run(cmd!(sh, "mcopy -o -i {img} {f} ::{rel}"))?;
     }
     std::fs::remove_dir_all(&tree).map_err(|e| format!("{}: {e}", tree.display()))
 }

@@ -9,8 +9,7 @@
 //! kernels — format those targets beforehand.
 
 use crate::build::arch::Arch;
-use crate::host::process::command;
-use crate::host::process::run;
+use crate::host::process::{cmd, run, shell};
 use crate::host::project::Result;
 use std::path::{Path, PathBuf};
 
@@ -35,7 +34,8 @@ fn find_tool(fs: &str) -> Result<PathBuf> {
 
 /// The libraries `ldd` says a program loads, and its ELF interpreter.
 fn libraries(program: &Path) -> Result<Vec<PathBuf>> {
-    let out = run(command("ldd").arg(program))?;
+    let sh = shell()?;
+    let out = run(cmd!(sh, "ldd {program}"))?;
     Ok(out
         .lines()
         .filter_map(|l| {

@@ -263,7 +263,7 @@ fn write_journal(path: &Path, bytes: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::process::command;
+    use crate::host::process::{cmd, shell};
 
     /// A file with a valid bzImage header (not bootable): enough to build an image.
     fn fake_kernel(dir: &Path) -> PathBuf {
@@ -307,7 +307,8 @@ mod tests {
     fn stick_layout_partition_and_filesystem_are_right() {
         let (out, base) = build_test_image("layout");
         let img = out.join("usb.img");
-        let table = crate::host::process::run(command("sfdisk").arg("-d").arg(&img)).unwrap();
+        let sh = shell().unwrap();
+        let table = crate::host::process::run(cmd!(sh, "sfdisk -d {img}")).unwrap();
         assert!(
             table.contains("start=        2048") && table.contains("type=c") && table.contains("bootable"),
             "{table}"
@@ -316,7 +317,7 @@ mod tests {
         let part = base.join("part.img");
         let data = std::fs::read(&img).unwrap();
         std::fs::write(&part, &data[2048 * 512..]).unwrap();
-        let fsck = crate::host::process::output(command("fsck.fat").arg("-n").arg(&part)).unwrap();
+        let fsck = crate::host::process::output(cmd!(sh, "fsck.fat -n {part}")).unwrap();
         assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stdout));
         let info = bootmark::contract::fsprobe::probe(&part).unwrap().unwrap();
         assert_eq!((info.fs.as_str(), info.label.as_deref()), ("vfat", Some("BOOTMARK")));

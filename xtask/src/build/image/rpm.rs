@@ -208,18 +208,9 @@ pub mod tests {
 
     /// `data` compressed by the `xz` tool (CRC64, as kmod's modules are).
     fn xz(data: &[u8]) -> Vec<u8> {
-        let mut child = crate::host::process::spawn(
-            crate::host::process::command("xz")
-                .arg("-c")
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped()),
-        )
-        .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let input = data.to_vec();
-        let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input).unwrap());
-        let out = child.wait_with_output().unwrap();
-        writer.join().unwrap();
+        let sh = crate::host::process::shell().unwrap();
+        let out = crate::host::process::output(crate::host::process::cmd!(sh, "xz -c").stdin(data)).unwrap();
+        assert!(out.status.success(), "xz -c: {}", crate::host::process::stderr_tail(&out));
         out.stdout
     }
 
@@ -279,11 +270,10 @@ pub mod tests {
         )
         .unwrap();
         let top = dir.join(format!("rpmbuild-{payload}"));
+        let sh = crate::host::process::shell().unwrap();
+        let (topdir, binary_payload) = (format!("_topdir {}", top.display()), format!("_binary_payload {payload}"));
         crate::host::process::run(
-            crate::host::process::command("rpmbuild")
-                .args(["-bb", "--target", "x86_64", "--define"])
-                .arg(format!("_topdir {}", top.display()))
-                .args(["--define", &format!("_binary_payload {payload}")])
+            crate::host::process::cmd!(sh, "rpmbuild -bb --target x86_64 --define {topdir} --define {binary_payload}")
                 .args(["--define", "__os_install_post %{nil}", "--define", "debug_package %{nil}"])
                 .arg(&spec),
         )

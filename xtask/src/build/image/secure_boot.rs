@@ -15,7 +15,7 @@
 //! reinstall the build machine's own bootloader.
 
 use super::deb;
-use crate::host::process::command;
+use crate::host::process::{cmd, shell};
 use crate::host::project::{Result, project_root};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -84,7 +84,8 @@ pub fn chain() -> Result<Chain> {
 fn locate(package: &str, inside: &str) -> Result<(PathBuf, String)> {
     let installed = Path::new("/").join(inside);
     if installed.is_file() {
-        let version = crate::host::process::run(command("dpkg-query").args(["-W", "-f", "${Version}", package]))
+        let sh = shell()?;
+        let version = crate::host::process::run(cmd!(sh, "dpkg-query -W -f").arg("${Version}").arg(package))
             .unwrap_or_else(|_| "installed".into());
         return Ok((installed, version));
     }
@@ -96,7 +97,8 @@ fn locate(package: &str, inside: &str) -> Result<(PathBuf, String)> {
     let dir = cache.join("secure-boot").join(&stem);
     if !dir.join(inside).is_file() {
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        crate::host::process::run(command("dpkg-deb").arg("-x").arg(&deb).arg(&dir))?;
+        let sh = shell()?;
+        crate::host::process::run(cmd!(sh, "dpkg-deb -x {deb} {dir}"))?;
     }
     let path = dir.join(inside);
     if !path.is_file() {

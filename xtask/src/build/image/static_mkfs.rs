@@ -14,7 +14,7 @@
 use crate::build::arch::Arch;
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::{cmd, run, shell, shell_in};
 use crate::host::project::{Result, project_root};
 use crate::host::tools;
 use std::path::{Path, PathBuf};
@@ -88,12 +88,8 @@ fn ensure_build_tools(arch: Arch, install_deps: bool) -> Result<()> {
         return Ok(());
     }
     // gcc -m32 links with the 32-bit libgcc of the host's gcc version.
-    let major = crate::host::process::run(command("gcc").arg("-dumpversion"))?
-        .trim()
-        .split('.')
-        .next()
-        .unwrap_or("12")
-        .to_string();
+    let sh = shell()?;
+    let major = run(cmd!(sh, "gcc -dumpversion"))?.trim().split('.').next().unwrap_or("12").to_string();
     let libgcc: &'static str = Box::leak(format!("/usr/lib/gcc/x86_64-linux-gnu/{major}/32/libgcc.a").into_boxed_str());
     let package: &'static str = Box::leak(format!("lib32gcc-{major}-dev").into_boxed_str());
     if install_deps {
@@ -143,7 +139,8 @@ fn build(arch: Arch, install_deps: bool) -> Result<PathBuf> {
 
 fn unpack(tarball: &Path, into: &Path) -> Result<PathBuf> {
     fs::create_dir_all(into)?;
-    crate::host::process::run(command("tar").arg("xzf").arg(tarball).arg("-C").arg(into).arg("--strip-components=1"))?;
+    let sh = shell()?;
+    run(cmd!(sh, "tar xzf {tarball} -C {into} --strip-components=1"))?;
     Ok(into.to_path_buf())
 }
 
@@ -168,14 +165,13 @@ fn build_mke2fs(src: &Path, cc: &str) -> Result<()> {
         "--enable-libuuid",
         "--enable-libblkid",
     ];
-    let in_src = |program: &str| {
-        let mut c = command(program);
-        c.current_dir(src).env("CC", cc).env("LDFLAGS", "-static");
-        c
-    };
-    crate::host::process::run(in_src("./configure").arg("--quiet").args(configure))?;
-    crate::host::process::run(in_src("make").args([jobs().as_str(), "libs"]))?;
-    crate::host::process::run(in_src("make").args([jobs().as_str(), "-C", "misc", "mke2fs"]))?;
+    let sh = shell_in(src)?;
+    sh.set_var("CC", cc);
+    sh.set_var("LDFLAGS", "-static");
+    let jobs = jobs();
+    run(cmd!(sh, "./configure --quiet {configure...}"))?;
+    run(cmd!(sh, "make {jobs} libs"))?;
+    run(cmd!(sh, "make {jobs} -C misc mke2fs"))?;
     Ok(())
 }
 
@@ -210,29 +206,29 @@ fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()
         et.display()
     );
     let path = format!("{}:{}", et.display(), std::env::var("PATH").unwrap_or_default());
-    let in_src = |program: &str| {
-        let mut c = command(program);
-        // compile_et from the e2fsprogs build tree, with its templates.
-        c.current_dir(src).env("CC", cc).env("CFLAGS", &cflags).env("PATH", &path).env("_ET_DIR_OVERRIDE", &et);
-        c
-    };
+    let sh = shell_in(src)?;
+    sh.set_var("CC", cc);
+    sh.set_var("CFLAGS", &cflags);
+    // compile_et from the e2fsprogs build tree, with its templates.
+    sh.set_var("PATH", &path);
+    sh.set_var("_ET_DIR_OVERRIDE", &et);
     let ldflags = format!("-L{}", lib.display());
-    crate::host::process::run(
-        in_src("./configure")
-            .args(["--quiet", "--disable-shared", "--enable-static"])
-            .env("LDFLAGS", format!("-static {ldflags}")),
-    )?;
+    let static_ldflags = format!("-static {ldflags}");
+    run(cmd!(sh, "./configure --quiet --disable-shared --enable-static").env("LDFLAGS", static_ldflags))?;
+    let jobs = jobs();
     for dir in ["lib", "reiserfscore"] {
-        crate::host::process::run(in_src("make").args([jobs().as_str(), "-C", dir]))?;
+        run(cmd!(sh, "make {jobs} -C {dir}"))?;
     }
     // libtool links programs statically only when told -all-static.
-    crate::host::process::run(in_src("make").args(["-C", "mkreiserfs"]).arg(format!("LDFLAGS=-all-static {ldflags}")))?;
+    let all_static = format!("LDFLAGS=-all-static {ldflags}");
+    run(cmd!(sh, "make -C mkreiserfs {all_static}"))?;
     Ok(())
 }
 
 /// Strip a built program into the cache and check it needs no loader.
 fn install_program(built: &Path, to: &Path) -> Result<()> {
-    crate::host::process::run(command("strip").arg("-o").arg(to).arg(built))?;
+    let sh = shell()?;
+    run(cmd!(sh, "strip -o {to} {built}"))?;
     check_static(to)
 }
 
@@ -243,7 +239,8 @@ fn fetch(source: &Source, dir: &Path) -> Result<PathBuf> {
     if !file.exists() {
         eprintln!("image: downloading {}", source.url);
         let partial = file.with_extension("partial");
-        crate::host::process::run(command("curl").args(["-fsSL", "--retry", "3", "-o"]).arg(&partial).arg(source.url))
+        let (sh, url) = (shell()?, source.url);
+        run(cmd!(sh, "curl -fsSL --retry 3 -o {partial} {url}"))
             .map_err(|e| format!("cannot download {} {}: {e}", source.name, source.version))?;
         fs::rename(&partial, &file)?;
     }

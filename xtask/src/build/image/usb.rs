@@ -5,21 +5,21 @@
 
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
-use crate::host::process::run;
+use crate::host::process::{Shell, cmd, run, shell};
 use crate::host::project::Result;
 use std::path::Path;
-use std::process::Command;
 
 pub const LABEL: &str = "BOOTMARK";
 pub const PART_START: u64 = 2048;
 const SECTOR: u64 = 512;
 pub const MBR_BIN: &str = "/usr/lib/syslinux/mbr/mbr.bin";
 
-fn mtools(cmd: &str) -> Command {
-    let mut c = command(cmd);
-    c.env("MTOOLS_SKIP_CHECK", "1");
-    c
+/// A shell for mtools on an image file: its sanity check of the "drive"
+/// (a file, not a floppy) is off.
+pub fn mtools() -> Result<Shell> {
+    let sh = shell()?;
+    sh.set_var("MTOOLS_SKIP_CHECK", "1");
+    Ok(sh)
 }
 
 pub fn image_arg(img: &Path) -> String {
@@ -35,33 +35,19 @@ pub fn build(img: &Path, stage: &Path, size_mib: u64, volume_id: u32) -> Result<
     drop(f);
     partition(img, volume_id)?;
     let part_kib = ((size_mib << 20) / SECTOR - PART_START) * SECTOR / 1024;
-    run(command("mkfs.fat")
-        .args(["-F", "32", "-n", LABEL, "-i", &format!("{volume_id:08X}"), "-h", &PART_START.to_string()])
-        .args(["--offset", &PART_START.to_string()])
-        .arg(img)
-        .arg(part_kib.to_string()))?;
-    run(command("syslinux").args(["--install", "--offset", &(PART_START * SECTOR).to_string()]).arg(img))?;
+    let sh = shell()?;
+    let (volume_id, start, part_kib) = (format!("{volume_id:08X}"), PART_START.to_string(), part_kib.to_string());
+    run(cmd!(sh, "mkfs.fat -F 32 -n {LABEL} -i {volume_id} -h {start} --offset {start} {img} {part_kib}"))?;
+    let offset = (PART_START * SECTOR).to_string();
+    run(cmd!(sh, "syslinux --install --offset {offset} {img}"))?;
     install_mbr(img)?;
     copy_tree(img, stage)
 }
 
 fn partition(img: &Path, volume_id: u32) -> Result<()> {
-    use std::io::Write;
-    let mut child = crate::host::process::spawn(
-        command("sfdisk")
-            .arg("-q")
-            .arg(img)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped()),
-    )?;
     let script = format!("label: dos\nlabel-id: 0x{volume_id:08x}\nstart={PART_START}, type=c, bootable\n");
-    child.stdin.take().unwrap().write_all(script.as_bytes()).context("cannot feed sfdisk its script")?;
-    let out = child.wait_with_output().context("waiting for sfdisk")?;
-    if !out.status.success() {
-        return Err(format!("sfdisk failed: {}", String::from_utf8_lossy(&out.stderr)));
-    }
-    Ok(())
+    let sh = shell()?;
+    run(cmd!(sh, "sfdisk -q {img}").stdin(script)).map(|_| ())
 }
 
 /// syslinux's boot code in bytes 0..440 (the partition table after it stays).
@@ -81,11 +67,13 @@ fn copy_tree(img: &Path, stage: &Path) -> Result<()> {
     let mut files = Vec::new();
     walk(stage, stage, &mut dirs, &mut files)?;
     dirs.sort();
+    let sh = mtools()?;
     for d in &dirs {
-        run(mtools("mmd").args(["-D", "s", "-i", &target]).arg(format!("::{d}")))?;
+        run(cmd!(sh, "mmd -D s -i {target} ::{d}"))?;
     }
     for f in &files {
-        run(mtools("mcopy").args(["-o", "-m", "-i", &target]).arg(stage.join(f)).arg(format!("::{f}")))?;
+        let from = stage.join(f);
+        run(cmd!(sh, "mcopy -o -m -i {target} {from} ::{f}"))?;
     }
     Ok(())
 }
@@ -107,7 +95,8 @@ fn walk(root: &Path, dir: &Path, dirs: &mut Vec<String>, files: &mut Vec<String>
 /// Names in a FAT directory of the image (for the image tests).
 #[cfg(test)]
 pub fn list(img: &Path, dir: &str) -> Result<Vec<String>> {
-    let out = run(mtools("mdir").args(["-a", "-b", "-i", &image_arg(img)]).arg(format!("::{dir}")))?;
+    let (sh, target) = (mtools()?, image_arg(img));
+    let out = run(cmd!(sh, "mdir -a -b -i {target} ::{dir}"))?;
     Ok(out
         .lines()
         .map(|l| l.trim_start_matches("::").trim_start_matches(&format!("/{dir}")).trim_matches('/').to_string())
@@ -119,7 +108,8 @@ pub fn list(img: &Path, dir: &str) -> Result<Vec<String>> {
 /// Plain text edits of files on the FAT partition (what /init does too).
 pub fn set_default_entry(img: &Path, n: usize) -> Result<()> {
     let target = image_arg(img);
-    let read = |f: &str| run(mtools("mtype").args(["-i", &target]).arg(format!("::{f}")));
+    let sh = mtools()?;
+    let read = |f: &str| run(cmd!(sh, "mtype -i {target} ::{f}"));
     let syslinux = read("syslinux.cfg")?;
     let label = bootmark::bootmenu::labels(&syslinux)
         .into_iter()
@@ -133,7 +123,8 @@ pub fn set_default_entry(img: &Path, n: usize) -> Result<()> {
         [("syslinux.cfg", &syslinux, "::syslinux.cfg"), ("grub.cfg", &grub, "::boot/grub/grub.cfg")]
     {
         fs::write(tmp.join(name), text)?;
-        run(mtools("mcopy").args(["-o", "-i", &target]).arg(tmp.join(name)).arg(dest))?;
+        let from = tmp.join(name);
+        run(cmd!(sh, "mcopy -o -i {target} {from} {dest}"))?;
     }
     let _ = std::fs::remove_dir_all(&tmp);
     Ok(())

@@ -19,13 +19,13 @@ use crate::build::kernel::bzimage;
 use crate::build::kernel::config::KernelConfig;
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::{Cmd, Shell, Streams, cmd, shell, shell_in};
 use crate::host::project::{Result, project_root};
 use line::Line;
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Host tools a kernel build needs beyond the compiler, make and binutils
@@ -281,7 +281,8 @@ fn unpack(tarball: &Path, sha256: &str, work: &Path) -> Result<PathBuf> {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         eprintln!("kernel: unpacking {} into {}", tarball.display(), dir.display());
-        let unpacked = crate::host::process::run_shown(command("tar").arg("-xf").arg(tarball).arg("-C").arg(&dir));
+        let sh = shell()?;
+        let unpacked = crate::host::process::run_shown(cmd!(sh, "tar -xf {tarball} -C {dir}"));
         if let Err(e) = unpacked {
             return Err(format!(
                 "{e}: is {} a kernel tarball? (xz and bzip2 must be installed for .xz/.bz2)",
@@ -334,40 +335,39 @@ struct Make<'a> {
 }
 
 impl Make<'_> {
+    /// The shell make runs in: the tree, or (chrooted) where we stand.
+    fn shell(&self) -> Result<Shell> {
+        match &self.args.chroot {
+            Some(_) => shell(),
+            None => shell_in(self.tree),
+        }
+    }
+
     /// `make` in the tree, or in the chroot (`cd TREE && exec make …`, paths as seen inside it).
-    fn command(&self, targets: &[&str]) -> Command {
+    fn command<'sh>(&self, sh: &'sh Shell, targets: &[&str]) -> Cmd<'sh> {
         let path = |p: &Path| match &self.args.chroot {
             Some(root) => inside(root, p).unwrap_or_else(|_| p.to_path_buf()),
             None => p.to_path_buf(),
         };
-        let mut c = match &self.args.chroot {
+        let make = &self.args.make;
+        let c = match &self.args.chroot {
             Some(root) => {
-                let mut c = command("chroot");
-                c.arg(root)
-                    .args(["/bin/sh", "-c", "cd \"$0\" && exec \"$@\""])
-                    .arg(path(self.tree))
-                    .arg(&self.args.make);
-                c
+                let tree = path(self.tree);
+                cmd!(sh, "chroot {root} /bin/sh -c 'cd \"$0\" && exec \"$@\"' {tree} {make}")
             }
-            None => {
-                let mut c = command(&self.args.make);
-                c.current_dir(self.tree);
-                c
-            }
+            None => cmd!(sh, "{make}"),
         };
         let arch = self.args.arch.kernel_arch();
         let jobs = self.args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        c.arg(format!("-j{jobs}"))
-            .arg(format!("ARCH={arch}"))
-            .arg(format!("O={}", path(self.build_dir).display()))
-            .arg(format!("CC={}", self.cc));
-        if !self.args.cross_compile.is_empty() {
-            c.arg(format!("CROSS_COMPILE={}", self.args.cross_compile));
-        }
+        let (jobs, arch) = (format!("-j{jobs}"), format!("ARCH={arch}"));
+        let (out, cc) = (format!("O={}", path(self.build_dir).display()), format!("CC={}", self.cc));
+        let cross = Some(&self.args.cross_compile).filter(|c| !c.is_empty()).map(|c| format!("CROSS_COMPILE={c}"));
         // The kernel's version string names its builder: ours, not the host's.
-        c.env("KBUILD_BUILD_USER", "bootmark").env("KBUILD_BUILD_HOST", "kernel-configs");
-        c.args(targets);
-        c
+        c.args([jobs, arch, out, cc])
+            .args(cross)
+            .env("KBUILD_BUILD_USER", "bootmark")
+            .env("KBUILD_BUILD_HOST", "kernel-configs")
+            .args(targets)
     }
 
     /// Run make, its output into `log`; show the elapsed time and make's
@@ -375,10 +375,12 @@ impl Make<'_> {
     /// `answer_defaults`: feed empty lines (`yes "" | make oldconfig`).
     fn run(&self, targets: &[&str], log: &Path, what: &str, answer_defaults: bool) -> Result<()> {
         let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let mut cmd = self.command(targets);
-        cmd.stdout(file.try_clone().with_context(|| format!("{}", log.display()))?).stderr(file);
-        cmd.stdin(if answer_defaults { Stdio::piped() } else { Stdio::null() });
-        let mut child = crate::host::process::spawn(&mut cmd)?;
+        let sh = self.shell()?;
+        let streams = Streams::default()
+            .stdout(file.try_clone().with_context(|| format!("{}", log.display()))?)
+            .stderr(file)
+            .stdin(if answer_defaults { Stdio::piped() } else { Stdio::null() });
+        let mut child = crate::host::process::spawn(self.command(&sh, targets), streams)?;
         if let Some(mut stdin) = child.stdin.take() {
             std::thread::spawn(move || {
                 let lines = vec![b'\n'; 4096];
@@ -474,7 +476,8 @@ fn install(make: &Make, out: &Path, modules: bool) -> Result<(PathBuf, String)> 
             "installing modules",
             false,
         )?;
-        crate::host::process::run(command("cp").arg("-a").arg(staged.join("lib")).arg(out))?;
+        let (sh, lib) = (shell()?, staged.join("lib"));
+        crate::host::process::run(cmd!(sh, "cp -a {lib} {out}"))?;
     }
     Ok((boot.join(format!("vmlinuz-{release}")), release))
 }
@@ -537,21 +540,16 @@ mod tests {
         let args = Args { arch: Arch::I686, jobs: Some(3), ..Args::for_source(Path::new("linux")) };
         let (tree, build) = (Path::new("/srv/etch/var/tmp/t"), Path::new("/srv/etch/var/tmp/b"));
         let make = Make { args: &args, tree, build_dir: build, cc: "gcc-4.1" };
-        let shown = |c: &Command| {
-            std::iter::once(c.get_program())
-                .chain(c.get_args())
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        let plain = make.command(&["bzImage"]);
-        assert_eq!(shown(&plain), "make -j3 ARCH=i386 O=/srv/etch/var/tmp/b CC=gcc-4.1 bzImage");
-        assert_eq!(plain.get_current_dir(), Some(tree));
+        let shown = |make: &Make| crate::host::process::shown(make.command(&make.shell().unwrap(), &["bzImage"]));
+        assert_eq!(
+            shown(&make),
+            "(cd /srv/etch/var/tmp/t && make -j3 ARCH=i386 O=/srv/etch/var/tmp/b CC=gcc-4.1 bzImage)"
+        );
         let chrooted = Args { chroot: Some("/srv/etch".into()), ..args.clone() };
         let make = Make { args: &chrooted, tree, build_dir: build, cc: "gcc-4.1" };
         assert_eq!(
-            shown(&make.command(&["bzImage"])),
-            "chroot /srv/etch /bin/sh -c cd \"$0\" && exec \"$@\" /var/tmp/t make -j3 ARCH=i386 O=/var/tmp/b CC=gcc-4.1 bzImage"
+            shown(&make),
+            "chroot /srv/etch /bin/sh -c 'cd \"$0\" && exec \"$@\"' /var/tmp/t make -j3 ARCH=i386 O=/var/tmp/b CC=gcc-4.1 bzImage"
         );
         assert!(
             inside(Path::new("/srv/etch"), Path::new("/work/linux")).unwrap_err().contains("not inside the chroot")

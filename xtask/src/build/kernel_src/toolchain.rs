@@ -4,9 +4,8 @@
 //! 2.6.9; current kernels refuse gcc older than 5.1).
 
 use super::line::{Range, Toolchain, version_numbers};
-use crate::host::process::command;
+use crate::host::process::{Cmd, cmd, shell};
 use crate::host::project::Result;
-use std::process::Command;
 
 /// The tools found, by version.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -19,16 +18,13 @@ pub struct Found {
 /// What the build runs: `cc` (default `{cross}gcc`), `make` and `{cross}ld`,
 /// each through `runner` (a chroot) when given.
 pub fn find(cc: &str, make: &str, cross: &str, runner: Option<&std::path::Path>) -> Result<Found> {
+    let sh = shell()?;
     let version = |tool: &str, args: &[&str], parse: &dyn Fn(&str) -> Option<String>| {
-        let mut cmd = match runner {
-            Some(root) => {
-                let mut c = command("chroot");
-                c.arg(root).arg(tool);
-                c
-            }
-            None => command(tool),
+        let (cmd, shown) = match runner {
+            Some(root) => (cmd!(sh, "chroot {root} {tool} {args...}"), format!("{} {tool}", root.display())),
+            None => (cmd!(sh, "{tool} {args...}"), String::new()),
         };
-        version_of(cmd.args(args), tool, parse)
+        version_of(cmd, format!("{shown} {}", args.join(" ")).trim_start(), tool, parse)
     };
     let gcc = version(cc, &["-dumpversion"], &|out| out.lines().next().map(str::trim).map(String::from))?;
     let make_v = version(make, &["--version"], &|out| {
@@ -40,9 +36,8 @@ pub fn find(cc: &str, make: &str, cross: &str, runner: Option<&std::path::Path>)
     Ok(Found { gcc, make: make_v, binutils })
 }
 
-fn version_of(cmd: &mut Command, tool: &str, parse: &dyn Fn(&str) -> Option<String>) -> Result<String> {
-    let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
-    let args = args.join(" ");
+/// The version `parse` finds in what `cmd` printed; `args` as the error shows them.
+fn version_of(cmd: Cmd<'_>, args: &str, tool: &str, parse: &dyn Fn(&str) -> Option<String>) -> Result<String> {
     let out = crate::host::process::output(cmd)
         .map_err(|e| format!("{e} ({tool}: install it, or point the build at another one: see --help)"))?;
     if !out.status.success() && out.stdout.is_empty() {

@@ -10,13 +10,13 @@ use crate::build::image;
 use crate::check::boots::support::{boot_and_check, test_boot, test_image};
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::{Cmd, cmd, shell};
 use crate::host::project::{Result, project_root};
 use std::path::Path;
-use std::process::Command;
 
 pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
     let started = std::time::Instant::now();
+    let sh = shell()?;
     let dir = base.join("rpm");
     let _ = std::fs::remove_dir_all(&dir);
     let root = dir.join("buildroot");
@@ -36,7 +36,8 @@ pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
         let inside = m.path.trim_start_matches(&format!("lib/modules/{release}/"));
         let dest = root.join(format!("lib/modules/{release}/{inside}.xz"));
         copy(&k.modules.join(inside), &dest.with_extension(""))?;
-        run(command("xz").arg("-f").arg(dest.with_extension("")))?;
+        let plain = dest.with_extension("");
+        run(cmd!(sh, "xz -f {plain}"))?;
         files.push(format!("/lib/modules/{release}/{inside}.xz"));
     }
     let spec = dir.join("kernel.spec");
@@ -53,10 +54,8 @@ pub fn test(deb_image_out: &Path, package: &str, base: &Path) -> Result<()> {
     )
     .with_context(|| format!("cannot write {}", spec.display()))?;
     let topdir = dir.join("rpmbuild");
-    run(command("rpmbuild")
-        .args(["-bb", "--target", "x86_64"])
-        .arg("--define")
-        .arg(format!("_topdir {}", topdir.display()))
+    let topdir_define = format!("_topdir {}", topdir.display());
+    run(cmd!(sh, "rpmbuild -bb --target x86_64 --define {topdir_define}")
         // As 2005 packages were: gzip payload, MD5 file digests; and nothing post-processed.
         .args(["--define", "_binary_payload w9.gzdio", "--define", "_binary_filedigest_algorithm 1"])
         .args(["--define", "__os_install_post %{nil}", "--define", "debug_package %{nil}"])
@@ -83,7 +82,7 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
     std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("{}: {e}", from.display()))
 }
 
-fn run(c: &mut Command) -> Result<()> {
+fn run(c: Cmd<'_>) -> Result<()> {
     crate::host::process::run(c).map(|_| ())
 }
 

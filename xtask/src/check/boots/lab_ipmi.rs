@@ -20,7 +20,7 @@ use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image;
 use crate::host::fs;
-use crate::host::process::{command, spawn};
+use crate::host::process::{Streams, cmd, shell, spawn};
 use crate::host::project::Result;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -66,13 +66,9 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
 
     // The first run, killed once three steps are done.
     let first_out = dir.join("run1.out");
-    let mut first = spawn(
-        command(&bootmark)
-            .args(["lab", "run"])
-            .arg(&lab)
-            .stdout(fs::create(&first_out)?)
-            .stderr(fs::create(dir.join("run1.err"))?),
-    )?;
+    let sh = shell()?;
+    let streams = Streams::default().stdout(fs::create(&first_out)?).stderr(fs::create(dir.join("run1.err"))?);
+    let mut first = spawn(cmd!(sh, "{bootmark} lab run {lab}"), streams)?;
     let state_dir = dir.join("lab.state");
     let limit = Instant::now() + Duration::from_secs(3 * MAX_STEP_S + 120);
     while done_steps(&state_dir) < 3 {
@@ -90,7 +86,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     let done_logs = logs_of_done_steps(&state_dir)?;
 
     // Run again: the fourth step only, then the report.
-    let second = crate::host::process::output(command(&bootmark).args(["lab", "run"]).arg(&lab))?;
+    let second = crate::host::process::output(cmd!(sh, "{bootmark} lab run {lab}"))?;
     let out = String::from_utf8_lossy(&second.stdout).into_owned();
     let err = String::from_utf8_lossy(&second.stderr).into_owned();
     drop(bmc);
@@ -143,40 +139,20 @@ impl Bmc {
             "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02\nmc_enable 0x20\n",
         )?;
         fs::create_dir_all(dir.join("sim-state"))?;
-        let sim = spawn(
-            command("ipmi_sim")
-                .arg("-c")
-                .arg(dir.join("lan.conf"))
-                .arg("-f")
-                .arg(dir.join("sim.emu"))
-                .arg("-n")
-                .arg("-s")
-                .arg(dir.join("sim-state"))
-                .stdout(fs::create(dir.join("ipmi_sim.log"))?)
-                .stderr(std::process::Stdio::null()),
-        )?;
+        let sh = shell()?;
+        let (lan_conf, emu, state) = (dir.join("lan.conf"), dir.join("sim.emu"), dir.join("sim-state"));
+        let streams =
+            Streams::default().stdout(fs::create(dir.join("ipmi_sim.log"))?).stderr(std::process::Stdio::null());
+        let sim = spawn(cmd!(sh, "ipmi_sim -c {lan_conf} -f {emu} -n -s {state}"), streams)?;
         let bmc = Bmc { sim, dir: dir.to_path_buf() };
         // Up when it answers.
         let pass = dir.join("bmc.pass");
         for _ in 0..50 {
-            let answered = crate::host::process::succeeds(
-                command("ipmitool")
-                    .args([
-                        "-I",
-                        "lanplus",
-                        "-C",
-                        "3",
-                        "-H",
-                        "127.0.0.1",
-                        "-p",
-                        &lan_port.to_string(),
-                        "-U",
-                        "admin",
-                        "-f",
-                    ])
-                    .arg(&pass)
-                    .args(["chassis", "power", "status"]),
-            );
+            let port = lan_port.to_string();
+            let answered = crate::host::process::succeeds(cmd!(
+                sh,
+                "ipmitool -I lanplus -C 3 -H 127.0.0.1 -p {port} -U admin -f {pass} chassis power status"
+            ));
             if answered {
                 return Ok(bmc);
             }

@@ -6,7 +6,7 @@
 
 use super::lab_ipmi::tail;
 use crate::host::fs;
-use crate::host::process::{command, output};
+use crate::host::process::{cmd, output, shell};
 use crate::host::project::Result;
 use std::path::Path;
 use std::time::Instant;
@@ -30,7 +30,8 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
         ),
     )?;
     let bootmark = crate::host::project::project_root().join("target/debug/bootmark");
-    let ran = output(command(&bootmark).args(["lab", "run"]).arg(&lab))?;
+    let sh = shell()?;
+    let ran = output(cmd!(sh, "{bootmark} lab run {lab}"))?;
     let out = String::from_utf8_lossy(&ran.stdout).into_owned();
     if ran.status.code() != Some(0) {
         return Err(format!(

@@ -23,7 +23,7 @@ use super::lab_ipmi::{free_port, free_port_but, set_mode, tail};
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::host::fs;
-use crate::host::process::{command, output, run, spawn};
+use crate::host::process::{Streams, cmd, output, run, shell, spawn};
 use crate::host::project::Result;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -48,13 +48,9 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     let http_port = free_port_but(false, &[redfish_port, notify_port])?;
     let www = dir.join("www");
     fs::create_dir_all(&www)?;
-    let _web = Child(spawn(
-        command(venv.join("bin/python3"))
-            .args(["-m", "http.server", "--bind", "127.0.0.1", &http_port.to_string(), "--directory"])
-            .arg(&www)
-            .stdout(std::process::Stdio::null())
-            .stderr(fs::create(dir.join("http.log"))?),
-    )?);
+    let (sh, python, port) = (shell()?, venv.join("bin/python3"), http_port.to_string());
+    let streams = Streams::default().stdout(std::process::Stdio::null()).stderr(fs::create(dir.join("http.log"))?);
+    let _web = Child(spawn(cmd!(sh, "{python} -m http.server --bind 127.0.0.1 {port} --directory {www}"), streams)?);
     // The console server's log exists before the first boot, as conserver's does.
     fs::write(dir.join("console.log"), "")?;
     let chassis = Chassis::start(&dir, image, notify_port)?;
@@ -64,7 +60,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
 
     // Without the certificate's CA: refused before anything is asked of the power.
     let no_ca = write_lab(&dir, image, redfish_port, http_port, false)?;
-    let refused = output(command(&bootmark).args(["lab", "run"]).arg(&no_ca))?;
+    let refused = output(cmd!(sh, "{bootmark} lab run {no_ca}"))?;
     let refused_err = String::from_utf8_lossy(&refused.stderr).into_owned();
     if refused.status.code() != Some(2) || !refused_err.to_lowercase().contains("certificate") {
         return Err(format!(
@@ -77,7 +73,7 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
         return Err("lab-redfish: the untrusted BMC was asked to do something".into());
     }
 
-    let ran = output(command(&bootmark).args(["lab", "run"]).arg(&lab))?;
+    let ran = output(cmd!(sh, "{bootmark} lab run {lab}"))?;
     let out = String::from_utf8_lossy(&ran.stdout).into_owned();
     let err = String::from_utf8_lossy(&ran.stderr).into_owned();
     let power_ons = chassis.stop();
@@ -115,38 +111,41 @@ fn sushy_tools() -> Result<PathBuf> {
         return Ok(venv);
     }
     let _ = std::fs::remove_dir_all(&venv);
-    if !crate::host::process::succeeds(command("python3").args(["-m", "venv"]).arg(&venv)) {
+    let sh = shell()?;
+    if !crate::host::process::succeeds(cmd!(sh, "python3 -m venv {venv}")) {
         if crate::host::deps::can_install() {
             crate::host::apt::install(&["python3-venv"])?;
             let _ = std::fs::remove_dir_all(&venv);
-            run(command("python3").args(["-m", "venv"]).arg(&venv))?;
+            run(cmd!(sh, "python3 -m venv {venv}"))?;
         } else {
             return Err("lab-redfish: `python3 -m venv` failed: install python3-venv (Debian)".into());
         }
     }
     eprintln!("e2e: pip install {SUSHY_TOOLS} into {}", venv.display());
-    run(command(venv.join("bin/pip")).args(["install", "-q", SUSHY_TOOLS]))?;
+    let pip = venv.join("bin/pip");
+    run(cmd!(sh, "{pip} install -q {SUSHY_TOOLS}"))?;
     Ok(venv)
 }
 
 /// A self-signed certificate for 127.0.0.1 (cert.pem, key.pem): the BMC's
 /// own, as BMCs ship, and the lab's `ca_file`.
 fn tls_certificate(dir: &Path) -> Result<()> {
-    run(command("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1"])
-        .args(["-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:FALSE"])
-        .arg("-keyout")
-        .arg(dir.join("key.pem"))
-        .arg("-out")
-        .arg(dir.join("cert.pem")))
+    let (sh, key, cert) = (shell()?, dir.join("key.pem"), dir.join("cert.pem"));
+    run(cmd!(
+        sh,
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1
+            -addext subjectAltName=IP:127.0.0.1 -addext basicConstraints=critical,CA:FALSE
+            -keyout {key} -out {cert}"
+    ))
     .map(|_| ())
 }
 
 /// The emulator, serving HTTPS with Basic auth, its fake system telling
 /// the chassis every change.
 fn start_sushy(dir: &Path, venv: &Path, port: u16, notify_port: u16) -> Result<Child> {
-    let hash = run(command(venv.join("bin/python3"))
-        .args(["-c", &format!("import bcrypt; print(bcrypt.hashpw(b'{PASSWORD}', bcrypt.gensalt()).decode())")]))?;
+    let (sh, python) = (shell()?, venv.join("bin/python3"));
+    let script = format!("import bcrypt; print(bcrypt.hashpw(b'{PASSWORD}', bcrypt.gensalt()).decode())");
+    let hash = run(cmd!(sh, "{python} -c {script}"))?;
     fs::write(dir.join("htpasswd"), format!("admin:{}\n", hash.trim()))?;
     fs::write(
         dir.join("sushy.conf"),
@@ -160,22 +159,17 @@ fn start_sushy(dir: &Path, venv: &Path, port: u16, notify_port: u16) -> Result<C
             state = dir.join("sushy-state").display(),
         ),
     )?;
+    let (emulator, config, port) = (venv.join("bin/sushy-emulator"), dir.join("sushy.conf"), port.to_string());
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let streams =
+        Streams::default().stdout(fs::create(dir.join("sushy.out"))?).stderr(fs::create(dir.join("sushy.log"))?);
     let child = Child(spawn(
-        command(venv.join("bin/sushy-emulator"))
-            .arg("--config")
-            .arg(dir.join("sushy.conf"))
-            .args(["--fake", "-i", "127.0.0.1", "-p", &port.to_string()])
-            .arg("--ssl-certificate")
-            .arg(dir.join("cert.pem"))
-            .arg("--ssl-key")
-            .arg(dir.join("key.pem"))
-            .stdout(fs::create(dir.join("sushy.out"))?)
-            .stderr(fs::create(dir.join("sushy.log"))?),
+        cmd!(sh, "{emulator} --config {config} --fake -i 127.0.0.1 -p {port} --ssl-certificate {cert} --ssl-key {key}"),
+        streams,
     )?);
     let url = format!("https://127.0.0.1:{port}/redfish/v1/");
     for _ in 0..100 {
-        if crate::host::process::succeeds(command("curl").args(["-sf", "--cacert"]).arg(dir.join("cert.pem")).arg(&url))
-        {
+        if crate::host::process::succeeds(cmd!(sh, "curl -sf --cacert {cert} {url}")) {
             return Ok(child);
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -417,14 +411,10 @@ fn act(
             };
             let Ok(line) = qemu::command_line(&args) else { return };
             let out = std::fs::File::create(dir.join(format!("qemu-{n}.out"))).ok();
-            *guest = spawn(
-                command("sh")
-                    .args(["-c", &format!("exec {line}")])
-                    .stdin(std::process::Stdio::null())
-                    .stdout(out.map_or(std::process::Stdio::null(), Into::into))
-                    .stderr(std::process::Stdio::null()),
-            )
-            .ok();
+            let Ok(sh) = shell() else { return };
+            let exec = format!("exec {line}");
+            let streams = Streams::null().stdout(out.map_or(std::process::Stdio::null(), Into::into));
+            *guest = spawn(cmd!(sh, "sh -c {exec}"), streams).ok();
         }
         Some("Off") => {
             if let Some(mut g) = guest.take() {

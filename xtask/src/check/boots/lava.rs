@@ -17,7 +17,7 @@
 use crate::build::image::{self, deb};
 use crate::build::lava::{self, Job};
 use crate::host::fs;
-use crate::host::process::command;
+use crate::host::process::{Streams, cmd, shell};
 use crate::host::project::{Result, project_root};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -158,13 +158,15 @@ fn device_templates() -> Result<PathBuf> {
     if !templates.join("qemu.jinja2").exists() {
         let deb = deb::fetch_deb("lava-server", &cache.join("debs"))?;
         let _ = std::fs::remove_dir_all(&unpacked);
-        crate::host::process::run(command("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))?;
+        let sh = shell()?;
+        crate::host::process::run(cmd!(sh, "dpkg-deb -x {deb} {unpacked}"))?;
     }
     Ok(templates)
 }
 
 fn check_schema(job: &Path) -> Result<()> {
-    crate::host::process::run(command(PYTHON).args([SCHEMA, "job", "--strict"]).arg(job))
+    let sh = shell()?;
+    crate::host::process::run(cmd!(sh, "{PYTHON} {SCHEMA} job --strict {job}"))
         .map(|_| ())
         .map_err(|e| format!("{} is not a valid LAVA job: {e}", job.display()))
 }
@@ -172,7 +174,8 @@ fn check_schema(job: &Path) -> Result<()> {
 /// Render the qemu device for `job`, run it with lava-run, return its log.
 fn run_job(job: &Job, templates: &Path, dir: &Path, id: u32) -> Result<PathBuf> {
     let device = dir.join(format!("device-{id}.yaml"));
-    let rendered = crate::host::process::run(command(PYTHON).args(["-c", RENDER]).arg(templates).arg(&job.path))?;
+    let (sh, job_file) = (shell()?, &job.path);
+    let rendered = crate::host::process::run(cmd!(sh, "{PYTHON} -c {RENDER} {templates} {job_file}"))?;
     fs::write(&device, rendered)?;
     let dispatcher = dir.join("dispatcher.yaml");
     // Without it lava-run looks for a default route to find its own address.
@@ -181,18 +184,13 @@ fn run_job(job: &Job, templates: &Path, dir: &Path, id: u32) -> Result<PathBuf> 
     let out = fs::create(&log)?;
     eprintln!("lava: lava-run {} (log: {})", job.path.display(), log.display());
     // The job's own timeouts allow a real plan; here ten minutes is plenty.
-    let ran = crate::host::process::run_shown(
-        command("timeout")
-            .args(["-k", "10", "600", "lava-run", "--job-id", &id.to_string(), "--output-dir"])
-            .arg(dir.join(format!("out-{id}")))
-            .arg("--device")
-            .arg(&device)
-            .arg("--dispatcher")
-            .arg(&dispatcher)
-            .arg(&job.path)
-            // lava-run writes its log on stderr.
-            .stderr(out),
+    let (job_id, output_dir) = (id.to_string(), dir.join(format!("out-{id}")));
+    let lava_run = cmd!(
+        sh,
+        "timeout -k 10 600 lava-run --job-id {job_id} --output-dir {output_dir} --device {device} --dispatcher {dispatcher} {job_file}"
     );
+    // lava-run writes its log on stderr.
+    let ran = crate::host::process::run_with(lava_run, Streams::default().stderr(out));
     if let Err(status) = ran {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(15).collect();

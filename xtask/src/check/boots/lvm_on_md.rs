@@ -26,7 +26,7 @@ use crate::build::image::{self, cpio};
 use crate::check::boots::support::{
     boot_and_check, fact, results, run_record, serial_documents, test_boot, test_image,
 };
-use crate::host::process::{command, run};
+use crate::host::process::{Streams, cmd, run, shell};
 use crate::host::project::Result;
 use bootmark::layers::{Window, lvm, md};
 use bootmark::record::Status;
@@ -271,18 +271,21 @@ pub(super) fn helper_boot(
     let initrd_path = dir.join(format!("{name}-initrd.gz"));
     std::fs::write(&initrd_path, initrd).map_err(|e| format!("{}: {e}", initrd_path.display()))?;
     let log = dir.join(format!("serial-{name}.log"));
-    let mut c = command("qemu-system-x86_64");
-    c.args(["-machine", "q35", "-m", "768", "-display", "none", "-no-reboot", "-nodefaults"]);
-    c.arg("-kernel").arg(&kernel).arg("-initrd").arg(&initrd_path);
-    c.args(["-append", "console=ttyS0 panic=-1 quiet"]);
-    c.arg("-serial").arg(format!("file:{}", log.display()));
-    c.args(["-device", "lsi53c895a,id=scsi0"]);
-    for (i, d) in disks.iter().enumerate() {
-        c.arg("-drive").arg(format!("if=none,id=d{i},format=raw,file={}", d.display()));
-        c.args(["-device", &format!("scsi-hd,drive=d{i},bus=scsi0.0,scsi-id={i}")]);
-    }
-    let mut child =
-        crate::host::process::spawn(c.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()))?;
+    let serial_to = format!("file:{}", log.display());
+    let drives = disks.iter().enumerate().flat_map(|(i, d)| {
+        let drive = format!("if=none,id=d{i},format=raw,file={}", d.display());
+        ["-drive".to_string(), drive, "-device".into(), format!("scsi-hd,drive=d{i},bus=scsi0.0,scsi-id={i}")]
+    });
+    let sh = shell()?;
+    let qemu = cmd!(
+        sh,
+        "qemu-system-x86_64 -machine q35 -m 768 -display none -no-reboot -nodefaults
+            -kernel {kernel} -initrd {initrd_path} -append 'console=ttyS0 panic=-1 quiet'
+            -serial {serial_to} -device lsi53c895a,id=scsi0"
+    )
+    .args(drives);
+    let streams = Streams::default().stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+    let mut child = crate::host::process::spawn(qemu, streams)?;
     let started = std::time::Instant::now();
     while child.try_wait().map_err(|e| format!("waiting for the helper boot: {e}"))?.is_none() {
         if started.elapsed().as_secs() > 300 {
@@ -323,7 +326,8 @@ fn disks_by_target(disks: usize, partitions: usize) -> String {
 
 /// How many partitions the table on a disk file holds (none when it has no table).
 fn partition_count(disk: &Path) -> usize {
-    let table = run(command("sfdisk").arg("--dump").arg(disk)).unwrap_or_default();
+    let Ok(sh) = shell() else { return 0 };
+    let table = run(cmd!(sh, "sfdisk --dump {disk}")).unwrap_or_default();
     table.lines().filter(|l| l.starts_with('/')).count()
 }
 
@@ -349,7 +353,8 @@ fn needed<'a>(
 
 /// The shared libraries a host program loads (ldd), with the loader.
 fn libraries(program: &str) -> Result<Vec<String>> {
-    let out = run(command("ldd").arg(program)).unwrap_or_default();
+    let sh = shell()?;
+    let out = run(cmd!(sh, "ldd {program}")).unwrap_or_default();
     Ok(out.lines().filter_map(|l| l.split_whitespace().find(|w| w.starts_with('/')).map(String::from)).collect())
 }
 

@@ -19,13 +19,12 @@
 
 use super::lvm_on_md::{Ranges, boot_on, build, helper_boot, read_all, unchanged_but};
 use super::support::{fact, run_record};
-use crate::host::process::command;
+use crate::host::process::{cmd, shell};
 use crate::host::project::Result;
 use bootmark::layers::md::{self, Member};
 use bootmark::layers::unassembled::Unassembled;
 use bootmark::layers::{ReadAt, Window, lvm};
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const SECTOR: u64 = 512;
@@ -94,15 +93,9 @@ fn make_disks(dir: &Path) -> Result<Vec<PathBuf>> {
     let disks: Vec<PathBuf> = "abcd".chars().map(|c| dir.join(format!("md-{c}.img"))).collect();
     for d in &disks {
         File::create(d).and_then(|f| f.set_len(DISK_MIB << 20)).map_err(|e| format!("{}: {e}", d.display()))?;
-        let mut sfdisk = command("sfdisk");
-        sfdisk.args(["--quiet", "--no-reread", "--no-tell-kernel"]).arg(d);
-        sfdisk.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::null());
-        let mut child = crate::host::process::spawn(&mut sfdisk)?;
-        child.stdin.take().expect("piped").write_all(table.as_bytes()).map_err(|e| format!("sfdisk: {e}"))?;
-        let status = child.wait().map_err(|e| format!("sfdisk: {e}"))?;
-        if !status.success() {
-            return Err(format!("sfdisk could not partition {}: {status}", d.display()));
-        }
+        let sh = shell()?;
+        crate::host::process::run(cmd!(sh, "sfdisk --quiet --no-reread --no-tell-kernel {d}").stdin(&table))
+            .map_err(|e| format!("sfdisk could not partition {}: {e}", d.display()))?;
     }
     Ok(disks)
 }

@@ -19,7 +19,7 @@ use crate::build::image::usb;
 use crate::check::boots::support::serial_documents;
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::{cmd, shell};
 use crate::host::project::Result;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -163,12 +163,8 @@ pub fn snapshot(stick: &Path, dir: &Path) -> Result<Snapshot> {
     let tree = dir.join("tree");
     let _ = std::fs::remove_dir_all(&tree);
     fs::create_dir_all(&tree)?;
-    crate::host::process::run(
-        command("mcopy")
-            .env("MTOOLS_SKIP_CHECK", "1")
-            .args(["-s", "-n", "-i", &usb::image_arg(stick), "::/"])
-            .arg(&tree),
-    )?;
+    let (sh, image) = (usb::mtools()?, usb::image_arg(stick));
+    crate::host::process::run(cmd!(sh, "mcopy -s -n -i {image} ::/ {tree}"))?;
     let mut files = BTreeMap::new();
     hash_tree(&tree, &tree, &mut files)?;
     let journal_path = bootmark::journal::PATH.to_string();
@@ -216,7 +212,8 @@ pub fn fsck_lines(stick: &Path, dir: &Path) -> Result<Vec<String>> {
     let data = fs::read(stick)?;
     let part = dir.join("part.img");
     fs::write(&part, &data[(usb::PART_START * 512) as usize..])?;
-    let out = crate::host::process::output(command("fsck.fat").arg("-n").arg(&part))?;
+    let sh = shell()?;
+    let out = crate::host::process::output(cmd!(sh, "fsck.fat -n {part}"))?;
     let _ = std::fs::remove_file(&part);
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     Ok(text.lines().map(|l| l.trim().to_string()).collect())

@@ -11,7 +11,7 @@ use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
 use crate::build::image::{self, manifest::Manifest};
 use crate::check::boots::support::{boot_and_check, test_boot, test_image};
-use crate::host::process::command;
+use crate::host::process::{cmd, shell};
 use crate::host::project::Result;
 use bootmark::record::Firmware;
 use std::path::{Path, PathBuf};
@@ -94,7 +94,8 @@ fn refused_by_firmware(unsigned_image: &Path, base: &Path) -> Result<()> {
 pub fn unsigned_kernel_refused(package: &str, base: &Path) -> Result<()> {
     let deb = image::deb::fetch_deb(package, &crate::host::project::project_root().join("target/cache/debs"))?;
     let k = image::deb::unpack_deb(&deb, &base.join("unsigned-kernel"))?;
-    crate::host::process::run(command("sbattach").arg("--remove").arg(&k.vmlinuz))?;
+    let (sh, vmlinuz) = (shell()?, &k.vmlinuz);
+    crate::host::process::run(cmd!(sh, "sbattach --remove {vmlinuz}"))?;
     let out = base.join("unsigned-sb-image");
     let args = image::Args {
         kernels: vec![k.vmlinuz.clone()],

@@ -7,7 +7,7 @@ use crate::build::image;
 use crate::build::image::usb;
 use crate::host::fs;
 use crate::host::fs::Context as _;
-use crate::host::process::command;
+use crate::host::process::cmd;
 use crate::host::project::Result;
 use bootmark::collect::Document;
 use bootmark::record::RunRecord;
@@ -21,12 +21,10 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     let out =
         image::build(&test_image(vec![package.to_string(), package.to_string()], base.join("seq-image"), Some(2)))?;
     let img = out.join("usb.img");
+    let sh = usb::mtools()?;
     let seq_on_stick = |img: &Path| -> Result<bootmark::contract::sequence::Sequence> {
-        let text = crate::host::process::run(command("mtype").env("MTOOLS_SKIP_CHECK", "1").args([
-            "-i",
-            &usb::image_arg(img),
-            "::bootmark/sequence.json",
-        ]))?;
+        let image = usb::image_arg(img);
+        let text = crate::host::process::run(cmd!(sh, "mtype -i {image} ::bootmark/sequence.json"))?;
         serde_json::from_str(&text).context("the stick's bootmark/sequence.json")
     };
     let mut seq = seq_on_stick(&img)?;
@@ -36,13 +34,8 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     seq.states[0] = bootmark::contract::sequence::State::Attempted;
     let edited = base.join("sequence.json");
     fs::write(&edited, serde_json::to_string(&seq).unwrap())?;
-    crate::host::process::run(
-        command("mcopy")
-            .env("MTOOLS_SKIP_CHECK", "1")
-            .args(["-o", "-i", &usb::image_arg(&img)])
-            .arg(&edited)
-            .arg("::bootmark/sequence.json"),
-    )?;
+    let image = usb::image_arg(&img);
+    crate::host::process::run(cmd!(sh, "mcopy -o -i {image} {edited} ::bootmark/sequence.json"))?;
     let disk = base.join("scratch.img");
     scratch_disk(&disk, "ext3", 512)?;
     let booted = qemu::boot(&qemu::Args {
@@ -62,11 +55,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     if runs.len() != 4 || records != 18 {
         return Err(format!("expected 4 boots and 18 records, got {} boots and {records} records", runs.len()));
     }
-    let syslinux = crate::host::process::run(command("mtype").env("MTOOLS_SKIP_CHECK", "1").args([
-        "-i",
-        &usb::image_arg(&img),
-        "::syslinux.cfg",
-    ]))?;
+    let syslinux = crate::host::process::run(cmd!(sh, "mtype -i {image} ::syslinux.cfg"))?;
     if !syslinux.contains("DEFAULT k0") {
         return Err("the boot menu default was not restored".into());
     }
