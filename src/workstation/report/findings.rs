@@ -6,6 +6,8 @@
 //! boot's state: they are not independent samples of a kernel).
 
 use super::Row;
+use super::attribution;
+use super::mechanism::{self, Mechanism};
 use crate::schema::record::{Record, Times};
 use crate::workstation::glance::Glance;
 use serde::Serialize;
@@ -13,7 +15,7 @@ use serde::Serialize;
 /// One finding about one group (a row of the table) or a comparison of two.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
-    /// The rule that made it: `stall`, `dirty-limit`, `flush`, `read-starvation`, `comparison`.
+    /// The rule that made it: `stall`, `dirty-limit`, `writeback-throttling`, `flush`, `read-starvation`, `comparison`.
     pub rule: &'static str,
     /// The group: its --by values and workload ("dirty40 · 6.1.0-50-amd64 · seqwrite").
     pub subject: String,
@@ -63,7 +65,10 @@ impl Evidence {
             let kept = match may_tell {
                 true => {
                     let r = g.whole()?;
-                    let telling = stall >= STALL_MS || read_starvation("", r).is_some() || dirty_limit("", r).is_some();
+                    let telling = stall >= STALL_MS
+                        || read_starvation("", r).is_some()
+                        || dirty_limit("", r).is_some()
+                        || writeback_throttling("", r).is_some();
                     telling.then(|| r.clone())
                 }
                 false => None,
@@ -88,6 +93,10 @@ impl Evidence {
             out.extend(read_starvation(subject, worst));
             out.extend(dirty_limit(subject, worst));
         }
+        // Writeback throttling holds the writer in its flush: the run that
+        // flushed longest shows it, else the worst run.
+        let kept = [&self.flushiest, &self.worst].into_iter().filter_map(|k| k.as_ref()?.1.as_ref());
+        out.extend(kept.into_iter().find_map(|r| writeback_throttling(subject, r)));
         if let Some((_, Some(r))) = &self.flushiest {
             out.extend(flush(subject, r));
         }
@@ -234,42 +243,12 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
     })
 }
 
-/// Kernel functions a writer sleeps in when the dirty limit throttles it
-/// (balance_dirty_pages on every kernel; 2.6's request-queue waits behind it).
-const THROTTLE_WCHANS: [&str; 3] = ["balance_dirty_pages", "get_request_wait", "throttle_vm_writeout"];
-
-/// Where the writer was blocked during the workload: (samples in a
-/// throttling function, samples with a wchan, the most frequent wchan).
-fn writer_blocked(r: &Record) -> Option<(usize, usize, String)> {
-    let tl = &r.timeline;
-    let during: Vec<&str> = tl
-        .t_s
-        .iter()
-        .zip(&tl.writer_wchan)
-        .filter(|(t, _)| **t >= tl.workload_start_s && **t <= tl.workload_end_s)
-        .filter_map(|(_, w)| w.as_deref())
-        .collect();
-    if during.is_empty() {
-        return None;
-    }
-    let throttled = during.iter().filter(|w| THROTTLE_WCHANS.iter().any(|f| w.starts_with(f))).count();
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for w in during.iter().filter(|w| **w != "0") {
-        match counts.iter_mut().find(|(n, _)| n == w) {
-            Some(c) => c.1 += 1,
-            None => counts.push((w, 1)),
-        }
-    }
-    let top = counts.iter().max_by_key(|(_, c)| *c).map_or("running (0)", |(n, _)| *n).to_string();
-    Some((throttled, during.len(), top))
-}
-
 /// The first frames of the writer's kernel stack under `wchan`, without
 /// offsets: "balance_dirty_pages_ratelimited ← generic_perform_write ← …".
 fn call_chain(r: &Record, wchan: &str) -> Option<String> {
     let frames = r.timeline.writer_stacks.get(wchan)?;
     let names: Vec<&str> =
-        frames.iter().map(|f| f.split('+').next().unwrap_or(f)).filter(|n| *n != wchan).take(3).collect();
+        frames.iter().map(|f| mechanism::function(f)).filter(|n| *n != mechanism::function(wchan)).take(3).collect();
     (!names.is_empty()).then(|| names.join(" ← "))
 }
 
@@ -331,8 +310,12 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
     let dirty = peak_mib(worst, "dirty_kib")?;
     let writeback = peak_mib(worst, "writeback_kib").unwrap_or(0.0);
     let write_max = worst.latency.write.max_ms;
-    let blocked = writer_blocked(worst);
-    let throttled_share = blocked.as_ref().map_or(0.0, |(t, n, _)| *t as f64 / *n as f64);
+    let waits = attribution::writer(worst);
+    let throttled = waits.as_ref().and_then(|a| a.share(Mechanism::DirtyThrottling));
+    let throttled_share = match (&waits, throttled) {
+        (Some(a), Some(s)) => s.samples as f64 / a.samples as f64,
+        _ => 0.0,
+    };
     // The limit is computed from samples and misses the kernel's reserves:
     // Dirty + Writeback at 80 % of it means the writer reached it; a writer
     // seen sleeping in balance_dirty_pages says so directly.
@@ -345,25 +328,89 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
         format!("vm: {how}"),
         format!("latency.write.max_ms = {write_max:.0}"),
     ];
-    let wchan = match &blocked {
-        Some((t, n, top)) => {
-            evidence
-                .push(format!("timeline.writer_wchan: {t} of {n} samples in a throttling function; most often {top}"));
-            let stack = call_chain(worst, top).map(|c| format!(", called from {c}")).unwrap_or_default();
-            format!(
-                "; the writer was asleep in the kernel's dirty throttling in {t} of {n} samples (most often in {top}{stack})"
-            )
+    let waits_said = match &waits {
+        None => "; the writer's wchan was not sampled, so where it slept is not known".to_string(),
+        Some(a) if a.mostly_hidden() => format!(
+            "; where the writer slept is unknown: its wchan read 0 in {} of {} samples (this kernel does not say)",
+            a.not_shown, a.samples
+        ),
+        Some(a) => {
+            let mut said = match throttled {
+                Some(s) => {
+                    evidence.push(format!(
+                        "{}: {} in {}",
+                        attribution::source(s),
+                        s.frame,
+                        attribution::describe(s, a.samples)
+                    ));
+                    let chain = call_chain(worst, &s.wchan).map(|c| format!(", called from {c}")).unwrap_or_default();
+                    format!(
+                        "; the writer was asleep in dirty throttling ({}{chain}) in {}",
+                        s.wchan,
+                        attribution::describe(s, a.samples)
+                    )
+                }
+                None => "; the writer was never seen asleep in dirty throttling (balance_dirty_pages)".to_string(),
+            };
+            // Its other waits, each under its own mechanism: never counted as this one.
+            let others: Vec<String> = a
+                .shares
+                .iter()
+                .filter(|s| s.mechanism != Mechanism::DirtyThrottling)
+                .take(2)
+                .map(|s| {
+                    format!("{} in {}, shown by {}", s.mechanism.name(), attribution::describe(s, a.samples), s.frame)
+                })
+                .collect();
+            if !others.is_empty() {
+                said += &format!("; its other waits were not dirty throttling: {}", others.join("; "));
+            }
+            said
         }
-        None => "; the writer's wchan was not sampled, so where it slept is not known".into(),
+    };
+    let what = match throttled {
+        Some(_) => "the writer was throttled at the dirty limit",
+        None => "the writer reached the dirty limit",
     };
     Some(Finding {
         rule: "dirty-limit",
         subject: subject.into(),
         sentence: format!(
-            "the writer was throttled at the dirty limit: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB (this kernel's formula: {how}), and single write() calls blocked up to {write_max:.0} ms{wchan}. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time",
+            "{what}: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB (this kernel's formula: {how}), and single write() calls blocked up to {write_max:.0} ms{waits_said}. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time",
         ),
         evidence,
         record: Some(id(worst)),
+    })
+}
+
+/// The writer held by the block layer's writeback throttling (or the QoS
+/// family it belongs to, when no stack was kept to tell): a mechanism of
+/// its own, tuned by the queue's wbt_lat_usec, and never dirty throttling.
+fn writeback_throttling(subject: &str, r: &Record) -> Option<Finding> {
+    let a = attribution::writer(r)?;
+    let s =
+        a.shares.iter().find(|s| matches!(s.mechanism, Mechanism::WritebackThrottling | Mechanism::QosThrottling))?;
+    // A quarter of the writer's blocked samples, and more than a glimpse.
+    if s.samples < 3 || s.samples * 4 < a.blocked() {
+        return None;
+    }
+    let chain = call_chain(r, &s.wchan).map(|c| format!(" ← {c}")).unwrap_or_default();
+    let proof = match s.mechanism {
+        Mechanism::WritebackThrottling => format!("{} in its kernel stack", s.frame),
+        _ => "rq_qos_wait alone, no stack kept to tell wbt from an io cgroup controller".to_string(),
+    };
+    Some(Finding {
+        rule: "writeback-throttling",
+        subject: subject.into(),
+        sentence: format!(
+            "the writer was held by {}: asleep in {}{chain} in {}; shown by {proof}. This is the block layer holding writes back to keep reads fast, not the dirty limit (balance_dirty_pages): {} acts on it, and the seed-sweep plan's wbt-off variant would confirm it",
+            s.mechanism.name(),
+            s.wchan,
+            attribution::describe(s, a.samples),
+            s.mechanism.setting()
+        ),
+        evidence: vec![format!("{}: {}", attribution::source(s), attribution::describe(s, a.samples))],
+        record: Some(id(r)),
     })
 }
 
@@ -627,13 +674,75 @@ mod tests {
             text("dirty-limit").contains("Dirty peaked at 380 MiB") && text("dirty-limit").contains("about 410 MiB")
         );
         // 4 s to 10 s of the 0–10 s timeline: samples 16..=40 of 41; the stack names the caller.
-        let throttled = "in 25 of 41 samples (most often in balance_dirty_pages, called from \
-                         balance_dirty_pages_ratelimited ← generic_perform_write)";
+        let throttled = "asleep in dirty throttling (balance_dirty_pages, called from \
+                         balance_dirty_pages_ratelimited ← generic_perform_write) in 25 of 41 samples, \
+                         9 while writing, 16 while flushing (4.0–10.0 s into the workload)";
         assert!(text("dirty-limit").contains(throttled), "{}", text("dirty-limit"));
         assert!(
             text("flush").contains("returned after 6.0 s but the data was durable only after 20.0 s: 14.0 s (70 %)")
         );
         assert_eq!(found[0].record.as_deref(), Some("b1:0"));
+    }
+
+    /// The demo's 6.1 writer: throttled at the dirty limit while writing,
+    /// then held by wbt in its fdatasync. The dirty-limit finding counts
+    /// balance_dirty_pages alone and names the wbt waits as what they are;
+    /// the writeback-throttling finding names wbt and its setting.
+    #[test]
+    fn wbt_in_a_flush_is_named_writeback_throttling_never_dirty_throttling() {
+        let mut r = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        // Writes return at 6.0 s: dirty throttling until then, wbt while flushing.
+        r.timeline.writer_wchan = r
+            .timeline
+            .t_s
+            .iter()
+            .map(|x| {
+                Some(String::from(match *x {
+                    x if x < 4.0 => "0",
+                    x if x <= 6.0 => "balance_dirty_pages",
+                    _ => "rq_qos_wait",
+                }))
+            })
+            .collect();
+        let wbt = ["rq_qos_wait+0xbe/0x130", "wbt_wait+0x9c/0x100", "__rq_qos_throttle+0x20/0x40"];
+        r.timeline.writer_stacks.insert("rq_qos_wait".into(), wbt.map(String::from).to_vec());
+        let found = find(&[r.clone()]);
+        let text = |rule: &str| found.iter().find(|f| f.rule == rule).map(|f| f.sentence.clone()).unwrap_or_default();
+        let dirty = text("dirty-limit");
+        assert!(dirty.contains("dirty throttling (balance_dirty_pages, called from"), "{dirty}");
+        assert!(dirty.contains("in 9 of 41 samples, all while writing (4.0–6.0 s"), "{dirty}");
+        assert!(
+            dirty.contains(
+                "its other waits were not dirty throttling: block writeback throttling (wbt) in 16 of 41 samples, all while flushing (6.2–10.0 s into the workload), shown by wbt_wait"
+            ),
+            "{dirty}"
+        );
+        let held = text("writeback-throttling");
+        assert!(held.starts_with("the writer was held by block writeback throttling (wbt): asleep in rq_qos_wait ← wbt_wait ← __rq_qos_throttle in 16 of 41 samples, all while flushing"), "{held}");
+        assert!(held.contains("wbt_lat_usec") && held.contains("wbt_wait in its kernel stack"), "{held}");
+        assert!(!held.contains("dirty_ratio"), "{held}");
+        // Without the stack: the QoS family, and the sentence says what it cannot tell.
+        r.timeline.writer_stacks.remove("rq_qos_wait");
+        let found = find(&[r]);
+        let held = found.iter().find(|f| f.rule == "writeback-throttling").unwrap();
+        assert!(held.sentence.contains("block-layer QoS throttling") && held.sentence.contains("no stack kept"));
+        assert_eq!(
+            held.evidence,
+            ["timeline.writer_wchan (no stack): 16 of 41 samples, all while flushing (6.2–10.0 s into the workload)"]
+        );
+    }
+
+    /// A kernel whose wchan reads 0 (5.10 in the demo) is said to hide
+    /// where the writer slept: no mechanism is named from nothing.
+    #[test]
+    fn a_hidden_wchan_is_said_and_no_mechanism_is_named() {
+        let mut r = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        r.timeline.writer_wchan = r.timeline.t_s.iter().map(|_| Some("0".to_string())).collect();
+        let found = find(&[r]);
+        let dirty = &found.iter().find(|f| f.rule == "dirty-limit").unwrap().sentence;
+        assert!(dirty.starts_with("the writer reached the dirty limit"), "{dirty}");
+        assert!(dirty.contains("where the writer slept is unknown: its wchan read 0 in 41 of 41 samples"), "{dirty}");
+        assert!(!found.iter().any(|f| f.rule == "writeback-throttling"));
     }
 
     /// On an LV over RAID 1 the reads queue at the member disks: the
