@@ -3,9 +3,11 @@
 //! the seed's hand-written table (Hardware, OS/kernel, FS, real, user, sys)
 //! plus what it could only describe in notes: throughput and responsiveness.
 
+mod attribution;
 pub mod findings;
 mod groups;
 pub mod html;
+mod mechanism;
 pub mod stats;
 pub mod verdict;
 
@@ -506,6 +508,39 @@ mod tests {
         // Dimensions asked for stay, varying or not.
         let asked = report(&records, Options { by: by(&["kernel", "fs"]), ..Options::default() }).unwrap();
         assert_eq!((asked.by.len(), asked.constant.len()), (2, 0));
+    }
+
+    /// Larger requests are a cause of reads waiting longer, never of reads
+    /// waiting less; and a time difference the runs do not bear out gets
+    /// no cause at all.
+    #[test]
+    fn a_cause_is_named_only_where_its_direction_and_the_runs_agree() {
+        let with_p99 = |mut r: Record, p99: f64| {
+            r.responsiveness.as_mut().unwrap().p99_ms = p99;
+            r
+        };
+        let mut records = Vec::new();
+        for (i, wall) in [20.0, 21.5, 18.5].iter().enumerate() {
+            records.push(with_p99(rec_with_requests("5.10", *wall, i as u32, 8192), 40.0));
+            // Larger requests, reads waiting less, a time that differs by chance.
+            records.push(with_p99(rec_with_requests("6.12", wall * 1.05, 10 + i as u32, 930), 15.0));
+        }
+        let r = report(&records, Options::default()).unwrap();
+        let v = &r.verdict[0];
+        assert!(v.contains("(not significant), probe p99 40 → 15 ms"), "{v}");
+        assert!(!v.contains("Cause"), "{v}");
+        // The same requests with reads waiting longer: the cause, with its effect.
+        for r in records.iter_mut().filter(|r| r.kernel.release.as_deref() == Some("6.12")) {
+            r.responsiveness.as_mut().unwrap().p99_ms = 90.0;
+        }
+        let r = report(&records, Options::default()).unwrap();
+        assert!(
+            r.verdict[0].contains(
+                "Cause: seqwrite: its write requests were 1.1 MiB where 5.10's were 128 KiB: a read queued behind a larger request waits longer"
+            ),
+            "{}",
+            r.verdict[0]
+        );
     }
 
     #[test]

@@ -62,6 +62,10 @@ fn against_baseline(
     let mut parts = Vec::new();
     let mut causes = Vec::new();
     let mut all_same = true;
+    // Whether any difference of this value is borne out by the runs: a
+    // significant time, or the probe's p99 or worst stall (many probes per
+    // run). Only such a difference gets a cause.
+    let mut borne_out = false;
     for (i, row) in rows.iter().enumerate().filter(|(_, r)| r.key.first().is_some_and(|k| k == value)) {
         let Some(speedup) = row.speedup else { continue };
         let Some(b) = baseline_of[i].map(|b| &rows[b]) else { continue };
@@ -108,6 +112,8 @@ fn against_baseline(
         } else {
             format!("{:.2}× slower", 1.0 / speedup)
         };
+        let time_borne_out = row.significant && change.abs() >= SAME_WITHIN;
+        borne_out |= time_borne_out || !probe.is_empty() || !stall_text.is_empty();
         let text = format!("{workload} {how} ({weight}){probe}{stall_text}");
         parts.push(Part { text, differs: true, significant: row.significant, size: change.abs() });
         if let Some((this, that)) = request_sizes(row, b) {
@@ -115,10 +121,14 @@ fn against_baseline(
             // cost, and a read queued behind one waits for all of it.
             // A cause is named only for a difference the runs bear out: a
             // significant time, or the probe's p99 (many probes per run).
-            let effect = match (row.significant && change.abs() >= SAME_WITHIN, probe.is_empty()) {
-                (_, false) => ": a read queued behind a larger request waits longer",
-                (true, true) => "",
-                (false, true) => continue,
+            // The read's wait is a cause only where its direction agrees:
+            // larger requests and longer waits, or smaller and shorter.
+            let agrees = (this > that) == (p99(row) > p99(b));
+            let effect = match (time_borne_out, !probe.is_empty() && agrees) {
+                (_, true) if this > that => ": a read queued behind a larger request waits longer",
+                (_, true) => ": a read queued behind a smaller request waits less",
+                (true, false) => "",
+                (false, false) => continue,
             };
             causes.push(format!(
                 "{workload}: its write requests were {} where {base}'s were {}{effect}",
@@ -130,7 +140,8 @@ fn against_baseline(
     // A rule that fires for this value is a cause only of a difference, and
     // only if it does not fire for the baseline too.
     let fired_for = |f: &Finding, v: &str| f.subject.split("; ").any(|s| s.split(" · ").next() == Some(v));
-    for f in findings.iter().filter(|f| !all_same && matches!(f.rule, "stall" | "dirty-limit" | "read-starvation")) {
+    let causal = |rule: &str| matches!(rule, "stall" | "dirty-limit" | "writeback-throttling" | "read-starvation");
+    for f in findings.iter().filter(|f| !all_same && borne_out && causal(f.rule)) {
         let also_base = findings.iter().any(|g| g.rule == f.rule && fired_for(g, base));
         if fired_for(f, value) && !also_base && !causes.iter().any(|c| c.contains(f.rule)) {
             causes.push(format!("the {} finding below", f.rule));
