@@ -8,7 +8,48 @@
 //! the name's trailing digits).
 
 use crate::fsutil::read_trimmed;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// A disk's files behind the causes a finding names, relative to its sysfs
+/// directory: the largest request the kernel sends and the controller takes,
+/// writeback throttling's target latency (4.10+), the queue's depth on the
+/// kernel's side and on the device's, read-ahead, whether it spins, its
+/// write cache (4.7+).
+const QUEUE_FILES: [&str; 8] = [
+    "queue/max_sectors_kb",
+    "queue/max_hw_sectors_kb",
+    "queue/wbt_lat_usec",
+    "queue/nr_requests",
+    "queue/read_ahead_kb",
+    "queue/rotational",
+    "queue/write_cache",
+    "device/queue_depth",
+];
+
+/// The queue settings of the disk whose sysfs directory is `disk_dir`,
+/// keyed by their path under it (`queue/max_sectors_kb`), with the active
+/// scheduler's tunables (`queue/iosched/read_expire`). A file this kernel
+/// lacks is left out; nothing is written.
+pub fn queue_settings(disk_dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for file in QUEUE_FILES {
+        if let Some(v) = read_trimmed(disk_dir.join(file)) {
+            out.insert(file.to_string(), v);
+        }
+    }
+    let iosched = disk_dir.join("queue/iosched");
+    let mut tunables: Vec<PathBuf> =
+        std::fs::read_dir(&iosched).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    tunables.sort();
+    for path in tunables {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Some(v) = read_trimmed(&path) {
+            out.insert(format!("queue/iosched/{name}"), v);
+        }
+    }
+    out
+}
 
 /// One disk or partition.
 #[derive(Clone, Debug, PartialEq)]
@@ -99,6 +140,46 @@ fn entry_at(dir: &Path, disk_dir: &Path, disk: &str, removable: bool, partition:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 6.1 SATA disk under mq-deadline, and a 2.6.9 one: what each kernel
+    /// has is kept by its path, what it lacks is left out.
+    #[test]
+    fn queue_settings_are_read_by_path_and_a_missing_file_is_left_out() {
+        let root = std::env::temp_dir().join(format!("bootmark-sysfs-queue-{}", std::process::id()));
+        let mk = |p: &str, content: &str| {
+            let path = root.join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        };
+        for (file, value) in [
+            ("queue/max_sectors_kb", "1280\n"),
+            ("queue/max_hw_sectors_kb", "32767\n"),
+            ("queue/wbt_lat_usec", "75000\n"),
+            ("queue/nr_requests", "64\n"),
+            ("queue/read_ahead_kb", "128\n"),
+            ("queue/rotational", "1\n"),
+            ("queue/write_cache", "write back\n"),
+            ("device/queue_depth", "32\n"),
+            ("queue/iosched/read_expire", "500\n"),
+            ("queue/iosched/fifo_batch", "16\n"),
+        ] {
+            mk(&format!("sda/{file}"), value);
+        }
+        let q = queue_settings(&root.join("sda"));
+        assert_eq!(q.len(), 10, "{q:?}");
+        assert_eq!(q["queue/max_sectors_kb"], "1280");
+        assert_eq!(q["queue/wbt_lat_usec"], "75000");
+        assert_eq!(q["queue/write_cache"], "write back");
+        assert_eq!(q["queue/iosched/read_expire"], "500");
+        // 2.6.9: no wbt, no write_cache file, no iosched directory for noop.
+        for (file, value) in [("queue/max_sectors_kb", "128\n"), ("queue/nr_requests", "128\n")] {
+            mk(&format!("hda/{file}"), value);
+        }
+        let old = queue_settings(&root.join("hda"));
+        assert_eq!(old.keys().collect::<Vec<_>>(), ["queue/max_sectors_kb", "queue/nr_requests"]);
+        assert!(queue_settings(&root.join("none")).is_empty());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn disks_and_partitions_with_numbers_sizes_and_odd_names() {

@@ -39,6 +39,9 @@ pub struct Layer {
     /// A disk's write cache (`write back`, `write through`; queue/write_cache, 4.7+).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_cache: Option<String>,
+    /// A disk's queue settings, as `storage.queue` has them for the target's disk.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub queue: std::collections::BTreeMap<String, String>,
 }
 
 /// The disks at the bottom of a stack (the member disks whose queues the

@@ -77,6 +77,12 @@ pub struct Storage {
     /// through`; from queue/write_cache (4.7+) or the SCSI disk's cache_type.
     #[serde(default)]
     pub write_cache: Option<String>,
+    /// The disk's queue settings behind the causes findings name, keyed by
+    /// their sysfs path under /sys/block/DISK (`queue/max_sectors_kb`,
+    /// `queue/wbt_lat_usec`, `device/queue_depth`, the scheduler's
+    /// `queue/iosched/*`); a file the kernel lacks is left out.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub queue: std::collections::BTreeMap<String, String>,
     /// What the device sits on, top first, when it is an LV or an md array
     /// (device-mapper targets, RAID level and chunk, member disks with
     /// their schedulers); empty for a plain disk or partition.

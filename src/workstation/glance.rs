@@ -195,6 +195,8 @@ pub struct Storage<'a> {
     nr_requests: Check<Option<u64>>,
     #[serde(default)]
     write_cache: Check<Option<Str>>,
+    #[serde(default)]
+    queue: Map<Str, Str>,
     /// Kept whole: empty for a plain disk, a handful of layers otherwise.
     #[serde(default)]
     pub layers: Vec<crate::schema::layer::Layer>,

@@ -59,6 +59,7 @@ pub fn stack(sys: &Path, top: &str, table: &dyn Fn(&str) -> Vec<String>) -> Vec<
             layer.scheduler = read_trimmed(dir.join("queue/scheduler")).map(|s| active_scheduler(&s));
             layer.rotational = read_trimmed(dir.join("queue/rotational")).map(|r| r == "1");
             layer.write_cache = read_trimmed(dir.join("queue/write_cache"));
+            layer.queue = crate::image_side::sysfs_block::queue_settings(&dir);
         }
         todo.extend(below);
         out.push(layer);

@@ -184,6 +184,10 @@ pub fn storage(dir: &Path) -> Storage {
                 .and_then(|d| scsi_cache_type(&Path::new("/sys/block").join(sysfs_block::sysfs_name(&d.disk))))
         }),
         scheduler,
+        queue: device
+            .as_ref()
+            .map(|d| sysfs_block::queue_settings(&Path::new("/sys/block").join(sysfs_block::sysfs_name(&d.disk))))
+            .unwrap_or_default(),
         layers: device.as_ref().map(|d| crate::image_side::layers::stack::of_device(&d.name)).unwrap_or_default(),
         device,
     }

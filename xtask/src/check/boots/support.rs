@@ -184,6 +184,11 @@ pub fn boot_and_check_on(args: &qemu::Args, package: &str, fs: &str) -> Result<f
     {
         return Err(format!("records do not show {package} and the {fs} scratch disk"));
     }
+    // The queue settings behind the causes findings name, as every kernel the boots use has them.
+    let settings = ["queue/max_sectors_kb", "queue/max_hw_sectors_kb", "queue/wbt_lat_usec", "queue/nr_requests"];
+    if let Some(r) = records.iter().find(|r| !settings.iter().all(|k| r.storage.queue.contains_key(*k))) {
+        return Err(format!("a record lacks its disk's queue settings {settings:?}: {:?}", r.storage.queue));
+    }
     if stick != serial {
         return Err(format!(
             "the stick got {} new documents that differ from the {} on serial",
