@@ -264,7 +264,7 @@ pub struct LatencyMax {
 #[allow(dead_code)] // fields not kept are read only to be checked
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 pub struct Max {
-    p50_ms: Check<f64>,
+    pub p50_ms: f64,
     p99_ms: Check<f64>,
     pub max_ms: f64,
 }
@@ -396,10 +396,10 @@ impl<'a> Glance<'a> {
                 max_ms: p.max_ms,
                 stalls_over_1s: p.stalls_over_1s,
                 recovery_s: p.recovery_s,
-                baseline: Max { max_ms: p.baseline.max_ms, ..Max::default() },
-                ls: Max { max_ms: p.ls.max_ms, ..Max::default() },
-                read: Max { max_ms: p.read.max_ms, ..Max::default() },
-                timer_late: Max { max_ms: p.timer_late.max_ms, ..Max::default() },
+                baseline: Max { p50_ms: p.baseline.p50_ms, max_ms: p.baseline.max_ms, ..Max::default() },
+                ls: Max { p50_ms: p.ls.p50_ms, max_ms: p.ls.max_ms, ..Max::default() },
+                read: Max { p50_ms: p.read.p50_ms, max_ms: p.read.max_ms, ..Max::default() },
+                timer_late: Max { p50_ms: p.timer_late.p50_ms, max_ms: p.timer_late.max_ms, ..Max::default() },
                 ..Probe::default()
             }),
             counters: Counters { disk_delta: r.counters.disk_delta.clone(), ..Counters::default() },

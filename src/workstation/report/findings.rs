@@ -476,7 +476,12 @@ pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[
         let p99 = |r: &Row| r.probe_p99_ms.as_ref().map_or(0.0, |s| s.median);
         let (lo, hi) = (p99(row).min(p99(base)), p99(row).max(p99(base)));
         let p99_changed = hi >= 50.0 && hi >= 2.0 * lo;
-        if !row.significant && !stall_changed && !p99_changed {
+        // The probe's read alone: a disk that makes every small read wait
+        // shows here before the whole response doubles.
+        let read_p50 = |r: &Row| r.probe_read_p50_ms.as_ref().map_or(0.0, |s| s.median);
+        let (read_lo, read_hi) = (read_p50(row).min(read_p50(base)), read_p50(row).max(read_p50(base)));
+        let read_changed = read_hi >= 5.0 && read_hi >= 2.0 * read_lo;
+        if !row.significant && !stall_changed && !p99_changed && !read_changed {
             continue;
         }
         let (this_boots, base_boots) = (boots[i], boots[b]);
@@ -498,6 +503,13 @@ pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[
         {
             sentence += &format!("; throughput {:+.0} %", 100.0 * (t.median / b.median - 1.0));
         }
+        if read_changed {
+            sentence += &format!(
+                "; the probe's uncached 4 KiB read took {:.1} ms instead of {:.1} ms at the median",
+                read_p50(row),
+                read_p50(base)
+            );
+        }
         if let Some((this_kib, base_kib)) = request_sizes(row, base) {
             sentence += &format!(
                 "; the disk got {} write requests instead of {} (a size the kernel decides: max_sectors_kb, merging)",
@@ -516,6 +528,7 @@ pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[
             evidence: vec![
                 format!("max_stall_ms {:.0} vs {:.0}", stall(row), stall(base)),
                 format!("probe_p99_ms median {:.1} vs {:.1}", p99(row), p99(base)),
+                format!("responsiveness.read.p50_ms median {:.1} vs {:.1}", read_p50(row), read_p50(base)),
                 format!("real_s mean {:.3} vs {:.3} (n {} vs {})", this.mean, that.mean, this.n, that.n),
             ],
             record: None,

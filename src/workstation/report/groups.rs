@@ -21,6 +21,7 @@ struct Figures {
     durable: Vec<f64>,
     throughput: Vec<f64>,
     probe_p99: Vec<f64>,
+    read_p50: Vec<f64>,
     stalls: Vec<f64>,
     recovery: Vec<f64>,
     /// The average write request the device got, KiB (diskstats' sectors per write).
@@ -97,6 +98,7 @@ impl Group {
         f.throughput.push(r.throughput_mib_s);
         if let Some(p) = probe {
             f.probe_p99.push(p.p99_ms);
+            f.read_p50.push(p.read.p50_ms);
             f.stalls.push(p.stalls_over_1s as f64);
             f.recovery.extend(p.recovery_s);
         }
@@ -137,6 +139,7 @@ impl Group {
             throughput_harmonic_mean: stats::harmonic_mean(&f.throughput),
             throughput_mib_s: stats::summarize(&f.throughput),
             probe_p99_ms: stats::summarize(&f.probe_p99),
+            probe_read_p50_ms: stats::summarize(&f.read_p50),
             max_stall_ms: self.max_stall_ms,
             stalls_over_1s: stats::summarize(&f.stalls),
             recovery_s: stats::summarize(&f.recovery),
