@@ -141,16 +141,19 @@ fn entry_at(dir: &Path, disk_dir: &Path, disk: &str, removable: bool, partition:
 mod tests {
     use super::*;
 
+    /// A file of a fake sysfs tree under `root`, its directories made.
+    fn write_under(root: &Path, rel: &str, content: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
     /// A 6.1 SATA disk under mq-deadline, and a 2.6.9 one: what each kernel
     /// has is kept by its path, what it lacks is left out.
     #[test]
     fn queue_settings_are_read_by_path_and_a_missing_file_is_left_out() {
         let root = std::env::temp_dir().join(format!("bootmark-sysfs-queue-{}", std::process::id()));
-        let mk = |p: &str, content: &str| {
-            let path = root.join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, content).unwrap();
-        };
+        let mk = |p: &str, content: &str| write_under(&root, p, content);
         for (file, value) in [
             ("queue/max_sectors_kb", "1280\n"),
             ("queue/max_hw_sectors_kb", "32767\n"),
@@ -184,11 +187,7 @@ mod tests {
     #[test]
     fn disks_and_partitions_with_numbers_sizes_and_odd_names() {
         let root = std::env::temp_dir().join(format!("bootmark-sysfs-block-{}", std::process::id()));
-        let mk = |p: &str, content: &str| {
-            let path = root.join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, content).unwrap();
-        };
+        let mk = |p: &str, content: &str| write_under(&root, p, content);
         mk("block/sdb/dev", "8:16\n");
         mk("block/sdb/size", "4000\n");
         mk("block/sdb/removable", "1\n");
