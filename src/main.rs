@@ -80,6 +80,11 @@ enum Command {
         /// Turn the responsiveness probe off (to measure what it costs).
         #[arg(long)]
         no_probe: bool,
+        /// Read the kernel's tracepoints over each workload (dirty throttling's pauses, writeback
+        /// throttling's steps, each request's size and device time, journal commits) into the
+        /// records. Tracing is machine-wide: needs root, and is left alone if anyone else uses it.
+        #[arg(long)]
+        kernel_events: bool,
         /// Of a sweep plan, run only these variants (comma-separated names, in the plan's order).
         /// A sweep changes /proc/sys/vm and the target disk's queue settings: it needs root, and
         /// puts back what it found at the end.
@@ -278,7 +283,7 @@ fn main() -> ExitCode {
             print!("{}", bootmark::init::cmdline::reference());
             ExitCode::SUCCESS
         }
-        Command::Run { plan, dir, out, repeat, no_probe, variants, keep, quiet } => {
+        Command::Run { plan, dir, out, repeat, no_probe, kernel_events, variants, keep, quiet } => {
             let mut plan = match Plan::load(&plan) {
                 Ok(p) => p,
                 Err(e) => return fail(&e),
@@ -315,6 +320,7 @@ fn main() -> ExitCode {
                 run_id: None,
                 remount: None,
                 dump_blocked_tasks: false,
+                kernel_events,
             };
             match run::run(&opts, sink.as_mut()) {
                 Ok(s) if s.failed == 0 => ExitCode::SUCCESS,

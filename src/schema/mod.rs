@@ -8,6 +8,7 @@
 //! The code that gathers evidence or measures stays on the image side
 //! (`measure`, `layers::stack`, `variant`); only the data lives here.
 
+pub mod events;
 pub mod framing;
 pub mod journal;
 pub mod layer;

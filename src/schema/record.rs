@@ -4,6 +4,7 @@
 
 // The parts of a record in their own files of this folder, re-exported so
 // that a reader of records finds every type a record carries here.
+pub use super::events::{Journal, KernelEvents, Pauses, Phased, Requests, Wbt};
 pub use super::layer::Layer;
 pub use super::machine::{Device, Firmware, Host, Kernel, Storage};
 pub use super::measures::{DiskDelta, KernelLog, LatencySummary, Responsiveness, Spread, Timeline};
@@ -71,6 +72,14 @@ pub struct Record {
     /// silent over a second; only the boot image takes them.
     #[serde(default)]
     pub blocked_tasks: Vec<String>,
+    /// The kernel's tracepoints over the workload, summarised; null where
+    /// they were not read (`sources.tracepoints` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_events: Option<KernelEvents>,
+    /// Each source of evidence about where tasks waited (`wchan`, `stack`,
+    /// `sysrq_w`, `tracepoints`): "used…" or "not used: why".
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
     /// Workload-specific facts (cache state for seqread, per-instance figures, sort phases).
     pub details: serde_json::Value,
     pub notes: Vec<String>,
@@ -276,6 +285,8 @@ impl Record {
             counters: Counters::default(),
             timeline: Timeline::default(),
             blocked_tasks: Vec::new(),
+            kernel_events: None,
+            sources: BTreeMap::new(),
             details: serde_json::Value::Null,
             notes: Vec::new(),
         }

@@ -66,6 +66,10 @@ pub struct Glance<'a> {
     pub probe_ticks: usize,
     #[serde(default)]
     blocked_tasks: Seq<Str>,
+    #[serde(default)]
+    kernel_events: Check<Option<crate::schema::events::KernelEvents>>,
+    #[serde(default)]
+    sources: Map<Str, Str>,
     /// Any JSON: a workload's own facts.
     details: IgnoredAny,
     #[serde(borrow)]
@@ -195,8 +199,10 @@ pub struct Storage<'a> {
     nr_requests: Check<Option<u64>>,
     #[serde(default)]
     write_cache: Check<Option<Str>>,
-    #[serde(default)]
-    queue: Map<Str, Str>,
+    /// The target's queue settings by sysfs path (`queue/max_sectors_kb`…): kept,
+    /// a handful of short strings, for the causes a comparison names.
+    #[serde(borrow, default)]
+    pub queue: std::collections::BTreeMap<Text<'a>, Text<'a>>,
     /// Kept whole: empty for a plain disk, a handful of layers otherwise.
     #[serde(default)]
     pub layers: Vec<crate::schema::layer::Layer>,
@@ -380,6 +386,11 @@ impl<'a> Glance<'a> {
                     ..Device::default()
                 }),
                 layers: storage.layers.clone(),
+                queue: storage
+                    .queue
+                    .iter()
+                    .map(|(k, v)| (Cow::Borrowed(k.as_str()), Cow::Borrowed(v.as_str())))
+                    .collect(),
                 ..Storage::default()
             },
             vm: Map::default(),
@@ -405,6 +416,8 @@ impl<'a> Glance<'a> {
             counters: Counters { disk_delta: r.counters.disk_delta.clone(), ..Counters::default() },
             probe_ticks: r.timeline.probe_t_s.len(),
             blocked_tasks: Seq::default(),
+            kernel_events: Check::new(),
+            sources: Map::default(),
             details: IgnoredAny,
             notes: r.notes.iter().map(|n| Cow::Borrowed(n.as_str())).collect(),
             whole: Whole::Record(r),

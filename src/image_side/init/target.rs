@@ -223,6 +223,7 @@ fn run_plan(
         remount: Some(remount),
         // The console is quieted: the dump goes to the kernel log, read back per record.
         dump_blocked_tasks: true,
+        kernel_events: true,
     };
     let mut serial_sink = serial.take();
     let (result, stick_failed, written, not_ok) = {

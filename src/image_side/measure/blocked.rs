@@ -37,6 +37,11 @@ impl BlockedDumps {
         BlockedDumps { enabled, last_sample_ns: now, dumped_this_stall: false, dumps: 0, log_lines_before }
     }
 
+    /// Whether dumps will be taken (asked for, and the real init).
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// A probe sample arrived: the machine answers; a stall, if any, is over.
     pub fn probe_answered(&mut self, now: u64) {
         self.last_sample_ns = now;

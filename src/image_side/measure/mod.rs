@@ -11,3 +11,5 @@ pub mod probe;
 pub mod procstat;
 pub mod progress;
 pub mod sampler;
+pub mod trace_lines;
+pub mod tracing;

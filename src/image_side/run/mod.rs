@@ -40,6 +40,9 @@ pub struct Options {
     /// Take a blocked-task dump (SysRq-W) when the probe goes silent over a
     /// second: only where bootmark owns the machine (the boot image).
     pub dump_blocked_tasks: bool,
+    /// Read the kernel's tracepoints over each workload (machine-wide: the
+    /// boot image, or `bootmark run --kernel-events`).
+    pub kernel_events: bool,
 }
 
 /// How a run ended, for the exit code.
@@ -387,6 +390,7 @@ impl Runner<'_> {
             deadline_ns: ((plan.workload_deadline_s * 1e9) as u64).min(left.unwrap_or(u64::MAX)),
             device: self.evidence.storage.device.as_ref().map(|d| d.name.clone()),
             dump_blocked: opts.dump_blocked_tasks,
+            kernel_events: opts.kernel_events,
         };
         let started_unix_s = unix_s();
         let observed = observe::observe(setup).map_err(|_| RunError::Interrupted)?;
@@ -486,6 +490,8 @@ fn build_record(
         counters,
         timeline: observed.timeline,
         blocked_tasks: observed.blocked_tasks,
+        kernel_events: observed.kernel_events,
+        sources: observed.sources,
         details,
         notes,
     }

@@ -8,10 +8,13 @@ use crate::image_side::measure::clock::{mono_ns, secs};
 use crate::image_side::measure::probe::{self, SAMPLE_BYTES, Sample};
 use crate::image_side::measure::progress::Progress;
 use crate::image_side::measure::sampler::{Sampler, Snapshot};
+use crate::image_side::measure::tracing;
 use crate::image_side::process::{self, Child, Exit};
 use crate::image_side::workload::{Context, Outcome, WorkloadSpec};
 use crate::interrupt;
+use crate::schema::events::KernelEvents;
 use crate::schema::measures::{Responsiveness, Timeline};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -33,6 +36,8 @@ pub struct Setup<'a> {
     pub device: Option<String>,
     /// Take a blocked-task dump (SysRq-W) when the probe goes silent (the boot image only).
     pub dump_blocked: bool,
+    /// Read the kernel's tracepoints (machine-wide: where bootmark owns the machine).
+    pub kernel_events: bool,
 }
 
 /// Everything observed about one workload run.
@@ -53,6 +58,10 @@ pub struct Observed {
     pub notes: Vec<String>,
     /// The kernel's blocked-task dumps taken during stalls.
     pub blocked_tasks: Vec<String>,
+    /// The kernel's tracepoints, summarised, when they were read.
+    pub kernel_events: Option<KernelEvents>,
+    /// Each source of evidence on waits: used, or why not.
+    pub sources: BTreeMap<String, String>,
 }
 
 pub struct Interrupted;
@@ -89,6 +98,7 @@ struct Watch<'a> {
     expected_bytes: u64,
     started: u64,
     blocked: BlockedDumps,
+    tracing: Option<tracing::Session>,
 }
 
 pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
@@ -115,6 +125,7 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
         expected_bytes: setup.spec.expected_bytes(setup.context.mem_total),
         started: now,
         blocked: BlockedDumps::new(setup.dump_blocked, now),
+        tracing: None,
     };
     setup.context.progress.reset();
     if watch.probe.is_some() && matches!(watch.pump(now + setup.baseline_ns, None), Pumped::Interrupted) {
@@ -123,6 +134,10 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
     }
 
     let before = Snapshot::take(setup.device.as_deref());
+    let tracepoints = match setup.kernel_events {
+        true => tracing::Session::start(now).map(|session| watch.tracing = Some(session)),
+        false => Err("only where bootmark owns the machine: the boot image, or `bootmark run --kernel-events`".into()),
+    };
     let start_ns = mono_ns();
     watch.started = start_ns;
     let spec = setup.spec.clone();
@@ -137,6 +152,9 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
         Ok(c) => c,
         Err(e) => {
             watch.stop_probe();
+            if let Some(session) = watch.tracing.take() {
+                session.finish(0.0, 0.0);
+            }
             return Ok(Observed::failed(
                 format!("cannot start the worker process: {e}"),
                 start_ns,
@@ -196,6 +214,11 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
     watch.sampler.sample();
     watch.sampler.timeline.workload_start_s = watch.sampler.at(workload_start);
     watch.sampler.timeline.workload_end_s = watch.sampler.at(workload_end);
+    let writes_returned_s = outcome.as_ref().ok().and_then(|o| o.times.writes_returned_s);
+    let writes_end_s = watch.sampler.timeline.workload_start_s + writes_returned_s.unwrap_or(f64::INFINITY);
+    let writes_end_s = writes_end_s.min(watch.sampler.timeline.workload_end_s);
+    let kernel_events = watch.tracing.take().map(|s| s.finish(writes_end_s, watch.sampler.timeline.workload_end_s));
+    let sources = sources(&setup, &watch, tracepoints.as_ref().err());
     Ok(Observed {
         outcome,
         timed_out,
@@ -209,7 +232,33 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
         deltas: before.delta(&after),
         notes,
         blocked_tasks,
+        kernel_events,
+        sources,
     })
+}
+
+/// Where the evidence on waits came from, and why a source was not used.
+fn sources(setup: &Setup, watch: &Watch, tracepoints_not: Option<&String>) -> BTreeMap<String, String> {
+    let ms = setup.sample_interval_ns / 1_000_000;
+    let mut s = BTreeMap::new();
+    s.insert("wchan".to_string(), format!("used: /proc/PID/wchan of the worker every {ms} ms"));
+    let stack = match std::fs::File::open("/proc/self/stack") {
+        Ok(_) => "used: /proc/PID/stack, the first time the worker blocks in each wchan".to_string(),
+        Err(e) => format!("not used: /proc/self/stack: {e} (2.6.29+, root only)"),
+    };
+    s.insert("stack".to_string(), stack);
+    let sysrq = match watch.blocked.enabled() {
+        true => "used: SysRq-W when the probe is silent over 1 s".to_string(),
+        false if setup.dump_blocked => "not used: not the initial PID namespace".to_string(),
+        false => "not used: only the boot image triggers SysRq-W".to_string(),
+    };
+    s.insert("sysrq_w".to_string(), sysrq);
+    let tracepoints = match tracepoints_not {
+        None => "used: see kernel_events".to_string(),
+        Some(why) => format!("not used: {why}"),
+    };
+    s.insert("tracepoints".to_string(), tracepoints);
+    s
 }
 
 impl Observed {
@@ -227,6 +276,8 @@ impl Observed {
             deltas: crate::image_side::measure::sampler::Deltas::default(),
             notes: Vec::new(),
             blocked_tasks: Vec::new(),
+            kernel_events: None,
+            sources: BTreeMap::new(),
         }
     }
 }
@@ -264,6 +315,9 @@ impl Watch<'_> {
             }
             if now >= self.next_sample {
                 self.sampler.sample();
+                if let Some(t) = self.tracing.as_mut() {
+                    t.drain();
+                }
                 self.next_sample = (self.next_sample + self.sample_interval_ns).max(now);
             }
             if worker.is_some() {

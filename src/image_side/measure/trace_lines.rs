@@ -1,0 +1,462 @@
+//! Reading the kernel's trace lines (`trace_pipe`'s text) into events, and
+//! events into the bounded summary a record carries. Pure: the session with
+//! the kernel that produces the lines is `tracing.rs`.
+//!
+//! A line is `TASK-PID [CPU] FLAGS TIMESTAMP: EVENT: PAYLOAD`; the flags
+//! column is absent on older kernels and TASK may hold spaces or dashes, so
+//! the line is read from its `[CPU]` field on. Payloads are each event's
+//! `print fmt` (include/trace/events/*.h), read by their named fields so a
+//! field added by a later kernel (block's ioprio in 6.10) changes nothing.
+
+use super::histogram::Histogram;
+use crate::schema::events::{Journal, KernelEvents, Pauses, Phased, Requests, Wbt};
+use std::collections::BTreeMap;
+
+/// Lines kept in the excerpt per event, and in all.
+const EXCERPT_PER_EVENT: usize = 3;
+const EXCERPT_LINES: usize = 24;
+/// Issued requests waiting for their completion, at most (a lost completion
+/// must not grow the map for ever).
+const IN_FLIGHT_KEPT: usize = 8192;
+/// Events kept for the summary; past it they are counted only. About 40
+/// bytes each: a few MiB at most on a 256 MiB machine.
+pub const EVENTS_KEPT: usize = 100_000;
+
+/// One trace line, split.
+#[derive(Debug, PartialEq)]
+pub struct Line<'a> {
+    pub timestamp_s: f64,
+    pub event: &'a str,
+    pub payload: &'a str,
+}
+
+/// Split a trace_pipe line; None for anything else (a header, a cut line).
+pub fn split(line: &str) -> Option<Line<'_>> {
+    let after_cpu = cpu_field_end(line)?;
+    let rest = line[after_cpu..].trim_start();
+    // The flags column ("d..1.") when present, then "12345.678901:".
+    let mut tokens = rest.split_whitespace();
+    let stamp = tokens.by_ref().take(2).find(|t| t.ends_with(':') && t[..t.len() - 1].parse::<f64>().is_ok())?;
+    let timestamp_s = stamp[..stamp.len() - 1].parse().ok()?;
+    let after_stamp = &rest[rest.find(stamp)? + stamp.len()..];
+    let (event, payload) = after_stamp.trim_start().split_once(':')?;
+    if event.is_empty() || event.contains(' ') {
+        return None;
+    }
+    Some(Line { timestamp_s, event, payload: payload.trim() })
+}
+
+/// The byte after the first `[digits]`: the CPU column.
+fn cpu_field_end(line: &str) -> Option<usize> {
+    for (at, _) in line.match_indices('[') {
+        let tail = &line[at + 1..];
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && tail.as_bytes().get(digits) == Some(&b']') {
+            return Some(at + 1 + digits + 1);
+        }
+    }
+    None
+}
+
+/// `key=value` fields ("pause=12", "max=16,") as numbers.
+fn field(payload: &str, key: &str) -> Option<i64> {
+    payload.split_whitespace().find_map(|w| {
+        let (k, v) = w.trim_end_matches(',').split_once('=')?;
+        if k == key { v.trim_end_matches("us").parse().ok() } else { None }
+    })
+}
+
+/// `key value` pairs as jbd2 prints them ("running 5000 locked 0").
+fn word_field(payload: &str, key: &str) -> Option<u64> {
+    let mut words = payload.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == key {
+            return words.next()?.parse().ok();
+        }
+    }
+    None
+}
+
+/// A request as block_rq_issue/complete print it: "8,0 W 4096 () 2048 + 8 …".
+#[derive(Debug, PartialEq)]
+struct Request<'a> {
+    dev: &'a str,
+    write: bool,
+    sector: u64,
+    sectors: u64,
+}
+
+fn request(payload: &str) -> Option<Request<'_>> {
+    let tokens: Vec<&str> = payload.split_whitespace().collect();
+    let plus = tokens.iter().position(|t| *t == "+")?;
+    let rwbs = tokens.get(1)?;
+    let write = rwbs.contains('W');
+    if !write && !rwbs.contains('R') {
+        return None; // flushes and discards carry no data
+    }
+    Some(Request {
+        dev: tokens.first()?,
+        write,
+        sector: tokens.get(plus.checked_sub(1)?)?.parse().ok()?,
+        sectors: tokens.get(plus + 1)?.parse().ok()?,
+    })
+}
+
+/// What one line says, reduced to the figures the summary keeps.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    DirtyPause {
+        pause_ms: i64,
+        limit: Option<u64>,
+        dirty: Option<u64>,
+    },
+    WbtStep {
+        max: Option<u64>,
+        down: bool,
+    },
+    WbtLat {
+        us: u64,
+    },
+    WbtTimer,
+    /// A completed request, matched with its issue.
+    Request {
+        disk: u16,
+        write: bool,
+        kib: u32,
+        device_ns: u64,
+    },
+    Commit {
+        running_ms: u64,
+        locked_ms: u64,
+        logging_ms: u64,
+    },
+    Other,
+}
+
+/// One event on the timeline's axis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub at_s: f64,
+    pub name: u16,
+    pub kind: Kind,
+}
+
+/// Lines in, events out: matches completions with issues and keeps the excerpt.
+pub struct Reader {
+    /// Trace timestamp + offset = seconds on the timeline's axis.
+    pub offset_s: Option<f64>,
+    /// Disk names by "major,minor" (from /sys/block/*/dev).
+    disks_by_number: BTreeMap<String, String>,
+    issued: BTreeMap<(String, u64), f64>,
+    pub names: Vec<String>,
+    pub disks: Vec<String>,
+    pub events: Vec<Event>,
+    pub read: u64,
+    excerpt: Vec<(u16, String)>,
+}
+
+impl Reader {
+    pub fn new(disks_by_number: BTreeMap<String, String>) -> Reader {
+        Reader {
+            offset_s: None,
+            disks_by_number,
+            issued: BTreeMap::new(),
+            names: Vec::new(),
+            disks: Vec::new(),
+            events: Vec::new(),
+            read: 0,
+            excerpt: Vec::new(),
+        }
+    }
+
+    /// One line of trace_pipe; `marker` is the text written to trace_marker
+    /// with the CLOCK_MONOTONIC seconds (on the timeline's axis) it was written at.
+    pub fn line(&mut self, text: &str, marker: (&str, f64)) {
+        let Some(line) = split(text) else { return };
+        if line.event == "tracing_mark_write" || line.event == "print" {
+            if line.payload.contains(marker.0) {
+                self.offset_s = Some(marker.1 - line.timestamp_s);
+            }
+            return;
+        }
+        self.read += 1;
+        let at_s = line.timestamp_s + self.offset_s.unwrap_or(0.0);
+        let kind = match line.event {
+            "balance_dirty_pages" => Kind::DirtyPause {
+                pause_ms: field(line.payload, "pause").unwrap_or(0),
+                limit: field(line.payload, "limit").map(|v| v as u64),
+                dirty: field(line.payload, "dirty").map(|v| v as u64),
+            },
+            "wbt_step" => Kind::WbtStep {
+                max: field(line.payload, "max").map(|v| v as u64),
+                down: line.payload.contains("scale down"),
+            },
+            "wbt_lat" => match line.payload.rsplit_once("latency ") {
+                Some((_, us)) => Kind::WbtLat { us: us.trim_end_matches("us").trim().parse().unwrap_or(0) },
+                None => Kind::Other,
+            },
+            "wbt_timer" => Kind::WbtTimer,
+            "block_rq_issue" => {
+                if let Some(r) = request(line.payload)
+                    && self.issued.len() < IN_FLIGHT_KEPT
+                {
+                    self.issued.insert((r.dev.to_string(), r.sector), at_s);
+                }
+                Kind::Other
+            }
+            "block_rq_complete" => match request(line.payload) {
+                Some(r) => match self.issued.remove(&(r.dev.to_string(), r.sector)) {
+                    Some(issued) if r.sectors > 0 => Kind::Request {
+                        disk: self.disk(r.dev),
+                        write: r.write,
+                        kib: (r.sectors / 2).min(u32::MAX as u64) as u32,
+                        device_ns: ((at_s - issued).max(0.0) * 1e9) as u64,
+                    },
+                    _ => Kind::Other,
+                },
+                None => Kind::Other,
+            },
+            "jbd2_run_stats" => Kind::Commit {
+                running_ms: word_field(line.payload, "running").unwrap_or(0),
+                locked_ms: word_field(line.payload, "locked").unwrap_or(0),
+                logging_ms: word_field(line.payload, "logging").unwrap_or(0),
+            },
+            _ => Kind::Other,
+        };
+        let name = intern(&mut self.names, line.event);
+        self.keep_excerpt(name, at_s, text, &kind);
+        if self.events.len() < EVENTS_KEPT {
+            self.events.push(Event { at_s, name, kind });
+        }
+    }
+
+    fn disk(&mut self, dev: &str) -> u16 {
+        let name = self.disks_by_number.get(dev).cloned().unwrap_or_else(|| dev.to_string());
+        intern(&mut self.disks, &name)
+    }
+
+    /// The first lines of each event, and any longer pause or deeper wbt step
+    /// than those kept (it replaces that event's last kept line).
+    fn keep_excerpt(&mut self, name: u16, at_s: f64, text: &str, kind: &Kind) {
+        let shown = format!("t={at_s:.3}s {}", text.trim());
+        let of_this: Vec<usize> = (0..self.excerpt.len()).filter(|&i| self.excerpt[i].0 == name).collect();
+        if of_this.len() < EXCERPT_PER_EVENT && self.excerpt.len() < EXCERPT_LINES {
+            self.excerpt.push((name, shown));
+            return;
+        }
+        let notable = match kind {
+            Kind::DirtyPause { pause_ms, .. } => {
+                of_this.iter().all(|&i| field(&self.excerpt[i].1, "pause").is_none_or(|kept| *pause_ms > kept))
+            }
+            Kind::WbtStep { max: Some(max), .. } => {
+                of_this.iter().all(|&i| field(&self.excerpt[i].1, "max").is_none_or(|kept| (*max as i64) < kept))
+            }
+            _ => false,
+        };
+        if notable && let Some(&last) = of_this.last() {
+            self.excerpt[last].1 = shown;
+        }
+    }
+
+    /// The summary a record carries; phases split at `writes_end_s` and
+    /// `workload_end_s` on the timeline's axis.
+    pub fn summarize(&self, writes_end_s: f64, workload_end_s: f64) -> KernelEvents {
+        let phase = |at: f64| -> usize {
+            if at <= writes_end_s {
+                0
+            } else if at <= workload_end_s {
+                1
+            } else {
+                2
+            }
+        };
+        let mut counts: BTreeMap<String, [u64; 3]> = BTreeMap::new();
+        let mut pauses = [Pauses::default(), Pauses::default(), Pauses::default()];
+        let mut out = KernelEvents { read: self.read, ..KernelEvents::default() };
+        let mut wbt = Wbt::default();
+        let mut requests: BTreeMap<(u16, bool), (BTreeMap<u32, u64>, Histogram)> = BTreeMap::new();
+        let mut journal = Journal::default();
+        for e in &self.events {
+            let p = phase(e.at_s);
+            counts.entry(self.names[e.name as usize].clone()).or_default()[p] += 1;
+            match &e.kind {
+                Kind::DirtyPause { pause_ms, limit, dirty } => {
+                    if *pause_ms > 0 {
+                        let ms = *pause_ms as f64;
+                        pauses[p] = pauses[p].clone() + Pauses { count: 1, total_ms: ms, max_ms: ms };
+                    }
+                    out.dirty_limit_pages = out.dirty_limit_pages.max(*limit);
+                    out.dirty_pages_max = out.dirty_pages_max.max(*dirty);
+                }
+                Kind::WbtStep { max, down } => {
+                    wbt.steps += 1;
+                    wbt.scaled_down += *down as u64;
+                    if let Some(m) = max {
+                        wbt.lowest_max_depth = Some(wbt.lowest_max_depth.map_or(*m, |l| l.min(*m)));
+                    }
+                }
+                Kind::WbtLat { us } => wbt.max_latency_us = wbt.max_latency_us.max(Some(*us)),
+                Kind::WbtTimer => wbt.windows += 1,
+                Kind::Request { disk, write, kib, device_ns } => {
+                    let (sizes, times) = requests.entry((*disk, *write)).or_default();
+                    *sizes.entry(*kib).or_default() += 1;
+                    times.record(*device_ns);
+                }
+                Kind::Commit { running_ms, locked_ms, logging_ms } => {
+                    journal.commits += 1;
+                    journal.max_running_ms = journal.max_running_ms.max(*running_ms);
+                    journal.max_locked_ms = journal.max_locked_ms.max(*locked_ms);
+                    journal.max_logging_ms = journal.max_logging_ms.max(*logging_ms);
+                }
+                Kind::Other => {}
+            }
+        }
+        out.counts =
+            counts.into_iter().map(|(k, [w, f, a])| (k, Phased { writing: w, flushing: f, after: a })).collect();
+        let [w, f, a] = pauses;
+        out.dirty_pauses = Phased { writing: w, flushing: f, after: a };
+        out.wbt = (wbt != Wbt::default()).then_some(wbt);
+        out.journal = (journal.commits > 0).then_some(journal);
+        out.requests = requests
+            .into_iter()
+            .map(|((disk, write), (sizes, times))| {
+                let key = format!("{} {}", self.disks[disk as usize], if write { "W" } else { "R" });
+                let requests = Requests {
+                    count: times.count(),
+                    kib_p50: median(&sizes),
+                    kib_max: sizes.keys().next_back().copied().unwrap_or(0),
+                    device_ms: times.summary(),
+                };
+                (key, requests)
+            })
+            .collect();
+        out.excerpt = self.excerpt.iter().map(|(_, l)| l.clone()).collect();
+        out
+    }
+}
+
+/// The median of values counted by value (the lower middle of an even count).
+fn median(counts: &BTreeMap<u32, u64>) -> u32 {
+    let total: u64 = counts.values().sum();
+    let mut seen = 0;
+    for (value, n) in counts {
+        seen += n;
+        if seen * 2 >= total {
+            return *value;
+        }
+    }
+    0
+}
+
+fn intern(names: &mut Vec<String>, name: &str) -> u16 {
+    match names.iter().position(|n| n == name) {
+        Some(i) => i as u16,
+        None => {
+            names.push(name.to_string());
+            (names.len() - 1).min(u16::MAX as usize) as u16
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_split_with_and_without_the_flags_column() {
+        let new = "  bootmark-work-212   [001] d..1.    41.883203: balance_dirty_pages: bdi 8:0: limit=1 pause=12";
+        let l = split(new).unwrap();
+        assert_eq!(
+            (l.timestamp_s, l.event, l.payload),
+            (41.883203, "balance_dirty_pages", "bdi 8:0: limit=1 pause=12")
+        );
+        // 2.6.3x: no flags column; a task name with a space and brackets of its own.
+        let old = "   my [x] task-77  [000]  1234.500000: block_rq_issue: 8,0 W 0 () 2048 + 8 [my task]";
+        let l = split(old).unwrap();
+        assert_eq!((l.timestamp_s, l.event), (1234.5, "block_rq_issue"));
+        assert_eq!(split("# tracer: nop"), None);
+        assert_eq!(split("  task-1 [000] ....  12.5"), None, "a cut line");
+    }
+
+    /// Lines as this host's 6.18 printed them (the boots' 6.1 lines are in
+    /// tests/data/trace), around a marker written at 2.0 s on the timeline.
+    const HOST_LINES: &str = "\
+ bootmark-22472   [000] ..... 36288.100000: tracing_mark_write: bootmark-clock 22472
+ kworker/u8:0-18673   [001] ..... 36288.530301: block_rq_issue: 254,0 WS 4120576 () 173746592 + 8048 be,0,4 [kworker/u8:0]
+ <idle>-0       [001] .Ns1. 36288.533652: block_rq_complete: 254,0 WS () 173746592 + 8048 be,0,4 [0]
+ kworker/0:1H-60      [000] ..... 36289.928458: block_rq_issue: 254,0 FF 0 () 0 + 0 none,0,0 [kworker/0:1H]
+ <idle>-0       [001] ..s1. 36289.928688: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 none,0,0 [0]
+ bootmark-probe-22479   [000] ..... 36290.794504: block_rq_issue: 254,0 RA 4096 () 38801968 + 8 be,0,4 [bootmark-probe]
+ bootmark-work-22480   [001] ..s.. 36290.814654: block_rq_complete: 254,0 RA () 38801968 + 8 be,0,4 [0]
+ bootmark-work-1   [000] ..... 36288.600000: balance_dirty_pages: bdi 254:0: limit=50000 setpoint=40000 dirty=45000 wb_setpoint=40000 wb_dirty=45000 dirty_ratelimit=100 task_ratelimit=50 dirtied=32 dirtied_pause=32 paused=0 pause=12 period=12 think=0 cgroup_ino=1
+ bootmark-work-1   [000] ..... 36288.700000: balance_dirty_pages: bdi 254:0: limit=52000 setpoint=40000 dirty=47000 wb_setpoint=40000 wb_dirty=45000 dirty_ratelimit=100 task_ratelimit=50 dirtied=32 dirtied_pause=32 paused=0 pause=-3 period=12 think=15 cgroup_ino=1
+ bootmark-work-1   [000] ..... 36290.900000: balance_dirty_pages: bdi 254:0: limit=52000 setpoint=40000 dirty=49000 wb_setpoint=40000 wb_dirty=45000 dirty_ratelimit=100 task_ratelimit=50 dirtied=32 dirtied_pause=32 paused=0 pause=40 period=40 think=0 cgroup_ino=1
+ <idle>-0       [000] .Ns1. 36288.736052: wbt_step: 254:0: scale down: step=1, window=100000us, background=8, normal=16, max=32
+ <idle>-0       [000] .Ns1. 36288.836052: wbt_step: 254:0: scale down: step=2, window=100000us, background=4, normal=8, max=16
+ <idle>-0       [000] .Ns1. 36288.836050: wbt_lat: 254:0: latency 81234us
+ <idle>-0       [000] .Ns1. 36288.836051: wbt_timer: 254:0: status=1, step=2, inflight=16
+ jbd2/vda1-8-300 [001] ..... 36291.000000: jbd2_run_stats: dev 254,1 tid 7 wait 0 request_delay 0 running 5004 locked 8 flushing 0 logging 120 handle_count 12 blocks 3 blocks_logged 4
+";
+
+    fn host_reader() -> Reader {
+        let disks = BTreeMap::from([("254,0".to_string(), "vda".to_string())]);
+        let mut r = Reader::new(disks);
+        for line in HOST_LINES.lines() {
+            r.line(line, ("bootmark-clock 22472", 2.0));
+        }
+        r
+    }
+
+    #[test]
+    fn the_marker_puts_trace_time_on_the_timelines_axis() {
+        let r = host_reader();
+        assert_eq!(r.offset_s, Some(2.0 - 36288.1));
+        let first = &r.events[0];
+        assert!((first.at_s - 2.430301).abs() < 1e-6, "{}", first.at_s);
+        assert_eq!(r.read, 14, "every line but the marker");
+    }
+
+    #[test]
+    fn the_summary_splits_phases_and_matches_requests() {
+        // Writes returned at 3.0 s, the workload ended at 4.85 s.
+        let k = host_reader().summarize(3.0, 4.85);
+        // Pauses: 12 ms while writing; -3 is no pause (the task was under its rate); 40 ms in the flush.
+        assert_eq!((k.dirty_pauses.writing.count, k.dirty_pauses.writing.total_ms), (1, 12.0));
+        assert_eq!((k.dirty_pauses.flushing.count, k.dirty_pauses.flushing.max_ms), (1, 40.0));
+        assert_eq!(k.dirty_pauses.total().count, 2);
+        assert_eq!((k.dirty_limit_pages, k.dirty_pages_max), (Some(52000), Some(49000)));
+        let wbt = k.wbt.unwrap();
+        assert_eq!((wbt.steps, wbt.scaled_down, wbt.lowest_max_depth), (2, 2, Some(16)));
+        assert_eq!((wbt.max_latency_us, wbt.windows), (Some(81234), 1));
+        // The flush request (FF, no data) is no request; the write and the read are, by disk name.
+        assert_eq!(k.requests.keys().collect::<Vec<_>>(), ["vda R", "vda W"]);
+        let w = &k.requests["vda W"];
+        assert_eq!((w.count, w.kib_p50, w.kib_max), (1, 4024, 4024));
+        assert!((w.device_ms.max_ms - 3.351).abs() < 0.02, "{:?}", w.device_ms);
+        assert!((k.requests["vda R"].device_ms.max_ms - 20.15).abs() < 0.1);
+        let j = k.journal.unwrap();
+        assert_eq!((j.commits, j.max_running_ms, j.max_locked_ms, j.max_logging_ms), (1, 5004, 8, 120));
+        assert_eq!(k.counts["balance_dirty_pages"], Phased { writing: 2, flushing: 1, after: 0 });
+        assert_eq!(k.counts["jbd2_run_stats"], Phased { writing: 0, flushing: 0, after: 1 });
+    }
+
+    #[test]
+    fn the_excerpt_is_capped_and_keeps_the_longest_pause() {
+        let mut r = Reader::new(BTreeMap::new());
+        for (i, pause) in [5, 6, 7, 3, 90, 4].iter().enumerate() {
+            let line = format!(
+                " w-1 [000] ..... {}.0: balance_dirty_pages: bdi 8:0: limit=9 dirty=8 pause={pause} period=1",
+                10 + i
+            );
+            r.line(&line, ("marker", 0.0));
+        }
+        let k = r.summarize(f64::INFINITY, f64::INFINITY);
+        assert_eq!(k.excerpt.len(), EXCERPT_PER_EVENT);
+        assert!(k.excerpt.iter().any(|l| l.contains("pause=90")), "{:?}", k.excerpt);
+        assert!(k.excerpt[0].starts_with("t=10.000s "), "{:?}", k.excerpt);
+        for i in 0..(EXCERPT_LINES * 2) {
+            r.line(&format!(" w-1 [000] ..... 99.0: event_{i}: x"), ("marker", 0.0));
+        }
+        assert_eq!(r.summarize(0.0, 0.0).excerpt.len(), EXCERPT_LINES);
+    }
+}

@@ -1,0 +1,250 @@
+//! The session with the kernel's tracing: find (or mount) tracefs, enable the
+//! events that prove each waiting mechanism, read `trace_pipe` without ever
+//! blocking while the workload runs, and put everything back as found.
+//!
+//! Only where bootmark owns the machine (the boot image, or `bootmark run
+//! --kernel-events`): tracing is machine-wide, and a tracer someone else set
+//! up is left alone. Kernels without it say why, in the record's `sources`:
+//! tracefs is 4.1+, debugfs's `tracing` 2.6.27+ (2.6.9 and 2.6.16 have
+//! neither), and lockdown=confidentiality closes both.
+
+use super::clock::{mono_ns, secs};
+use super::trace_lines::Reader;
+use crate::schema::events::KernelEvents;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// The events read, each the kernel's own account of one mechanism.
+pub const EVENTS: [&str; 7] = [
+    // dirty throttling: the pause balance_dirty_pages() made a writer sleep (3.2+)
+    "writeback/balance_dirty_pages",
+    // block writeback throttling (4.10+): its depth steps, read latency over target, windows
+    "wbt/wbt_step",
+    "wbt/wbt_lat",
+    "wbt/wbt_timer",
+    // each request's size and device time
+    "block/block_rq_issue",
+    "block/block_rq_complete",
+    // ext3/ext4 journal commits (jbd2 is a module: present once the filesystem is mounted)
+    "jbd2/jbd2_run_stats",
+];
+/// Bytes read from trace_pipe per call, so one call never holds up the watch loop.
+const READ_PER_CALL: usize = 1 << 20;
+
+/// Tracing enabled for one workload.
+pub struct Session {
+    dir: PathBuf,
+    pipe: std::fs::File,
+    marker: String,
+    marker_at_s: f64,
+    clock: String,
+    clock_found: Option<String>,
+    enabled: Vec<String>,
+    absent: Vec<String>,
+    partial: Vec<u8>,
+    pub reader: Reader,
+}
+
+/// Where the tracing files are: tracefs, or debugfs's `tracing`; mounted if
+/// the kernel has them and nobody has.
+fn find_tracefs() -> Result<PathBuf, String> {
+    let tracefs = Path::new("/sys/kernel/tracing");
+    let debugfs = Path::new("/sys/kernel/debug");
+    if tracefs.join("trace_pipe").exists() {
+        return Ok(tracefs.into());
+    }
+    if debugfs.join("tracing/trace_pipe").exists() {
+        return Ok(debugfs.join("tracing"));
+    }
+    let mount = |what: &str, at: &Path| {
+        nix::mount::mount(Some(what), at, Some(what), nix::mount::MsFlags::empty(), None::<&str>)
+            .map_err(|e| format!("mount {what} on {}: {e}", at.display()))
+    };
+    let mut tried = Vec::new();
+    if tracefs.is_dir() {
+        match mount("tracefs", tracefs) {
+            Ok(()) if tracefs.join("trace_pipe").exists() => return Ok(tracefs.into()),
+            Ok(()) => tried.push(format!("{} mounted without trace_pipe", tracefs.display())),
+            Err(e) => tried.push(e),
+        }
+    }
+    if debugfs.is_dir() && !debugfs.join("tracing").exists() {
+        match mount("debugfs", debugfs) {
+            Ok(()) if debugfs.join("tracing/trace_pipe").exists() => return Ok(debugfs.join("tracing")),
+            Ok(()) => tried.push("debugfs has no tracing directory (CONFIG_FTRACE off?)".into()),
+            Err(e) => tried.push(e),
+        }
+    }
+    if lockdown().as_deref() == Some("confidentiality") {
+        return Err("the kernel is locked down (confidentiality): tracing is closed".into());
+    }
+    if tried.is_empty() {
+        return Err("the kernel has neither tracefs (4.1+) nor debugfs tracing (2.6.27+)".into());
+    }
+    Err(format!("no tracing: {}", tried.join("; ")))
+}
+
+/// The active lockdown mode, where the kernel has lockdown (5.4+).
+fn lockdown() -> Option<String> {
+    chosen(&std::fs::read_to_string("/sys/kernel/security/lockdown").ok()?)
+}
+
+fn write(path: &Path, value: &str) -> Result<(), String> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    f.write_all(value.as_bytes()).map_err(|e| format!("write {value:?} to {}: {e}", path.display()))
+}
+
+/// The bracketed choice of a tracefs option file ("[local] global … mono").
+fn chosen(text: &str) -> Option<String> {
+    let start = text.find('[')?;
+    let end = text[start..].find(']')?;
+    Some(text[start + 1..start + end].to_string())
+}
+
+/// Disk names by the "major,minor" block events print.
+fn disks_by_number() -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for entry in std::fs::read_dir("/sys/block").into_iter().flatten().flatten() {
+        if let Some(dev) = crate::fsutil::read_trimmed(entry.path().join("dev")) {
+            map.insert(dev.replace(':', ","), entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    map
+}
+
+impl Session {
+    /// Enable the events; `origin_ns` is the timeline's zero. Err: why not.
+    pub fn start(origin_ns: u64) -> Result<Session, String> {
+        let dir = find_tracefs()?;
+        // Someone else's tracing is theirs: never reconfigured from under them.
+        let tracer = crate::fsutil::read_trimmed(dir.join("current_tracer")).unwrap_or_default();
+        let in_use = crate::fsutil::read_trimmed(dir.join("set_event")).unwrap_or_default();
+        if (!tracer.is_empty() && tracer != "nop") || !in_use.is_empty() {
+            return Err(format!(
+                "{} is in use (tracer {tracer}, events {:?}): left alone",
+                dir.display(),
+                in_use.lines().take(3).collect::<Vec<_>>()
+            ));
+        }
+        let clock_found = std::fs::read_to_string(dir.join("trace_clock")).ok().and_then(|t| chosen(&t));
+        // CLOCK_MONOTONIC where the kernel offers it (4.x); the marker maps any other.
+        let _ = write(&dir.join("trace_clock"), "mono");
+        let clock = std::fs::read_to_string(dir.join("trace_clock")).ok().and_then(|t| chosen(&t)).unwrap_or_default();
+        write(&dir.join("trace"), "")?;
+        let (mut enabled, mut absent) = (Vec::new(), Vec::new());
+        for event in EVENTS {
+            let name = event.replace('/', ":");
+            let path = dir.join("events").join(event).join("enable");
+            if !path.exists() {
+                absent.push(name);
+            } else if write(&path, "1").is_ok() {
+                enabled.push(name);
+            } else {
+                absent.push(format!("{name} (enable refused)"));
+            }
+        }
+        let pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(dir.join("trace_pipe"))
+            .map_err(|e| format!("{}: {e}", dir.join("trace_pipe").display()))?;
+        let _ = write(&dir.join("tracing_on"), "1");
+        let marker = format!("bootmark-clock {}", std::process::id());
+        let marker_at_s = secs(mono_ns().saturating_sub(origin_ns));
+        let _ = write(&dir.join("trace_marker"), &marker);
+        let mut session = Session {
+            dir,
+            pipe,
+            marker,
+            marker_at_s,
+            clock,
+            clock_found,
+            enabled,
+            absent,
+            partial: Vec::new(),
+            reader: Reader::new(disks_by_number()),
+        };
+        if session.enabled.is_empty() {
+            session.restore();
+            return Err(format!("none of the events is in this kernel: {}", session.absent.join(", ")));
+        }
+        Ok(session)
+    }
+
+    /// Read what the kernel has buffered, without blocking.
+    pub fn drain(&mut self) {
+        let mut buf = vec![0u8; 65536];
+        let mut taken = 0;
+        while taken < READ_PER_CALL {
+            match self.pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    taken += n;
+                    self.partial.extend_from_slice(&buf[..n]);
+                    self.lines();
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break, // EAGAIN: nothing more buffered
+            }
+        }
+    }
+
+    fn lines(&mut self) {
+        let Some(last) = self.partial.iter().rposition(|b| *b == b'\n') else { return };
+        let whole: Vec<u8> = self.partial.drain(..=last).collect();
+        for line in String::from_utf8_lossy(&whole).lines() {
+            self.reader.line(line, (&self.marker, self.marker_at_s));
+        }
+    }
+
+    /// Disable the events, read the rest, and summarise; phases split at
+    /// `writes_end_s` and `workload_end_s` on the timeline's axis.
+    pub fn finish(mut self, writes_end_s: f64, workload_end_s: f64) -> KernelEvents {
+        for event in &self.enabled {
+            let _ = write(&self.dir.join("events").join(event.replace(':', "/")).join("enable"), "0");
+        }
+        self.drain();
+        let mut summary = self.reader.summarize(writes_end_s, workload_end_s);
+        summary.tracefs = self.dir.display().to_string();
+        summary.clock = match self.reader.offset_s {
+            Some(_) => self.clock.clone(),
+            None => format!("{} (the marker was not read back: times unmapped)", self.clock),
+        };
+        summary.enabled = self.enabled.clone();
+        summary.absent = self.absent.clone();
+        summary.lost = self.overruns();
+        self.restore();
+        summary
+    }
+
+    /// Events overwritten before they were read, over every CPU.
+    fn overruns(&self) -> u64 {
+        let per_cpu = std::fs::read_dir(self.dir.join("per_cpu")).into_iter().flatten().flatten();
+        per_cpu
+            .filter_map(|cpu| std::fs::read_to_string(cpu.path().join("stats")).ok())
+            .flat_map(|stats| {
+                stats
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("overrun:").and_then(|n| n.trim().parse::<u64>().ok()))
+                    .collect::<Vec<_>>()
+            })
+            .sum()
+    }
+
+    /// Events off, the buffer emptied, the clock as found.
+    fn restore(&mut self) {
+        for event in &self.enabled {
+            let _ = write(&self.dir.join("events").join(event.replace(':', "/")).join("enable"), "0");
+        }
+        let _ = write(&self.dir.join("trace"), "");
+        if let Some(clock) = &self.clock_found {
+            let _ = write(&self.dir.join("trace_clock"), clock);
+        }
+    }
+}
