@@ -193,4 +193,8 @@ fn the_generations_demo_attributes_each_wait_to_its_mechanism() {
             .unwrap()
             .contains("the probe's uncached 4 KiB read took 20.0 ms instead of 3.4 ms")
     );
+    // The request-size cause cites the setting behind it, from the records.
+    let cites = "1.1 MiB where 5.10.0-46-amd64's were 126 KiB (the queue's max_sectors_kb: 1280 against 128)";
+    assert!(verdict.contains(cites), "{verdict}");
+    assert!(comparison["sentence"].as_str().unwrap().contains("(the queue's max_sectors_kb: 1280 against 128)"));
 }

@@ -512,9 +512,10 @@ pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[
         }
         if let Some((this_kib, base_kib)) = request_sizes(row, base) {
             sentence += &format!(
-                "; the disk got {} write requests instead of {} (a size the kernel decides: max_sectors_kb, merging)",
+                "; the disk got {} write requests instead of {} ({})",
                 kib(this_kib),
-                kib(base_kib)
+                kib(base_kib),
+                request_limit(row, base)
             );
         }
         sentence += &format!("; {} vs {} runs from {} and {} boot(s)", this.n, that.n, this_boots, base_boots);
@@ -543,6 +544,25 @@ pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[
 pub(super) fn request_sizes(row: &Row, base: &Row) -> Option<(f64, f64)> {
     let (a, b) = (row.write_request_kib.as_ref()?.median, base.write_request_kib.as_ref()?.median);
     (a > 0.0 && b > 0.0 && a.max(b) >= 1.5 * a.min(b)).then_some((a, b))
+}
+
+/// What sets the request size, from the records: the queue's max_sectors_kb
+/// on each side where recorded ("the queue's max_sectors_kb: 1280 against
+/// 128"), else the settings that could.
+pub(super) fn request_limit(row: &Row, base: &Row) -> String {
+    let said = |r: &Row| match r.max_sectors_kb.as_slice() {
+        [one] => Some(one.clone()),
+        [] => None,
+        many => Some(many.join(" or ")),
+    };
+    match (said(row), said(base)) {
+        (Some(a), Some(b)) if a != b => format!("the queue's max_sectors_kb: {a} against {b}"),
+        (Some(a), Some(_)) => {
+            format!("the queue's max_sectors_kb is {a} on both: the sizes differ by merging, not by that limit")
+        }
+        _ => "a size the kernel decides: max_sectors_kb, merging; these records do not carry the queue's settings"
+            .to_string(),
+    }
 }
 
 /// A request size as a reader says it: 126 KiB, 1.1 MiB.

@@ -26,6 +26,8 @@ struct Figures {
     recovery: Vec<f64>,
     /// The average write request the device got, KiB (diskstats' sectors per write).
     write_request_kib: Vec<f64>,
+    /// The target queue's max_sectors_kb of each run, each value once.
+    max_sectors_kb: Vec<String>,
 }
 
 pub(super) struct Group {
@@ -105,6 +107,11 @@ impl Group {
         if let Some(d) = r.counters.disk_delta.as_ref().filter(|d| d.writes > 0) {
             f.write_request_kib.push(d.sectors_written as f64 / 2.0 / d.writes as f64);
         }
+        if let Some(kb) = r.storage.queue.get("queue/max_sectors_kb")
+            && !f.max_sectors_kb.iter().any(|k| k == kb)
+        {
+            f.max_sectors_kb.push(kb.to_string());
+        }
         self.evidence.offer(r)
     }
 
@@ -144,6 +151,7 @@ impl Group {
             stalls_over_1s: stats::summarize(&f.stalls),
             recovery_s: stats::summarize(&f.recovery),
             write_request_kib: stats::summarize(&f.write_request_kib),
+            max_sectors_kb: f.max_sectors_kb.clone(),
             speedup: None,
             significant: false,
             baseline: false,

@@ -94,6 +94,10 @@ pub struct Row {
     pub recovery_s: Option<Summary>,
     /// The device's average write request, KiB (from /proc/diskstats).
     pub write_request_kib: Option<Summary>,
+    /// The target queue's largest request the kernel would build (`queue/max_sectors_kb`),
+    /// each value its runs recorded; empty for records from before it was recorded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub max_sectors_kb: Vec<String>,
     /// Against the baseline row of the same workload: baseline mean real / this mean real.
     pub speedup: Option<f64>,
     pub significant: bool,
@@ -539,11 +543,18 @@ mod tests {
         let r = report(&records, Options::default()).unwrap();
         assert!(
             r.verdict[0].contains(
-                "Cause: seqwrite: its write requests were 1.1 MiB where 5.10's were 128 KiB: a read queued behind a larger request waits longer"
+                "Cause: seqwrite: its write requests were 1.1 MiB where 5.10's were 128 KiB (a size the kernel decides: max_sectors_kb, merging; these records do not carry the queue's settings): a read queued behind a larger request waits longer"
             ),
             "{}",
             r.verdict[0]
         );
+        // Records that carry the queue's limit: a limit equal on both sides is no cause of the sizes.
+        for r in records.iter_mut() {
+            r.storage.queue.insert("queue/max_sectors_kb".into(), "1280".into());
+        }
+        let r = report(&records, Options::default()).unwrap();
+        let said = "(the queue's max_sectors_kb is 1280 on both: the sizes differ by merging, not by that limit)";
+        assert!(r.verdict[0].contains(said), "{}", r.verdict[0]);
     }
 
     /// The demo's strongest signal: 6.12's uncached 4 KiB read at a 22 ms

@@ -7,7 +7,7 @@
 //! difference.
 
 use super::Row;
-use super::findings::{Finding, kib, request_sizes};
+use super::findings::{Finding, kib, request_limit, request_sizes};
 
 /// A real-time difference under this share is called "the same".
 const SAME_WITHIN: f64 = 0.03;
@@ -131,9 +131,10 @@ fn against_baseline(
                 (false, false) => continue,
             };
             causes.push(format!(
-                "{workload}: its write requests were {} where {base}'s were {}{effect}",
+                "{workload}: its write requests were {} where {base}'s were {} ({}){effect}",
                 kib(this),
-                kib(that)
+                kib(that),
+                request_limit(row, b)
             ));
         }
     }
