@@ -454,6 +454,8 @@ mod tests {
     #[test]
     fn ipmitools_own_session_lines_are_not_console_output() {
         let dir = std::env::temp_dir().join(format!("bootmark-lab-session-{}", std::process::id()));
+        // A directory left by an earlier run under the same PID must not hold a log already.
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("step.log");
         assert!(printed_nothing(&log), "no log yet: nothing printed");
@@ -461,6 +463,7 @@ mod tests {
         assert!(printed_nothing(&log));
         std::fs::write(&log, "[SOL Session operational.  Use ~? for help]\nSeaBIOS (version 1.16.2)\n").unwrap();
         assert!(!printed_nothing(&log));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
