@@ -320,7 +320,10 @@ fn main() -> ExitCode {
                 run_id: None,
                 remount: None,
                 dump_blocked_tasks: false,
-                kernel_events,
+                kernel_events: match kernel_events {
+                    true => bootmark::measure::tracing::Events::AtRunTime,
+                    false => bootmark::measure::tracing::Events::Off,
+                },
             };
             match run::run(&opts, sink.as_mut()) {
                 Ok(s) if s.failed == 0 => ExitCode::SUCCESS,

@@ -36,9 +36,8 @@ pub struct KernelEvents {
     pub dirty_limit_pages: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dirty_pages_max: Option<u64>,
-    /// `wbt:*` (4.10+): block writeback throttling at work; null when it never fired.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wbt: Option<Wbt>,
+    /// `wbt:*` (4.10+): block writeback throttling at work, per disk it fired on.
+    pub wbt: BTreeMap<String, Wbt>,
     /// `block:block_rq_issue` → `block_rq_complete`, per disk and direction
     /// (`sda W`): how large the requests were and how long the device held them.
     pub requests: BTreeMap<String, Requests>,

@@ -223,7 +223,8 @@ fn run_plan(
         remount: Some(remount),
         // The console is quieted: the dump goes to the kernel log, read back per record.
         dump_blocked_tasks: true,
-        kernel_events: true,
+        // Switched on by the image's command line, never at run time (tracing.rs says why).
+        kernel_events: crate::image_side::measure::tracing::Events::AsBooted,
     };
     let mut serial_sink = serial.take();
     let (result, stick_failed, written, not_ok) = {

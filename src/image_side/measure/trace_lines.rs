@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 const EXCERPT_PER_EVENT: usize = 3;
 const EXCERPT_LINES: usize = 24;
 /// Issued requests waiting for their completion, at most (a lost completion
-/// must not grow the map for ever).
-const IN_FLIGHT_KEPT: usize = 8192;
+/// must not grow the list for ever; a queue holds far fewer).
+const IN_FLIGHT_KEPT: usize = 1024;
 /// Events kept for the summary; past it they are counted only. About 40
 /// bytes each: a few MiB at most on a 256 MiB machine.
 pub const EVENTS_KEPT: usize = 100_000;
@@ -111,13 +111,17 @@ pub enum Kind {
         dirty: Option<u64>,
     },
     WbtStep {
+        disk: u16,
         max: Option<u64>,
         down: bool,
     },
     WbtLat {
+        disk: u16,
         us: u64,
     },
-    WbtTimer,
+    WbtTimer {
+        disk: u16,
+    },
     /// A completed request, matched with its issue.
     Request {
         disk: u16,
@@ -133,10 +137,11 @@ pub enum Kind {
     Other,
 }
 
-/// One event on the timeline's axis.
+/// One event, at its trace clock's time (put on the timeline's axis when
+/// summarised: the marker that maps it may come after the first events).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
-    pub at_s: f64,
+    pub timestamp_s: f64,
     pub name: u16,
     pub kind: Kind,
 }
@@ -147,12 +152,14 @@ pub struct Reader {
     pub offset_s: Option<f64>,
     /// Disk names by "major,minor" (from /sys/block/*/dev).
     disks_by_number: BTreeMap<String, String>,
-    issued: BTreeMap<(String, u64), f64>,
+    /// Issued requests not yet completed: (disk, sector, trace timestamp), newest last.
+    issued: Vec<(u16, u64, f64)>,
     pub names: Vec<String>,
     pub disks: Vec<String>,
     pub events: Vec<Event>,
     pub read: u64,
-    excerpt: Vec<(u16, String)>,
+    /// (event, trace timestamp, line) of the lines kept as the exhibit.
+    excerpt: Vec<(u16, f64, String)>,
 }
 
 impl Reader {
@@ -160,7 +167,7 @@ impl Reader {
         Reader {
             offset_s: None,
             disks_by_number,
-            issued: BTreeMap::new(),
+            issued: Vec::new(),
             names: Vec::new(),
             disks: Vec::new(),
             events: Vec::new(),
@@ -180,7 +187,7 @@ impl Reader {
             return;
         }
         self.read += 1;
-        let at_s = line.timestamp_s + self.offset_s.unwrap_or(0.0);
+        let at_s = line.timestamp_s;
         let kind = match line.event {
             "balance_dirty_pages" => Kind::DirtyPause {
                 pause_ms: field(line.payload, "pause").unwrap_or(0),
@@ -188,26 +195,33 @@ impl Reader {
                 dirty: field(line.payload, "dirty").map(|v| v as u64),
             },
             "wbt_step" => Kind::WbtStep {
+                disk: self.wbt_disk(line.payload),
                 max: field(line.payload, "max").map(|v| v as u64),
                 down: line.payload.contains("scale down"),
             },
             "wbt_lat" => match line.payload.rsplit_once("latency ") {
-                Some((_, us)) => Kind::WbtLat { us: us.trim_end_matches("us").trim().parse().unwrap_or(0) },
+                Some((_, us)) => Kind::WbtLat {
+                    disk: self.wbt_disk(line.payload),
+                    us: us.trim_end_matches("us").trim().parse().unwrap_or(0),
+                },
                 None => Kind::Other,
             },
-            "wbt_timer" => Kind::WbtTimer,
+            "wbt_timer" => Kind::WbtTimer { disk: self.wbt_disk(line.payload) },
             "block_rq_issue" => {
-                if let Some(r) = request(line.payload)
-                    && self.issued.len() < IN_FLIGHT_KEPT
-                {
-                    self.issued.insert((r.dev.to_string(), r.sector), at_s);
+                if let Some(r) = request(line.payload) {
+                    if self.issued.len() >= IN_FLIGHT_KEPT {
+                        // Completions lost (overrun): forget the oldest quarter.
+                        self.issued.drain(..IN_FLIGHT_KEPT / 4);
+                    }
+                    let disk = self.disk(r.dev);
+                    self.issued.push((disk, r.sector, at_s));
                 }
                 Kind::Other
             }
             "block_rq_complete" => match request(line.payload) {
-                Some(r) => match self.issued.remove(&(r.dev.to_string(), r.sector)) {
-                    Some(issued) if r.sectors > 0 => Kind::Request {
-                        disk: self.disk(r.dev),
+                Some(r) => match self.completed(r.dev, r.sector) {
+                    Some((disk, issued)) if r.sectors > 0 => Kind::Request {
+                        disk,
                         write: r.write,
                         kib: (r.sectors / 2).min(u32::MAX as u64) as u32,
                         device_ns: ((at_s - issued).max(0.0) * 1e9) as u64,
@@ -226,8 +240,22 @@ impl Reader {
         let name = intern(&mut self.names, line.event);
         self.keep_excerpt(name, at_s, text, &kind);
         if self.events.len() < EVENTS_KEPT {
-            self.events.push(Event { at_s, name, kind });
+            self.events.push(Event { timestamp_s: at_s, name, kind });
         }
+    }
+
+    /// The issue of a request completing now: (its disk, when it was issued).
+    fn completed(&mut self, dev: &str, sector: u64) -> Option<(u16, f64)> {
+        let disk = self.disk(dev);
+        let at = self.issued.iter().rposition(|(d, s, _)| *d == disk && *s == sector)?;
+        let (_, _, issued) = self.issued.remove(at);
+        Some((disk, issued))
+    }
+
+    /// The disk a wbt event names first ("8:16: scale down…", its bdi's "major:minor").
+    fn wbt_disk(&mut self, payload: &str) -> u16 {
+        let dev = payload.split(": ").next().unwrap_or("").replace(':', ",");
+        self.disk(&dev)
     }
 
     fn disk(&mut self, dev: &str) -> u16 {
@@ -237,31 +265,33 @@ impl Reader {
 
     /// The first lines of each event, and any longer pause or deeper wbt step
     /// than those kept (it replaces that event's last kept line).
-    fn keep_excerpt(&mut self, name: u16, at_s: f64, text: &str, kind: &Kind) {
-        let shown = format!("t={at_s:.3}s {}", text.trim());
+    fn keep_excerpt(&mut self, name: u16, timestamp_s: f64, text: &str, kind: &Kind) {
+        let kept = (name, timestamp_s, text.trim().to_string());
         let of_this: Vec<usize> = (0..self.excerpt.len()).filter(|&i| self.excerpt[i].0 == name).collect();
         if of_this.len() < EXCERPT_PER_EVENT && self.excerpt.len() < EXCERPT_LINES {
-            self.excerpt.push((name, shown));
+            self.excerpt.push(kept);
             return;
         }
         let notable = match kind {
             Kind::DirtyPause { pause_ms, .. } => {
-                of_this.iter().all(|&i| field(&self.excerpt[i].1, "pause").is_none_or(|kept| *pause_ms > kept))
+                of_this.iter().all(|&i| field(&self.excerpt[i].2, "pause").is_none_or(|old| *pause_ms > old))
             }
             Kind::WbtStep { max: Some(max), .. } => {
-                of_this.iter().all(|&i| field(&self.excerpt[i].1, "max").is_none_or(|kept| (*max as i64) < kept))
+                of_this.iter().all(|&i| field(&self.excerpt[i].2, "max").is_none_or(|old| (*max as i64) < old))
             }
             _ => false,
         };
         if notable && let Some(&last) = of_this.last() {
-            self.excerpt[last].1 = shown;
+            self.excerpt[last] = kept;
         }
     }
 
     /// The summary a record carries; phases split at `writes_end_s` and
     /// `workload_end_s` on the timeline's axis.
     pub fn summarize(&self, writes_end_s: f64, workload_end_s: f64) -> KernelEvents {
-        let phase = |at: f64| -> usize {
+        let offset = self.offset_s.unwrap_or(0.0);
+        let phase = |timestamp: f64| -> usize {
+            let at = timestamp + offset;
             if at <= writes_end_s {
                 0
             } else if at <= workload_end_s {
@@ -270,15 +300,17 @@ impl Reader {
                 2
             }
         };
-        let mut counts: BTreeMap<String, [u64; 3]> = BTreeMap::new();
+        // Indexed by event name and by disk (and direction), as interned:
+        // vectors, not maps, keep this code small in the /init binary.
+        let mut counts = vec![[0u64; 3]; self.names.len()];
         let mut pauses = [Pauses::default(), Pauses::default(), Pauses::default()];
         let mut out = KernelEvents { read: self.read, ..KernelEvents::default() };
-        let mut wbt = Wbt::default();
-        let mut requests: BTreeMap<(u16, bool), (BTreeMap<u32, u64>, Histogram)> = BTreeMap::new();
+        let mut wbt: Vec<Option<Wbt>> = vec![None; self.disks.len()];
+        let mut requests: Vec<Option<(Vec<u32>, Histogram)>> = (0..self.disks.len() * 2).map(|_| None).collect();
         let mut journal = Journal::default();
         for e in &self.events {
-            let p = phase(e.at_s);
-            counts.entry(self.names[e.name as usize].clone()).or_default()[p] += 1;
+            let p = phase(e.timestamp_s);
+            counts[e.name as usize][p] += 1;
             match &e.kind {
                 Kind::DirtyPause { pause_ms, limit, dirty } => {
                     if *pause_ms > 0 {
@@ -288,18 +320,23 @@ impl Reader {
                     out.dirty_limit_pages = out.dirty_limit_pages.max(*limit);
                     out.dirty_pages_max = out.dirty_pages_max.max(*dirty);
                 }
-                Kind::WbtStep { max, down } => {
+                Kind::WbtStep { disk, max, down } => {
+                    let wbt = wbt[*disk as usize].get_or_insert_with(Wbt::default);
                     wbt.steps += 1;
                     wbt.scaled_down += *down as u64;
                     if let Some(m) = max {
                         wbt.lowest_max_depth = Some(wbt.lowest_max_depth.map_or(*m, |l| l.min(*m)));
                     }
                 }
-                Kind::WbtLat { us } => wbt.max_latency_us = wbt.max_latency_us.max(Some(*us)),
-                Kind::WbtTimer => wbt.windows += 1,
+                Kind::WbtLat { disk, us } => {
+                    let wbt = wbt[*disk as usize].get_or_insert_with(Wbt::default);
+                    wbt.max_latency_us = wbt.max_latency_us.max(Some(*us));
+                }
+                Kind::WbtTimer { disk } => wbt[*disk as usize].get_or_insert_with(Wbt::default).windows += 1,
                 Kind::Request { disk, write, kib, device_ns } => {
-                    let (sizes, times) = requests.entry((*disk, *write)).or_default();
-                    *sizes.entry(*kib).or_default() += 1;
+                    let slot = *disk as usize * 2 + *write as usize;
+                    let (sizes, times) = requests[slot].get_or_insert_with(|| (Vec::new(), Histogram::new()));
+                    sizes.push(*kib);
                     times.record(*device_ns);
                 }
                 Kind::Commit { running_ms, locked_ms, logging_ms } => {
@@ -311,41 +348,32 @@ impl Reader {
                 Kind::Other => {}
             }
         }
-        out.counts =
-            counts.into_iter().map(|(k, [w, f, a])| (k, Phased { writing: w, flushing: f, after: a })).collect();
+        for (name, [w, f, a]) in self.names.iter().zip(counts) {
+            out.counts.insert(name.clone(), Phased { writing: w, flushing: f, after: a });
+        }
         let [w, f, a] = pauses;
         out.dirty_pauses = Phased { writing: w, flushing: f, after: a };
-        out.wbt = (wbt != Wbt::default()).then_some(wbt);
+        for (disk, w) in self.disks.iter().zip(wbt) {
+            if let Some(w) = w {
+                out.wbt.insert(disk.clone(), w);
+            }
+        }
         out.journal = (journal.commits > 0).then_some(journal);
-        out.requests = requests
-            .into_iter()
-            .map(|((disk, write), (sizes, times))| {
-                let key = format!("{} {}", self.disks[disk as usize], if write { "W" } else { "R" });
-                let requests = Requests {
-                    count: times.count(),
-                    kib_p50: median(&sizes),
-                    kib_max: sizes.keys().next_back().copied().unwrap_or(0),
-                    device_ms: times.summary(),
-                };
-                (key, requests)
-            })
-            .collect();
-        out.excerpt = self.excerpt.iter().map(|(_, l)| l.clone()).collect();
+        for (slot, kept) in requests.into_iter().enumerate() {
+            let Some((mut sizes, times)) = kept else { continue };
+            let key = format!("{} {}", self.disks[slot / 2], if slot % 2 == 1 { "W" } else { "R" });
+            sizes.sort_unstable();
+            let requests = Requests {
+                count: times.count(),
+                kib_p50: sizes[(sizes.len() - 1) / 2],
+                kib_max: sizes[sizes.len() - 1],
+                device_ms: times.summary(),
+            };
+            out.requests.insert(key, requests);
+        }
+        out.excerpt = self.excerpt.iter().map(|(_, t, l)| format!("t={:.3}s {l}", t + offset)).collect();
         out
     }
-}
-
-/// The median of values counted by value (the lower middle of an even count).
-fn median(counts: &BTreeMap<u32, u64>) -> u32 {
-    let total: u64 = counts.values().sum();
-    let mut seen = 0;
-    for (value, n) in counts {
-        seen += n;
-        if seen * 2 >= total {
-            return *value;
-        }
-    }
-    0
 }
 
 fn intern(names: &mut Vec<String>, name: &str) -> u16 {
@@ -379,10 +407,11 @@ mod tests {
     }
 
     /// Lines as this host's 6.18 printed them (the boots' 6.1 lines are in
-    /// tests/data/trace), around a marker written at 2.0 s on the timeline.
+    /// tests/data/trace), around a marker written at 2.0 s on the timeline
+    /// and read after the first event.
     const HOST_LINES: &str = "\
- bootmark-22472   [000] ..... 36288.100000: tracing_mark_write: bootmark-clock 22472
  kworker/u8:0-18673   [001] ..... 36288.530301: block_rq_issue: 254,0 WS 4120576 () 173746592 + 8048 be,0,4 [kworker/u8:0]
+ bootmark-22472   [000] ..... 36288.100000: tracing_mark_write: bootmark-clock 22472
  <idle>-0       [001] .Ns1. 36288.533652: block_rq_complete: 254,0 WS () 173746592 + 8048 be,0,4 [0]
  kworker/0:1H-60      [000] ..... 36289.928458: block_rq_issue: 254,0 FF 0 () 0 + 0 none,0,0 [kworker/0:1H]
  <idle>-0       [001] ..s1. 36289.928688: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 none,0,0 [0]
@@ -411,8 +440,9 @@ mod tests {
     fn the_marker_puts_trace_time_on_the_timelines_axis() {
         let r = host_reader();
         assert_eq!(r.offset_s, Some(2.0 - 36288.1));
-        let first = &r.events[0];
-        assert!((first.at_s - 2.430301).abs() < 1e-6, "{}", first.at_s);
+        // The first event's line on the axis, though it was read before the marker was known.
+        let k = r.summarize(f64::INFINITY, f64::INFINITY);
+        assert!(k.excerpt[0].starts_with("t=2.430s "), "{:?}", k.excerpt);
         assert_eq!(r.read, 14, "every line but the marker");
     }
 
@@ -425,7 +455,7 @@ mod tests {
         assert_eq!((k.dirty_pauses.flushing.count, k.dirty_pauses.flushing.max_ms), (1, 40.0));
         assert_eq!(k.dirty_pauses.total().count, 2);
         assert_eq!((k.dirty_limit_pages, k.dirty_pages_max), (Some(52000), Some(49000)));
-        let wbt = k.wbt.unwrap();
+        let wbt = &k.wbt["vda"];
         assert_eq!((wbt.steps, wbt.scaled_down, wbt.lowest_max_depth), (2, 2, Some(16)));
         assert_eq!((wbt.max_latency_us, wbt.windows), (Some(81234), 1));
         // The flush request (FF, no data) is no request; the write and the read are, by disk name.

@@ -1,12 +1,20 @@
-//! The session with the kernel's tracing: find (or mount) tracefs, enable the
-//! events that prove each waiting mechanism, read `trace_pipe` without ever
-//! blocking while the workload runs, and put everything back as found.
+//! The session with the kernel's tracing: find (or mount) tracefs, have the
+//! events that prove each waiting mechanism on, read `trace_pipe` without
+//! ever blocking while the workload runs, and put everything back as found.
 //!
 //! Only where bootmark owns the machine (the boot image, or `bootmark run
 //! --kernel-events`): tracing is machine-wide, and a tracer someone else set
 //! up is left alone. Kernels without it say why, in the record's `sources`:
 //! tracefs is 4.1+, debugfs's `tracing` 2.6.27+ (2.6.9 and 2.6.16 have
 //! neither), and lockdown=confidentiality closes both.
+//!
+//! The boot image never switches an event on or off: that patches kernel
+//! text on every CPU (static keys, text_poke_bp), which livelocked 6.1 under
+//! QEMU's TCG with two CPUs (a soft lockup of PID 1 in event_enable_write).
+//! Its events are switched on by the kernel command line the image builder
+//! writes ([`boot_parameters`]: `trace_event=`, before the other CPUs start),
+//! and /init reads those that are on. `bootmark run --kernel-events`, on a
+//! machine the user runs, switches them itself.
 
 use super::clock::{mono_ns, secs};
 use super::trace_lines::Reader;
@@ -30,6 +38,29 @@ pub const EVENTS: [&str; 7] = [
     // ext3/ext4 journal commits (jbd2 is a module: present once the filesystem is mounted)
     "jbd2/jbd2_run_stats",
 ];
+/// Per-CPU ring buffer the boot asks for: drained every sample tick, it holds
+/// a few thousand events per CPU between ticks; more are counted as lost.
+const BOOT_BUFFER: &str = "512K";
+
+/// How the events come to be on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Events {
+    /// Not read.
+    Off,
+    /// Read those the kernel command line switched on; never switch any.
+    AsBooted,
+    /// Switch them on for each workload and off after (not under emulation).
+    AtRunTime,
+}
+
+/// The kernel parameters that switch the events on at boot (every entry of an image).
+pub fn boot_parameters() -> String {
+    // jbd2's events are a module's where ext3/ext4 are modules: not there at
+    // boot, so not switched on (/init says so); where they are built in, they are.
+    let events: Vec<String> = EVENTS.iter().map(|e| e.replace('/', ":")).collect();
+    format!("trace_event={} trace_buf_size={BOOT_BUFFER}", events.join(","))
+}
+
 /// Bytes read from trace_pipe per call, so one call never holds up the watch loop.
 const READ_PER_CALL: usize = 1 << 20;
 
@@ -43,6 +74,8 @@ pub struct Session {
     clock_found: Option<String>,
     enabled: Vec<String>,
     absent: Vec<String>,
+    /// The events this session switched on (and so switches off).
+    switched: Vec<&'static str>,
     partial: Vec<u8>,
     pub reader: Reader,
 }
@@ -119,13 +152,19 @@ fn disks_by_number() -> BTreeMap<String, String> {
 }
 
 impl Session {
-    /// Enable the events; `origin_ns` is the timeline's zero. Err: why not.
-    pub fn start(origin_ns: u64) -> Result<Session, String> {
+    /// Have the events on; `origin_ns` is the timeline's zero. Err: why not.
+    pub fn start(how: Events, origin_ns: u64) -> Result<Session, String> {
+        let switch = match how {
+            Events::Off => return Err("not asked for".into()),
+            Events::AsBooted => false,
+            Events::AtRunTime => true,
+        };
         let dir = find_tracefs()?;
         // Someone else's tracing is theirs: never reconfigured from under them.
+        // (Booted with our trace_event=, the events on are ours.)
         let tracer = crate::fsutil::read_trimmed(dir.join("current_tracer")).unwrap_or_default();
         let in_use = crate::fsutil::read_trimmed(dir.join("set_event")).unwrap_or_default();
-        if (!tracer.is_empty() && tracer != "nop") || !in_use.is_empty() {
+        if (!tracer.is_empty() && tracer != "nop") || (switch && !in_use.is_empty()) {
             return Err(format!(
                 "{} is in use (tracer {tracer}, events {:?}): left alone",
                 dir.display(),
@@ -137,14 +176,20 @@ impl Session {
         let _ = write(&dir.join("trace_clock"), "mono");
         let clock = std::fs::read_to_string(dir.join("trace_clock")).ok().and_then(|t| chosen(&t)).unwrap_or_default();
         write(&dir.join("trace"), "")?;
-        let (mut enabled, mut absent) = (Vec::new(), Vec::new());
+        let (mut enabled, mut absent, mut switched) = (Vec::new(), Vec::new(), Vec::new());
         for event in EVENTS {
             let name = event.replace('/', ":");
             let path = dir.join("events").join(event).join("enable");
+            let on = || crate::fsutil::read_trimmed(&path).is_some_and(|v| v.starts_with('1'));
             if !path.exists() {
                 absent.push(name);
+            } else if on() {
+                enabled.push(name);
+            } else if !switch {
+                absent.push(format!("{name} (not switched on at boot)"));
             } else if write(&path, "1").is_ok() {
                 enabled.push(name);
+                switched.push(event);
             } else {
                 absent.push(format!("{name} (enable refused)"));
             }
@@ -167,12 +212,13 @@ impl Session {
             clock_found,
             enabled,
             absent,
+            switched,
             partial: Vec::new(),
             reader: Reader::new(disks_by_number()),
         };
         if session.enabled.is_empty() {
             session.restore();
-            return Err(format!("none of the events is in this kernel: {}", session.absent.join(", ")));
+            return Err(format!("none of the events is on in this kernel: {}", session.absent.join(", ")));
         }
         Ok(session)
     }
@@ -206,9 +252,7 @@ impl Session {
     /// Disable the events, read the rest, and summarise; phases split at
     /// `writes_end_s` and `workload_end_s` on the timeline's axis.
     pub fn finish(mut self, writes_end_s: f64, workload_end_s: f64) -> KernelEvents {
-        for event in &self.enabled {
-            let _ = write(&self.dir.join("events").join(event.replace(':', "/")).join("enable"), "0");
-        }
+        self.switch_off();
         self.drain();
         let mut summary = self.reader.summarize(writes_end_s, workload_end_s);
         summary.tracefs = self.dir.display().to_string();
@@ -237,11 +281,16 @@ impl Session {
             .sum()
     }
 
+    /// The events this session switched on, off again.
+    fn switch_off(&mut self) {
+        for event in std::mem::take(&mut self.switched) {
+            let _ = write(&self.dir.join("events").join(event).join("enable"), "0");
+        }
+    }
+
     /// Events off, the buffer emptied, the clock as found.
     fn restore(&mut self) {
-        for event in &self.enabled {
-            let _ = write(&self.dir.join("events").join(event.replace(':', "/")).join("enable"), "0");
-        }
+        self.switch_off();
         let _ = write(&self.dir.join("trace"), "");
         if let Some(clock) = &self.clock_found {
             let _ = write(&self.dir.join("trace_clock"), clock);

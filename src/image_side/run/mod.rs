@@ -42,7 +42,7 @@ pub struct Options {
     pub dump_blocked_tasks: bool,
     /// Read the kernel's tracepoints over each workload (machine-wide: the
     /// boot image, or `bootmark run --kernel-events`).
-    pub kernel_events: bool,
+    pub kernel_events: crate::image_side::measure::tracing::Events,
 }
 
 /// How a run ended, for the exit code.

@@ -36,8 +36,8 @@ pub struct Setup<'a> {
     pub device: Option<String>,
     /// Take a blocked-task dump (SysRq-W) when the probe goes silent (the boot image only).
     pub dump_blocked: bool,
-    /// Read the kernel's tracepoints (machine-wide: where bootmark owns the machine).
-    pub kernel_events: bool,
+    /// Whether and how to read the kernel's tracepoints (machine-wide: where bootmark owns the machine).
+    pub kernel_events: tracing::Events,
 }
 
 /// Everything observed about one workload run.
@@ -135,8 +135,10 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
 
     let before = Snapshot::take(setup.device.as_deref());
     let tracepoints = match setup.kernel_events {
-        true => tracing::Session::start(now).map(|session| watch.tracing = Some(session)),
-        false => Err("only where bootmark owns the machine: the boot image, or `bootmark run --kernel-events`".into()),
+        tracing::Events::Off => {
+            Err("only where bootmark owns the machine: the boot image, or `bootmark run --kernel-events`".into())
+        }
+        how => tracing::Session::start(how, now).map(|session| watch.tracing = Some(session)),
     };
     let start_ns = mono_ns();
     watch.started = start_ns;

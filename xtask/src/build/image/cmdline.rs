@@ -14,7 +14,10 @@ pub(crate) fn cmdline(args: &Args, plan: &str) -> Result<String> {
         );
     }
     let (dev, baud) = args.serial.split_once(',').unwrap_or((&args.serial, "115200"));
-    let mut c = format!("console={dev},{baud} panic=30 bootmark.console={dev} bootmark.plan={plan}");
+    // The tracepoints /init reads, switched on before the other CPUs start
+    // (switching them at run time patches kernel text on every CPU).
+    let events = bootmark::measure::tracing::boot_parameters();
+    let mut c = format!("console={dev},{baud} panic=30 {events} bootmark.console={dev} bootmark.plan={plan}");
     if let Some(t) = &args.target {
         bootmark::contract::cmdline::DiskSpec::parse(t).map_err(|e| format!("--target: {e}"))?;
         c += &format!(" bootmark.target={t}");
