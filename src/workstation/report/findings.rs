@@ -8,6 +8,7 @@
 use super::Row;
 use super::attribution;
 use super::mechanism::{self, Mechanism};
+use super::traced;
 use crate::schema::record::{Record, Times};
 use crate::workstation::glance::Glance;
 use serde::Serialize;
@@ -318,9 +319,11 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
     };
     // The limit is computed from samples and misses the kernel's reserves:
     // Dirty + Writeback at 80 % of it means the writer reached it; a writer
-    // seen sleeping in balance_dirty_pages says so directly.
+    // seen sleeping in balance_dirty_pages says so directly, and so do the
+    // kernel's own pauses (its tracepoint) where the wchan is hidden.
     let near_limit = limit_mib > 0.0 && dirty + writeback >= 0.8 * limit_mib;
-    if write_max < THROTTLED_WRITE_MS || !(near_limit || throttled_share >= 0.25) {
+    let paused_ms = traced::dirty_pause_ms(worst).unwrap_or(0.0);
+    if write_max < THROTTLED_WRITE_MS || !(near_limit || throttled_share >= 0.25 || paused_ms >= THROTTLED_WRITE_MS) {
         return None;
     }
     let mut evidence = vec![
@@ -368,15 +371,23 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
             said
         }
     };
-    let what = match throttled {
-        Some(_) => "the writer was throttled at the dirty limit",
-        None => "the writer reached the dirty limit",
+    let (waits_said, what) = match traced::dirty(worst) {
+        Some((said, exhibit)) => {
+            evidence.push(exhibit);
+            let what = match paused_ms > 0.0 || throttled.is_some() {
+                true => "the writer was throttled at the dirty limit",
+                false => "the writer came near the dirty limit and was never paused there",
+            };
+            (format!("{waits_said}; {said}"), what)
+        }
+        None if throttled.is_some() => (waits_said, "the writer was throttled at the dirty limit"),
+        None => (waits_said, "the writer reached the dirty limit"),
     };
     Some(Finding {
         rule: "dirty-limit",
         subject: subject.into(),
         sentence: format!(
-            "{what}: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB (this kernel's formula: {how}), and single write() calls blocked up to {write_max:.0} ms{waits_said}. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time",
+            "{what}: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB (this kernel's formula: {how}), and single write() calls blocked up to {write_max:.0} ms{waits_said}. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time; a plan variant with a lower vm.dirty_ratio (the demo plan's unprotected-dirty5) would confirm it",
         ),
         evidence,
         record: Some(id(worst)),
@@ -399,17 +410,37 @@ fn writeback_throttling(subject: &str, r: &Record) -> Option<Finding> {
         Mechanism::WritebackThrottling => format!("{} in its kernel stack", s.frame),
         _ => "rq_qos_wait alone, no stack kept to tell wbt from an io cgroup controller".to_string(),
     };
+    let mut evidence = vec![format!("{}: {}", attribution::source(s), attribution::describe(s, a.samples))];
+    let steps = match traced::wbt(r) {
+        Some((said, exhibit)) => {
+            evidence.push(exhibit);
+            format!("; {said}")
+        }
+        None => String::new(),
+    };
+    // The setting's value on the target (and, under an LV or array, on its disks).
+    let target = r.storage.queue.get("queue/wbt_lat_usec").map(|v| format!("{v} µs here"));
+    let members: Vec<String> = r
+        .storage
+        .layers
+        .iter()
+        .filter_map(|l| Some(format!("{} {} µs", l.name, l.queue.get("queue/wbt_lat_usec")?)))
+        .collect();
+    let setting = match (target, members.is_empty()) {
+        (Some(t), _) => format!("the queue's wbt_lat_usec ({t}; 0 turns wbt off)"),
+        (None, false) => format!("the queue's wbt_lat_usec ({} here; 0 turns wbt off)", members.join(", ")),
+        (None, true) => s.mechanism.setting().to_string(),
+    };
     Some(Finding {
         rule: "writeback-throttling",
         subject: subject.into(),
         sentence: format!(
-            "the writer was held by {}: asleep in {}{chain} in {}; shown by {proof}. This is the block layer holding writes back to keep reads fast, not the dirty limit (balance_dirty_pages): {} acts on it, and the seed-sweep plan's wbt-off variant would confirm it",
+            "the writer was held by {}: asleep in {}{chain} in {}; shown by {proof}{steps}. This is the block layer holding writes back to keep reads fast, not the dirty limit (balance_dirty_pages): {setting} acts on it, and the seed-sweep plan's wbt-off variant would confirm it",
             s.mechanism.name(),
             s.wchan,
             attribution::describe(s, a.samples),
-            s.mechanism.setting()
         ),
-        evidence: vec![format!("{}: {}", attribution::source(s), attribution::describe(s, a.samples))],
+        evidence,
         record: Some(id(r)),
     })
 }

@@ -9,6 +9,7 @@ mod groups;
 pub mod html;
 mod mechanism;
 pub mod stats;
+mod traced;
 pub mod verdict;
 
 use crate::schema::record::Record;
