@@ -489,4 +489,29 @@ mod tests {
         }
         assert_eq!(r.summarize(0.0, 0.0).excerpt.len(), EXCERPT_LINES);
     }
+
+    /// Debian 12's 6.1 as the `mechanisms` boot read it: a writer paused
+    /// 176 ms at the dirty limit (and two calls under its rate, no pause),
+    /// wbt's step up to a depth of 24, the probe's reads, every line parsed.
+    #[test]
+    fn a_real_61_boots_lines_are_read() {
+        let text = include_str!("../../../tests/data/trace/6.1-dl140-dirty40.txt");
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(lines.iter().all(|l| split(l).is_some()), "a line not split");
+        let disks = BTreeMap::from([("8,0".to_string(), "sda".to_string())]);
+        let mut r = Reader::new(disks);
+        for line in &lines {
+            r.line(line, ("bootmark-clock 1", 1.0));
+        }
+        assert_eq!(r.read as usize, lines.len() - 1, "every line but the marker");
+        let k = r.summarize(4.0, 8.0);
+        assert_eq!((k.dirty_pauses.writing.count, k.dirty_pauses.writing.max_ms), (0, 0.0), "-8 and -12 are no pauses");
+        assert_eq!((k.dirty_pauses.flushing.count, k.dirty_pauses.flushing.max_ms), (1, 176.0));
+        assert_eq!(k.dirty_limit_pages, Some(27386));
+        let wbt = &k.wbt["sda"];
+        assert_eq!((wbt.steps, wbt.scaled_down, wbt.lowest_max_depth, wbt.windows), (1, 0, Some(24), 3));
+        let reads = &k.requests["sda R"];
+        assert_eq!((reads.count, reads.kib_p50, reads.kib_max), (3, 4, 8));
+        assert!(reads.device_ms.max_ms < 1.0, "{:?}", reads.device_ms);
+    }
 }

@@ -90,12 +90,12 @@ pub fn wbt(r: &Record) -> Option<(String, String)> {
         };
         return Some((format!("{said}{}", lost(k)), "kernel_events.wbt: nothing on the target".into()));
     };
-    let depth = w.lowest_max_depth.map(|d| format!(", down to a write depth of {d}")).unwrap_or_default();
+    let depth = w.lowest_max_depth.map(|d| format!(", the lowest write depth they set {d}")).unwrap_or_default();
     let reads = w.max_latency_us.map(|us| format!("; reads over its target took up to {:.1} ms", us as f64 / 1000.0));
     let said = format!(
-        "wbt's own tracepoints on {disk}: {} of its {} steps scaled writes down{depth}{}{}",
-        w.scaled_down,
+        "wbt's own tracepoints on {disk}: {} steps ({} down){depth}{}{}",
         w.steps,
+        w.scaled_down,
         reads.unwrap_or_default(),
         lost(k)
     );
@@ -161,7 +161,7 @@ mod tests {
         let (said, _) = wbt(&traced(0, Some(w))).unwrap();
         assert_eq!(
             said,
-            "wbt's own tracepoints on sda: 4 of its 5 steps scaled writes down, down to a write depth of 2; reads over its target took up to 81.2 ms"
+            "wbt's own tracepoints on sda: 5 steps (4 down), the lowest write depth they set 2; reads over its target took up to 81.2 ms"
         );
         let (said, evidence) = wbt(&traced(0, None)).unwrap();
         assert_eq!(

@@ -20,6 +20,7 @@ pub mod lab_redfish;
 pub mod lava;
 pub mod lvm_on_md;
 pub mod md_layouts;
+pub mod mechanisms;
 pub mod nvme;
 pub mod old_machine;
 pub mod resets;

@@ -9,8 +9,8 @@
 use super::testbed::Testbed;
 use super::{
     boot_ways, built_image, failing_disk, generations, hostile_disks, i686, iso, kernel_rpm, lab_ipmi, lab_qemu,
-    lab_redfish, lava, lvm_on_md, md_layouts, nvme, old_machine, resets, secure_boot, sequence, sweep, watch,
-    write_log,
+    lab_redfish, lava, lvm_on_md, md_layouts, mechanisms, nvme, old_machine, resets, secure_boot, sequence, sweep,
+    watch, write_log,
 };
 use crate::host::project::Result;
 
@@ -208,6 +208,14 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The sweep boot (the `sweep` plan's variants in one QEMU boot)",
         groups: &[E2e],
         run: |b| sweep::test(b.package()?, &b.base),
+    },
+    Scenario {
+        name: "mechanisms",
+        title: "mechanisms",
+        about: "The demo's dirty40 run on --machine dl140: 6.1 paused in balance_dirty_pages while writing and held \
+                by wbt in its fdatasync, each named from the kernel's tracepoints, neither as the other",
+        groups: &[E2e],
+        run: |b| mechanisms::test(b.package()?, &b.base),
     },
     Scenario {
         name: "i686",

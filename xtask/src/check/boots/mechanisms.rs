@@ -1,0 +1,115 @@
+//! The waiting mechanisms provoked on purpose and named from the kernel's own
+//! events: the demo's `dirty40` run (a 192 MiB write under dirty_ratio 40) on
+//! the `dl140` machine (its disk slower than the writer) with 384 MiB. Debian 12's 6.1
+//! pauses the writer in balance_dirty_pages while it writes and holds its
+//! fdatasync in block writeback throttling (wbt) — the two mechanisms the
+//! first dirty-limit finding confused. The record must carry the tracepoints
+//! that prove each; the report must name dirty throttling from the
+//! balance_dirty_pages tracepoint, wbt as wbt with the queue's wbt_lat_usec,
+//! and never the one as the other; the requests the kernel sent must be no
+//! larger than the queue's max_sectors_kb the record carries.
+
+use crate::boot::disks::scratch_disk;
+use crate::boot::qemu;
+use crate::build::image;
+use crate::check::boots::support::{results, serial_documents, test_boot, test_image};
+use crate::host::project::Result;
+use bootmark::record::{Record, Status};
+use std::path::Path;
+
+pub fn test(package: &str, base: &Path) -> Result<()> {
+    let image_args = image::Args {
+        plan: "demo".into(),
+        append: "bootmark.variants=dirty40 bootmark.repeat=1".into(),
+        ..test_image(vec![package.into()], base.join("image-mechanisms"), None)
+    };
+    let out = image::build(&image_args)?;
+    let disk = base.join("scratch-mechanisms.img");
+    scratch_disk(&disk, "ext3", 512)?;
+    let args = qemu::Args {
+        machine: "dl140".into(),
+        // 384 MiB, not the dl140's 1 GiB: under dirty_ratio 40 the writer then
+        // passes the kernel's freerun point (halfway between the background and
+        // dirty limits, about 75 MiB here) well before its 192 MiB are written.
+        memory: Some(384),
+        disk_iops: 240,
+        disk_iops_kib: 128,
+        ..test_boot(out, disk, base.join("serial-mechanisms.log"))
+    };
+    let booted = qemu::boot(&args)?;
+    let docs = serial_documents(&booted.serial);
+    let records = results(&docs);
+    let [r] = records.as_slice() else {
+        return Err(format!("expected one seqwrite record, got {}\n{}", records.len(), qemu::tail(&booted.serial, 25)));
+    };
+    check_record(r)?;
+    let report = bootmark::report::report(records.iter().copied(), bootmark::report::Options::default())?;
+    let said = |rule: &str| report.findings.iter().find(|f| f.rule == rule);
+    let dirty = said("dirty-limit").ok_or_else(|| format!("no dirty-limit finding: {:#?}", report.findings))?;
+    if !dirty.sentence.contains("the writer was throttled at the dirty limit")
+        || !dirty.sentence.contains("writeback:balance_dirty_pages tracepoint paused writers")
+    {
+        return Err(format!("the dirty-limit finding does not rest on the kernel's pauses: {}", dirty.sentence));
+    }
+    if dirty.evidence.iter().any(|e| e.contains("rq_qos_wait") || e.contains("wbt_wait")) {
+        return Err(format!("wbt counted as dirty throttling: {:?}", dirty.evidence));
+    }
+    let wbt = said("writeback-throttling")
+        .ok_or_else(|| format!("no writeback-throttling finding: {:#?}", report.findings))?;
+    if !wbt.sentence.starts_with("the writer was held by block writeback throttling (wbt)")
+        || !wbt.sentence.contains("µs here; 0 turns wbt off) acts on it")
+    {
+        return Err(format!(
+            "the writeback-throttling finding names the wrong mechanism or no setting: {}",
+            wbt.sentence
+        ));
+    }
+    let k = r.kernel_events.as_ref().ok_or("no kernel events")?;
+    println!(
+        "e2e: mechanisms: {package} on --machine dl140, the demo's dirty40 run: balance_dirty_pages paused the writer {} times ({:.0} ms) while writing; wbt named with wbt_lat_usec {}; {} events read, {} lost ({:.1} s)",
+        k.dirty_pauses.writing.count,
+        k.dirty_pauses.writing.total_ms,
+        r.storage.queue.get("queue/wbt_lat_usec").map_or("?", String::as_str),
+        k.read,
+        k.lost,
+        booted.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The record carries the tracepoints that prove each mechanism, and the
+/// kernel's requests agree with the queue's limit.
+fn check_record(r: &Record) -> Result<()> {
+    if r.status != Status::Ok || r.workload.name != "seqwrite" {
+        return Err(format!("{} {:?}: {:?}", r.workload.name, r.status, r.error));
+    }
+    let tracepoints = r.sources.get("tracepoints").map_or("", String::as_str);
+    let k = r.kernel_events.as_ref().ok_or_else(|| format!("no kernel_events; sources: {:?}", r.sources))?;
+    if !tracepoints.starts_with("used") {
+        return Err(format!("sources.tracepoints: {tracepoints}"));
+    }
+    for event in ["writeback:balance_dirty_pages", "wbt:wbt_step", "block:block_rq_issue", "block:block_rq_complete"] {
+        if !k.enabled.iter().any(|e| e == event) {
+            return Err(format!("{event} was not on: enabled {:?}, absent {:?}", k.enabled, k.absent));
+        }
+    }
+    if k.dirty_pauses.writing.count == 0 {
+        return Err(format!("the kernel never paused the writer while it wrote: {:?}", k.dirty_pauses));
+    }
+    let disk = r.storage.device.as_ref().map(|d| d.disk.clone()).ok_or("no target device")?;
+    let writes =
+        k.requests.get(&format!("{disk} W")).ok_or_else(|| format!("no {disk} W requests: {:?}", k.requests))?;
+    let limit: u32 = r
+        .storage
+        .queue
+        .get("queue/max_sectors_kb")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("no queue/max_sectors_kb: {:?}", r.storage.queue))?;
+    if writes.count == 0 || writes.kib_max > limit {
+        return Err(format!(
+            "{disk}'s write requests ({} up to {} KiB) against max_sectors_kb {limit}",
+            writes.count, writes.kib_max
+        ));
+    }
+    Ok(())
+}
