@@ -80,6 +80,21 @@ pub struct Session {
     pub reader: Reader,
 }
 
+/// Whether the kernel has pipe2 (2.6.27, with debugfs's tracing): before it
+/// there are no events to read, and nothing of tracing is looked for — 2.6.9
+/// and 2.6.16 say so without a mount or a file touched.
+fn kernel_has_pipe2() -> bool {
+    let mut fds = [-1 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two fds into the array; both are closed below.
+    let r = unsafe { libc::syscall(libc::SYS_pipe2, fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    let enosys = r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS);
+    for fd in fds.into_iter().filter(|fd| *fd >= 0) {
+        // SAFETY: an fd pipe2 just made, closed once.
+        unsafe { libc::close(fd) };
+    }
+    !enosys
+}
+
 /// Where the tracing files are: tracefs, or debugfs's `tracing`; mounted if
 /// the kernel has them and nobody has.
 fn find_tracefs() -> Result<PathBuf, String> {
@@ -159,6 +174,9 @@ impl Session {
             Events::AsBooted => false,
             Events::AtRunTime => true,
         };
+        if !kernel_has_pipe2() {
+            return Err("the kernel predates 2.6.27 (no pipe2): it has no trace events; tracefs not looked for".into());
+        }
         let dir = find_tracefs()?;
         // Someone else's tracing is theirs: never reconfigured from under them.
         // (Booted with our trace_event=, the events on are ours.)

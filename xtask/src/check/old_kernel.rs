@@ -238,7 +238,8 @@ fn check_quick_plan(kernel: OldKernel, binary: &Path) -> Result<String> {
     let sh = shell()?;
     let child = spawn_under(
         kernel,
-        cmd!(sh, "{binary} run --plan quick --quiet --dir {work} --out {out}"),
+        // --kernel-events: an old kernel must say it has no tracepoints, touching nothing.
+        cmd!(sh, "{binary} run --plan quick --quiet --kernel-events --dir {work} --out {out}"),
         Streams::default(),
     )?;
     let (status, usage) = wait4(child.id() as i32)?;
@@ -354,6 +355,14 @@ pub fn check_records(text: &str, total_cpu: f64, wall: f64) -> Result<String> {
         ];
         if let Some((field, _)) = missing.iter().find(|(_, m)| *m) {
             return Err(format!("{name}: {field} is missing"));
+        }
+        // Where its evidence on waits came from, and that tracing was not touched on a pre-2.6.27 kernel.
+        let tracepoints = r.sources.get("tracepoints").map_or("", String::as_str);
+        if r.kernel_events.is_some() || !tracepoints.starts_with("not used: the kernel predates 2.6.27") {
+            return Err(format!("{name}: tracepoints read or not said so: sources {:?}", r.sources));
+        }
+        if !r.sources.get("wchan").is_some_and(|s| s.starts_with("used")) {
+            return Err(format!("{name}: the wchan source is not said: {:?}", r.sources));
         }
         let probe = r.responsiveness.as_ref().ok_or_else(|| format!("{name}: the probe did not run"))?;
         if probe.baseline_samples == 0 {
@@ -512,6 +521,10 @@ mod tests {
                     ..Default::default()
                 });
                 r.timeline.t_s = vec![0.0];
+                r.sources.insert("wchan".into(), "used: /proc/PID/wchan of the worker every 100 ms".into());
+                let none =
+                    "not used: the kernel predates 2.6.27 (no pipe2): it has no trace events; tracefs not looked for";
+                r.sources.insert("tracepoints".into(), none.into());
                 r
             })
             .collect();
@@ -528,7 +541,11 @@ mod tests {
         assert!(check_records(&healthy, cpu + 0.5 * wall, wall).unwrap_err().contains("the runner used"));
         assert!(check_records("", 0.0, 1.0).unwrap_err().contains("six records"));
         type Edit = fn(&mut Vec<Record>);
-        let cases: [(&str, Edit); 8] = [
+        let cases: [(&str, Edit); 10] = [
+            ("tracepoints read or not said", |r| r[1].kernel_events = Some(Default::default())),
+            ("tracepoints read or not said", |r| {
+                r[2].sources.insert("tracepoints".into(), "used: see kernel_events".into());
+            }),
             ("six records", |r| {
                 r.pop();
             }),
