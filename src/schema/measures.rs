@@ -33,8 +33,14 @@ pub struct KernelLog {
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize, PartialEq)]
 pub struct Spread {
     pub p50_ms: f64,
+    /// Records from before it was kept read 0.
+    #[serde(default)]
+    pub p90_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// The ticks these figures are of: a p99 of fewer than 100 is their worst.
+    #[serde(default)]
+    pub samples: u64,
 }
 
 /// The responsiveness part of a record.
@@ -45,6 +51,8 @@ pub struct Responsiveness {
     pub samples: u64,
     /// Response time (timer lateness + ls + read) while the workload ran and until recovery.
     pub p50_ms: f64,
+    #[serde(default)]
+    pub p90_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
     pub stalls_over_100ms: u64,

@@ -231,6 +231,8 @@ pub struct Probe {
     interval_ms: Check<f64>,
     samples: Check<u64>,
     p50_ms: Check<f64>,
+    #[serde(default)]
+    p90_ms: Check<f64>,
     pub p99_ms: f64,
     pub max_ms: f64,
     stalls_over_100ms: Check<u64>,
@@ -271,8 +273,12 @@ pub struct LatencyMax {
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 pub struct Max {
     pub p50_ms: f64,
+    #[serde(default)]
+    p90_ms: Check<f64>,
     p99_ms: Check<f64>,
     pub max_ms: f64,
+    #[serde(default)]
+    samples: Check<u64>,
 }
 
 #[derive(Debug, Default)]

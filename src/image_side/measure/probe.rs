@@ -135,7 +135,13 @@ fn spread(samples: &[&Sample], f: impl Fn(&Sample) -> u64) -> Spread {
         h.record(f(s));
     }
     let ms = |ns: u64| ns as f64 / 1e6;
-    Spread { p50_ms: ms(h.quantile_ns(0.5)), p99_ms: ms(h.quantile_ns(0.99)), max_ms: ms(h.max_ns()) }
+    Spread {
+        p50_ms: ms(h.quantile_ns(0.5)),
+        p90_ms: ms(h.quantile_ns(0.9)),
+        p99_ms: ms(h.quantile_ns(0.99)),
+        max_ms: ms(h.max_ns()),
+        samples: h.count(),
+    }
 }
 
 /// Summarise samples around a workload that ran from `start_ns` to `end_ns`.
@@ -150,6 +156,7 @@ pub fn summarize(samples: &[Sample], start_ns: u64, end_ns: u64, interval_ns: u6
         interval_ms: interval_ns as f64 / 1e6,
         samples: during.len() as u64,
         p50_ms: all.p50_ms,
+        p90_ms: all.p90_ms,
         p99_ms: all.p99_ms,
         max_ms: all.max_ms,
         stalls_over_100ms: during.iter().filter(|s| s.response_ns() > 100_000_000).count() as u64,

@@ -676,7 +676,7 @@ mod tests {
             max_ms: stall_ms,
             stalls_over_1s: u64::from(stall_ms > 1000.0) * 3,
             recovery_s: Some(1.5),
-            read: Spread { max_ms: stall_ms * 0.9, p99_ms: stall_ms * 0.8, p50_ms: 1.0 },
+            read: Spread { max_ms: stall_ms * 0.9, p99_ms: stall_ms * 0.8, p50_ms: 1.0, ..Spread::default() },
             timer_late: Spread { max_ms: 5.0, ..Spread::default() },
             ..Responsiveness::default()
         });

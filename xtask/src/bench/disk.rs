@@ -5,7 +5,9 @@
 //!   bs=16k conv=fdatasync` (dd's own seconds);
 //! - `manyfiles` (sync=end) vs fio with the seed's job (psync, 16k, round-robin
 //!   over 1000 files created on open, no fallocate, end_fsync) — fio's job_runtime;
-//! - `seqwrite` with the probe on vs off (what the probe costs in throughput).
+//! - `seqwrite` with the probe on vs off (what the probe costs in throughput);
+//! - `seqwrite` with the kernel's tracepoints read vs not (`--kernel-events`:
+//!   what reading them costs; root and a kernel with tracefs, else said and skipped).
 //!
 //! Wall time is what each tool reports for its own work (bootmark's record,
 //! dd's "copied, N s", fio's job_runtime). CPU is user+sys of the whole
@@ -95,24 +97,38 @@ pub fn run(args: &Args) -> Result<()> {
     let (a, b) = pairs(
         args.pairs,
         "seqwrite vs dd",
-        || bootmark(&binary, &dir, &seqwrite_probed, cpus),
+        || bootmark(&binary, &dir, &seqwrite_probed, cpus, false),
         || dd(&dir, bytes, cpus),
     )?;
     rows.push(("seqwrite+probe vs dd fdatasync", a, b));
     let (a, b) = pairs(
         args.pairs,
         "manyfiles vs fio",
-        || bootmark(&binary, &dir, &manyfiles, cpus),
+        || bootmark(&binary, &dir, &manyfiles, cpus, false),
         || fio(&dir, args.files, per_file, cpus),
     )?;
     rows.push(("manyfiles vs fio (1000 files)", a, b));
     let (a, b) = pairs(
         args.pairs,
         "probe on vs off",
-        || bootmark(&binary, &dir, &seqwrite_probed, cpus),
-        || bootmark(&binary, &dir, &seqwrite, cpus),
+        || bootmark(&binary, &dir, &seqwrite_probed, cpus, false),
+        || bootmark(&binary, &dir, &seqwrite, cpus, false),
     )?;
     rows.push(("seqwrite probe on vs off", a, b));
+    // The tracepoints as the boot image reads them (here switched on by
+    // `--kernel-events`: root, and this kernel's tracefs), with the probe on both sides.
+    match bootmark(&binary, &dir, &seqwrite_probed, cpus, true) {
+        Ok(_) => {
+            let (a, b) = pairs(
+                args.pairs,
+                "kernel events on vs off",
+                || bootmark(&binary, &dir, &seqwrite_probed, cpus, true),
+                || bootmark(&binary, &dir, &seqwrite_probed, cpus, false),
+            )?;
+            rows.push(("seqwrite kernel events on vs off", a, b));
+        }
+        Err(e) => eprintln!("bench: kernel events on vs off: not measured: {e}"),
+    }
 
     println!("\nmedians over {} pairs, {} MiB per run, {}{pinned}", args.pairs, args.mib, describe_fs(&dir));
     println!(
@@ -194,15 +210,21 @@ fn tool<'sh>(sh: &'sh Shell, program: impl AsRef<std::ffi::OsStr>, cpus: Option<
     }
 }
 
-fn bootmark(binary: &Path, dir: &Path, plan: &str, cpus: Option<u32>) -> Result<Figures> {
+/// One bootmark run; with `kernel_events`, an error unless the tracepoints were read.
+fn bootmark(binary: &Path, dir: &Path, plan: &str, cpus: Option<u32>, kernel_events: bool) -> Result<Figures> {
     let plan_file = dir.join("bench-plan.json");
     fs::write(&plan_file, plan)?;
     let sh = shell()?;
-    let (stdout, _, cpu) =
-        timed(tool(&sh, binary, cpus).args(["run", "--quiet", "--plan"]).arg(&plan_file).arg("--dir").arg(dir))?;
+    let traced = kernel_events.then_some("--kernel-events");
+    let (stdout, _, cpu) = timed(
+        tool(&sh, binary, cpus).args(["run", "--quiet", "--plan"]).arg(&plan_file).arg("--dir").arg(dir).args(traced),
+    )?;
     let _ = std::fs::remove_file(&plan_file);
     let r: bootmark::record::Record =
         serde_json::from_str(stdout.trim()).map_err(|e| format!("bootmark record: {e}"))?;
+    if kernel_events && r.kernel_events.is_none() {
+        return Err(format!("the tracepoints were not read: {:?}", r.sources.get("tracepoints")));
+    }
     Ok(Figures { wall: r.times.wall_s, cpu })
 }
 
