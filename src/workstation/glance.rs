@@ -66,8 +66,10 @@ pub struct Glance<'a> {
     pub probe_ticks: usize,
     #[serde(default)]
     blocked_tasks: Seq<Str>,
-    #[serde(default)]
-    kernel_events: Check<Option<crate::schema::events::KernelEvents>>,
+    /// The tracepoints' summary: which events were on and the dirty-throttling
+    /// pauses kept (the rules count them over every run); the rest checked.
+    #[serde(borrow, default)]
+    pub kernel_events: Option<KernelEvents<'a>>,
     #[serde(default)]
     sources: Map<Str, Str>,
     /// Any JSON: a workload's own facts.
@@ -281,6 +283,37 @@ pub struct Max {
     samples: Check<u64>,
 }
 
+/// `kernel_events` (`schema::events::KernelEvents`), field by field.
+#[allow(dead_code)] // fields not kept are read only to be checked
+#[derive(Debug, Default, Deserialize)]
+pub struct KernelEvents<'a> {
+    tracefs: Str,
+    clock: Str,
+    #[serde(borrow)]
+    pub enabled: Vec<Text<'a>>,
+    absent: Seq<Str>,
+    read: Check<u64>,
+    lost: Check<u64>,
+    counts: Map<Str, Check<crate::schema::events::Phased<u64>>>,
+    pub dirty_pauses: crate::schema::events::Phased<crate::schema::events::Pauses>,
+    #[serde(default)]
+    dirty_limit_pages: Check<Option<u64>>,
+    #[serde(default)]
+    dirty_pages_max: Check<Option<u64>>,
+    wbt: Map<Str, Check<crate::schema::events::Wbt>>,
+    requests: Map<Str, Check<crate::schema::events::Requests>>,
+    #[serde(default)]
+    journal: Check<Option<crate::schema::events::Journal>>,
+    excerpt: Seq<Str>,
+}
+
+impl KernelEvents<'_> {
+    /// Milliseconds the kernel paused writers at the dirty limit; None when its tracepoint was not on.
+    pub fn dirty_pause_ms(&self) -> Option<f64> {
+        self.enabled.iter().any(|e| e == "writeback:balance_dirty_pages").then(|| self.dirty_pauses.total().total_ms)
+    }
+}
+
 #[derive(Debug, Default)]
 enum Whole<'a> {
     #[default]
@@ -422,7 +455,11 @@ impl<'a> Glance<'a> {
             counters: Counters { disk_delta: r.counters.disk_delta.clone(), ..Counters::default() },
             probe_ticks: r.timeline.probe_t_s.len(),
             blocked_tasks: Seq::default(),
-            kernel_events: Check::new(),
+            kernel_events: r.kernel_events.as_ref().map(|k| KernelEvents {
+                enabled: k.enabled.iter().map(|e| Cow::Borrowed(e.as_str())).collect(),
+                dirty_pauses: k.dirty_pauses.clone(),
+                ..KernelEvents::default()
+            }),
             sources: Map::default(),
             details: IgnoredAny,
             notes: r.notes.iter().map(|n| Cow::Borrowed(n.as_str())).collect(),

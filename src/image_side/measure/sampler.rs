@@ -19,7 +19,16 @@ const MEMINFO: [(&str, &str); 5] = [
     ("Mapped", "mapped_kib"),
 ];
 /// vmstat fields sampled (pages or events, cumulative where the kernel says so).
-const VMSTAT: [&str; 5] = ["nr_dirty", "nr_writeback", "pgpgout", "allocstall", "pgscan_direct_normal"];
+/// The two thresholds are the dirty limits as the kernel computed them (2.6.37+).
+const VMSTAT: [&str; 7] = [
+    "nr_dirty",
+    "nr_writeback",
+    "pgpgout",
+    "allocstall",
+    "pgscan_direct_normal",
+    "nr_dirty_threshold",
+    "nr_dirty_background_threshold",
+];
 
 /// Distinct blocking points whose stacks a timeline keeps, and lines per stack.
 const STACKS_KEPT: usize = 8;

@@ -33,13 +33,21 @@ const STALL_MS: f64 = 1000.0;
 const THROTTLED_WRITE_MS: f64 = 100.0;
 
 /// What one group keeps for its findings while records stream by: counts,
-/// and the two records the rules read (the worst stall, the longest flush),
-/// each kept whole only if a rule would say something about it.
+/// and the records the rules read (the worst stall, the writer held longest
+/// at the dirty limit, the longest flush), each kept whole only if a rule
+/// would say something about it.
 #[derive(Default)]
 pub struct Evidence {
     ok: usize,
     /// Ok runs that stalled over a second.
     stalled: usize,
+    /// Over every ok run whose balance_dirty_pages tracepoint was on: (runs, runs
+    /// in which the kernel paused a writer, their pauses in ms).
+    dirty_traced: (usize, usize, f64),
+    /// The ok run whose writer was held longest at the dirty limit: the kernel's
+    /// pauses where traced, else its slowest write() (the first of equals), if
+    /// the dirty-limit rule fires on it.
+    throttled: Option<(f64, Option<Record>)>,
     /// The ok run with the worst probe wait (the first of equals), if a rule finds something in it.
     worst: Option<(f64, Option<Record>)>,
     /// The ok run that spent longest flushing (the first of equals), if the flush rule finds something in it.
@@ -66,15 +74,28 @@ impl Evidence {
             let kept = match may_tell {
                 true => {
                     let r = g.whole()?;
-                    let telling = stall >= STALL_MS
-                        || read_starvation("", r).is_some()
-                        || dirty_limit("", r).is_some()
-                        || writeback_throttling("", r).is_some();
+                    let telling =
+                        stall >= STALL_MS || read_starvation("", r).is_some() || writeback_throttling("", r).is_some();
                     telling.then(|| r.clone())
                 }
                 false => None,
             };
             self.worst = Some((stall, kept));
+        }
+        let paused_ms = g.kernel_events.as_ref().and_then(|k| k.dirty_pause_ms());
+        if let Some(ms) = paused_ms {
+            let (runs, paused, total) = &mut self.dirty_traced;
+            *runs += 1;
+            *paused += (ms > 0.0) as usize;
+            *total += ms;
+        }
+        let held = paused_ms.unwrap_or(g.latency.write.max_ms);
+        if self.throttled.as_ref().is_none_or(|(h, _)| held > *h) {
+            let kept = match g.latency.write.max_ms >= THROTTLED_WRITE_MS {
+                true => Some(g.whole()?).filter(|r| dirty_limit("", r, None).is_some()).cloned(),
+                false => None,
+            };
+            self.throttled = Some((held, kept));
         }
         let f = flush_s(&g.times);
         if self.flushiest.as_ref().is_none_or(|(w, _)| f > *w) {
@@ -92,7 +113,9 @@ impl Evidence {
         if let Some((_, Some(worst))) = &self.worst {
             out.extend(stall(subject, self.ok, self.stalled, worst));
             out.extend(read_starvation(subject, worst));
-            out.extend(dirty_limit(subject, worst));
+        }
+        if let Some((_, Some(r))) = &self.throttled {
+            out.extend(dirty_limit(subject, r, Some(self.dirty_traced)));
         }
         // Writeback throttling holds the writer in its flush: the run that
         // flushed longest shows it, else the worst run.
@@ -259,6 +282,12 @@ fn version(release: &str) -> Option<(u32, u32, u32)> {
     Some((parts.next()??, parts.next()??, parts.next().flatten().unwrap_or(0)))
 }
 
+/// The first sample of a series (in pages) at or after the workload's start.
+fn at_start_pages(r: &Record, series: &str) -> Option<u64> {
+    let i = r.timeline.t_s.iter().position(|&t| t >= r.timeline.workload_start_s)?;
+    r.timeline.series.get(series)?.get(i).copied().flatten()
+}
+
 /// The first sample of a series at or after the workload's start, in MiB.
 fn at_start_mib(r: &Record, series: &str) -> Option<f64> {
     let i = r.timeline.t_s.iter().position(|&t| t >= r.timeline.workload_start_s)?;
@@ -271,9 +300,19 @@ fn at_start_mib(r: &Record, series: &str) -> Option<f64> {
 /// memory that can hold dirty pages (free + page cache, less reserves the
 /// record cannot see, so an upper bound). dirty_bytes, when set, is the limit.
 fn dirty_limit_mib(r: &Record) -> Option<(f64, String)> {
+    // The kernel's own figure where it says it (vmstat, 2.6.37+): no formula needed.
+    if let Some(pages) = at_start_pages(r, "nr_dirty_threshold").filter(|p| *p > 0) {
+        let background = at_start_pages(r, "nr_dirty_background_threshold")
+            .map(|b| format!(", background {:.0} MiB", b as f64 / 256.0))
+            .unwrap_or_default();
+        return Some((
+            pages as f64 / 256.0,
+            format!("the kernel's own nr_dirty_threshold at the start: {pages} pages of 4 KiB{background}"),
+        ));
+    }
     let vm = |k: &str| r.vm.get(k).copied().flatten();
     if let Some(b) = vm("dirty_bytes").filter(|b| *b > 0) {
-        return Some((b as f64 / 1048576.0, format!("dirty_bytes {b}")));
+        return Some((b as f64 / 1048576.0, format!("this kernel's formula: dirty_bytes {b}")));
     }
     let ratio = vm("dirty_ratio")? as f64;
     let total = r.host.mem_total_kib? as f64 / 1024.0;
@@ -296,17 +335,21 @@ fn dirty_limit_mib(r: &Record) -> Option<(f64, String)> {
         };
         return Some((
             total * share / 100.0,
-            format!("2.6 before .24: dirty_ratio {ratio:.0} % of {total:.0} MiB{capped}"),
+            format!("this kernel's formula: 2.6 before .24: dirty_ratio {ratio:.0} % of {total:.0} MiB{capped}"),
         ));
     }
     let dirtyable = at_start_mib(r, "mem_free_kib")? + at_start_mib(r, "cached_kib")?;
     Some((
         dirtyable * ratio / 100.0,
-        format!("dirty_ratio {ratio:.0} % of {dirtyable:.0} MiB free + page cache at the start; reserves lower it"),
+        format!(
+            "this kernel's formula: dirty_ratio {ratio:.0} % of {dirtyable:.0} MiB free + page cache at the start; reserves lower it"
+        ),
     ))
 }
 
-fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
+/// The writer at the dirty limit in `worst` (the run held there longest);
+/// `across`: the group's (traced runs, runs paused, pause ms) to say of them all.
+fn dirty_limit(subject: &str, worst: &Record, across: Option<(usize, usize, f64)>) -> Option<Finding> {
     let (limit_mib, how) = dirty_limit_mib(worst)?;
     let dirty = peak_mib(worst, "dirty_kib")?;
     let writeback = peak_mib(worst, "writeback_kib").unwrap_or(0.0);
@@ -383,11 +426,21 @@ fn dirty_limit(subject: &str, worst: &Record) -> Option<Finding> {
         None if throttled.is_some() => (waits_said, "the writer was throttled at the dirty limit"),
         None => (waits_said, "the writer reached the dirty limit"),
     };
+    // Over every run of the group, not this one alone.
+    let waits_said = match across {
+        Some((runs, paused, ms)) if runs > 1 => {
+            evidence.push(format!("kernel_events.dirty_pauses over the group: {paused} of {runs} runs, {ms:.0} ms"));
+            format!(
+                "{waits_said}; over the group's {runs} traced runs the kernel paused writers in {paused} ({ms:.0} ms in all)"
+            )
+        }
+        _ => waits_said,
+    };
     Some(Finding {
         rule: "dirty-limit",
         subject: subject.into(),
         sentence: format!(
-            "{what}: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB (this kernel's formula: {how}), and single write() calls blocked up to {write_max:.0} ms{waits_said}. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time; a plan variant with a lower vm.dirty_ratio (the demo plan's unprotected-dirty5) would confirm it",
+            "{what}: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB ({how}), and single write() calls blocked up to {write_max:.0} ms{waits_said}. A lower dirty_ratio (or dirty_bytes) makes the writer wait sooner and for less at a time; a plan variant with a lower vm.dirty_ratio would confirm it",
         ),
         evidence,
         record: Some(id(worst)),
@@ -936,6 +989,45 @@ mod tests {
         assert_eq!(dirty_limit_mib(&new).unwrap().0, 64.0);
         assert_eq!(version("2.6.16.1"), Some((2, 6, 16)));
         assert_eq!(version("6.1.0-50-amd64"), Some((6, 1, 0)));
+        // Where the kernel says its own threshold (vmstat, 2.6.37+), that is the limit.
+        new.timeline.series.insert("nr_dirty_threshold".into(), vec![Some(25600); samples]);
+        new.timeline.series.insert("nr_dirty_background_threshold".into(), vec![Some(12800); samples]);
+        let (mib, how) = dirty_limit_mib(&new).unwrap();
+        assert_eq!(mib, 100.0);
+        assert_eq!(how, "the kernel's own nr_dirty_threshold at the start: 25600 pages of 4 KiB, background 50 MiB");
+    }
+
+    /// The dirty-limit rule reads the run whose writer the kernel held
+    /// longest, not the one with the worst probe stall, and says how many of
+    /// the group's traced runs were paused at all.
+    #[test]
+    fn the_dirty_limit_reads_the_most_throttled_run_and_counts_every_run() {
+        let traced = |mut r: Record, pauses: u64| {
+            let pause = crate::schema::events::Pauses { count: pauses, total_ms: 50.0 * pauses as f64, max_ms: 50.0 };
+            r.kernel_events = Some(crate::schema::events::KernelEvents {
+                enabled: vec!["writeback:balance_dirty_pages".into()],
+                dirty_pauses: crate::schema::events::Phased { writing: pause, ..Default::default() },
+                ..Default::default()
+            });
+            r
+        };
+        // The worst stall is run 0; the writer was paused longest in run 2; run 1 never.
+        let records = [
+            traced(write_run("s0", 0, "dirty40", 20.0, 4100.0, 380), 2),
+            traced(write_run("s1", 0, "dirty40", 20.0, 900.0, 380), 0),
+            traced(write_run("s2", 0, "dirty40", 20.0, 800.0, 380), 30),
+        ];
+        let found = find(&records);
+        let dirty = found.iter().find(|f| f.rule == "dirty-limit").unwrap();
+        assert_eq!(dirty.record.as_deref(), Some("s2:0"), "{dirty:?}");
+        assert!(dirty.sentence.contains("paused writers 30 times, 1500 ms in all"), "{}", dirty.sentence);
+        assert!(
+            dirty.sentence.contains("over the group's 3 traced runs the kernel paused writers in 2 (1600 ms in all)"),
+            "{}",
+            dirty.sentence
+        );
+        let stall = found.iter().find(|f| f.rule == "stall").unwrap();
+        assert_eq!(stall.record.as_deref(), Some("s0:0"), "the stall is still the worst stall's");
     }
 
     #[test]
