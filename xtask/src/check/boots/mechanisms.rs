@@ -1,6 +1,6 @@
 //! The waiting mechanisms provoked on purpose and named from the kernel's own
 //! events: the demo's `dirty40` run (a 192 MiB write under dirty_ratio 40) on
-//! the `dl140` machine (its disk slower than the writer) with 384 MiB. Debian 12's 6.1
+//! the `dl140` machine with 384 MiB and its disk at 15 MB/s (far slower than the writer). Debian 12's 6.1
 //! pauses the writer in balance_dirty_pages while it writes and holds its
 //! fdatasync in block writeback throttling (wbt) — the two mechanisms the
 //! first dirty-limit finding confused. The record must carry the tracepoints
@@ -32,6 +32,9 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         // passes the kernel's freerun point (halfway between the background and
         // dirty limits, about 75 MiB here) well before its 192 MiB are written.
         memory: Some(384),
+        // Half the dl140's 30 MB/s: the writer outruns the disk by more, and the
+        // kernel pauses it often (at 30 MB/s one boot of three paused it once).
+        disk_mbps: Some(15),
         disk_iops: 240,
         disk_iops_kib: 128,
         ..test_boot(out, disk, base.join("serial-mechanisms.log"))
@@ -66,7 +69,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     }
     let k = r.kernel_events.as_ref().ok_or("no kernel events")?;
     println!(
-        "e2e: mechanisms: {package} on --machine dl140, the demo's dirty40 run: balance_dirty_pages paused the writer {} times ({:.0} ms) while writing; wbt named with wbt_lat_usec {}; {} events read, {} lost ({:.1} s)",
+        "e2e: mechanisms: {package} on --machine dl140 (384 MiB, 15 MB/s), the demo's dirty40 run: balance_dirty_pages paused the writer {} times ({:.0} ms) while writing; wbt named with wbt_lat_usec {}; {} events read, {} lost ({:.1} s)",
         k.dirty_pauses.writing.count,
         k.dirty_pauses.writing.total_ms,
         r.storage.queue.get("queue/wbt_lat_usec").map_or("?", String::as_str),
@@ -95,6 +98,15 @@ fn check_record(r: &Record) -> Result<()> {
     }
     if k.dirty_pauses.writing.count == 0 {
         return Err(format!("the kernel never paused the writer while it wrote: {:?}", k.dirty_pauses));
+    }
+    // Two of the kernel's own accounts of its dirty limit agree: vmstat's at the
+    // start and the tracepoint's (which follows it as free memory changes).
+    let vmstat = r.timeline.series.get("nr_dirty_threshold").and_then(|s| s.iter().flatten().next().copied());
+    match (vmstat, k.dirty_limit_pages) {
+        (Some(v), Some(t)) if (v as f64 - t as f64).abs() <= 0.1 * v as f64 => {}
+        other => {
+            return Err(format!("nr_dirty_threshold and the tracepoint's limit disagree or are missing: {other:?}"));
+        }
     }
     let disk = r.storage.device.as_ref().map(|d| d.disk.clone()).ok_or("no target device")?;
     let writes =
