@@ -57,6 +57,12 @@ impl Attribution {
 
 /// The writer's waits in `r` while its workload ran; None when nothing was sampled.
 pub fn writer(r: &Record) -> Option<Attribution> {
+    writer_between(r, f64::NEG_INFINITY, f64::INFINITY)
+}
+
+/// The writer's waits in `r` between two times on the timeline's axis (a
+/// stall's span), within the workload; None when nothing was sampled there.
+pub fn writer_between(r: &Record, from_s: f64, to_s: f64) -> Option<Attribution> {
     let tl = &r.timeline;
     // After this many seconds into the workload, the writes had returned: flushing.
     let writes_end = r.times.writes_returned_s.unwrap_or(f64::INFINITY);
@@ -64,7 +70,7 @@ pub fn writer(r: &Record) -> Option<Attribution> {
     let mut frames: Vec<(Mechanism, String, usize)> = Vec::new();
     let mut wchans: Vec<(Mechanism, String, usize)> = Vec::new();
     for (t, w) in tl.t_s.iter().zip(&tl.writer_wchan) {
-        if *t < tl.workload_start_s || *t > tl.workload_end_s {
+        if *t < tl.workload_start_s || *t > tl.workload_end_s || *t < from_s || *t > to_s {
             continue;
         }
         let Some(w) = w.as_deref() else { continue };

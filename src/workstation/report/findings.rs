@@ -181,8 +181,8 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
     // When the worst tick was due, and what the page cache held then.
     let tl = &worst.timeline;
     let worst_tick = tl.probe_t_s.iter().zip(&tl.probe_response_ms).max_by(|a, b| a.1.total_cmp(b.1));
-    match worst_tick.map(|(t, _)| *t) {
-        Some(t) => {
+    match worst_tick.map(|(t, ms)| (*t, *ms)) {
+        Some((t, ms)) => {
             let at = t - tl.workload_start_s;
             match (mib_at(worst, "dirty_kib", t), mib_at(worst, "writeback_kib", t)) {
                 (Some(d), Some(w)) => {
@@ -203,6 +203,37 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
                     tl.interval_s
                 );
             }
+            // Where the writer was while the probe waited: the samples inside the stall.
+            sentence += &match attribution::writer_between(worst, t, t + ms / 1000.0) {
+                None => "; no sample of the writer fell inside it".to_string(),
+                Some(a) if a.mostly_hidden() => format!(
+                    "; while it lasted the writer's wchan read 0 in {} of {} samples: where it waited is unknown",
+                    a.not_shown, a.samples
+                ),
+                Some(a) => match a.shares.first() {
+                    Some(s) => {
+                        evidence.push(format!(
+                            "{} during the stall: {} in {} of {} samples",
+                            attribution::source(s),
+                            s.frame,
+                            s.samples,
+                            a.samples
+                        ));
+                        format!(
+                            "; while it lasted the writer was asleep in {} in {} of {} samples: {}",
+                            s.wchan,
+                            s.samples,
+                            a.samples,
+                            s.mechanism.name()
+                        )
+                    }
+                    None if !a.unknown.is_empty() => format!(
+                        "; while it lasted the writer was blocked in {}, which names no mechanism: unknown",
+                        a.unknown[0].0
+                    ),
+                    None => format!("; while it lasted the writer was running, not blocked, in {} samples", a.samples),
+                },
+            };
         }
         None => sentence += ". This record has no per-tick probe timeline to say when",
     }
@@ -774,6 +805,10 @@ mod tests {
         assert!(text("stall").contains("waited up to 4.1 s, 3 times over 1 s"), "{}", text("stall"));
         assert!(text("stall").contains("began 2.0 s into the workload, with 190 MiB dirty and 50 MiB under writeback"));
         assert!(text("stall").contains("again 1.5 s after the workload ended"));
+        // The writer's samples inside the stall (2.0–6.1 s): asleep in balance_dirty_pages from 4.0 s.
+        let during =
+            "while it lasted the writer was asleep in balance_dirty_pages in 9 of 17 samples: dirty throttling";
+        assert!(text("stall").contains(during), "{}", text("stall"));
         assert!(!text("stall").contains("blocked-task dump"), "none taken");
         let mut dumped = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
         dumped.blocked_tasks =
