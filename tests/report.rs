@@ -197,4 +197,6 @@ fn the_generations_demo_attributes_each_wait_to_its_mechanism() {
     let cites = "1.1 MiB where 5.10.0-46-amd64's were 126 KiB (the queue's max_sectors_kb: 1280 against 128)";
     assert!(verdict.contains(cites), "{verdict}");
     assert!(comparison["sentence"].as_str().unwrap().contains("(the queue's max_sectors_kb: 1280 against 128)"));
+    // A p99 of about 120 ticks a run is near their worst, and the comparison says so.
+    assert!(comparison["sentence"].as_str().unwrap().contains("each p99 is of about 123 probe ticks a run"));
 }

@@ -231,7 +231,7 @@ pub struct Device<'a> {
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 pub struct Probe {
     interval_ms: Check<f64>,
-    samples: Check<u64>,
+    pub samples: u64,
     p50_ms: Check<f64>,
     #[serde(default)]
     p90_ms: Check<f64>,
@@ -442,6 +442,7 @@ impl<'a> Glance<'a> {
                 read: LatencyMax { max_ms: r.latency.read.max_ms, ..LatencyMax::default() },
             },
             responsiveness: r.responsiveness.as_ref().map(|p| Probe {
+                samples: p.samples,
                 p99_ms: p.p99_ms,
                 max_ms: p.max_ms,
                 stalls_over_1s: p.stalls_over_1s,

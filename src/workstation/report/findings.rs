@@ -633,6 +633,14 @@ pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[
                 request_limit(row, base)
             );
         }
+        // A p99 of few ticks is near their worst: say how many it is of.
+        let ticks = |r: &Row| r.probe_ticks.as_ref().map_or(0.0, |s| s.median);
+        let fewest = ticks(row).min(ticks(base));
+        if p99_changed && fewest > 0.0 && fewest < 200.0 {
+            sentence += &format!(
+                "; each p99 is of about {fewest:.0} probe ticks a run, so near their worst (responsiveness.*.p90_ms and max_ms beside it)"
+            );
+        }
         sentence += &format!("; {} vs {} runs from {} and {} boot(s)", this.n, that.n, this_boots, base_boots);
         if this_boots.max(base_boots) < 2 {
             sentence += ": repetitions inside one boot share its state, so this says the setting matters in this boot, not yet across boots (repeat in a sequence for that)";

@@ -21,6 +21,8 @@ struct Figures {
     durable: Vec<f64>,
     throughput: Vec<f64>,
     probe_p99: Vec<f64>,
+    /// The probe's ticks per run: what its p99 is of.
+    probe_ticks: Vec<f64>,
     read_p50: Vec<f64>,
     stalls: Vec<f64>,
     recovery: Vec<f64>,
@@ -100,6 +102,7 @@ impl Group {
         f.throughput.push(r.throughput_mib_s);
         if let Some(p) = probe {
             f.probe_p99.push(p.p99_ms);
+            f.probe_ticks.push(p.samples as f64);
             f.read_p50.push(p.read.p50_ms);
             f.stalls.push(p.stalls_over_1s as f64);
             f.recovery.extend(p.recovery_s);
@@ -146,6 +149,7 @@ impl Group {
             throughput_harmonic_mean: stats::harmonic_mean(&f.throughput),
             throughput_mib_s: stats::summarize(&f.throughput),
             probe_p99_ms: stats::summarize(&f.probe_p99),
+            probe_ticks: stats::summarize(&f.probe_ticks),
             probe_read_p50_ms: stats::summarize(&f.read_p50),
             max_stall_ms: self.max_stall_ms,
             stalls_over_1s: stats::summarize(&f.stalls),

@@ -87,6 +87,8 @@ pub struct Row {
     pub throughput_mib_s: Option<Summary>,
     pub throughput_harmonic_mean: Option<f64>,
     pub probe_p99_ms: Option<Summary>,
+    /// The probe's ticks per run (its p99 of under 100 is their worst).
+    pub probe_ticks: Option<Summary>,
     /// The median of the probe's uncached 4 KiB read (its own part of the
     /// response: not `ls`, not the timer), per run.
     pub probe_read_p50_ms: Option<Summary>,
