@@ -72,6 +72,8 @@ pub struct Session {
     marker_at_s: f64,
     clock: String,
     clock_found: Option<String>,
+    /// `tracing_on` as found ("0" or "1"), put back at the end.
+    on_found: Option<String>,
     enabled: Vec<String>,
     absent: Vec<String>,
     /// The events this session switched on (and so switches off).
@@ -217,6 +219,7 @@ impl Session {
             .custom_flags(libc::O_NONBLOCK)
             .open(dir.join("trace_pipe"))
             .map_err(|e| format!("{}: {e}", dir.join("trace_pipe").display()))?;
+        let on_found = crate::fsutil::read_trimmed(dir.join("tracing_on"));
         let _ = write(&dir.join("tracing_on"), "1");
         let marker = format!("bootmark-clock {}", std::process::id());
         let marker_at_s = secs(mono_ns().saturating_sub(origin_ns));
@@ -228,6 +231,7 @@ impl Session {
             marker_at_s,
             clock,
             clock_found,
+            on_found,
             enabled,
             absent,
             switched,
@@ -310,6 +314,9 @@ impl Session {
     fn restore(&mut self) {
         self.switch_off();
         let _ = write(&self.dir.join("trace"), "");
+        if let Some(on) = &self.on_found {
+            let _ = write(&self.dir.join("tracing_on"), on);
+        }
         if let Some(clock) = &self.clock_found {
             let _ = write(&self.dir.join("trace_clock"), clock);
         }
