@@ -21,10 +21,13 @@ pub const QUEUE_SETTINGS: [&str; 5] = ["scheduler", "nr_requests", "read_ahead_k
 
 /// "noop deadline [cfq]" → "cfq"; "none" or a bare name is kept.
 pub fn active_scheduler(line: &str) -> String {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
-        .unwrap_or(line.trim())
-        .to_string()
+    bracketed(line).unwrap_or(line.trim()).to_string()
+}
+
+/// The choice a kernel file marks in brackets ("[local] global mono" → "local",
+/// lockdown's "none [integrity] confidentiality" → "integrity"); None without one.
+pub fn bracketed(line: &str) -> Option<&str> {
+    line.split_whitespace().find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
 }
 
 #[cfg(test)]

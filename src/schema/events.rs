@@ -9,6 +9,9 @@ use super::measures::LatencySummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The event that proves dirty throttling, as `enabled` names it.
+pub const BALANCE_DIRTY_PAGES: &str = "writeback:balance_dirty_pages";
+
 /// The tracepoints read, each proving one mechanism (docs/results.md).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelEvents {

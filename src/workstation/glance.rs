@@ -310,7 +310,8 @@ pub struct KernelEvents<'a> {
 impl KernelEvents<'_> {
     /// Milliseconds the kernel paused writers at the dirty limit; None when its tracepoint was not on.
     pub fn dirty_pause_ms(&self) -> Option<f64> {
-        self.enabled.iter().any(|e| e == "writeback:balance_dirty_pages").then(|| self.dirty_pauses.total().total_ms)
+        let traced = self.enabled.iter().any(|e| e == crate::schema::events::BALANCE_DIRTY_PAGES);
+        traced.then(|| self.dirty_pauses.total().total_ms)
     }
 }
 

@@ -85,11 +85,9 @@ pub fn firmware(sys: &Path) -> Firmware {
 }
 
 /// The bracketed mode of `none [integrity] confidentiality`.
-fn lockdown(sys: &Path) -> Option<String> {
+pub fn lockdown(sys: &Path) -> Option<String> {
     let text = read_trimmed(sys.join("kernel/security/lockdown"))?;
-    let start = text.find('[')? + 1;
-    let end = start + text[start..].find(']')?;
-    Some(text[start..end].to_string())
+    crate::image_side::tunables::bracketed(&text).map(str::to_string)
 }
 
 /// The vm sysctls that shape writeback: those a sweep may change and a few more.

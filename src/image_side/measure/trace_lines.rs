@@ -259,30 +259,30 @@ impl Reader {
     }
 
     fn disk(&mut self, dev: &str) -> u16 {
-        let name = self.disks_by_number.get(dev).cloned().unwrap_or_else(|| dev.to_string());
-        intern(&mut self.disks, &name)
+        let name = self.disks_by_number.get(dev).map_or(dev, String::as_str);
+        intern(&mut self.disks, name)
     }
 
     /// The first lines of each event, and any longer pause or deeper wbt step
     /// than those kept (it replaces that event's last kept line).
+    /// Called for every line: nothing is allocated unless the line is kept.
     fn keep_excerpt(&mut self, name: u16, timestamp_s: f64, text: &str, kind: &Kind) {
-        let kept = (name, timestamp_s, text.trim().to_string());
-        let of_this: Vec<usize> = (0..self.excerpt.len()).filter(|&i| self.excerpt[i].0 == name).collect();
-        if of_this.len() < EXCERPT_PER_EVENT && self.excerpt.len() < EXCERPT_LINES {
-            self.excerpt.push(kept);
+        let mut of_this = self.excerpt.iter().filter(|e| e.0 == name);
+        if of_this.clone().count() < EXCERPT_PER_EVENT && self.excerpt.len() < EXCERPT_LINES {
+            self.excerpt.push((name, timestamp_s, text.trim().to_string()));
             return;
         }
         let notable = match kind {
             Kind::DirtyPause { pause_ms, .. } => {
-                of_this.iter().all(|&i| field(&self.excerpt[i].2, "pause").is_none_or(|old| *pause_ms > old))
+                of_this.all(|e| field(&e.2, "pause").is_none_or(|old| *pause_ms > old))
             }
             Kind::WbtStep { max: Some(max), .. } => {
-                of_this.iter().all(|&i| field(&self.excerpt[i].2, "max").is_none_or(|old| (*max as i64) < old))
+                of_this.all(|e| field(&e.2, "max").is_none_or(|old| (*max as i64) < old))
             }
             _ => false,
         };
-        if notable && let Some(&last) = of_this.last() {
-            self.excerpt[last] = kept;
+        if notable && let Some(last) = self.excerpt.iter().rposition(|e| e.0 == name) {
+            self.excerpt[last] = (name, timestamp_s, text.trim().to_string());
         }
     }
 

@@ -18,6 +18,7 @@
 
 use super::clock::{mono_ns, secs};
 use super::trace_lines::Reader;
+use crate::image_side::tunables::bracketed;
 use crate::schema::events::KernelEvents;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -127,18 +128,13 @@ fn find_tracefs() -> Result<PathBuf, String> {
             Err(e) => tried.push(e),
         }
     }
-    if lockdown().as_deref() == Some("confidentiality") {
+    if super::evidence::lockdown(Path::new("/sys")).as_deref() == Some("confidentiality") {
         return Err("the kernel is locked down (confidentiality): tracing is closed".into());
     }
     if tried.is_empty() {
         return Err("the kernel has neither tracefs (4.1+) nor debugfs tracing (2.6.27+)".into());
     }
     Err(format!("no tracing: {}", tried.join("; ")))
-}
-
-/// The active lockdown mode, where the kernel has lockdown (5.4+).
-fn lockdown() -> Option<String> {
-    chosen(&std::fs::read_to_string("/sys/kernel/security/lockdown").ok()?)
 }
 
 fn write(path: &Path, value: &str) -> Result<(), String> {
@@ -150,22 +146,10 @@ fn write(path: &Path, value: &str) -> Result<(), String> {
     f.write_all(value.as_bytes()).map_err(|e| format!("write {value:?} to {}: {e}", path.display()))
 }
 
-/// The bracketed choice of a tracefs option file ("[local] global … mono").
-fn chosen(text: &str) -> Option<String> {
-    let start = text.find('[')?;
-    let end = text[start..].find(']')?;
-    Some(text[start + 1..start + end].to_string())
-}
-
 /// Disk names by the "major,minor" block events print.
 fn disks_by_number() -> BTreeMap<String, String> {
-    let mut map = BTreeMap::new();
-    for entry in std::fs::read_dir("/sys/block").into_iter().flatten().flatten() {
-        if let Some(dev) = crate::fsutil::read_trimmed(entry.path().join("dev")) {
-            map.insert(dev.replace(':', ","), entry.file_name().to_string_lossy().into_owned());
-        }
-    }
-    map
+    let disks = crate::image_side::sysfs_block::walk(Path::new("/sys")).into_iter().filter(|e| e.partition.is_none());
+    disks.map(|e| (format!("{},{}", e.major, e.minor), e.name)).collect()
 }
 
 impl Session {
@@ -191,10 +175,14 @@ impl Session {
                 in_use.lines().take(3).collect::<Vec<_>>()
             ));
         }
-        let clock_found = std::fs::read_to_string(dir.join("trace_clock")).ok().and_then(|t| chosen(&t));
+        let clock_found =
+            std::fs::read_to_string(dir.join("trace_clock")).ok().and_then(|t| bracketed(&t).map(str::to_string));
         // CLOCK_MONOTONIC where the kernel offers it (4.x); the marker maps any other.
         let _ = write(&dir.join("trace_clock"), "mono");
-        let clock = std::fs::read_to_string(dir.join("trace_clock")).ok().and_then(|t| chosen(&t)).unwrap_or_default();
+        let clock = std::fs::read_to_string(dir.join("trace_clock"))
+            .ok()
+            .and_then(|t| bracketed(&t).map(str::to_string))
+            .unwrap_or_default();
         write(&dir.join("trace"), "")?;
         let (mut enabled, mut absent, mut switched) = (Vec::new(), Vec::new(), Vec::new());
         for event in EVENTS {

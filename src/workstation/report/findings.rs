@@ -313,16 +313,15 @@ fn version(release: &str) -> Option<(u32, u32, u32)> {
     Some((parts.next()??, parts.next()??, parts.next().flatten().unwrap_or(0)))
 }
 
-/// The first sample of a series (in pages) at or after the workload's start.
-fn at_start_pages(r: &Record, series: &str) -> Option<u64> {
+/// The first sample of a series (in its own unit: pages, KiB) at or after the workload's start.
+fn at_start(r: &Record, series: &str) -> Option<u64> {
     let i = r.timeline.t_s.iter().position(|&t| t >= r.timeline.workload_start_s)?;
     r.timeline.series.get(series)?.get(i).copied().flatten()
 }
 
-/// The first sample of a series at or after the workload's start, in MiB.
+/// The first sample of a KiB series at or after the workload's start, in MiB.
 fn at_start_mib(r: &Record, series: &str) -> Option<f64> {
-    let i = r.timeline.t_s.iter().position(|&t| t >= r.timeline.workload_start_s)?;
-    r.timeline.series.get(series)?.get(i).copied().flatten().map(|kib| kib as f64 / 1024.0)
+    at_start(r, series).map(|kib| kib as f64 / 1024.0)
 }
 
 /// The dirty limit this record's kernel computed, in MiB, and how, by its
@@ -332,8 +331,8 @@ fn at_start_mib(r: &Record, series: &str) -> Option<f64> {
 /// record cannot see, so an upper bound). dirty_bytes, when set, is the limit.
 fn dirty_limit_mib(r: &Record) -> Option<(f64, String)> {
     // The kernel's own figure where it says it (vmstat, 2.6.37+): no formula needed.
-    if let Some(pages) = at_start_pages(r, "nr_dirty_threshold").filter(|p| *p > 0) {
-        let background = at_start_pages(r, "nr_dirty_background_threshold")
+    if let Some(pages) = at_start(r, "nr_dirty_threshold").filter(|p| *p > 0) {
+        let background = at_start(r, "nr_dirty_background_threshold")
             .map(|b| format!(", background {:.0} MiB", b as f64 / 256.0))
             .unwrap_or_default();
         return Some((

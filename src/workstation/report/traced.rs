@@ -7,7 +7,7 @@
 use crate::schema::events::KernelEvents;
 use crate::schema::record::Record;
 
-const DIRTY_EVENT: &str = "writeback:balance_dirty_pages";
+use crate::schema::events::BALANCE_DIRTY_PAGES as DIRTY_EVENT;
 const WBT_EVENT: &str = "wbt:wbt_step";
 
 /// The tracepoints of `r`, when they were read.
