@@ -99,6 +99,29 @@ pub struct Wbt {
     pub windows: u64,
 }
 
+/// Both ends of a request: it is timed in the device only when both are on.
+pub const REQUEST_EVENTS: [&str; 2] = ["block:block_rq_issue", "block:block_rq_complete"];
+
+/// The reads the disks `disks` served while traced (all disks when none is
+/// named), from `requests` keyed "sda R": the disk that served most of them.
+/// None unless both request events were `enabled`.
+pub fn reads_on<'a, S: AsRef<str> + 'a>(
+    enabled: &[S],
+    requests: impl IntoIterator<Item = (&'a S, &'a Requests)>,
+    disks: &[&str],
+) -> Option<(&'a str, &'a Requests)> {
+    if !REQUEST_EVENTS.iter().all(|e| enabled.iter().any(|on| on.as_ref() == *e)) {
+        return None;
+    }
+    requests
+        .into_iter()
+        .filter_map(|(key, q)| {
+            let disk = key.as_ref().strip_suffix(" R")?;
+            (disks.is_empty() || disks.contains(&disk)).then_some((disk, q))
+        })
+        .max_by_key(|(_, q)| q.count)
+}
+
 /// Requests of one disk and direction, issued and completed while traced.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Requests {

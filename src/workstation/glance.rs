@@ -215,7 +215,8 @@ pub struct Storage<'a> {
 pub struct Device<'a> {
     #[serde(borrow)]
     pub name: Text<'a>,
-    disk: Check<Str>,
+    #[serde(borrow)]
+    pub disk: Text<'a>,
     major: Check<u32>,
     minor: Check<u32>,
     #[serde(borrow, default)]
@@ -301,10 +302,24 @@ pub struct KernelEvents<'a> {
     #[serde(default)]
     dirty_pages_max: Check<Option<u64>>,
     wbt: Map<Str, Check<crate::schema::events::Wbt>>,
-    requests: Map<Str, Check<crate::schema::events::Requests>>,
+    /// Kept: a few entries ("sda R", "sda W"), for the device's share of a read's wait.
+    #[serde(borrow, default)]
+    pub requests: std::collections::BTreeMap<Text<'a>, crate::schema::events::Requests>,
     #[serde(default)]
     journal: Check<Option<crate::schema::events::Journal>>,
     excerpt: Seq<Str>,
+}
+
+impl Glance<'_> {
+    /// The median time the target's disk held a read, from the block
+    /// tracepoints (issue to completion); None when they were not read.
+    pub fn device_read_p50_ms(&self) -> Option<f64> {
+        let k = self.kernel_events.as_ref()?;
+        let mut disks: Vec<&str> = self.storage.device.iter().map(|d| d.disk.as_ref()).collect();
+        disks.extend(self.storage.layers.iter().filter(|l| l.kind == "disk").map(|l| l.name.as_str()));
+        let (_, reads) = crate::schema::events::reads_on(&k.enabled, &k.requests, &disks)?;
+        (reads.count > 0).then_some(reads.device_ms.p50_ms)
+    }
 }
 
 impl KernelEvents<'_> {
@@ -422,6 +437,7 @@ impl<'a> Glance<'a> {
                 scheduler: text(&storage.scheduler),
                 device: storage.device.as_ref().map(|d| Device {
                     name: Cow::Borrowed(&d.name),
+                    disk: Cow::Borrowed(&d.disk),
                     model: text(&d.model),
                     ..Device::default()
                 }),
@@ -460,6 +476,7 @@ impl<'a> Glance<'a> {
             kernel_events: r.kernel_events.as_ref().map(|k| KernelEvents {
                 enabled: k.enabled.iter().map(|e| Cow::Borrowed(e.as_str())).collect(),
                 dirty_pauses: k.dirty_pauses.clone(),
+                requests: k.requests.iter().map(|(key, q)| (Cow::Borrowed(key.as_str()), q.clone())).collect(),
                 ..KernelEvents::default()
             }),
             sources: Map::default(),

@@ -25,6 +25,12 @@ pub struct Finding {
     pub evidence: Vec<String>,
     /// The record that shows it best, as RUN_ID:SEQ (`report --format html --timeline`).
     pub record: Option<String>,
+    /// Whether the verdict may give it as the cause of a difference: it names
+    /// a mechanism with its evidence (a read's wait placed in neither the
+    /// device nor anywhere else explains nothing; nor does a wbt wait that a
+    /// baseline hiding its wchan could not have shown).
+    #[serde(skip)]
+    pub names_cause: bool,
 }
 
 /// Stalls at least this long are what the seed's user felt as a hung `ls`.
@@ -237,6 +243,9 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
         }
         None => sentence += ". This record has no per-tick probe timeline to say when",
     }
+    let (part, mut proof) = probe_part(worst);
+    sentence += &part;
+    evidence.append(&mut proof);
     if !worst.blocked_tasks.is_empty() {
         let blocked = worst.blocked_tasks.iter().filter(|l| l.contains("state:D") || l.contains(" D ")).count();
         sentence += &format!(
@@ -249,7 +258,48 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
         None => ". It had not recovered by the probe's deadline after the workload.".into(),
     };
     evidence.push(format!("responsiveness.recovery_s = {}", p.recovery_s.map_or("null".into(), |r| format!("{r:.1}"))));
-    Some(Finding { rule: "stall", subject: subject.into(), sentence, evidence, record: Some(id(worst)) })
+    Some(Finding {
+        rule: "stall",
+        subject: subject.into(),
+        sentence,
+        evidence,
+        record: Some(id(worst)),
+        names_cause: true,
+    })
+}
+
+/// Which of the probe's parts waited longest in a run, and where that wait
+/// was, as far as the record shows: the timer (the CPU or the probe's
+/// wake-up was held, not the disk), the 4 KiB read (in the device or before
+/// it, from the block tracepoints), or `ls` (the directory and its inodes:
+/// where it waited, no event here says).
+fn probe_part(r: &Record) -> (String, Vec<String>) {
+    let Some(p) = r.responsiveness.as_ref() else { return (String::new(), Vec::new()) };
+    let (ls, read, timer) = (p.ls.max_ms, p.read.max_ms, p.timer_late.max_ms);
+    if timer >= read && timer >= ls {
+        return (
+            format!(
+                ". The probe's own timer was late by up to {timer:.0} ms: the CPU (or the probe's wake-up) was held, not only the disk"
+            ),
+            vec![format!("responsiveness.timer_late.max_ms = {timer:.0}")],
+        );
+    }
+    if ls > read {
+        return (
+            format!(
+                ". Its longest part was the ls ({ls:.0} ms; the read {read:.0} ms): a directory and its inodes read back; where that waited, no recorded event says: unknown"
+            ),
+            vec![format!("responsiveness.ls.max_ms = {ls:.0}")],
+        );
+    }
+    match traced::read_wait(r, read) {
+        traced::ReadWait::Device(said, proof) | traced::ReadWait::Outside(said, proof) => {
+            (format!(". Its longest part was the 4 KiB read ({read:.0} ms): {said}"), vec![proof])
+        }
+        traced::ReadWait::Unknown(said) => {
+            (format!(". Its longest part was the 4 KiB read ({read:.0} ms): {said}"), vec![])
+        }
+    }
 }
 
 /// Reads starved: the run wrote, and the probe's read waited over half the
@@ -258,8 +308,11 @@ fn reads_starved(bytes_written: u64, read_max_ms: f64, timer_late_max_ms: f64) -
     bytes_written > 0 && read_max_ms >= STALL_MS / 2.0 && read_max_ms >= timer_late_max_ms
 }
 
-/// The probe's reads (not its `ls`, not its timer) waited: reads queued
-/// behind writeback, with the scheduler that let them.
+/// The probe's reads (not its `ls`, not its timer) waited while the
+/// workload wrote. Where the wait was spent is said only as far as the block
+/// tracepoints bound it: in the device (behind the writes it was given: the
+/// request size acts on it), or before it (the scheduler's queue and what
+/// else sits above the device: the scheduler is the setting to try).
 fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
     let p = worst.responsiveness.as_ref()?;
     if !reads_starved(worst.bytes_written, p.read.max_ms, p.timer_late.max_ms) {
@@ -285,16 +338,38 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
             crate::schema::layer::per_disk(layers, |d| d.scheduler.as_deref())
         ));
     }
+    let max_sectors = worst.storage.queue.get("queue/max_sectors_kb").map_or("not recorded", String::as_str);
+    let scheduler_advice = "a scheduler that favours reads (deadline, or a lower wbt_lat_usec) is the setting to try, and a plan variant with another scheduler (the seed-sweep plan's) would confirm it";
+    let (where_, advice, names_cause) = match traced::read_wait(worst, p.read.max_ms) {
+        traced::ReadWait::Device(said, proof) => {
+            evidence.push(proof);
+            (
+                said,
+                format!(
+                    "the size of the writes ahead of a read (the queue's max_sectors_kb, {max_sectors} here) is the setting that acts on it, and the requests plan (image/plans/requests.json) would confirm it"
+                ),
+                true,
+            )
+        }
+        traced::ReadWait::Outside(said, proof) => {
+            evidence.push(proof);
+            (said, scheduler_advice.to_string(), false)
+        }
+        traced::ReadWait::Unknown(said) => (said, scheduler_advice.to_string(), false),
+    };
     Some(Finding {
         rule: "read-starvation",
         subject: subject.into(),
         sentence: format!(
-            "reads starved behind the writes: one uncached 4 KiB read waited {:.1} s (p99 {:.0} ms) while the workload wrote, under the I/O scheduler {scheduler}; a scheduler that favours reads (deadline, or a lower writeback throttling latency) is the setting to try",
+            "a read waited while the workload wrote: one uncached 4 KiB read took {:.1} s (p99 {:.0} ms) under the I/O scheduler {scheduler}; {where_}. {}{}",
             p.read.max_ms / 1000.0,
-            p.read.p99_ms
+            p.read.p99_ms,
+            advice[..1].to_uppercase(),
+            &advice[1..]
         ),
         evidence,
         record: Some(id(worst)),
+        names_cause,
     })
 }
 
@@ -474,6 +549,7 @@ fn dirty_limit(subject: &str, worst: &Record, across: Option<(usize, usize, f64)
         ),
         evidence,
         record: Some(id(worst)),
+        names_cause: true,
     })
 }
 
@@ -525,6 +601,7 @@ fn writeback_throttling(subject: &str, r: &Record) -> Option<Finding> {
         ),
         evidence,
         record: Some(id(r)),
+        names_cause: false,
     })
 }
 
@@ -564,6 +641,7 @@ fn flush(subject: &str, r: &Record) -> Option<Finding> {
         ),
         evidence: vec![format!("times.writes_returned_s = {returned:.2}"), format!("times.durable_s = {durable:.2}")],
         record: Some(id(r)),
+        names_cause: false,
     })
 }
 
@@ -619,9 +697,10 @@ pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[
         }
         if read_changed {
             sentence += &format!(
-                "; the probe's uncached 4 KiB read took {:.1} ms instead of {:.1} ms at the median",
+                "; the probe's uncached 4 KiB read took {:.1} ms instead of {:.1} ms at the median{}",
                 read_p50(row),
-                read_p50(base)
+                read_p50(base),
+                device_share_said(row, base).unwrap_or_default()
             );
         }
         if let Some((this_kib, base_kib)) = request_sizes(row, base) {
@@ -652,9 +731,16 @@ pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[
                 format!("max_stall_ms {:.0} vs {:.0}", stall(row), stall(base)),
                 format!("probe_p99_ms median {:.1} vs {:.1}", p99(row), p99(base)),
                 format!("responsiveness.read.p50_ms median {:.1} vs {:.1}", read_p50(row), read_p50(base)),
+                match device_share(row, base) {
+                    Some((this, that, _)) => {
+                        format!("kernel_events.requests reads device_ms p50 median {this:.1} vs {that:.1}")
+                    }
+                    None => "kernel_events.requests: reads not traced on both".into(),
+                },
                 format!("real_s mean {:.3} vs {:.3} (n {} vs {})", this.mean, that.mean, this.n, that.n),
             ],
             record: None,
+            names_cause: false,
         });
     }
     out
@@ -666,6 +752,34 @@ pub(super) fn comparisons(rows: &[Row], baseline_of: &[Option<usize>], boots: &[
 pub(super) fn request_sizes(row: &Row, base: &Row) -> Option<(f64, f64)> {
     let (a, b) = (row.write_request_kib.as_ref()?.median, base.write_request_kib.as_ref()?.median);
     (a > 0.0 && b > 0.0 && a.max(b) >= 1.5 * a.min(b)).then_some((a, b))
+}
+
+/// How the time the device held a read differs between two rows (block
+/// tracepoints, median over runs), beside how the probe's read differs: the
+/// device's medians, and whether they carry at least half of the read's
+/// change in the same direction (the wait is then the disk's, not the
+/// queue's before it). None unless both rows were traced.
+pub(super) fn device_share(row: &Row, base: &Row) -> Option<(f64, f64, bool)> {
+    let (this, that) = (row.device_read_p50_ms.as_ref()?.median, base.device_read_p50_ms.as_ref()?.median);
+    let read = |r: &Row| r.probe_read_p50_ms.as_ref().map(|s| s.median);
+    let read_change = read(row)? - read(base)?;
+    let device_change = this - that;
+    let carries = read_change != 0.0 && device_change / read_change >= 0.5;
+    Some((this, that, carries))
+}
+
+/// The device's share in words, after the read's own change: "; the disk
+/// itself held reads 17.6 ms against 1.5 ms (…): the difference is the disk's".
+fn device_share_said(row: &Row, base: &Row) -> Option<String> {
+    let (this, that, carries) = device_share(row, base)?;
+    let whose = if carries {
+        "the difference is the disk's, not the queue's before it"
+    } else {
+        "most of the difference passed before the read reached the device: where, these events do not say"
+    };
+    Some(format!(
+        ", of which the disk itself held reads {this:.1} ms against {that:.1} ms (median issue to completion, block tracepoints): {whose}"
+    ))
 }
 
 /// What sets the request size, from the records: the queue's max_sectors_kb
@@ -701,7 +815,9 @@ pub fn fold(findings: Vec<Finding>) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     let mut count: Vec<usize> = Vec::new();
     for f in findings {
-        let same = (f.rule != "comparison").then(|| out.iter().position(|o| o.rule == f.rule)).flatten();
+        // Alike only if both name a cause or neither (a read's wait placed in the device is not one placed nowhere).
+        let alike = |o: &Finding| o.rule == f.rule && o.names_cause == f.names_cause;
+        let same = (f.rule != "comparison").then(|| out.iter().position(alike)).flatten();
         let Some(i) = same else {
             count.push(1);
             out.push(f);
@@ -828,7 +944,13 @@ mod tests {
             "{}",
             found_dumped[0].sentence
         );
-        assert!(text("read-starvation").contains("waited 3.7 s") && text("read-starvation").contains("anticipatory"));
+        assert!(text("read-starvation").contains("took 3.7 s") && text("read-starvation").contains("anticipatory"));
+        // Untraced, the place of the read's wait is said to be unknown, and no cause is claimed from it.
+        let untraced =
+            "whether it waited in the device or before reaching it is unknown: this record has no block tracepoints";
+        assert!(text("read-starvation").contains(untraced), "{}", text("read-starvation"));
+        assert!(!found.iter().find(|f| f.rule == "read-starvation").unwrap().names_cause);
+        assert!(text("stall").contains("Its longest part was the 4 KiB read"), "{}", text("stall"));
         assert!(
             text("dirty-limit").contains("Dirty peaked at 380 MiB") && text("dirty-limit").contains("about 410 MiB")
         );

@@ -24,6 +24,8 @@ struct Figures {
     /// The probe's ticks per run: what its p99 is of.
     probe_ticks: Vec<f64>,
     read_p50: Vec<f64>,
+    /// The median time the device held a read, per traced run (block tracepoints).
+    device_read_p50: Vec<f64>,
     stalls: Vec<f64>,
     recovery: Vec<f64>,
     /// The average write request the device got, KiB (diskstats' sectors per write).
@@ -107,6 +109,7 @@ impl Group {
             f.stalls.push(p.stalls_over_1s as f64);
             f.recovery.extend(p.recovery_s);
         }
+        f.device_read_p50.extend(r.device_read_p50_ms());
         if let Some(d) = r.counters.disk_delta.as_ref().filter(|d| d.writes > 0) {
             f.write_request_kib.push(d.sectors_written as f64 / 2.0 / d.writes as f64);
         }
@@ -151,6 +154,7 @@ impl Group {
             probe_p99_ms: stats::summarize(&f.probe_p99),
             probe_ticks: stats::summarize(&f.probe_ticks),
             probe_read_p50_ms: stats::summarize(&f.read_p50),
+            device_read_p50_ms: stats::summarize(&f.device_read_p50),
             max_stall_ms: self.max_stall_ms,
             stalls_over_1s: stats::summarize(&f.stalls),
             recovery_s: stats::summarize(&f.recovery),

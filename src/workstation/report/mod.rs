@@ -92,6 +92,10 @@ pub struct Row {
     /// The median of the probe's uncached 4 KiB read (its own part of the
     /// response: not `ls`, not the timer), per run.
     pub probe_read_p50_ms: Option<Summary>,
+    /// The median time the target's disk held a read (issue to completion,
+    /// block tracepoints), per traced run: the device's share of the read's wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_read_p50_ms: Option<Summary>,
     pub max_stall_ms: Option<f64>,
     pub stalls_over_1s: Option<Summary>,
     pub recovery_s: Option<Summary>,
@@ -588,6 +592,52 @@ mod tests {
         assert!(!report(&records, Options::default()).unwrap().findings.iter().any(|f| f.rule == "comparison"));
     }
 
+    /// The block tracepoints time each read in the device: where the disk
+    /// carries the read's longer wait, the request-size cause cites it; where
+    /// the disk held reads alike on both sides, the read waited before
+    /// reaching it, and larger requests in the disk are no cause of that.
+    #[test]
+    fn a_device_that_held_the_reads_proves_the_request_size_cause_and_one_that_did_not_refutes_it() {
+        use crate::schema::events::{KernelEvents, REQUEST_EVENTS, Requests};
+        use crate::schema::measures::LatencySummary;
+        let traced = |mut r: Record, read_ms: f64, device_ms: f64| {
+            let p = r.responsiveness.as_mut().unwrap();
+            (p.p99_ms, p.read.p50_ms) = (read_ms * 3.0, read_ms);
+            r.storage.device = Some(crate::schema::machine::Device { disk: "sda".into(), ..Default::default() });
+            let device_ms = LatencySummary { count: 120, p50_ms: device_ms, max_ms: 40.0, ..LatencySummary::default() };
+            let reads = Requests { count: 120, kib_p50: 4, kib_max: 4, device_ms };
+            r.kernel_events = Some(KernelEvents {
+                enabled: REQUEST_EVENTS.map(String::from).to_vec(),
+                requests: [("sda R".to_string(), reads)].into(),
+                ..KernelEvents::default()
+            });
+            r
+        };
+        let demo = |device_612: f64| {
+            let mut records = Vec::new();
+            for (i, wall) in [20.0, 20.2, 19.8].iter().enumerate() {
+                records.push(traced(rec_with_requests("5.10", *wall, i as u32, 8192), 3.2, 1.5));
+                records.push(traced(rec_with_requests("6.12", *wall, 10 + i as u32, 930), 21.2, device_612));
+            }
+            report(&records, Options::default()).unwrap()
+        };
+        let r = demo(18.8);
+        let proof = "a read queued behind a larger request waits longer (the disk held its reads 18.8 ms against 1.5 ms at the median: block tracepoints)";
+        assert!(r.verdict[0].contains(proof), "{}", r.verdict[0]);
+        let c = r.findings.iter().find(|f| f.rule == "comparison").unwrap();
+        let said = "took 21.2 ms instead of 3.2 ms at the median, of which the disk itself held reads 18.8 ms against 1.5 ms (median issue to completion, block tracepoints): the difference is the disk's";
+        assert!(c.sentence.contains(said), "{}", c.sentence);
+        // The disk held reads alike: the wait was before it, and no request size explains that.
+        let r = demo(1.6);
+        assert!(!r.verdict[0].contains("Cause"), "{}", r.verdict[0]);
+        let c = r.findings.iter().find(|f| f.rule == "comparison").unwrap();
+        assert!(
+            c.sentence.contains("most of the difference passed before the read reached the device"),
+            "{}",
+            c.sentence
+        );
+    }
+
     #[test]
     fn a_fleet_verdict_sums_up_its_groups_and_names_the_largest_differences() {
         let mut records = Vec::new();
@@ -624,6 +674,7 @@ mod tests {
             sentence: format!("{subject} flushed"),
             evidence: vec!["times.durable_s = 1".into()],
             record: Some(format!("{subject}:0")),
+            names_cause: false,
         };
         let folded = findings::fold(vec![
             f("5.10 · seqwrite", "flush"),

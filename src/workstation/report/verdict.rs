@@ -7,7 +7,7 @@
 //! difference.
 
 use super::Row;
-use super::findings::{Finding, kib, request_limit, request_sizes};
+use super::findings::{Finding, device_share, kib, request_limit, request_sizes};
 
 /// A real-time difference under this share is called "the same".
 const SAME_WITHIN: f64 = 0.03;
@@ -123,11 +123,23 @@ fn against_baseline(
             // significant time, or the probe's p99 (many probes per run).
             // The read's wait is a cause only where its direction agrees:
             // larger requests and longer waits, or smaller and shorter.
-            let agrees = (this > that) == (p99(row) > p99(b));
+            // Where the block tracepoints timed the reads in the device on
+            // both sides, the device must carry the read's change too: a
+            // read that waits longer before reaching the disk is not waiting
+            // behind the disk's requests.
+            let device = device_share(row, b);
+            let agrees = (this > that) == (p99(row) > p99(b)) && device.is_none_or(|(_, _, carries)| carries);
+            let proof = device
+                .map(|(d_this, d_that, _)| {
+                    format!(
+                        " (the disk held its reads {d_this:.1} ms against {d_that:.1} ms at the median: block tracepoints)"
+                    )
+                })
+                .unwrap_or_default();
             let effect = match (time_borne_out, !probe.is_empty() && agrees) {
-                (_, true) if this > that => ": a read queued behind a larger request waits longer",
-                (_, true) => ": a read queued behind a smaller request waits less",
-                (true, false) => "",
+                (_, true) if this > that => format!(": a read queued behind a larger request waits longer{proof}"),
+                (_, true) => format!(": a read queued behind a smaller request waits less{proof}"),
+                (true, false) => String::new(),
                 (false, false) => continue,
             };
             causes.push(format!(
@@ -141,12 +153,13 @@ fn against_baseline(
     // A rule that fires for this value is a cause only of a difference, and
     // only if it does not fire for the baseline too.
     let fired_for = |f: &Finding, v: &str| f.subject.split("; ").any(|s| s.split(" · ").next() == Some(v));
-    // Not writeback-throttling: it says where the writer waited, which a
+    // Only findings that name a mechanism with its evidence (`names_cause`):
+    // not writeback-throttling, which says where the writer waited, which a
     // kernel that hides its wchan (5.x before 5.16) cannot show, so its
     // absence on the baseline is no evidence of a difference (the demo's
-    // 5.10 against 6.12).
-    let causal = |rule: &str| matches!(rule, "stall" | "dirty-limit" | "read-starvation");
-    for f in findings.iter().filter(|f| !all_same && borne_out && causal(f.rule)) {
+    // 5.10 against 6.12); not a read's wait the block tracepoints place
+    // outside the device without saying where.
+    for f in findings.iter().filter(|f| !all_same && borne_out && f.names_cause) {
         let also_base = findings.iter().any(|g| g.rule == f.rule && fired_for(g, base));
         if fired_for(f, value) && !also_base && !causes.iter().any(|c| c.contains(f.rule)) {
             causes.push(format!("the {} finding below", f.rule));

@@ -111,6 +111,13 @@ fn check_record(r: &Record) -> Result<()> {
     let disk = r.storage.device.as_ref().map(|d| d.disk.clone()).ok_or("no target device")?;
     let writes =
         k.requests.get(&format!("{disk} W")).ok_or_else(|| format!("no {disk} W requests: {:?}", k.requests))?;
+    // The probe's uncached read reaches the target at each tick: the block
+    // tracepoints time those reads in the device (the read-wait findings' bound).
+    let reads = k.requests.get(&format!("{disk} R")).map_or(0, |q| q.count);
+    let ticks = r.responsiveness.as_ref().map_or(0, |p| p.samples);
+    if ticks == 0 || reads < ticks / 2 {
+        return Err(format!("{reads} reads traced on {disk} for {ticks} probe ticks: {:?}", k.requests));
+    }
     let limit: u32 = r
         .storage
         .queue
