@@ -200,3 +200,46 @@ fn the_generations_demo_attributes_each_wait_to_its_mechanism() {
     // A p99 of about 120 ticks a run is near their worst, and the comparison says so.
     assert!(comparison["sentence"].as_str().unwrap().contains("each p99 is of about 123 probe ticks a run"));
 }
+
+/// The same demo re-run with the kernel's tracepoints in its records
+/// (2026-12-03, docs/measurements.md "The demo with the kernel's
+/// tracepoints"): 5.10 hides its wchan, but its balance_dirty_pages
+/// tracepoint paused the writer 130 times; 6.12's reads were held by the
+/// disk itself (block_rq_issue → complete) 18.8 ms at the median against
+/// 1.5 ms, which proves the request-size cause; and 6.12's one 913 ms read
+/// was not in the device (no read there took over 49 ms), so the
+/// read-starvation finding places it outside and names no cause. The whole
+/// report is golden.
+#[test]
+fn the_traced_generations_demo_quotes_the_kernels_events_for_each_wait() {
+    let got = report("generations-traced-records.jsonl", &[]);
+    assert_eq!(got, golden("generations-traced.md"));
+    let json: serde_json::Value =
+        serde_json::from_str(&report("generations-traced-records.jsonl", &["--format", "json"])).unwrap();
+    let finding = |rule: &str| json["findings"].as_array().unwrap().iter().find(|f| f["rule"] == rule).cloned();
+    let text = |rule: &str| finding(rule).map(|f| f["sentence"].as_str().unwrap().to_string()).unwrap_or_default();
+    let dirty = text("dirty-limit");
+    assert!(dirty.contains("its wchan read 0 in 50 of 50 samples"), "{dirty}");
+    assert!(dirty.contains("balance_dirty_pages tracepoint paused writers 130 times, 1944 ms in all"), "{dirty}");
+    assert!(dirty.contains("the writer was throttled at the dirty limit"), "paused by the kernel: {dirty}");
+    let wbt = text("writeback-throttling");
+    assert!(wbt.contains("wbt's own tracepoints on sda") && !wbt.contains("dirty throttling ("), "{wbt}");
+    let starved = text("read-starvation");
+    assert!(starved.contains("not in the device: sda held no read over 49 ms"), "{starved}");
+    assert!(starved.contains("about 864 ms passed before the read reached it"), "{starved}");
+    let verdict = json["verdict"].to_string();
+    assert!(!verdict.contains("read-starvation"), "a wait placed nowhere is no cause: {verdict}");
+    assert!(
+        verdict.contains("(the disk held its reads 18.8 ms against 1.5 ms at the median: block tracepoints)"),
+        "{verdict}"
+    );
+    let comparison = text("comparison");
+    assert!(comparison.contains("the difference is the disk's, not the queue's before it"), "{comparison}");
+    let rows = json["rows"].as_array().unwrap();
+    let device_read = |kernel: &str| {
+        rows.iter()
+            .find(|r| r["key"][0] == kernel && r["workload"] == "seqwrite")
+            .map(|r| r["device_read_p50_ms"]["median"].as_f64().unwrap())
+    };
+    assert_eq!(device_read("5.10.0-46-amd64").map(|ms| (ms * 10.0).round() / 10.0), Some(1.5));
+}
