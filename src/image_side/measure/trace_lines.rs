@@ -286,6 +286,39 @@ impl Reader {
         }
     }
 
+    /// The events on the timeline's ticks (`t_s`), for the report to say what
+    /// the kernel did during one stall: the pauses balance_dirty_pages made
+    /// (ms summed over each tick's interval, the tick that ends it) as
+    /// `traced_dirty_pause_ms`, and per disk the longest a read completing in
+    /// that interval was held by the device as `traced_read_ms.<disk>`.
+    /// Events after the last tick are left out; nothing without a marker.
+    pub fn per_tick(&self, t_s: &[f64]) -> Vec<(String, Vec<Option<u64>>)> {
+        let Some(offset) = self.offset_s.filter(|_| !t_s.is_empty()) else { return Vec::new() };
+        let mut pauses = vec![Some(0u64); t_s.len()];
+        let mut reads: Vec<Option<Vec<Option<u64>>>> = vec![None; self.disks.len()];
+        for e in &self.events {
+            let tick = t_s.partition_point(|&t| t < e.timestamp_s + offset);
+            if tick == t_s.len() {
+                continue;
+            }
+            match &e.kind {
+                Kind::DirtyPause { pause_ms, .. } if *pause_ms > 0 => {
+                    pauses[tick] = pauses[tick].map(|ms| ms + *pause_ms as u64);
+                }
+                Kind::Request { disk, write: false, device_ns, .. } => {
+                    let series = reads[*disk as usize].get_or_insert_with(|| vec![Some(0); t_s.len()]);
+                    series[tick] = series[tick].max(Some(device_ns / 1_000_000));
+                }
+                _ => {}
+            }
+        }
+        let mut out = vec![("traced_dirty_pause_ms".to_string(), pauses)];
+        for (disk, series) in self.disks.iter().zip(reads) {
+            out.extend(series.map(|s| (format!("traced_read_ms.{disk}"), s)));
+        }
+        out
+    }
+
     /// The summary a record carries; phases split at `writes_end_s` and
     /// `workload_end_s` on the timeline's axis.
     pub fn summarize(&self, writes_end_s: f64, workload_end_s: f64) -> KernelEvents {
@@ -444,6 +477,21 @@ mod tests {
         let k = r.summarize(f64::INFINITY, f64::INFINITY);
         assert!(k.excerpt[0].starts_with("t=2.430s "), "{:?}", k.excerpt);
         assert_eq!(r.read, 14, "every line but the marker");
+    }
+
+    #[test]
+    fn the_events_land_on_the_ticks_that_end_their_intervals() {
+        // Marker at 2.0 s (36288.1 trace): the pauses at 2.5 s (12 ms), 2.6 s
+        // (-3: none) and 4.8 s (40 ms); the probe's read completing at 4.72 s after 20 ms.
+        let series: BTreeMap<String, Vec<Option<u64>>> =
+            host_reader().per_tick(&[2.0, 2.5, 3.0, 4.0, 5.0]).into_iter().collect();
+        assert_eq!(series["traced_dirty_pause_ms"], [Some(0), Some(12), Some(0), Some(0), Some(40)]);
+        assert_eq!(series["traced_read_ms.vda"], [Some(0), Some(0), Some(0), Some(0), Some(20)]);
+        assert_eq!(series.len(), 2, "vda's writes are not reads: {series:?}");
+        // Events after the last tick are not put on it.
+        let early: BTreeMap<_, _> = host_reader().per_tick(&[2.0, 2.5]).into_iter().collect();
+        assert_eq!(early["traced_dirty_pause_ms"], [Some(0), Some(12)]);
+        assert!(Reader::new(BTreeMap::new()).per_tick(&[1.0]).is_empty(), "no marker: no axis");
     }
 
     #[test]

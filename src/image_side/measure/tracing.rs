@@ -65,6 +65,13 @@ pub fn boot_parameters() -> String {
 /// Bytes read from trace_pipe per call, so one call never holds up the watch loop.
 const READ_PER_CALL: usize = 1 << 20;
 
+/// What a session leaves: the record's summary, and the events on the
+/// timeline's ticks (`Reader::per_tick`), series to add to the timeline.
+pub struct Finished {
+    pub summary: KernelEvents,
+    pub per_tick: Vec<(String, Vec<Option<u64>>)>,
+}
+
 /// Tracing enabled for one workload.
 pub struct Session {
     dir: PathBuf,
@@ -261,9 +268,10 @@ impl Session {
 
     /// Disable the events, read the rest, and summarise; phases split at
     /// `writes_end_s` and `workload_end_s` on the timeline's axis.
-    pub fn finish(mut self, writes_end_s: f64, workload_end_s: f64) -> KernelEvents {
+    pub fn finish(mut self, writes_end_s: f64, workload_end_s: f64, t_s: &[f64]) -> Finished {
         self.switch_off();
         self.drain();
+        let per_tick = self.reader.per_tick(t_s);
         let mut summary = self.reader.summarize(writes_end_s, workload_end_s);
         summary.tracefs = self.dir.display().to_string();
         summary.clock = match self.reader.offset_s {
@@ -274,7 +282,7 @@ impl Session {
         summary.absent = self.absent.clone();
         summary.lost = self.overruns();
         self.restore();
-        summary
+        Finished { summary, per_tick }
     }
 
     /// Events overwritten before they were read, over every CPU.

@@ -155,7 +155,7 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
         Err(e) => {
             watch.stop_probe();
             if let Some(session) = watch.tracing.take() {
-                session.finish(0.0, 0.0);
+                session.finish(0.0, 0.0, &[]);
             }
             return Ok(Observed::failed(
                 format!("cannot start the worker process: {e}"),
@@ -219,7 +219,12 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
     let writes_returned_s = outcome.as_ref().ok().and_then(|o| o.times.writes_returned_s);
     let writes_end_s = watch.sampler.timeline.workload_start_s + writes_returned_s.unwrap_or(f64::INFINITY);
     let writes_end_s = writes_end_s.min(watch.sampler.timeline.workload_end_s);
-    let kernel_events = watch.tracing.take().map(|s| s.finish(writes_end_s, watch.sampler.timeline.workload_end_s));
+    let timeline = &mut watch.sampler.timeline;
+    let kernel_events = watch.tracing.take().map(|session| {
+        let finished = session.finish(writes_end_s, timeline.workload_end_s, &timeline.t_s);
+        timeline.series.extend(finished.per_tick);
+        finished.summary
+    });
     let sources = sources(&setup, &watch, tracepoints.as_ref().err());
     Ok(Observed {
         outcome,

@@ -243,6 +243,12 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
         }
         None => sentence += ". This record has no per-tick probe timeline to say when",
     }
+    if let Some((t, ms)) = worst_tick.map(|(t, ms)| (*t, *ms))
+        && let Some((said, proof)) = traced::during(worst, t, t + ms / 1000.0)
+    {
+        sentence += &format!("; {said}");
+        evidence.push(proof);
+    }
     let (part, mut proof) = probe_part(worst);
     sentence += &part;
     evidence.append(&mut proof);

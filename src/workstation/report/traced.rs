@@ -109,6 +109,51 @@ pub fn wbt(r: &Record) -> Option<(String, String)> {
     Some((said, evidence))
 }
 
+/// The per-tick series `Reader::per_tick` left on the timeline.
+const PAUSE_SERIES: &str = "traced_dirty_pause_ms";
+const READ_SERIES: &str = "traced_read_ms.";
+
+/// What the kernel's own events show between `from_s` and `to_s` on the
+/// timeline's axis (over the ticks whose intervals overlap it), for the
+/// stall finding: the pauses balance_dirty_pages made, and the longest a
+/// read was held by a target disk. What the kernel did meanwhile, not what
+/// made the probe wait; None when the record has no such series.
+pub fn during(r: &Record, from_s: f64, to_s: f64) -> Option<(String, String)> {
+    let tl = &r.timeline;
+    let pauses = tl.series.get(PAUSE_SERIES)?;
+    // Tick i covers (t[i-1], t[i]].
+    let overlaps = |i: usize| tl.t_s[i] >= from_s && (i == 0 || tl.t_s[i - 1] < to_s);
+    let ticks: Vec<usize> = (0..tl.t_s.len()).filter(|&i| overlaps(i)).collect();
+    let (first, last) = (*ticks.first()?, *ticks.last()?);
+    let paused: u64 = ticks.iter().filter_map(|&i| pauses.get(i).copied().flatten()).sum();
+    let disks = target_disks(r);
+    let longest_read = tl
+        .series
+        .iter()
+        .filter_map(|(key, series)| Some((key.strip_prefix(READ_SERIES)?, series)))
+        .filter(|(disk, _)| disks.is_empty() || disks.contains(disk))
+        .filter_map(|(disk, series)| {
+            let ms = ticks.iter().filter_map(|&i| series.get(i).copied().flatten()).max()?;
+            Some((ms, disk))
+        })
+        .max();
+    let from = if first == 0 { tl.t_s[0] } else { tl.t_s[first - 1] } - tl.workload_start_s;
+    let to = tl.t_s[last] - tl.workload_start_s;
+    let mut said = format!("the kernel's own events over those ticks ({from:.2}–{to:.2} s): ");
+    said += &match paused {
+        0 => "balance_dirty_pages made no pause".to_string(),
+        ms => format!("balance_dirty_pages paused writers {ms} ms in all"),
+    };
+    let mut evidence = format!("timeline.series.{PAUSE_SERIES} over {from:.2}–{to:.2} s: {paused}");
+    if let Some((ms, disk)) = longest_read {
+        said += &format!(
+            ", and {disk} held no read completing then longer than {ms} ms (block_rq_issue → block_rq_complete)"
+        );
+        evidence += &format!("; {READ_SERIES}{disk}: max {ms}");
+    }
+    Some((said, evidence))
+}
+
 /// The reads the target's disks served while traced: the disk that served
 /// most, and how long the device held them (issue to completion). None when
 /// the block tracepoints were not both on.
@@ -263,6 +308,31 @@ mod tests {
             said.ends_with("the kernel's block tracepoints were not used: the kernel predates 2.6.27 (no pipe2)"),
             "{said}"
         );
+    }
+
+    #[test]
+    fn a_stall_gets_what_the_kernel_did_over_its_ticks() {
+        let mut r = traced(0, None);
+        let tl = &mut r.timeline;
+        (tl.workload_start_s, tl.t_s) = (1.0, vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+        tl.series.insert(PAUSE_SERIES.into(), vec![Some(0), Some(200), Some(400), Some(30), Some(900)]);
+        tl.series.insert("traced_read_ms.sda".into(), vec![Some(1), Some(2), Some(700), Some(3), Some(5)]);
+        // The stick's read is not the target's.
+        tl.series.insert("traced_read_ms.sdb".into(), vec![Some(0), Some(0), Some(990), Some(0), Some(0)]);
+        // A stall from 2.2 s to 3.5 s: ticks 3.0 and 4.0 (intervals (2,3] and (3,4]).
+        let (said, evidence) = during(&r, 2.2, 3.5).unwrap();
+        assert_eq!(
+            said,
+            "the kernel's own events over those ticks (1.00–3.00 s): balance_dirty_pages paused writers 430 ms in all, and sda held no read completing then longer than 700 ms (block_rq_issue → block_rq_complete)"
+        );
+        assert_eq!(
+            evidence,
+            "timeline.series.traced_dirty_pause_ms over 1.00–3.00 s: 430; traced_read_ms.sda: max 700"
+        );
+        r.timeline.series.get_mut(PAUSE_SERIES).unwrap()[2..4].fill(Some(0));
+        assert!(during(&r, 2.2, 3.5).unwrap().0.contains("balance_dirty_pages made no pause"));
+        // Untraced records (and those of before the series): nothing said.
+        assert_eq!(during(&Record::blank("t", 0), 2.2, 3.5), None);
     }
 
     #[test]

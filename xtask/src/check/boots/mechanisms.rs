@@ -118,6 +118,16 @@ fn check_record(r: &Record) -> Result<()> {
     if ticks == 0 || reads < ticks / 2 {
         return Err(format!("{reads} reads traced on {disk} for {ticks} probe ticks: {:?}", k.requests));
     }
+    // The same pauses on the timeline's ticks, for the stall finding's window:
+    // every one before the last tick (the writer paused while it wrote).
+    let on_ticks: u64 = r.timeline.series.get("traced_dirty_pause_ms").into_iter().flatten().flatten().sum();
+    let total = k.dirty_pauses.total().total_ms;
+    if (on_ticks as f64) > total || (on_ticks as f64) < 0.9 * total {
+        return Err(format!("traced_dirty_pause_ms sums to {on_ticks} ms on the ticks, the summary to {total:.0} ms"));
+    }
+    if !r.timeline.series.contains_key(&format!("traced_read_ms.{disk}")) {
+        return Err(format!("no traced_read_ms.{disk} on the timeline: {:?}", r.timeline.series.keys()));
+    }
     let limit: u32 = r
         .storage
         .queue
