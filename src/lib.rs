@@ -6,7 +6,7 @@
 //! feature). They meet in [`schema`] — the records and every type they
 //! carry, the framing and the journal — and a few shared leaves
 //! ([`bootmenu`], [`contract`], [`fsutil`], [`interrupt`],
-//! [`partition_table`], [`size`]); the workstation reads the plan
+//! [`partition_table`], [`size`], [`suggest`]); the workstation reads the plan
 //! (`image_side::plan`) and nothing else of the image side. Tidy tests
 //! hold these lines. See ARCHITECTURE.md for the data flow and the map.
 
@@ -36,5 +36,6 @@ pub mod interrupt;
 pub mod partition_table;
 pub mod schema;
 pub mod size;
+pub mod suggest;
 #[cfg(feature = "workstation")]
 pub mod workstation;

@@ -133,6 +133,8 @@ enum Command {
         /// Records (JSONL from `collect`), or anything `collect` reads.
         #[arg(required = true, value_name = "INPUT")]
         inputs: Vec<PathBuf>,
+        /// md: the verdict, the table and the findings as Markdown; csv: the table, one row a
+        /// group; json: verdict, rows and findings for programs; html: one page with the charts.
         #[arg(long, default_value = "md", value_parser = ["md", "csv", "json", "html"])]
         format: String,
         /// With --format html: the record whose timeline is drawn, as RUN_ID:SEQ (default: the worst stall).
@@ -140,7 +142,7 @@ enum Command {
         timeline: Option<String>,
         /// Group by these (comma-separated): kernel, fs, host, plan, scheduler, device, layers
         /// (plain, or the LVM/md stack: "dm linear → md raid1 → 2 disks"), variant,
-        /// firmware (BIOS or UEFI, Secure Boot, lockdown), or a
+        /// firmware (BIOS or UEFI, Secure Boot, lockdown), workload (its name and parameters), or a
         /// record field path such as vm.dirty_ratio [default: kernel,fs,host; a sweep's records:
         /// variant,kernel,fs,host].
         #[arg(long, value_delimiter = ',')]
@@ -286,7 +288,7 @@ fn main() -> ExitCode {
         Command::Run { plan, dir, out, repeat, no_probe, kernel_events, variants, keep, quiet } => {
             let mut plan = match Plan::load(&plan) {
                 Ok(p) => p,
-                Err(e) => return fail(&e),
+                Err(e) => return usage(&e),
             };
             if let Some(r) = repeat {
                 plan.repeat = r;
@@ -297,17 +299,17 @@ fn main() -> ExitCode {
             if let Some(names) = variants {
                 match bootmark::variant::select(&plan.variants, &names) {
                     Ok(v) => plan.variants = v,
-                    Err(e) => return fail(&format!("--variants: {e}")),
+                    Err(e) => return usage(&format!("--variants: {e}")),
                 }
             }
             if let Err(e) = plan.validate() {
-                return fail(&e);
+                return usage(&e);
             }
             let mut sink: Box<dyn Sink> = match &out {
                 Some(path) if path.as_os_str() == "-" => Box::new(Stdout),
                 Some(path) => match JsonlFile::append(path) {
                     Ok(s) => Box::new(s),
-                    Err(e) => return fail(&format!("cannot open --out {}: {e}", path.display())),
+                    Err(e) => return usage(&format!("cannot open --out {}: {e}", path.display())),
                 },
                 None => Box::new(Stdout),
             };
@@ -343,18 +345,23 @@ fn main() -> ExitCode {
 fn plans(name: Option<&str>) -> ExitCode {
     match name {
         None => {
-            for (name, text) in plan::BUILTIN {
+            let width = plan::builtin().map(|(name, _)| name.len()).max().unwrap_or(0);
+            for (name, text) in plan::builtin() {
                 let p = Plan::from_json(text).expect("built-in plans are tested");
-                println!("{name:<8} {}", p.description);
+                println!("{name:<width$}  {}", p.description);
             }
             ExitCode::SUCCESS
         }
-        Some(n) => match plan::BUILTIN.iter().find(|(b, _)| *b == n) {
+        Some(n) => match plan::builtin().find(|(b, _)| *b == n) {
             Some((_, text)) => {
                 print!("{text}");
                 ExitCode::SUCCESS
             }
-            None => fail(&format!("no built-in plan '{n}'; built-in plans: {}", plan::builtin_names().join(", "))),
+            None => usage(&format!(
+                "no built-in plan '{n}'{}; built-in plans: {}",
+                bootmark::suggest::did_you_mean(n, &plan::builtin_names()),
+                plan::builtin_names().join(", ")
+            )),
         },
     }
 }
@@ -430,9 +437,17 @@ fn lab_status(path: &std::path::Path) -> ExitCode {
     }
 }
 
+/// A run that failed (exit 1).
 fn fail(msg: &str) -> ExitCode {
     eprintln!("bootmark: error: {msg}");
     ExitCode::FAILURE
+}
+
+/// A command given what it cannot work with — a flag's value, a plan, a
+/// path (exit 2, as clap exits for a flag it does not know): nothing ran.
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("bootmark: error: {msg}");
+    ExitCode::from(2)
 }
 
 /// The exit-code contract of collect, watch, report and export: 0 when
@@ -553,6 +568,12 @@ fn rendered_report(
     use serde_json::json;
     // Records stream from the collector into the report's groups: memory
     // grows with groups × runs, not with the records.
+    if let Some(by) = &by {
+        report::check_by(by)?;
+    }
+    if timeline.is_some() && !formats.contains(&"html") {
+        return Err("--timeline picks the run the HTML page draws: add --format html".into());
+    }
     let opts = report::Options { by, baseline, timeline: timeline.map(str::to_string) };
     let mut builder = report::Builder::new(opts);
     let c = bootmark::collect::collect_glancing(inputs, &mut |record| builder.add(record));
@@ -609,7 +630,7 @@ fn capture(dir: &std::path::Path, name: &str) -> ExitCode {
     use bootmark::measure::evidence;
     let storage = evidence::storage(dir);
     let Some(device) = storage.device.as_ref() else {
-        return fail(&format!(
+        return usage(&format!(
             "--dir {}: not on a block device (or no such directory); give a directory on the disk to test",
             dir.display()
         ));
@@ -629,7 +650,7 @@ fn capture(dir: &std::path::Path, name: &str) -> ExitCode {
     let knobs = bootmark::variant::Knobs::for_disk(Some(&device.disk));
     let variant = bootmark::variant::capture(&knobs, name, note);
     if let Err(e) = variant.validate() {
-        return fail(&format!("--name: {e}"));
+        return usage(&format!("--name: {e}"));
     }
     println!("{}", serde_json::to_string_pretty(&variant).expect("a variant serialises"));
     ExitCode::SUCCESS

@@ -9,8 +9,8 @@ use crate::image_side::workload::{Footprint, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// Built-in plans: (name, JSON text).
-pub const BUILTIN: [(&str, &str); 7] = [
+/// Built-in plans: (name, JSON text), everywhere.
+const SHIPPED: [(&str, &str); 7] = [
     ("seed", include_str!("../../image/plans/seed.json")),
     ("quick", include_str!("../../image/plans/quick.json")),
     ("dd", include_str!("../../image/plans/dd.json")),
@@ -19,6 +19,22 @@ pub const BUILTIN: [(&str, &str); 7] = [
     ("seed-sweep", include_str!("../../image/plans/seed-sweep.json")),
     ("demo", include_str!("../../image/plans/demo.json")),
 ];
+
+/// The demo's plans, built into the workstation's binary only: /init reads
+/// them, as every plan, from the image's /etc/bootmark/plans (the common
+/// initramfs has no room to spare for them twice).
+#[cfg(feature = "workstation")]
+const DEMO: [(&str, &str); 2] = [
+    ("generations", include_str!("../../image/plans/generations.json")),
+    ("requests", include_str!("../../image/plans/requests.json")),
+];
+#[cfg(not(feature = "workstation"))]
+const DEMO: [(&str, &str); 0] = [];
+
+/// Every built-in plan: (name, JSON text).
+pub fn builtin() -> impl Iterator<Item = (&'static str, &'static str)> {
+    SHIPPED.iter().chain(DEMO.iter()).copied()
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,14 +92,15 @@ impl Plan {
     /// A built-in plan by name, or a JSON plan file by path.
     pub fn load(name_or_path: &str) -> Result<Plan, String> {
         const MAX_PLAN_BYTES: u64 = 1 << 20;
-        if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+        if let Some((_, text)) = builtin().find(|(n, _)| *n == name_or_path) {
             return Plan::from_json(text).map_err(|e| format!("built-in plan '{name_or_path}' is broken: {e}"));
         }
         let path = Path::new(name_or_path);
         if !path.exists() {
             return Err(format!(
-                "unknown plan '{name_or_path}': not a built-in plan ({}) and no such file; `bootmark plans` lists them",
-                builtin_names().join(", ")
+                "unknown plan '{name_or_path}': not a built-in plan ({}) and no such file{}; `bootmark plans` lists them",
+                builtin_names().join(", "),
+                crate::suggest::did_you_mean(name_or_path, &builtin_names())
             ));
         }
         // Only a regular file of sane size: a device or a FIFO is never read whole.
@@ -176,7 +193,7 @@ impl Plan {
 pub const MAX_DEADLINE_S: f64 = 604_800.0;
 
 pub fn builtin_names() -> Vec<&'static str> {
-    BUILTIN.iter().map(|(n, _)| *n).collect()
+    builtin().map(|(n, _)| n).collect()
 }
 
 #[cfg(test)]
@@ -244,7 +261,7 @@ mod tests {
 
     #[test]
     fn every_builtin_plan_parses_and_validates() {
-        for (name, _) in BUILTIN {
+        for (name, _) in builtin() {
             let p = Plan::load(name).unwrap();
             assert_eq!(p.name, name);
             assert!(!p.description.is_empty(), "{name} needs a description for `bootmark plans`");

@@ -37,15 +37,16 @@ impl Pending {
     pub fn create(path: &Path) -> Result<Pending, String> {
         let name = path.file_name().ok_or_else(|| format!("{}: not a file name", path.display()))?;
         let tmp = path.with_file_name(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
-        let file = std::fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        // Named as the user gave it: the temporary file beside it is ours, not theirs.
+        let file = std::fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         Ok(Pending { path: path.to_path_buf(), tmp, file: Some(std::io::BufWriter::new(file)) })
     }
 
     /// Flush, sync and rename into place.
     pub fn commit(mut self) -> Result<(), String> {
         let file = self.file.take().expect("committed once");
-        let file = file.into_inner().map_err(|e| format!("cannot write {}: {}", self.tmp.display(), e.error()))?;
-        file.sync_all().map_err(|e| format!("cannot write {}: {e}", self.tmp.display()))?;
+        let file = file.into_inner().map_err(|e| format!("cannot write {}: {}", self.path.display(), e.error()))?;
+        file.sync_all().map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
         std::fs::rename(&self.tmp, &self.path)
             .map_err(|e| format!("cannot rename {} to {}: {e}", self.tmp.display(), self.path.display()))
     }

@@ -41,6 +41,7 @@ fn named_dimension(g: &Glance, name: &str) -> Option<Option<String>> {
         "layers" => Some(crate::schema::layer::summary(&storage.layers)),
         "device" => text(device.and_then(|d| d.model.as_ref()).or(device.map(|d| &d.name))),
         "variant" => text(g.variant.as_ref().map(|v| &v.name)),
+        "workload" => Some(format!("{} {}", g.workload.name, label(&g.workload.params)).trim_end().to_string()),
         // Records from before the firmware was read have none: "?".
         "firmware" => host.firmware.as_ref().map(|f| {
             crate::schema::machine::firmware_summary(f.boot_mode.as_deref(), f.secure_boot, f.lockdown.as_deref())
@@ -49,18 +50,46 @@ fn named_dimension(g: &Glance, name: &str) -> Option<Option<String>> {
     })
 }
 
-/// A field named by its dotted path, as text (strings without quotes).
+/// A field named by its dotted path, as text (`label`).
 fn field_by_path(record: &Record, path: &str) -> Option<String> {
     let tree = serde_json::to_value(record).ok()?;
     let pointer = format!("/{}", path.replace('.', "/"));
-    tree.pointer(&pointer).filter(|v| !v.is_null()).map(|v| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    })
+    tree.pointer(&pointer).filter(|v| !v.is_null()).map(label)
 }
 
-pub const DIMENSIONS: [&str; 9] =
-    ["kernel", "fs", "host", "plan", "scheduler", "device", "layers", "variant", "firmware"];
+/// A value as a row label: strings without quotes, an object as its
+/// `key=value` pairs ("block=16384 size=201326592"), not as JSON.
+fn label(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Object(fields) => fields.iter().map(|(k, v)| format!("{k}={}", label(v))).collect::<Vec<_>>().join(" "),
+        Value::Array(items) => items.iter().map(label).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+pub const DIMENSIONS: [&str; 10] =
+    ["kernel", "fs", "host", "plan", "scheduler", "device", "layers", "variant", "firmware", "workload"];
+
+/// Refuses a --by name that is no dimension and no field of a record (a
+/// dotted path is checked against the records: `Builder::finish`).
+pub fn check_by(by: &[String]) -> Result<(), String> {
+    let fields: Vec<String> = match serde_json::to_value(Record::blank("", 0)) {
+        Ok(Value::Object(top)) => top.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    for name in by {
+        if DIMENSIONS.contains(&name.as_str()) || name.contains('.') || fields.contains(name) {
+            continue;
+        }
+        return Err(format!(
+            "--by {name}: not a dimension{}; the dimensions: {}; or any field of a record by its dotted path (vm.dirty_ratio, workload.params.files: docs/record-format.md)",
+            crate::suggest::did_you_mean(name, &DIMENSIONS),
+            DIMENSIONS.join(", ")
+        ));
+    }
+    Ok(())
+}
 
 /// What to group by when the user does not say: kernel, filesystem and
 /// host; a sweep's records (`sweep`: any record has a variant) by variant
@@ -201,6 +230,14 @@ impl Builder {
                 default_by(self.sweep)
             }
         };
+        // A field path no record has would make every row "?": say so instead.
+        for (i, name) in by.iter().enumerate().filter(|(_, d)| !DIMENSIONS.contains(&d.as_str())) {
+            if self.groups.iter().all(|g| g.key.get(i).is_none_or(|v| v == "?")) {
+                return Err(format!(
+                    "--by {name}: no record has this field (a dotted path into the record: docs/record-format.md)"
+                ));
+            }
+        }
         let mut rows: Vec<Row> = self.groups.iter().map(groups::Group::row).collect();
         let baseline = match &self.opts.baseline {
             Some(wanted) => {

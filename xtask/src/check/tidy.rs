@@ -641,8 +641,8 @@ mod tests {
     /// What both sides of src/ may import besides the schema: small leaves
     /// with no side of their own. `contract` is the bridge to /init's rules
     /// (the command line the lab reads budgets from).
-    const SHARED_LEAVES: [&str; 7] =
-        ["schema", "bootmenu", "fsutil", "partition_table", "interrupt", "contract", "size"];
+    const SHARED_LEAVES: [&str; 8] =
+        ["schema", "bootmenu", "fsutil", "partition_table", "interrupt", "contract", "size", "suggest"];
     /// The one part of the image side the workstation reads: the plan (the
     /// lab's step budgets); its data is not yet a leaf of its own.
     const PLAN: [&str; 2] = ["image_side", "plan"];
