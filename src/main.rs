@@ -565,7 +565,6 @@ fn rendered_report(
     timeline: Option<&str>,
 ) -> Result<(Vec<String>, bootmark::collect::Collected), String> {
     use bootmark::report::{self, findings};
-    use serde_json::json;
     // Records stream from the collector into the report's groups: memory
     // grows with groups × runs, not with the records.
     if let Some(by) = &by {
@@ -587,13 +586,7 @@ fn rendered_report(
         .iter()
         .map(|format| match *format {
             "csv" => Ok(report::csv(rows, by, &report.constant)),
-            "json" => Ok(format!(
-                "{}\n",
-                serde_json::to_string_pretty(
-                    &json!({"verdict": report.verdict, "constant": report.constant, "rows": rows, "findings": found})
-                )
-                .unwrap()
-            )),
+            "json" => Ok(format!("{}\n", serde_json::to_string_pretty(&report.json()).unwrap())),
             "html" => report::html::page(&report).map_err(|e| format!("cannot draw the charts: {e}")),
             _ => Ok(format!("{}{}{}", report::heading(&report), report::markdown(rows, by), findings::markdown(found))),
         })

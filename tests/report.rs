@@ -80,7 +80,7 @@ fn records_read_at_a_glance_report_like_records_read_whole() {
     let streamed = String::from_utf8(out.stdout).unwrap();
     // In memory, each record is whole (`Glance::of`).
     let whole = bootmark::report::report(&records, Default::default()).unwrap();
-    let whole = serde_json::json!({"verdict": whole.verdict, "constant": whole.constant, "rows": whole.rows, "findings": whole.findings});
+    let whole = whole.json();
     assert_eq!(streamed, format!("{whole:#}\n"));
     let rules: Vec<&str> = whole["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap()).collect();
     for rule in ["stall", "read-starvation", "dirty-limit", "flush"] {

@@ -25,6 +25,12 @@ pub struct Host {
     pub high_total_kib: Option<u64>,
     pub dmi_vendor: Option<String>,
     pub dmi_product: Option<String>,
+    /// The chassis asset tag (/sys/class/dmi/id/chassis_asset_tag): a lab's
+    /// own label for the machine, or "Not Specified"; `xtask qemu` writes
+    /// there the disk throttle it gave ("qemu: disk throttled to …"). Absent
+    /// from records made before bootmark read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dmi_asset_tag: Option<String>,
     /// How the firmware booted this kernel and what it enforced. Absent
     /// from records made before bootmark read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -162,10 +162,12 @@ pub struct Host<'a> {
     low_total_kib: Check<Option<u64>>,
     #[serde(default)]
     high_total_kib: Check<Option<u64>>,
-    #[serde(default)]
-    dmi_vendor: Check<Option<Str>>,
+    #[serde(borrow, default)]
+    pub dmi_vendor: Option<Text<'a>>,
     #[serde(borrow, default)]
     pub dmi_product: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    pub dmi_asset_tag: Option<Text<'a>>,
     #[serde(borrow, default)]
     pub firmware: Option<Firmware<'a>>,
 }
@@ -424,7 +426,9 @@ impl<'a> Glance<'a> {
             host: Host {
                 hostname: text(&host.hostname),
                 cpu_model: text(&host.cpu_model),
+                dmi_vendor: text(&host.dmi_vendor),
                 dmi_product: text(&host.dmi_product),
+                dmi_asset_tag: text(&host.dmi_asset_tag),
                 firmware: host.firmware.as_ref().map(|f| Firmware {
                     boot_mode: text(&f.boot_mode),
                     secure_boot: f.secure_boot,

@@ -59,6 +59,7 @@ pub fn host() -> Host {
         high_total_kib: mem.get("HighTotal").copied(),
         dmi_vendor: read_trimmed("/sys/class/dmi/id/sys_vendor"),
         dmi_product: read_trimmed("/sys/class/dmi/id/product_name"),
+        dmi_asset_tag: read_trimmed("/sys/class/dmi/id/chassis_asset_tag"),
         firmware: Some(firmware(Path::new("/sys"))),
     }
 }

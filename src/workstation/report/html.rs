@@ -78,6 +78,9 @@ pub fn page(report: &super::Report) -> Result<String, String> {
         let same: Vec<String> = report.constant.iter().map(|(d, v)| format!("{d} <b>{}</b>", esc(v))).collect();
         head += &format!("<p>Every row: {}.</p>", same.join(" · "));
     }
+    if let Some(setting) = &report.setting {
+        head += &format!("<p>{}</p>", esc(setting));
+    }
     let page = render(&report.rows, &report.by, report.timeline.as_ref(), &report.findings)?;
     Ok(page.replacen("<h1>bootmark report</h1>", &format!("<h1>bootmark report</h1>{head}"), 1))
 }

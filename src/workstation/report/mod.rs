@@ -8,6 +8,7 @@ pub mod findings;
 mod groups;
 pub mod html;
 mod mechanism;
+mod setting;
 pub mod stats;
 mod traced;
 pub mod verdict;
@@ -163,6 +164,23 @@ pub struct Report {
     pub constant: Vec<(String, String)>,
     /// The verdict's lines (`verdict::lines`).
     pub verdict: Vec<String>,
+    /// What the machine was where it was not real hardware (an emulated,
+    /// throttled disk), said once at the top (`setting::Setting`).
+    pub setting: Option<String>,
+}
+
+impl Report {
+    /// `--format json`: the verdict, the setting, the dimensions said once,
+    /// the rows and the findings, for programs.
+    pub fn json(&self) -> Value {
+        serde_json::json!({
+            "verdict": self.verdict,
+            "setting": self.setting,
+            "constant": self.constant,
+            "rows": self.rows,
+            "findings": self.findings,
+        })
+    }
 }
 
 type GroupKey = (Vec<String>, String, String);
@@ -178,6 +196,7 @@ pub struct Builder {
     /// The dimensions records are keyed by: --by, or the default grouping with the variant.
     key_by: Vec<String>,
     timeline: html::TimelinePick,
+    setting: setting::Setting,
     pub results: usize,
 }
 
@@ -185,7 +204,16 @@ impl Builder {
     pub fn new(opts: Options) -> Builder {
         let timeline = html::TimelinePick::new(opts.timeline.as_deref());
         let key_by = opts.by.clone().unwrap_or_else(|| default_by(true));
-        Builder { opts, groups: Vec::new(), index: HashMap::new(), sweep: false, key_by, timeline, results: 0 }
+        Builder {
+            opts,
+            groups: Vec::new(),
+            index: HashMap::new(),
+            sweep: false,
+            key_by,
+            timeline,
+            setting: setting::Setting::default(),
+            results: 0,
+        }
     }
 
     /// A record, at a glance. An error names a record that had to be read
@@ -204,6 +232,7 @@ impl Builder {
         }
         self.results += 1;
         self.sweep |= r.variant.is_some();
+        self.setting.offer(r);
         let k = (key, r.workload.name.to_string(), r.workload.params.to_string());
         let at = match self.index.get(&k) {
             Some(&i) => i,
@@ -259,7 +288,7 @@ impl Builder {
         let findings = findings::fold(found);
         let verdict = verdict::lines(&rows, &baseline_of, &by, &findings);
         let timeline = self.timeline.into_record(self.opts.timeline.as_deref())?;
-        Ok(Report { by, rows, findings, timeline, constant, verdict })
+        Ok(Report { by, rows, findings, timeline, constant, verdict, setting: self.setting.said() })
     }
 }
 
@@ -297,6 +326,9 @@ pub fn heading(report: &Report) -> String {
     if !report.constant.is_empty() {
         let same: Vec<String> = report.constant.iter().map(|(d, v)| format!("{d} {v}")).collect();
         out += &format!("Every row: {}.\n\n", same.join(" · "));
+    }
+    if let Some(setting) = &report.setting {
+        out += &format!("{setting}\n\n");
     }
     out
 }

@@ -102,6 +102,17 @@ impl Shape {
         }
     }
 
+    /// The throttle in words, for the guest's chassis asset tag (SMBIOS type
+    /// 3): /init records it, and the report says the disk's speed was QEMU's.
+    fn throttle_said(&self) -> Option<String> {
+        (self.disk_mbps > 0).then(|| {
+            format!(
+                "qemu: disk throttled to {} MB/s and {} requests/s of {} KiB",
+                self.disk_mbps, self.disk_iops, self.disk_iops_kib
+            )
+        })
+    }
+
     /// QEMU's -drive throttling options. QEMU throttles requests after the
     /// guest's scheduler dispatched them, like a slow drive behind a fast
     /// controller.
@@ -208,6 +219,9 @@ impl Machine {
         c.args(["-M", self.chipset, "-cpu", self.cpu, "-smp", &shape.cpus.to_string()]);
         c.args(["-m", &shape.memory_mib.to_string()]);
         c.args(["-accel", if self.kvm { "kvm" } else { "tcg" }]);
+        if let Some(said) = self.shape.throttle_said() {
+            c.args(["-smbios", &format!("type=3,asset={said}")]);
+        }
         c.args(["-nographic", "-monitor", "none"]);
         match self.serial_tcp {
             // The socket, and the same bytes in the log file.
@@ -392,6 +406,8 @@ mod tests {
         assert_eq!((m.shape.cpus, m.shape.disk_mbps), (1, 30));
         let line = command_line(&m, &dir);
         assert!(line.contains("-smp 1 ") && line.contains("throttling.bps-total=30000000"), "{line}");
+        let said = "-smbios 'type=3,asset=qemu: disk throttled to 30 MB/s and 240 requests/s of 128 KiB'";
+        assert!(line.contains(said), "the guest can say its disk was throttled: {line}");
         assert!(line.contains("ide-hd,drive=d0,bus=ahci.0") && line.contains("-nic none"), "{line}");
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -67,6 +67,11 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
             wbt.sentence
         ));
     }
+    // The machine says what it was: QEMU's disk, throttled (the asset tag xtask qemu set).
+    let setting = report.setting.as_deref().unwrap_or("");
+    if !setting.contains("emulated (ATA QEMU HARDDISK)") || !setting.contains("disk throttled to 15 MB/s") {
+        return Err(format!("the report does not say the disk was QEMU's and throttled: {setting:?}"));
+    }
     let k = r.kernel_events.as_ref().ok_or("no kernel events")?;
     println!(
         "e2e: mechanisms: {package} on --machine dl140 (384 MiB, 15 MB/s), the demo's dirty40 run: balance_dirty_pages paused the writer {} times ({:.0} ms) while writing; wbt named with wbt_lat_usec {}; {} events read, {} lost ({:.1} s)",
