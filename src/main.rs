@@ -133,9 +133,11 @@ enum Command {
         /// Records (JSONL from `collect`), or anything `collect` reads.
         #[arg(required = true, value_name = "INPUT")]
         inputs: Vec<PathBuf>,
-        /// md: the verdict, the table and the findings as Markdown; csv: the table, one row a
-        /// group; json: verdict, rows and findings for programs; html: one page with the charts.
-        #[arg(long, default_value = "md", value_parser = ["md", "csv", "json", "html"])]
+        /// md: the verdict, the table and the findings as Markdown; text: the same in plain
+        /// ASCII of at most 80 columns with how to reproduce it (for an email to a kernel list);
+        /// csv: the table, one row a group; json: verdict, rows and findings for programs;
+        /// html: one page with the charts.
+        #[arg(long, default_value = "md", value_parser = ["md", "text", "csv", "json", "html"])]
         format: String,
         /// With --format html: the record whose timeline is drawn, as RUN_ID:SEQ (default: the worst stall).
         #[arg(long, value_name = "RUN_ID:SEQ")]
@@ -586,6 +588,7 @@ fn rendered_report(
         .iter()
         .map(|format| match *format {
             "csv" => Ok(report::csv(rows, by, &report.constant)),
+            "text" => Ok(report::text::render(&report)),
             "json" => Ok(format!("{}\n", serde_json::to_string_pretty(&report.json()).unwrap())),
             "html" => report::html::page(&report).map_err(|e| format!("cannot draw the charts: {e}")),
             _ => Ok(format!("{}{}{}", report::heading(&report), report::markdown(rows, by), findings::markdown(found))),

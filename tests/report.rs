@@ -243,3 +243,29 @@ fn the_traced_generations_demo_quotes_the_kernels_events_for_each_wait() {
     };
     assert_eq!(device_read("5.10.0-46-amd64").map(|ms| (ms * 10.0).round() / 10.0), Some(1.5));
 }
+
+/// `--format text` is what one pastes into an email to a kernel list:
+/// plain ASCII, no line over 80 columns, the verdict, the table, the
+/// findings and how to reproduce (each kernel's build and command line).
+#[test]
+fn the_text_report_pastes_into_an_email() {
+    for (records, golden_text) in
+        [("generations-traced-records.jsonl", "generations-traced.txt"), ("mixed-records.jsonl", "mixed.txt")]
+    {
+        let got = report(records, &["--format", "text"]);
+        assert!(got.is_ascii(), "{records}: not ASCII");
+        let long: Vec<&str> = got.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(long.is_empty(), "{records}: lines over 80 columns: {long:#?}");
+        assert_eq!(got, golden(golden_text), "{records}");
+    }
+    let got = report("generations-traced-records.jsonl", &["--format", "text"]);
+    for said in [
+        "Verdict\n* 6.1.0-57-amd64 against 5.10.0-46-amd64",
+        "To reproduce",
+        "5.10.0-46-amd64: Debian 5.10.262-1",
+        "--kernel-deb linux-image-6.1.0-57-amd64",
+        "20261203-172958-d98a (6)",
+    ] {
+        assert!(got.contains(said), "{said:?} missing:\n{got}");
+    }
+}

@@ -136,10 +136,10 @@ pub struct Variant<'a> {
 pub struct Kernel<'a> {
     #[serde(borrow, default)]
     pub release: Option<Text<'a>>,
-    #[serde(default)]
-    version: Check<Option<Str>>,
-    #[serde(default)]
-    cmdline: Check<Option<Str>>,
+    #[serde(borrow, default)]
+    pub version: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    pub cmdline: Option<Text<'a>>,
     #[serde(default)]
     arch: Check<Option<Str>>,
 }
@@ -422,7 +422,12 @@ impl<'a> Glance<'a> {
             plan: Named { name: Cow::Borrowed(&r.plan.name) },
             workload: Workload { name: Cow::Borrowed(&r.workload.name), params: r.workload.params.clone() },
             variant: r.variant.as_ref().map(|v| Variant { name: Cow::Borrowed(&v.name), ..Variant::default() }),
-            kernel: Kernel { release: text(&r.kernel.release), ..Kernel::default() },
+            kernel: Kernel {
+                release: text(&r.kernel.release),
+                version: text(&r.kernel.version),
+                cmdline: text(&r.kernel.cmdline),
+                ..Kernel::default()
+            },
             host: Host {
                 hostname: text(&host.hostname),
                 cpu_model: text(&host.cpu_model),

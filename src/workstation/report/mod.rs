@@ -8,8 +8,10 @@ pub mod findings;
 mod groups;
 pub mod html;
 mod mechanism;
+mod reproduce;
 mod setting;
 pub mod stats;
+pub mod text;
 mod traced;
 pub mod verdict;
 
@@ -167,6 +169,8 @@ pub struct Report {
     /// What the machine was where it was not real hardware (an emulated,
     /// throttled disk), said once at the top (`setting::Setting`).
     pub setting: Option<String>,
+    /// What it takes to run it again (`--format text` prints it).
+    pub reproduce: reproduce::Reproducer,
 }
 
 impl Report {
@@ -197,6 +201,7 @@ pub struct Builder {
     key_by: Vec<String>,
     timeline: html::TimelinePick,
     setting: setting::Setting,
+    reproduce: reproduce::Reproducer,
     pub results: usize,
 }
 
@@ -212,6 +217,7 @@ impl Builder {
             key_by,
             timeline,
             setting: setting::Setting::default(),
+            reproduce: reproduce::Reproducer::default(),
             results: 0,
         }
     }
@@ -233,6 +239,7 @@ impl Builder {
         self.results += 1;
         self.sweep |= r.variant.is_some();
         self.setting.offer(r);
+        self.reproduce.offer(r);
         let k = (key, r.workload.name.to_string(), r.workload.params.to_string());
         let at = match self.index.get(&k) {
             Some(&i) => i,
@@ -288,7 +295,8 @@ impl Builder {
         let findings = findings::fold(found);
         let verdict = verdict::lines(&rows, &baseline_of, &by, &findings);
         let timeline = self.timeline.into_record(self.opts.timeline.as_deref())?;
-        Ok(Report { by, rows, findings, timeline, constant, verdict, setting: self.setting.said() })
+        let setting = self.setting.said();
+        Ok(Report { by, rows, findings, timeline, constant, verdict, setting, reproduce: self.reproduce })
     }
 }
 
