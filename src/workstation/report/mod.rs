@@ -415,13 +415,19 @@ fn cell(s: &Option<Summary>, digits: usize) -> String {
 }
 
 fn versus(r: &Row) -> String {
+    versus_in(r, "×", "—", " (not significant)")
+}
+
+/// The "vs baseline" cell with the given spellings of times, none and a
+/// difference that is not significant (`--format text` spells them in ASCII).
+pub(super) fn versus_in(r: &Row, times: &str, none: &str, not_significant: &str) -> String {
     match r.speedup {
         _ if r.baseline => "baseline".into(),
-        None => "—".into(),
+        None => none.into(),
         Some(x) if (x - 1.0).abs() < 0.005 => "same".into(),
         Some(x) => {
-            let word = if x >= 1.0 { format!("{x:.2}× faster") } else { format!("{:.2}× slower", 1.0 / x) };
-            if r.significant { word } else { format!("{word} (not significant)") }
+            let word = if x >= 1.0 { format!("{x:.2}{times} faster") } else { format!("{:.2}{times} slower", 1.0 / x) };
+            if r.significant { word } else { format!("{word}{not_significant}") }
         }
     }
 }

@@ -75,15 +75,7 @@ fn median(s: &Option<Summary>, digits: usize) -> String {
 }
 
 fn versus(r: &Row) -> String {
-    match r.speedup {
-        _ if r.baseline => "baseline".into(),
-        None => "-".into(),
-        Some(x) if (x - 1.0).abs() < 0.005 => "same".into(),
-        Some(x) => {
-            let word = if x >= 1.0 { format!("{x:.2}x faster") } else { format!("{:.2}x slower", 1.0 / x) };
-            if r.significant { word } else { format!("{word} ns") }
-        }
-    }
+    super::versus_in(r, "x", "-", " ns")
 }
 
 /// How to run it again: the plans, each kernel's build and command line,
