@@ -242,6 +242,28 @@ fn the_traced_generations_demo_quotes_the_kernels_events_for_each_wait() {
             .map(|r| r["device_read_p50_ms"]["median"].as_f64().unwrap())
     };
     assert_eq!(device_read("5.10.0-46-amd64").map(|ms| (ms * 10.0).round() / 10.0), Some(1.5));
+    // The verdict structured for a program: 6.12's seqwrite against 5.10's.
+    let comparison = json["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["candidate"] == "6.12.118+deb13-amd64" && c["workload"] == "seqwrite")
+        .expect("a comparison of 6.12's seqwrite");
+    assert_eq!(
+        (comparison["baseline"].as_str(), comparison["metric"].as_str()),
+        (Some("5.10.0-46-amd64"), Some("real_s"))
+    );
+    assert_eq!((comparison["significant"].as_bool(), comparison["runs"][0].as_u64()), (Some(false), Some(3)));
+    // Three runs a side: a rank test's smallest two-sided p is 0.1; these overlap.
+    assert_eq!(comparison["mann_whitney_p"].as_f64(), Some(0.7));
+    let causes = comparison["causes"].as_array().unwrap();
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert_eq!(
+        (causes[0]["code"].as_str(), causes[0]["explains"].as_str()),
+        (Some("request-size"), Some("probe_p99_ms"))
+    );
+    let [lo, hi] = [0, 1].map(|i| comparison["ratio_interval"][i].as_f64().unwrap());
+    assert!(lo < 1.0 && hi > 1.0 && lo < comparison["ratio"].as_f64().unwrap(), "{comparison}");
 }
 
 /// `--format text` is what one pastes into an email to a kernel list:

@@ -21,7 +21,7 @@ fn mistakes() -> Vec<(Vec<String>, Vec<&'static str>)> {
         ),
         case(&["report", &r, "--by", "vm.dirty_ratoi"], &["--by vm.dirty_ratoi: no record has this field"]),
         case(&["report", &r, "--timeline", "x:0"], &["--timeline", "add --format html"]),
-        case(&["report", &r, "--format", "htm"], &["invalid value 'htm'", "md, csv, json, html"]),
+        case(&["report", &r, "--format", "htm"], &["invalid value 'htm'", "md, text, csv, json, html"]),
         case(
             &["run", "--plan", "quik", "--dir", "/tmp"],
             &["unknown plan 'quik'", "did you mean 'quick'?", "seed, quick"],

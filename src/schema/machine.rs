@@ -27,9 +27,9 @@ pub struct Host {
     pub dmi_product: Option<String>,
     /// The chassis asset tag (/sys/class/dmi/id/chassis_asset_tag): a lab's
     /// own label for the machine, or "Not Specified"; `xtask qemu` writes
-    /// there the disk throttle it gave ("qemu: disk throttled to …"). Absent
-    /// from records made before bootmark read it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// there the disk throttle it gave ("qemu: disk throttled to …"). Null
+    /// where unreadable; absent from records made before bootmark read it.
+    #[serde(default)]
     pub dmi_asset_tag: Option<String>,
     /// How the firmware booted this kernel and what it enforced. Absent
     /// from records made before bootmark read it.

@@ -146,6 +146,7 @@ impl Group {
             n: self.n,
             not_ok: self.not_ok,
             real_s: stats::summarize(&f.real),
+            real_runs: f.real.clone(),
             user_s: stats::summarize(&f.user),
             sys_s: stats::summarize(&f.sys),
             durable_s: stats::summarize(&f.durable),

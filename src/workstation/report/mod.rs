@@ -113,6 +113,9 @@ pub struct Row {
     pub n: usize,
     pub not_ok: usize,
     pub real_s: Option<Summary>,
+    /// Each run's real time, for the rank test (not printed).
+    #[serde(skip)]
+    pub real_runs: Vec<f64>,
     pub user_s: Option<Summary>,
     pub sys_s: Option<Summary>,
     pub durable_s: Option<Summary>,
@@ -171,6 +174,8 @@ pub struct Report {
     pub setting: Option<String>,
     /// What it takes to run it again (`--format text` prints it).
     pub reproduce: reproduce::Reproducer,
+    /// Each group against its baseline, for programs (`--format json`).
+    pub comparisons: Vec<verdict::Comparison>,
 }
 
 impl Report {
@@ -179,6 +184,7 @@ impl Report {
     pub fn json(&self) -> Value {
         serde_json::json!({
             "verdict": self.verdict,
+            "comparisons": self.comparisons,
             "setting": self.setting,
             "constant": self.constant,
             "rows": self.rows,
@@ -294,9 +300,10 @@ impl Builder {
         found.extend(findings::comparisons(&rows, &baseline_of, &boots));
         let findings = findings::fold(found);
         let verdict = verdict::lines(&rows, &baseline_of, &by, &findings);
+        let comparisons = verdict::comparisons(&rows, &baseline_of, &boots, &findings);
         let timeline = self.timeline.into_record(self.opts.timeline.as_deref())?;
         let setting = self.setting.said();
-        Ok(Report { by, rows, findings, timeline, constant, verdict, setting, reproduce: self.reproduce })
+        Ok(Report { by, rows, findings, timeline, constant, verdict, setting, reproduce: self.reproduce, comparisons })
     }
 }
 

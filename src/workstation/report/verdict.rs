@@ -8,6 +8,7 @@
 
 use super::Row;
 use super::findings::{Finding, device_share, kib, request_limit, request_sizes};
+use serde::Serialize;
 
 /// A real-time difference under this share is called "the same".
 const SAME_WITHIN: f64 = 0.03;
@@ -116,38 +117,8 @@ fn against_baseline(
         borne_out |= time_borne_out || !probe.is_empty() || !stall_text.is_empty();
         let text = format!("{workload} {how} ({weight}){probe}{stall_text}");
         parts.push(Part { text, differs: true, significant: row.significant, size: change.abs() });
-        if let Some((this, that)) = request_sizes(row, b) {
-            // Fewer, larger requests move the same bytes in less per-request
-            // cost, and a read queued behind one waits for all of it.
-            // A cause is named only for a difference the runs bear out: a
-            // significant time, or the probe's p99 (many probes per run).
-            // The read's wait is a cause only where its direction agrees:
-            // larger requests and longer waits, or smaller and shorter.
-            // Where the block tracepoints timed the reads in the device on
-            // both sides, the device must carry the read's change too: a
-            // read that waits longer before reaching the disk is not waiting
-            // behind the disk's requests.
-            let device = device_share(row, b);
-            let agrees = (this > that) == (p99(row) > p99(b)) && device.is_none_or(|(_, _, carries)| carries);
-            let proof = device
-                .map(|(d_this, d_that, _)| {
-                    format!(
-                        " (the disk held its reads {d_this:.1} ms against {d_that:.1} ms at the median: block tracepoints)"
-                    )
-                })
-                .unwrap_or_default();
-            let effect = match (time_borne_out, !probe.is_empty() && agrees) {
-                (_, true) if this > that => format!(": a read queued behind a larger request waits longer{proof}"),
-                (_, true) => format!(": a read queued behind a smaller request waits less{proof}"),
-                (true, false) => String::new(),
-                (false, false) => continue,
-            };
-            causes.push(format!(
-                "{workload}: its write requests were {} where {base}'s were {} ({}){effect}",
-                kib(this),
-                kib(that),
-                request_limit(row, b)
-            ));
+        if let Some((said, _)) = request_cause(row, b, time_borne_out, !probe.is_empty()) {
+            causes.push(format!("{workload}: its write requests were {said}"));
         }
     }
     // A rule that fires for this value is a cause only of a difference, and
@@ -183,6 +154,158 @@ fn against_baseline(
         line += &format!(". Cause: {}", causes.join("; "));
     }
     line + "."
+}
+
+/// The request size as the cause of `row`'s difference from its baseline
+/// `b`: "1.1 MiB where 5.10's were 126 KiB (…): a read queued behind a
+/// larger request waits longer", or None. Fewer, larger requests move the
+/// same bytes in less per-request cost, and a read queued behind one waits
+/// for all of it. A cause is named only for a difference the runs bear out
+/// (`time_borne_out`: a significant time; `probe_changed`: the probe's p99,
+/// many probes per run). The read's wait is a cause only where its
+/// direction agrees — larger requests and longer waits, or smaller and
+/// shorter — and, where the block tracepoints timed the reads in the device
+/// on both sides, where the device carries the read's change too: a read
+/// that waits longer before reaching the disk is not waiting behind the
+/// disk's requests.
+/// Also returns the metric it explains: `probe_p99_ms` (the read's wait) or `real_s`.
+fn request_cause(row: &Row, b: &Row, time_borne_out: bool, probe_changed: bool) -> Option<(String, &'static str)> {
+    let (this, that) = request_sizes(row, b)?;
+    let p99 = |r: &Row| r.probe_p99_ms.as_ref().map_or(0.0, |s| s.median);
+    let device = device_share(row, b);
+    let agrees = (this > that) == (p99(row) > p99(b)) && device.is_none_or(|(_, _, carries)| carries);
+    let proof = device
+        .map(|(d_this, d_that, _)| {
+            format!(" (the disk held its reads {d_this:.1} ms against {d_that:.1} ms at the median: block tracepoints)")
+        })
+        .unwrap_or_default();
+    let (effect, explains) = match (time_borne_out, probe_changed && agrees) {
+        (_, true) if this > that => {
+            (format!(": a read queued behind a larger request waits longer{proof}"), "probe_p99_ms")
+        }
+        (_, true) => (format!(": a read queued behind a smaller request waits less{proof}"), "probe_p99_ms"),
+        (true, false) => (String::new(), "real_s"),
+        (false, false) => return None,
+    };
+    let base = b.key.first().map_or("the baseline", String::as_str);
+    let said = format!("{} where {base}'s were {} ({}){effect}", kib(this), kib(that), request_limit(row, b));
+    Some((said, explains))
+}
+
+/// One group against its baseline group, for a program to act on (the JSON
+/// report's `comparisons`, beside the verdict's sentences).
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// The group's first --by value, and the baseline's.
+    pub candidate: String,
+    pub baseline: String,
+    /// The whole group: its --by values and workload.
+    pub group: Vec<String>,
+    pub workload: String,
+    /// The metric compared: the workload's real (wall) time, in seconds.
+    pub metric: &'static str,
+    pub baseline_median: f64,
+    pub candidate_median: f64,
+    /// Candidate mean / baseline mean: above 1, slower.
+    pub ratio: f64,
+    /// The ratio's bounds from the two means' 95 % intervals; null under 2 runs a side.
+    pub ratio_interval: Option<[f64; 2]>,
+    /// How `significant` is decided, and its answer.
+    pub test: &'static str,
+    pub significant: bool,
+    /// The Mann–Whitney U test's two-sided p over the runs' times (SciPy's method).
+    pub mann_whitney_p: Option<f64>,
+    pub runs: [usize; 2],
+    pub boots: [usize; 2],
+    /// The probe's p99 and the worst stall, baseline then candidate.
+    pub probe_p99_ms: [f64; 2],
+    pub max_stall_ms: [f64; 2],
+    pub causes: Vec<Cause>,
+}
+
+/// A cause a comparison names: a code a program can match, the mechanism, the words.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cause {
+    pub code: &'static str,
+    pub mechanism: &'static str,
+    /// The metric it explains (`probe_p99_ms`, `real_s`); null for a finding,
+    /// whose words say what it shows.
+    pub explains: Option<&'static str>,
+    pub text: String,
+}
+
+/// Each group that has a baseline group, compared with it.
+pub fn comparisons(
+    rows: &[Row],
+    baseline_of: &[Option<usize>],
+    boots: &[usize],
+    findings: &[Finding],
+) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let Some(bi) = baseline_of[i].filter(|b| *b != i) else { continue };
+        let b = &rows[bi];
+        let (Some(this), Some(that)) = (&row.real_s, &b.real_s) else { continue };
+        let interval = match (this.ci95, that.ci95) {
+            (Some(c), Some(d)) if that.mean > d => {
+                Some([(this.mean - c) / (that.mean + d), (this.mean + c) / (that.mean - d)])
+            }
+            _ => None,
+        };
+        let p99 = |r: &Row| r.probe_p99_ms.as_ref().map_or(0.0, |s| s.median);
+        let stall = |r: &Row| r.max_stall_ms.unwrap_or(0.0);
+        let change = this.mean / that.mean - 1.0;
+        let probe_changed = p99(row).max(p99(b)) >= 20.0 && p99(row).max(p99(b)) >= 2.0 * p99(row).min(p99(b));
+        let mut causes = Vec::new();
+        if let Some((said, explains)) =
+            request_cause(row, b, row.significant && change.abs() >= SAME_WITHIN, probe_changed)
+        {
+            let mechanism = "the disk's write request size";
+            causes.push(Cause { code: "request-size", mechanism, explains: Some(explains), text: said });
+        }
+        let (subject, base_subject) = (super::findings::subject(row), super::findings::subject(b));
+        for f in findings.iter().filter(|f| f.names_cause) {
+            let fired = |s: &str| f.subject.split("; ").any(|x| x == s);
+            if fired(&subject) && !fired(&base_subject) {
+                causes.push(Cause {
+                    code: f.rule,
+                    mechanism: mechanism_of(f.rule),
+                    explains: None,
+                    text: f.sentence.clone(),
+                });
+            }
+        }
+        out.push(Comparison {
+            candidate: row.key.first().cloned().unwrap_or_default(),
+            baseline: b.key.first().cloned().unwrap_or_default(),
+            group: row.key.clone(),
+            workload: row.workload.clone(),
+            metric: "real_s",
+            baseline_median: that.median,
+            candidate_median: this.median,
+            ratio: this.mean / that.mean,
+            ratio_interval: interval,
+            test: "the means' 95 % intervals (Student's t) do not overlap",
+            significant: row.significant,
+            mann_whitney_p: super::stats::mann_whitney(&row.real_runs, &b.real_runs).map(|(_, p)| p),
+            runs: [that.n, this.n],
+            boots: [boots[bi], boots[i]],
+            probe_p99_ms: [p99(b), p99(row)],
+            max_stall_ms: [stall(b), stall(row)],
+            causes,
+        });
+    }
+    out
+}
+
+/// The mechanism a finding that names a cause stands for.
+fn mechanism_of(rule: &str) -> &'static str {
+    match rule {
+        "dirty-limit" => "dirty throttling (balance_dirty_pages)",
+        "read-starvation" => "a read held in the device behind the writes",
+        "stall" => "the machine stopped responding (see the finding for where the writer waited)",
+        _ => "see the finding",
+    }
 }
 
 /// The parts, each said, or summed up with the largest differences when there are many.
