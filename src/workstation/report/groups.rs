@@ -32,6 +32,10 @@ struct Figures {
     write_request_kib: Vec<f64>,
     /// The target queue's max_sectors_kb of each run, each value once.
     max_sectors_kb: Vec<String>,
+    /// Each ok run's boot (its run id, hashed) and whether it stalled over 1 s,
+    /// beside `real`: the boot is the unit of a comparison across boots.
+    boot_of: Vec<u64>,
+    stalled: Vec<bool>,
 }
 
 pub(super) struct Group {
@@ -77,7 +81,8 @@ impl Group {
         self.n += 1;
         let mut h = std::hash::DefaultHasher::new();
         r.run_id.hash(&mut h);
-        self.boots.insert(h.finish());
+        let boot = h.finish();
+        self.boots.insert(boot);
         let probe = r.responsiveness.as_ref();
         if let Some(p) = probe {
             self.max_stall_ms = Some(self.max_stall_ms.map_or(p.max_ms, |m| m.max(p.max_ms)));
@@ -98,6 +103,8 @@ impl Group {
         }
         let f = &mut self.figures;
         f.real.push(r.times.wall_s);
+        f.boot_of.push(boot);
+        f.stalled.push(probe.is_some_and(|p| p.max_ms >= 1000.0));
         f.user.push(r.times.user_s);
         f.sys.push(r.times.sys_s);
         f.durable.extend(r.times.durable_s);
@@ -147,6 +154,7 @@ impl Group {
             not_ok: self.not_ok,
             real_s: stats::summarize(&f.real),
             real_runs: f.real.clone(),
+            boots: per_boot(&f.boot_of, &f.real, &f.stalled),
             user_s: stats::summarize(&f.user),
             sys_s: stats::summarize(&f.sys),
             durable_s: stats::summarize(&f.durable),
@@ -167,4 +175,23 @@ impl Group {
             notes,
         }
     }
+}
+
+/// Each boot's median real time and whether any of its runs stalled over
+/// 1 s, boots in the order first seen.
+fn per_boot(boot_of: &[u64], real: &[f64], stalled: &[bool]) -> Vec<(f64, bool)> {
+    let mut order: Vec<u64> = Vec::new();
+    for b in boot_of {
+        if !order.contains(b) {
+            order.push(*b);
+        }
+    }
+    order
+        .iter()
+        .map(|boot| {
+            let runs = || boot_of.iter().zip(real.iter().zip(stalled)).filter(|(b, _)| *b == boot);
+            let times: Vec<f64> = runs().map(|(_, (t, _))| *t).collect();
+            (stats::median(&times).unwrap_or(f64::NAN), runs().any(|(_, (_, s))| *s))
+        })
+        .collect()
 }

@@ -116,6 +116,9 @@ pub struct Row {
     /// Each run's real time, for the rank test (not printed).
     #[serde(skip)]
     pub real_runs: Vec<f64>,
+    /// Each boot's median real time and whether it stalled over 1 s (not printed).
+    #[serde(skip)]
+    pub boots: Vec<(f64, bool)>,
     pub user_s: Option<Summary>,
     pub sys_s: Option<Summary>,
     pub durable_s: Option<Summary>,
@@ -406,7 +409,11 @@ fn mark_baselines(rows: &mut [Row], groups: &[groups::Group], baseline: Option<&
                 && this.mean > 0.0
             {
                 rows[i].speedup = Some(base.mean / this.mean);
-                rows[i].significant = stats::significant(this, base);
+                // Across boots the boot is the unit: its medians, by rank.
+                rows[i].significant = match verdict::across_boots(&rows[i], &rows[b]) {
+                    Some(across) => across.significant,
+                    None => stats::significant(this, base),
+                };
             }
         }
     }
@@ -726,6 +733,45 @@ mod tests {
             "{}",
             c.sentence
         );
+    }
+
+    /// Five boots a kernel, three runs each: the boot is the unit. Each
+    /// boot's median is one sample, the rank test decides, and the stalls
+    /// are counted by boot (Fisher's exact test); one boot a side says it
+    /// holds for those boots only.
+    #[test]
+    fn boots_are_the_unit_when_there_are_several() {
+        let mut records = Vec::new();
+        for boot in 0..5u32 {
+            for run in 0..3u32 {
+                let mut old = rec("5.10", 20.0 + f64::from(boot) * 0.1 + f64::from(run) * 0.01, run);
+                old.run_id = format!("old-boot-{boot}");
+                old.responsiveness.as_mut().unwrap().max_ms = 300.0;
+                records.push(old);
+                let mut new = rec("6.12", 21.0 + f64::from(boot) * 0.1 + f64::from(run) * 0.01, run);
+                new.run_id = format!("new-boot-{boot}");
+                // A stall over 1 s in four of its five boots.
+                new.responsiveness.as_mut().unwrap().max_ms = if boot < 4 && run == 1 { 1500.0 } else { 300.0 };
+                records.push(new);
+            }
+        }
+        let r = report(&records, Options::default()).unwrap();
+        assert!(r.verdict[0].contains("(significant across 5 vs 5 boots, p 0.01)"), "{}", r.verdict[0]);
+        assert!(!r.verdict[0].contains("one boot"), "{}", r.verdict[0]);
+        let a = r.comparisons[0].across_boots.as_ref().expect("across boots");
+        assert_eq!((a.boots, a.stalled_boots), ([5, 5], [0, 4]));
+        // Complete separation of 5 against 5: SciPy's exact p 0.007937; Fisher's 0/5 against 4/5: 0.047619.
+        assert!((a.mann_whitney_p - 0.007936507936507938).abs() < 1e-12, "{a:?}");
+        assert!((a.fisher_p - 0.04761904761904762).abs() < 1e-12, "{a:?}");
+        let [lo, hi] = a.ratio_interval.unwrap();
+        assert!(lo > 1.0 && lo <= a.ratio && a.ratio <= hi, "{a:?}");
+        // The same runs as one boot a side: a line that says so, once.
+        for r in records.iter_mut() {
+            r.run_id = r.run_id.split("-boot-").next().unwrap().to_string();
+        }
+        let r = report(&records, Options::default()).unwrap();
+        assert!(r.verdict[0].ends_with("15 runs in one boot each: holds for these boots."), "{}", r.verdict[0]);
+        assert!(r.comparisons[0].across_boots.is_none());
     }
 
     #[test]

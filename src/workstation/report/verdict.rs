@@ -67,6 +67,7 @@ fn against_baseline(
     // significant time, or the probe's p99 or worst stall (many probes per
     // run). Only such a difference gets a cause.
     let mut borne_out = false;
+    let mut within_one_boot: Vec<String> = Vec::new();
     for (i, row) in rows.iter().enumerate().filter(|(_, r)| r.key.first().is_some_and(|k| k == value)) {
         let Some(speedup) = row.speedup else { continue };
         let Some(b) = baseline_of[i].map(|b| &rows[b]) else { continue };
@@ -77,12 +78,23 @@ fn against_baseline(
             None => row.workload.clone(),
         };
         let runs = row.real_s.as_ref().map_or(0, |s| s.n).min(b.real_s.as_ref().map_or(0, |s| s.n));
-        let weight = if runs < 2 {
-            "one run each: not tested".to_string()
-        } else if row.significant {
-            "significant".to_string()
-        } else {
-            "not significant".to_string()
+        let weight = match across_boots(row, b) {
+            _ if runs < 2 => "one run each: not tested".to_string(),
+            Some(a) => format!(
+                "{} across {} vs {} boots, p {:.2}",
+                if a.significant { "significant" } else { "not significant" },
+                a.boots[1],
+                a.boots[0],
+                a.mann_whitney_p
+            ),
+            // Repetitions inside one boot: the line says once what they can show.
+            None => {
+                let said = one_boot(row, b);
+                if !within_one_boot.contains(&said) {
+                    within_one_boot.push(said);
+                }
+                if row.significant { "significant" } else { "not significant" }.to_string()
+            }
         };
         let p99 = |r: &Row| r.probe_p99_ms.as_ref().map_or(0.0, |s| s.median);
         let probe = if p99(row).max(p99(b)) >= 20.0 && p99(row).max(p99(b)) >= 2.0 * p99(row).min(p99(b)) {
@@ -153,6 +165,10 @@ fn against_baseline(
     if !causes.is_empty() {
         line += &format!(". Cause: {}", causes.join("; "));
     }
+    if !within_one_boot.is_empty() {
+        let said = within_one_boot.join("; ");
+        line += &format!(". {}{}", said[..1].to_uppercase(), &said[1..]);
+    }
     line + "."
 }
 
@@ -220,7 +236,72 @@ pub struct Comparison {
     /// The probe's p99 and the worst stall, baseline then candidate.
     pub probe_p99_ms: [f64; 2],
     pub max_stall_ms: [f64; 2],
+    /// With two boots or more a side: the same comparison with the boot as the unit.
+    pub across_boots: Option<AcrossBoots>,
     pub causes: Vec<Cause>,
+}
+
+/// Two groups compared boot against boot: each boot's median real time is
+/// one sample (repetitions inside a boot share its state — its page cache's
+/// history, its disk's layout — and are not independent).
+#[derive(Clone, Debug, Serialize)]
+pub struct AcrossBoots {
+    pub boots: [usize; 2],
+    /// The median of the boots' medians, baseline then candidate.
+    pub medians_s: [f64; 2],
+    /// Candidate / baseline of those, with the percentile bootstrap's 95 % interval.
+    pub ratio: f64,
+    pub ratio_interval: Option<[f64; 2]>,
+    /// The Mann–Whitney U test's two-sided p over the boots' medians; significant below 0.05.
+    pub mann_whitney_p: f64,
+    pub significant: bool,
+    /// Boots in which a run stalled over 1 s, and Fisher's exact test of the two proportions.
+    pub stalled_boots: [usize; 2],
+    pub fisher_p: f64,
+}
+
+/// What runs inside one boot (on either side) can show: "3 runs in one boot
+/// each: holds for these boots".
+fn one_boot(row: &Row, b: &Row) -> String {
+    let runs = |r: &Row| r.real_s.as_ref().map_or(0, |s| s.n);
+    match (row.boots.len(), b.boots.len()) {
+        (1, 1) if runs(row) == runs(b) => format!("{} runs in one boot each: holds for these boots", runs(row)),
+        (1, 1) => format!("{} and {} runs in one boot each: holds for these boots", runs(b), runs(row)),
+        _ => "one side's runs in one boot: holds for these boots".to_string(),
+    }
+}
+
+/// Resamples of the bootstrap interval, and its seed (the same records give the same interval).
+const BOOTSTRAP_RESAMPLES: usize = 10_000;
+const BOOTSTRAP_SEED: u64 = 0x5eed_b007;
+
+/// `row` against its baseline row `b` across boots; None unless each side has two boots or more.
+pub fn across_boots(row: &Row, b: &Row) -> Option<AcrossBoots> {
+    if row.boots.len() < 2 || b.boots.len() < 2 {
+        return None;
+    }
+    let medians = |r: &Row| r.boots.iter().map(|(m, _)| *m).collect::<Vec<f64>>();
+    let (this, that) = (medians(row), medians(b));
+    let (this_median, that_median) = (super::stats::median(&this)?, super::stats::median(&that)?);
+    let (_, p) = super::stats::mann_whitney(&this, &that)?;
+    let stalled = |r: &Row| r.boots.iter().filter(|(_, s)| *s).count();
+    let (k_this, k_that) = (stalled(row), stalled(b));
+    let fisher_p = super::stats::fisher_exact(
+        k_that as u64,
+        (that.len() - k_that) as u64,
+        k_this as u64,
+        (this.len() - k_this) as u64,
+    );
+    Some(AcrossBoots {
+        boots: [that.len(), this.len()],
+        medians_s: [that_median, this_median],
+        ratio: this_median / that_median,
+        ratio_interval: super::stats::bootstrap_median_ratio(&that, &this, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED),
+        mann_whitney_p: p,
+        significant: p < 0.05,
+        stalled_boots: [k_that, k_this],
+        fisher_p,
+    })
 }
 
 /// A cause a comparison names: a code a program can match, the mechanism, the words.
@@ -285,13 +366,18 @@ pub fn comparisons(
             candidate_median: this.median,
             ratio: this.mean / that.mean,
             ratio_interval: interval,
-            test: "the means' 95 % intervals (Student's t) do not overlap",
+            test: if row.boots.len() >= 2 && b.boots.len() >= 2 {
+                "across boots: Mann-Whitney U over the boots' median times, p < 0.05"
+            } else {
+                "the means' 95 % intervals (Student's t) do not overlap"
+            },
             significant: row.significant,
             mann_whitney_p: super::stats::mann_whitney(&row.real_runs, &b.real_runs).map(|(_, p)| p),
             runs: [that.n, this.n],
             boots: [boots[bi], boots[i]],
             probe_p99_ms: [p99(b), p99(row)],
             max_stall_ms: [stall(b), stall(row)],
+            across_boots: across_boots(row, b),
             causes,
         });
     }
