@@ -291,3 +291,27 @@ fn the_text_report_pastes_into_an_email() {
         assert!(got.contains(said), "{said:?} missing:\n{got}");
     }
 }
+
+/// A lab run across boots (2026-12-03: `cargo xtask demo --kernel-deb
+/// linux-image-amd64@bookworm --kernel-deb linux-image-amd64@trixie --boots 2
+/// --repeat 2`, interleaved k0 k1 k0 k1): the boot is the unit. Two boots a
+/// side can never be significant by rank (p 0.33 at best), the verdict says
+/// so with its p, no bootstrap interval is made of two values, and the
+/// records carry QEMU's throttle, which the report says.
+#[test]
+fn a_comparison_across_boots_takes_the_boot_as_its_unit() {
+    for (format, golden_file) in [("md", "boots.md"), ("text", "boots.txt"), ("json", "boots.json")] {
+        assert_eq!(report("boots-records.jsonl", &["--format", format]), golden(golden_file), "--format {format}");
+    }
+    let md = golden("boots.md");
+    assert!(md.contains("seqwrite the same time (not significant across 2 vs 2 boots, p 0.33)"), "{md}");
+    assert!(!md.contains("in one boot"), "{md}");
+    assert!(md.contains("disk throttled to 30 MB/s and 240 requests/s of 128 KiB in 16 of them"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&golden("boots.json")).unwrap();
+    for c in json["comparisons"].as_array().unwrap() {
+        let across = &c["across_boots"];
+        assert_eq!(across["boots"], serde_json::json!([2, 2]), "{c}");
+        assert!(across["mann_whitney_p"].as_f64().unwrap() >= 1.0 / 3.0 - 1e-12, "{c}");
+        assert!(across["ratio_interval"].is_null(), "a bootstrap of two values: {c}");
+    }
+}

@@ -177,17 +177,25 @@ pub struct Report {
     pub setting: Option<String>,
     /// What it takes to run it again (`--format text` prints it).
     pub reproduce: reproduce::Reproducer,
-    /// Each group against its baseline, for programs (`--format json`).
-    pub comparisons: Vec<verdict::Comparison>,
+    /// Each row's baseline row, and each row's boots: what `comparisons` reads.
+    baseline_of: Vec<Option<usize>>,
+    boots: Vec<usize>,
 }
 
 impl Report {
-    /// `--format json`: the verdict, the setting, the dimensions said once,
-    /// the rows and the findings, for programs.
+    /// Each group against its baseline, for programs. Made on demand: across
+    /// boots each carries a bootstrap interval (10,000 resamples), which a
+    /// fleet's thousands of groups would pay for in every format.
+    pub fn comparisons(&self) -> Vec<verdict::Comparison> {
+        verdict::comparisons(&self.rows, &self.baseline_of, &self.boots, &self.findings)
+    }
+
+    /// `--format json`: the verdict, the structured comparisons, the setting,
+    /// the dimensions said once, the rows and the findings, for programs.
     pub fn json(&self) -> Value {
         serde_json::json!({
             "verdict": self.verdict,
-            "comparisons": self.comparisons,
+            "comparisons": self.comparisons(),
             "setting": self.setting,
             "constant": self.constant,
             "rows": self.rows,
@@ -303,10 +311,10 @@ impl Builder {
         found.extend(findings::comparisons(&rows, &baseline_of, &boots));
         let findings = findings::fold(found);
         let verdict = verdict::lines(&rows, &baseline_of, &by, &findings);
-        let comparisons = verdict::comparisons(&rows, &baseline_of, &boots, &findings);
         let timeline = self.timeline.into_record(self.opts.timeline.as_deref())?;
         let setting = self.setting.said();
-        Ok(Report { by, rows, findings, timeline, constant, verdict, setting, reproduce: self.reproduce, comparisons })
+        let reproduce = self.reproduce;
+        Ok(Report { by, rows, findings, timeline, constant, verdict, setting, reproduce, baseline_of, boots })
     }
 }
 
@@ -410,8 +418,8 @@ fn mark_baselines(rows: &mut [Row], groups: &[groups::Group], baseline: Option<&
             {
                 rows[i].speedup = Some(base.mean / this.mean);
                 // Across boots the boot is the unit: its medians, by rank.
-                rows[i].significant = match verdict::across_boots(&rows[i], &rows[b]) {
-                    Some(across) => across.significant,
+                rows[i].significant = match verdict::boots_differ(&rows[i], &rows[b]) {
+                    Some(differ) => differ,
                     None => stats::significant(this, base),
                 };
             }
@@ -758,7 +766,8 @@ mod tests {
         let r = report(&records, Options::default()).unwrap();
         assert!(r.verdict[0].contains("(significant across 5 vs 5 boots, p 0.01)"), "{}", r.verdict[0]);
         assert!(!r.verdict[0].contains("one boot"), "{}", r.verdict[0]);
-        let a = r.comparisons[0].across_boots.as_ref().expect("across boots");
+        let comparisons = r.comparisons();
+        let a = comparisons[0].across_boots.as_ref().expect("across boots");
         assert_eq!((a.boots, a.stalled_boots), ([5, 5], [0, 4]));
         // Complete separation of 5 against 5: SciPy's exact p 0.007937; Fisher's 0/5 against 4/5: 0.047619.
         assert!((a.mann_whitney_p - 0.007936507936507938).abs() < 1e-12, "{a:?}");
@@ -771,7 +780,7 @@ mod tests {
         }
         let r = report(&records, Options::default()).unwrap();
         assert!(r.verdict[0].ends_with("15 runs in one boot each: holds for these boots."), "{}", r.verdict[0]);
-        assert!(r.comparisons[0].across_boots.is_none());
+        assert!(r.comparisons()[0].across_boots.is_none());
     }
 
     #[test]

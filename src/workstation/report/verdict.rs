@@ -78,15 +78,9 @@ fn against_baseline(
             None => row.workload.clone(),
         };
         let runs = row.real_s.as_ref().map_or(0, |s| s.n).min(b.real_s.as_ref().map_or(0, |s| s.n));
-        let weight = match across_boots(row, b) {
+        let weight = match across_boots_said(row, b) {
             _ if runs < 2 => "one run each: not tested".to_string(),
-            Some(a) => format!(
-                "{} across {} vs {} boots, p {:.2}",
-                if a.significant { "significant" } else { "not significant" },
-                a.boots[1],
-                a.boots[0],
-                a.mann_whitney_p
-            ),
+            Some(said) => said,
             // Repetitions inside one boot: the line says once what they can show.
             None => {
                 let said = one_boot(row, b);
@@ -249,7 +243,8 @@ pub struct AcrossBoots {
     pub boots: [usize; 2],
     /// The median of the boots' medians, baseline then candidate.
     pub medians_s: [f64; 2],
-    /// Candidate / baseline of those, with the percentile bootstrap's 95 % interval.
+    /// Candidate / baseline of those, with the percentile bootstrap's 95 % interval
+    /// (null under four boots a side: too few values to resample).
     pub ratio: f64,
     pub ratio_interval: Option<[f64; 2]>,
     /// The Mann–Whitney U test's two-sided p over the boots' medians; significant below 0.05.
@@ -258,6 +253,18 @@ pub struct AcrossBoots {
     /// Boots in which a run stalled over 1 s, and Fisher's exact test of the two proportions.
     pub stalled_boots: [usize; 2],
     pub fisher_p: f64,
+}
+
+/// "significant across 5 vs 5 boots, p 0.01", without the bootstrap the
+/// structured comparison adds; None unless each side has two boots or more.
+fn across_boots_said(row: &Row, b: &Row) -> Option<String> {
+    if row.boots.len() < 2 || b.boots.len() < 2 {
+        return None;
+    }
+    let medians = |r: &Row| r.boots.iter().map(|(m, _)| *m).collect::<Vec<f64>>();
+    let (_, p) = super::stats::mann_whitney(&medians(row), &medians(b))?;
+    let word = if p < 0.05 { "significant" } else { "not significant" };
+    Some(format!("{word} across {} vs {} boots, p {p:.2}", row.boots.len(), b.boots.len()))
 }
 
 /// What runs inside one boot (on either side) can show: "3 runs in one boot
@@ -274,6 +281,20 @@ fn one_boot(row: &Row, b: &Row) -> String {
 /// Resamples of the bootstrap interval, and its seed (the same records give the same interval).
 const BOOTSTRAP_RESAMPLES: usize = 10_000;
 const BOOTSTRAP_SEED: u64 = 0x5eed_b007;
+/// Boots a side below which no bootstrap interval is given.
+const BOOTSTRAP_BOOTS_AT_LEAST: usize = 4;
+
+/// Whether `row`'s boots differ from its baseline's in real time (the rank
+/// test over each boot's median, p < 0.05); None unless each side has two
+/// boots or more. The table's and the verdict's significance, cheap enough
+/// for a fleet's every group.
+pub fn boots_differ(row: &Row, b: &Row) -> Option<bool> {
+    if row.boots.len() < 2 || b.boots.len() < 2 {
+        return None;
+    }
+    let medians = |r: &Row| r.boots.iter().map(|(m, _)| *m).collect::<Vec<f64>>();
+    super::stats::mann_whitney(&medians(row), &medians(b)).map(|(_, p)| p < 0.05)
+}
 
 /// `row` against its baseline row `b` across boots; None unless each side has two boots or more.
 pub fn across_boots(row: &Row, b: &Row) -> Option<AcrossBoots> {
@@ -296,7 +317,11 @@ pub fn across_boots(row: &Row, b: &Row) -> Option<AcrossBoots> {
         boots: [that.len(), this.len()],
         medians_s: [that_median, this_median],
         ratio: this_median / that_median,
-        ratio_interval: super::stats::bootstrap_median_ratio(&that, &this, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED),
+        // Resampling two or three boots sees too few values to bound anything: it would
+        // give a narrow interval the rank test (p 0.33 at best with two a side) denies.
+        ratio_interval: (this.len().min(that.len()) >= BOOTSTRAP_BOOTS_AT_LEAST)
+            .then(|| super::stats::bootstrap_median_ratio(&that, &this, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED))
+            .flatten(),
         mann_whitney_p: p,
         significant: p < 0.05,
         stalled_boots: [k_that, k_this],

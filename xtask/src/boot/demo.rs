@@ -36,6 +36,12 @@ pub struct Args {
     /// Repetitions of every workload in each boot (default: the plan's own, 3 for generations).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: Option<u32>,
+    /// Boots of every kernel, interleaved (k0 k1 k2 k0 k1 k2 …): with four or
+    /// more a kernel the report compares boot against boot (a rank test over
+    /// each boot's median). The default, one, takes about 6½ minutes for the
+    /// three generations; four take about four times as long.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub boots: u32,
     /// The emulated server (`cargo xtask qemu --machine`): dl140 is the seed's
     /// class (1 CPU, 1 GiB, a 30 MB/s SATA disk); modern a 2-CPU PC with a fast disk.
     #[arg(long, default_value = "dl140", value_parser = ["dl140", "modern"])]
@@ -173,6 +179,7 @@ fn boot_every_entry(args: &Args, image_dir: &std::path::Path, out: &std::path::P
             "# Written by `cargo xtask demo`: QEMU as the server, through bootmark lab's loop.".to_string(),
             format!("image = {}", toml_string(&image_dir.display().to_string())),
             "state = \"lab.state\"".into(),
+            format!("repeat = {}", args.boots),
             "[[server]]".into(),
             "name = \"qemu\"".into(),
             format!("console = {}", toml_string(&format!("file:{}", serial.display()))),
