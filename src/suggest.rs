@@ -14,9 +14,9 @@ pub fn closest<'a>(given: &str, choices: &[&'a str]) -> Option<&'a str> {
         .map(|(_, c)| c)
 }
 
-/// "; did you mean 'kernel'?" when one choice is close, else "".
+/// " (did you mean 'kernel'?)" when one choice is close, else "".
 pub fn did_you_mean(given: &str, choices: &[&str]) -> String {
-    closest(given, choices).map(|c| format!("; did you mean '{c}'?")).unwrap_or_default()
+    closest(given, choices).map(|c| format!(" (did you mean '{c}'?)")).unwrap_or_default()
 }
 
 /// Levenshtein distance: letters inserted, deleted or changed.
@@ -46,7 +46,7 @@ mod tests {
         assert_eq!(closest("varient", &dims), Some("variant"));
         assert_eq!(closest("fss", &dims), Some("fs"));
         assert_eq!(closest("disk", &dims), None, "nothing near: no guess");
-        assert_eq!(did_you_mean("quik", &["seed", "quick", "dd"]), "; did you mean 'quick'?");
+        assert_eq!(did_you_mean("quik", &["seed", "quick", "dd"]), " (did you mean 'quick'?)");
         assert_eq!(did_you_mean("nosuch", &["seed", "quick", "dd"]), "");
         assert_eq!((distance("", "ab"), distance("abc", "abc"), distance("kitten", "sitting")), (2, 0, 3));
     }

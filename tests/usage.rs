@@ -17,17 +17,20 @@ fn mistakes() -> Vec<(Vec<String>, Vec<&'static str>)> {
     vec![
         case(
             &["report", &r, "--by", "kernal"],
-            &["--by kernal: not a dimension; did you mean 'kernel'?", "kernel, fs, host", "dotted path"],
+            &["--by kernal: not a dimension (did you mean 'kernel'?); the dimensions: kernel, fs, host", "dotted path"],
         ),
         case(&["report", &r, "--by", "vm.dirty_ratoi"], &["--by vm.dirty_ratoi: no record has this field"]),
         case(&["report", &r, "--timeline", "x:0"], &["--timeline", "add --format html"]),
         case(&["report", &r, "--format", "htm"], &["invalid value 'htm'", "md, text, csv, json, html"]),
         case(
             &["run", "--plan", "quik", "--dir", "/tmp"],
-            &["unknown plan 'quik'", "did you mean 'quick'?", "seed, quick"],
+            &["unknown plan 'quik'", "(did you mean 'quick'?)", "seed, quick"],
         ),
         case(&["plans", "nosuch"], &["no built-in plan 'nosuch'", "generations, requests"]),
-        case(&["plans", "generatons"], &["did you mean 'generations'?"]),
+        case(
+            &["plans", "generatons"],
+            &["no built-in plan 'generatons' (did you mean 'generations'?); built-in plans:"],
+        ),
         case(&["capture", "--dir", "/nonexistent"], &["--dir /nonexistent: not on a block device"]),
         case(&["collect", &r, "--out", "/nonexistent/x.jsonl"], &["cannot write /nonexistent/x.jsonl"]),
     ]
