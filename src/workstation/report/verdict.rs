@@ -258,11 +258,7 @@ pub struct AcrossBoots {
 /// "significant across 5 vs 5 boots, p 0.01", without the bootstrap the
 /// structured comparison adds; None unless each side has two boots or more.
 fn across_boots_said(row: &Row, b: &Row) -> Option<String> {
-    if row.boots.len() < 2 || b.boots.len() < 2 {
-        return None;
-    }
-    let medians = |r: &Row| r.boots.iter().map(|(m, _)| *m).collect::<Vec<f64>>();
-    let (_, p) = super::stats::mann_whitney(&medians(row), &medians(b))?;
+    let p = boots_p(row, b)?;
     let word = if p < 0.05 { "significant" } else { "not significant" };
     Some(format!("{word} across {} vs {} boots, p {p:.2}", row.boots.len(), b.boots.len()))
 }
@@ -289,22 +285,28 @@ const BOOTSTRAP_BOOTS_AT_LEAST: usize = 4;
 /// boots or more. The table's and the verdict's significance, cheap enough
 /// for a fleet's every group.
 pub fn boots_differ(row: &Row, b: &Row) -> Option<bool> {
+    boots_p(row, b).map(|p| p < 0.05)
+}
+
+/// Each boot's median real time: one sample per boot.
+fn boot_medians(r: &Row) -> Vec<f64> {
+    r.boots.iter().map(|(m, _)| *m).collect()
+}
+
+/// The rank test's two-sided p over the two rows' boot medians; None unless
+/// each side has two boots or more.
+fn boots_p(row: &Row, b: &Row) -> Option<f64> {
     if row.boots.len() < 2 || b.boots.len() < 2 {
         return None;
     }
-    let medians = |r: &Row| r.boots.iter().map(|(m, _)| *m).collect::<Vec<f64>>();
-    super::stats::mann_whitney(&medians(row), &medians(b)).map(|(_, p)| p < 0.05)
+    super::stats::mann_whitney(&boot_medians(row), &boot_medians(b)).map(|(_, p)| p)
 }
 
 /// `row` against its baseline row `b` across boots; None unless each side has two boots or more.
 pub fn across_boots(row: &Row, b: &Row) -> Option<AcrossBoots> {
-    if row.boots.len() < 2 || b.boots.len() < 2 {
-        return None;
-    }
-    let medians = |r: &Row| r.boots.iter().map(|(m, _)| *m).collect::<Vec<f64>>();
-    let (this, that) = (medians(row), medians(b));
+    let p = boots_p(row, b)?;
+    let (this, that) = (boot_medians(row), boot_medians(b));
     let (this_median, that_median) = (super::stats::median(&this)?, super::stats::median(&that)?);
-    let (_, p) = super::stats::mann_whitney(&this, &that)?;
     let stalled = |r: &Row| r.boots.iter().filter(|(_, s)| *s).count();
     let (k_this, k_that) = (stalled(row), stalled(b));
     let fisher_p = super::stats::fisher_exact(
