@@ -139,9 +139,15 @@ enum Command {
         /// html: one page with the charts.
         #[arg(long, default_value = "md", value_parser = ["md", "text", "csv", "json", "html"])]
         format: String,
-        /// With --format html: the record whose timeline is drawn, as RUN_ID:SEQ (default: the worst stall).
+        /// With --format html or --svg: a run whose timeline is drawn even past the caps (at most
+        /// 6 runs drawn per group, the worst stall among them; 48 in all), as RUN_ID:SEQ.
         #[arg(long, value_name = "RUN_ID:SEQ")]
         timeline: Option<String>,
+        /// Also write each picture as its own SVG file into DIR (made if missing), for pasting:
+        /// waits-, cdf-, throughput-, p99-, read-, stall-WORKLOAD.svg and run-RUN_ID-SEQ.svg,
+        /// each naming the records it was drawn from.
+        #[arg(long, value_name = "DIR")]
+        svg: Option<PathBuf>,
         /// Group by these (comma-separated): kernel, fs, host, plan, scheduler, device, layers
         /// (plain, or the LVM/md stack: "dm linear → md raid1 → 2 disks"), variant,
         /// firmware (BIOS or UEFI, Secure Boot, lockdown), workload (its name and parameters), or a
@@ -258,8 +264,8 @@ fn main() -> ExitCode {
         #[cfg(feature = "workstation")]
         Command::Collect { inputs, out } => collect(&inputs, out.as_deref()),
         #[cfg(feature = "workstation")]
-        Command::Report { inputs, format, by, baseline, timeline } => {
-            report(&inputs, &format, by, baseline, timeline.as_deref())
+        Command::Report { inputs, format, by, baseline, timeline, svg } => {
+            report(&inputs, &format, by, baseline, timeline.as_deref(), svg.as_deref())
         }
         #[cfg(feature = "workstation")]
         Command::Export { inputs, origin, image } => export(&inputs, &origin, &image),
@@ -406,7 +412,7 @@ fn lab_run(path: &std::path::Path) -> ExitCode {
     if ended.interrupted {
         return ExitCode::from(EXIT_CANNOT);
     }
-    let rendered = (!files.is_empty()).then(|| rendered_report(&files, &["md", "html"], None, None, None));
+    let rendered = (!files.is_empty()).then(|| rendered_report(&files, &["md", "html"], None, None, None, None));
     let reported = match rendered {
         None => ExitCode::SUCCESS,
         Some(Ok((texts, c))) => {
@@ -547,8 +553,9 @@ fn report(
     by: Option<Vec<String>>,
     baseline: Option<String>,
     timeline: Option<&str>,
+    svg: Option<&std::path::Path>,
 ) -> ExitCode {
-    let (text, c) = match rendered_report(inputs, &[format], by, baseline, timeline) {
+    let (text, c) = match rendered_report(inputs, &[format], by, baseline, timeline, svg) {
         Ok((mut texts, c)) => (texts.remove(0), c),
         Err(e) => return cannot(&e),
     };
@@ -565,6 +572,7 @@ fn rendered_report(
     by: Option<Vec<String>>,
     baseline: Option<String>,
     timeline: Option<&str>,
+    svg: Option<&std::path::Path>,
 ) -> Result<(Vec<String>, bootmark::collect::Collected), String> {
     use bootmark::report::{self, findings};
     // Records stream from the collector into the report's groups: memory
@@ -572,10 +580,14 @@ fn rendered_report(
     if let Some(by) = &by {
         report::check_by(by)?;
     }
-    if timeline.is_some() && !formats.contains(&"html") {
-        return Err("--timeline picks the run the HTML page draws: add --format html".into());
+    let pictures = formats.contains(&"html") || svg.is_some();
+    if timeline.is_some() && !pictures {
+        return Err("--timeline picks a run the pictures draw: add --format html or --svg DIR".into());
     }
-    let opts = report::Options { by, baseline, timeline: timeline.map(str::to_string) };
+    if let Some(dir) = svg {
+        report::pictures::check_dir(dir, inputs)?;
+    }
+    let opts = report::Options { by, baseline, timeline: timeline.map(str::to_string), pictures };
     let mut builder = report::Builder::new(opts);
     let c = bootmark::collect::collect_glancing(inputs, &mut |record| builder.add(record));
     print_problems(&c);
@@ -583,6 +595,11 @@ fn rendered_report(
         return Err("no result records in the inputs".into());
     }
     let report = builder.finish()?;
+    if let Some(dir) = svg {
+        let figures = report::pictures::figures(&report.rows, &report.pictures)?;
+        let n = report::pictures::write_files(dir, &figures)?;
+        eprintln!("bootmark: wrote {n} pictures to {}", dir.display());
+    }
     let (rows, by, found) = (&report.rows, &report.by, &report.findings);
     let texts = formats
         .iter()

@@ -315,3 +315,112 @@ fn a_comparison_across_boots_takes_the_boot_as_its_unit() {
         assert!(across["ratio_interval"].is_null(), "a bootstrap of two values: {c}");
     }
 }
+
+/// One `<figure>` of the HTML page: its id, its axes' ranges and records.
+struct Drawn {
+    id: String,
+    x: (f64, f64),
+    y: (f64, f64),
+    records: Vec<String>,
+    svg: String,
+}
+
+fn figures(page: &str) -> Vec<Drawn> {
+    let attr = |tag: &str, name: &str| {
+        let at = tag.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+        tag[at..at + tag[at..].find('"').unwrap()].to_string()
+    };
+    let range = |s: String| {
+        let (a, b) = s.split_once("..").unwrap();
+        (a.parse::<f64>().unwrap(), b.parse::<f64>().unwrap())
+    };
+    page.split("<figure ")
+        .skip(1)
+        .map(|f| {
+            let tag = &f[..f.find('>').unwrap()];
+            Drawn {
+                id: attr(tag, "id"),
+                x: range(attr(tag, "data-x")),
+                y: range(attr(tag, "data-y")),
+                records: attr(tag, "data-records").split_whitespace().map(String::from).collect(),
+                svg: f[f.find("<svg").unwrap()..f.find("</svg>").unwrap()].to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The pictures of the demo's records (one boot per kernel) and of a lab
+/// run across boots: per workload the waits over time and a CDF whose axes
+/// hold every wait of its runs, and one timeline per run with its
+/// attribution strip, the kernel's dirty limits and the flush marked; each
+/// names its records. `--svg DIR` writes the same figures as files.
+#[test]
+fn the_pictures_draw_every_run_with_axes_that_hold_its_data() {
+    for (records_file, runs) in [("generations-traced-records.jsonl", 18), ("boots-records.jsonl", 16)] {
+        let page = report(records_file, &["--format", "html"]);
+        assert!(!page.contains("<script"), "self-contained, no scripts");
+        let drawn = figures(&page);
+        let text = std::fs::read_to_string(data(records_file)).unwrap();
+        let records: Vec<bootmark::record::Record> = text
+            .lines()
+            .filter(|l| l.contains("bootmark.result/1"))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let with_probe: Vec<&bootmark::record::Record> =
+            records.iter().filter(|r| !r.timeline.probe_t_s.is_empty()).collect();
+        assert_eq!(with_probe.len(), runs, "{records_file}");
+        let mut workloads: Vec<&str> = with_probe.iter().map(|r| r.workload.name.as_str()).collect();
+        workloads.sort();
+        workloads.dedup();
+        for w in workloads {
+            let of_w: Vec<&&bootmark::record::Record> = with_probe.iter().filter(|r| r.workload.name == w).collect();
+            let waits = drawn.iter().find(|f| f.id == format!("waits-{w}")).expect("waits over time");
+            let cdf = drawn.iter().find(|f| f.id == format!("cdf-{w}")).expect("a CDF per workload");
+            for r in &of_w {
+                let tl = &r.timeline;
+                let id = format!("{}:{}", r.run_id, r.seq);
+                assert!(waits.records.contains(&id) && cdf.records.contains(&id), "{id} named");
+                for (t, ms) in tl.probe_t_s.iter().zip(&tl.probe_response_ms) {
+                    let at = t - tl.workload_start_s;
+                    assert!(waits.x.0 <= at && at <= waits.x.1, "{w}: {at} s outside {:?}", waits.x);
+                    assert!(waits.y.0 <= *ms && *ms <= waits.y.1, "{w}: {ms} ms outside {:?}", waits.y);
+                    assert!(cdf.x.0 <= *ms && *ms <= cdf.x.1, "{w}: CDF {ms} ms outside {:?}", cdf.x);
+                }
+                assert!(
+                    waits.y.1 >= 1000.0
+                        && waits.y.1
+                            <= 10.0
+                                * waits.y.0.max(tl.probe_response_ms.iter().copied().fold(0.0, f64::max)).max(1000.0)
+                );
+                let run = drawn
+                    .iter()
+                    .find(|f| f.id == format!("run-{}-{}", r.run_id, r.seq))
+                    .unwrap_or_else(|| panic!("{id}: its timeline drawn"));
+                assert_eq!(run.records, std::slice::from_ref(&id));
+                assert_eq!(run.x, waits.x, "{id}: the workload's runs share the time axis");
+                for must in ["nr_dirty_threshold", "nr_dirty_background_threshold", "where the writer waited"] {
+                    assert!(run.svg.contains(must), "{id}: {must}");
+                }
+                if r.times.writes_returned_s.is_some() {
+                    assert!(run.svg.contains("writes returned, flush began"), "{id}");
+                }
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("bootmark-svg-{}-{runs}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = Command::new(env!("CARGO_BIN_EXE_bootmark"))
+            .arg("report")
+            .arg(data(records_file))
+            .arg("--svg")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        for f in &drawn {
+            let file = std::fs::read_to_string(dir.join(format!("{}.svg", f.id))).expect("one file per figure");
+            assert!(file.contains("<desc>bootmark report; records (RUN_ID:SEQ): "), "{}", f.id);
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), drawn.len());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -21,6 +21,9 @@ fn mistakes() -> Vec<(Vec<String>, Vec<&'static str>)> {
         ),
         case(&["report", &r, "--by", "vm.dirty_ratoi"], &["--by vm.dirty_ratoi: no record has this field"]),
         case(&["report", &r, "--timeline", "x:0"], &["--timeline", "add --format html"]),
+        case(&["report", &r, "--timeline", "nope:0", "--format", "html"], &["--timeline nope:0: no such record"]),
+        case(&["report", &r, "--svg", &r], &["is an input; give a directory for the pictures"]),
+        case(&["report", &r, "--svg", "/etc/hostname"], &["--svg /etc/hostname: not a directory"]),
         case(&["report", &r, "--format", "htm"], &["invalid value 'htm'", "md, text, csv, json, html"]),
         case(
             &["run", "--plan", "quik", "--dir", "/tmp"],

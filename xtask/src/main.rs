@@ -50,7 +50,7 @@ enum Task {
     /// `bootmark report` on generated fleet records (1,000,000 by default), next to grep -c: time and peak memory.
     BenchReport(bench::report::Args),
     /// Every test, each part timed: host tools, static builds, cargo test, the report at fleet
-    /// scale, the KCIDB schema, the old-kernel harness, fake boots, the QEMU boots, a kernel
+    /// scale, the KCIDB schema, the report's pictures in headless Chromium, the old-kernel harness, fake boots, the QEMU boots, a kernel
     /// from source, fuzzing. Installs what it needs (as root on Debian/Ubuntu).
     Test,
     /// One part of the tests alone (`cargo xtask check --help` lists them).

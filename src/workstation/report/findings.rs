@@ -34,7 +34,7 @@ pub struct Finding {
 }
 
 /// Stalls at least this long are what the seed's user felt as a hung `ls`.
-const STALL_MS: f64 = 1000.0;
+pub(crate) const STALL_MS: f64 = 1000.0;
 /// A write() slower than this is what the dirty-limit rule looks into.
 const THROTTLED_WRITE_MS: f64 = 100.0;
 

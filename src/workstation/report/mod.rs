@@ -8,6 +8,7 @@ pub mod findings;
 mod groups;
 pub mod html;
 mod mechanism;
+pub mod pictures;
 mod reproduce;
 mod setting;
 pub mod stats;
@@ -157,16 +158,19 @@ pub struct Options {
     /// A value of the first --by dimension whose rows are the baseline: the
     /// whole value, or a prefix that only one value has.
     pub baseline: Option<String>,
-    /// The record whose timeline the HTML page draws (RUN_ID:SEQ); None: the worst stall's.
+    /// A run whose timeline the pictures draw whatever their caps (RUN_ID:SEQ).
     pub timeline: Option<String>,
+    /// Keep what the pictures need (HTML, --svg): off, the other formats keep no runs.
+    pub pictures: bool,
 }
 
-/// A finished report: the table's rows, the findings, the timeline to draw.
+/// A finished report: the table's rows, the findings, what the pictures draw.
 pub struct Report {
     pub by: Vec<String>,
     pub rows: Vec<Row>,
     pub findings: Vec<findings::Finding>,
-    pub timeline: Option<Record>,
+    /// The runs kept to draw and every group's probe waits (`Options::pictures`).
+    pub pictures: pictures::Kept,
     /// Dimensions with one value in every row, as (dimension, value): said
     /// once above the table instead of in every row and label.
     pub constant: Vec<(String, String)>,
@@ -216,7 +220,7 @@ pub struct Builder {
     sweep: bool,
     /// The dimensions records are keyed by: --by, or the default grouping with the variant.
     key_by: Vec<String>,
-    timeline: html::TimelinePick,
+    pictures: pictures::Keeper,
     setting: setting::Setting,
     reproduce: reproduce::Reproducer,
     pub results: usize,
@@ -224,7 +228,7 @@ pub struct Builder {
 
 impl Builder {
     pub fn new(opts: Options) -> Builder {
-        let timeline = html::TimelinePick::new(opts.timeline.as_deref());
+        let pictures = pictures::Keeper::new(opts.pictures, opts.timeline.as_deref());
         let key_by = opts.by.clone().unwrap_or_else(|| default_by(true));
         Builder {
             opts,
@@ -232,7 +236,7 @@ impl Builder {
             index: HashMap::new(),
             sweep: false,
             key_by,
-            timeline,
+            pictures,
             setting: setting::Setting::default(),
             reproduce: reproduce::Reproducer::default(),
             results: 0,
@@ -267,7 +271,7 @@ impl Builder {
             }
         };
         let grouped = self.groups[at].add(r);
-        self.timeline.offer(r).and(grouped)
+        self.pictures.offer(at, r).and(grouped)
     }
 
     /// The rows, baselines marked, and the findings. Fails when --baseline
@@ -311,10 +315,10 @@ impl Builder {
         found.extend(findings::comparisons(&rows, &baseline_of, &boots));
         let findings = findings::fold(found);
         let verdict = verdict::lines(&rows, &baseline_of, &by, &findings);
-        let timeline = self.timeline.into_record(self.opts.timeline.as_deref())?;
+        let pictures = self.pictures.finish(self.opts.timeline.as_deref())?;
         let setting = self.setting.said();
         let reproduce = self.reproduce;
-        Ok(Report { by, rows, findings, timeline, constant, verdict, setting, reproduce, baseline_of, boots })
+        Ok(Report { by, rows, findings, pictures, constant, verdict, setting, reproduce, baseline_of, boots })
     }
 }
 
@@ -860,7 +864,7 @@ mod tests {
         let md = markdown(&rows, &dims);
         assert!(md.contains("| 2.6.16.1 | ext3 | seqwrite | 3 | 112.00 (110.00–114.00)"), "{md}");
         assert!(md.contains("**2.81× faster**"), "{md}");
-        let page = html::render(&rows, &dims, None, &[]).unwrap();
+        let page = html::render(&rows, &dims, &[], 0, &[]);
         assert!(page.contains("<td class=\"sig\">2.81× faster</td>"), "HTML marks the same cell: {page}");
         assert_eq!(page.matches("class=\"sig\"").count(), 1, "only the significant comparison");
         let csv = csv(&rows, &dims, &[]);
@@ -887,35 +891,45 @@ mod tests {
         assert!(report(&records, opts).is_err());
     }
 
+    /// Every run with a probe timeline is drawn up to the caps; past them a
+    /// worse stall takes the mildest run's place, and --timeline draws its run whatever the caps.
     #[test]
-    fn html_has_the_table_a_chart_per_workload_and_the_worst_timeline() {
-        let mut records = vec![rec("2.6.9", 300.0, 0), rec("2.6.16.1", 110.0, 1)];
-        for (i, r) in records.iter_mut().enumerate() {
-            r.responsiveness.as_mut().unwrap().max_ms = if i == 0 { 5000.0 } else { 40.0 };
-            r.timeline = serde_json::from_value(json!({"interval_s": 0.25, "t_s": [0.0, 0.25, 0.5],
+    fn html_draws_each_run_the_worst_stall_and_the_run_asked_for() {
+        let timeline = |worst: f64| -> crate::schema::record::Timeline {
+            serde_json::from_value(json!({"interval_s": 0.25, "t_s": [0.0, 0.25, 0.5],
                 "series": {"dirty_kib": [0, 204800, null], "writeback_kib": [0, 1024, 0]},
-                "probe_t_s": [0.1, 0.2], "probe_response_ms": [1.0, 5000.0], "workload_start_s": 0.1, "workload_end_s": 0.4}))
-            .unwrap();
+                "probe_t_s": [0.1, 0.2], "probe_response_ms": [1.0, worst], "workload_start_s": 0.1, "workload_end_s": 0.4}))
+            .unwrap()
+        };
+        let mut records: Vec<Record> =
+            (0..10).map(|i| rec(if i < 2 { "2.6.9" } else { "2.6.16.1" }, 100.0, i)).collect();
+        for (i, r) in records.iter_mut().enumerate() {
+            let worst = if i == 9 { 5000.0 } else { 40.0 + i as f64 };
+            r.responsiveness.as_mut().unwrap().max_ms = worst;
+            r.timeline = timeline(worst);
         }
-        let opts = Options { by: by(&["kernel"]), ..Options::default() };
+        let opts = Options { by: by(&["kernel"]), pictures: true, ..Options::default() };
         let r = report(&records, opts.clone()).unwrap();
-        let chosen = r.timeline.unwrap();
-        assert_eq!(chosen.seq, 0, "the worst stall is drawn by default");
-        let asked =
-            |t: &str| report(&records, Options { timeline: Some(t.into()), ..opts.clone() }).map(|r| r.timeline);
-        assert_eq!(asked("r:1").unwrap().unwrap().seq, 1);
-        assert!(asked("nope:9").unwrap_err().contains("no such record"));
-        assert!(asked("r").is_err(), "not RUN_ID:SEQ");
-        let page = html::render(&r.rows, &r.by, Some(&chosen), &[]).unwrap();
+        let drawn =
+            |r: &Report| -> Vec<u32> { (0..r.rows.len()).flat_map(|i| r.pictures.runs_of(i).map(|x| x.seq)).collect() };
+        assert_eq!(drawn(&r), [0, 1, 2, 3, 4, 5, 6, 9], "2.6.16.1's first five runs and its worst stall");
+        assert_eq!(r.pictures.left_out, 2);
+        assert_eq!(r.pictures.waits[1].n, 16, "its CDF counts every run's waits");
+        let asked = |t: &str| report(&records, Options { timeline: Some(t.into()), ..opts.clone() });
+        assert!(drawn(&asked("r:8").unwrap()).contains(&8));
+        assert!(asked("nope:9").err().unwrap().contains("no such record"));
+        assert!(asked("r").err().unwrap().contains("RUN_ID:SEQ"));
+        let page = html::page(&r).unwrap();
         assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>\n"));
-        assert_eq!(
-            page.matches("<svg").count(),
-            3,
-            "for the one workload a throughput and a stall chart; one timeline"
-        );
+        assert_eq!(page.matches("<figure id=\"run-").count(), 8, "one timeline per drawn run");
+        for id in ["waits-seqwrite", "cdf-seqwrite", "throughput-seqwrite", "stall-seqwrite"] {
+            assert!(page.contains(&format!("<figure id=\"{id}\"")), "{id}");
+        }
+        assert!(page.contains("2 more run(s) with a timeline"), "the runs left out are said");
         assert_eq!(page.matches("<tr>").count(), 3, "header and two rows");
-        assert!(page.contains("2.73× faster"));
         assert!(!page.contains("<script"), "self-contained, no scripts");
+        let plain = report(&records, Options { pictures: false, ..opts }).unwrap();
+        assert_eq!(drawn(&plain), [0u32; 0], "no pictures asked: no runs kept");
     }
 
     /// The named dimensions read typed fields; any other is a dotted path

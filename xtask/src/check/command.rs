@@ -5,15 +5,16 @@
 
 use super::boots::scenarios::{self, Group, SCENARIOS};
 use super::boots::{self, kernel_from_source, resets};
-use super::{fake_boots, fuzz, kcidb, old_kernel};
+use super::{fake_boots, fuzz, kcidb, old_kernel, pictures};
 use crate::host::project::{Result, project_root};
 use clap::{Arg, ArgMatches, Command, FromArgMatches, Subcommand, value_parser};
 
 /// The parts of `cargo xtask test` that are no QEMU scenario.
-const PARTS: [(&str, &str); 5] = [
+const PARTS: [(&str, &str); 6] = [
     ("old-kernel", "The quick plan with both static binaries under simulated 2.6.9 and 2.6.16 syscall surfaces"),
     ("fake-boots", "/init as PID 1 in namespaces with loop devices: happy path, hostile command lines, refusals"),
     ("kcidb", "The KCIDB export against kcidb-io's validator"),
+    ("pictures", "The report's figures screenshot in headless Chromium: every drawn panel shows colour"),
     ("kernel-from-source", "A kernel built from Debian's linux-source-6.1 with kernel-configs/6.1, imaged and booted"),
     (
         "fuzz",
@@ -91,6 +92,7 @@ pub fn run(check: Check) -> Result<()> {
         "old-kernel" => old_kernel::harness(),
         "fake-boots" => fake_boots::harness(),
         "kcidb" => kcidb::check(),
+        "pictures" => pictures::check(),
         "kernel-from-source" => kernel_from_source::test(&project_root().join("target/kernel-boot")),
         "fuzz" => fuzz::run(check.seconds),
         name => match Group::ALL.iter().find(|g| g.name() == name) {

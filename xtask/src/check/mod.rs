@@ -1,7 +1,7 @@
 //! The checks of the product: `suite` is `cargo xtask test` (every part in
 //! order, timed); the others are its parts — `boots/` (QEMU scenarios, one
 //! file each), the fake boots of /init, the old-kernel harness, fuzzing,
-//! the KCIDB schema check and the tidy rules.
+//! the KCIDB schema check, the report's pictures in Chromium and the tidy rules.
 
 pub mod boots;
 pub mod command;
@@ -9,5 +9,6 @@ pub mod fake_boots;
 pub mod fuzz;
 pub mod kcidb;
 pub mod old_kernel;
+pub mod pictures;
 pub mod suite;
 pub mod tidy;

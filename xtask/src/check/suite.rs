@@ -3,13 +3,13 @@
 //! need (static binaries, adding rustup targets), runs the workspace's tests,
 //! then the old-kernel harness, the fake boots of /init (root, loop devices)
 //! and the QEMU boots of real images with Debian's kernels, a kernel built
-//! from Debian's source with kernel-configs/6.1 and booted, and 30 s of
-//! fuzzing. Prints how long each part took; after the setup, a failing part
+//! from Debian's source with kernel-configs/6.1 and booted, the report's
+//! pictures screenshot in headless Chromium, and 30 s of fuzzing. Prints how long each part took; after the setup, a failing part
 //! does not stop the others, and every failure is listed at the end.
 
 use super::boots::scenarios::Group;
 use super::boots::{self, kernel_from_source, resets};
-use super::{fake_boots, fuzz, kcidb, old_kernel};
+use super::{fake_boots, fuzz, kcidb, old_kernel, pictures};
 use crate::bench::report as bench_report;
 use crate::build::arch::Arch;
 use crate::build::static_binary;
@@ -32,6 +32,7 @@ pub fn run() -> Result<()> {
     });
     parts.run("report at fleet scale", &mut bench_report::check);
     parts.run("KCIDB schema", &mut kcidb::check);
+    parts.run("the report's pictures in Chromium", &mut pictures::check);
     parts.run("old-kernel harness", &mut old_kernel::harness);
     parts.run("fake boots", &mut fake_boots::harness);
     // The kernel from source builds beside the QEMU boots, at nice 19: the

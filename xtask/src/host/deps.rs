@@ -60,6 +60,7 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("mkfs.btrfs", "btrfs-progs"), // formatting refusals: btrfs
     ("mkfs.ntfs", "ntfs-3g"),      // formatting refusals: NTFS
     ("lava-run", "lava-dispatcher"), // the LAVA jobs, run without a server
+    ("chromium-headless-shell", "chromium-headless-shell"), // the report's pictures, screenshot
     ("ipmi_sim", "openipmi"),      // bootmark lab: a BMC on 127.0.0.1
     ("ipmitool", "ipmitool"),      // …driven as a lab drives a server's
     ("python3", "python3"),        // bootmark lab's Redfish test: sushy-tools in a venv

@@ -1,0 +1,325 @@
+//! One run's timeline, on its workload's shared time axis (seconds since
+//! the workload began), in four panels:
+//! - the probe's waits, points on a log axis, with the thresholds;
+//! - where the writer waited at each sample (the attribution strip: its
+//!   wchan and stack by mechanism, and the `balance_dirty_pages`
+//!   tracepoint's pauses where the run has them);
+//! - Dirty and Writeback memory with the kernel's own dirty and background
+//!   limits (`nr_dirty_threshold`, `nr_dirty_background_threshold`);
+//! - the disk's write throughput.
+//!
+//! Every panel marks where the writes returned (the flush began), where the
+//! data was durable (the flush ended), and where a SysRq-W dump was taken.
+
+use super::workload::SLOW_MS;
+use super::{Figure, drawing, id, legend, linear_top, log_range, rows_of, slug};
+use crate::schema::record::{Record, Timeline};
+use crate::workstation::report::findings::STALL_MS;
+use crate::workstation::report::mechanism::{self, Mechanism, Wait};
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+/// The kernel's vmstat thresholds count pages: 4 KiB on x86.
+const PAGE_KIB: f64 = 4.0;
+/// The per-tick series of the dirty-throttling tracepoint (`/init`'s tracing reader).
+const TRACED_PAUSES: &str = "traced_dirty_pause_ms";
+
+pub fn figure_id(r: &Record) -> String {
+    format!("run-{}-{}", slug(&r.run_id), r.seq)
+}
+
+/// Times since the workload began: a vertical line each, named.
+struct Mark {
+    at: f64,
+    name: &'static str,
+    colour: RGBColor,
+}
+
+fn marks(r: &Record) -> Vec<Mark> {
+    let t = &r.times;
+    let mut out = Vec::new();
+    let green = RGBColor(0, 140, 70);
+    if let Some(at) = t.writes_returned_s {
+        out.push(Mark { at, name: "writes returned, flush began", colour: green });
+    }
+    if let Some(at) = t.durable_s.filter(|d| Some(*d) != t.writes_returned_s) {
+        out.push(Mark { at, name: "durable: flush ended", colour: RGBColor(0, 90, 160) });
+    }
+    // /init takes a dump once the probe has been silent for 1 s; the
+    // record keeps the dumps' lines, not their times: mark where that rule took them.
+    let dumps = r.blocked_tasks.iter().filter(|l| l.contains("Show Blocked State")).count();
+    let tl = &r.timeline;
+    let silences = tl.probe_t_s.iter().zip(&tl.probe_response_ms).filter(|(_, ms)| **ms >= STALL_MS);
+    for (due, _) in silences.take(dumps) {
+        out.push(Mark { at: due + 1.0 - tl.workload_start_s, name: "SysRq-W dump", colour: RGBColor(200, 0, 160) });
+    }
+    out
+}
+
+type Chart<'a, 'b, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, Y>>;
+
+fn draw_marks<Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'_, '_, Y>,
+    marks: &[Mark],
+    (y0, y1): (f64, f64),
+    legend: bool,
+) -> Result<(), String> {
+    let mut named: Vec<&str> = Vec::new();
+    for m in marks {
+        let style = m.colour.stroke_width(2);
+        let drawn = chart.draw_series(DashedLineSeries::new([(m.at, y0), (m.at, y1)], 5, 3, style)).map_err(drawing)?;
+        if legend && !named.contains(&m.name) {
+            named.push(m.name);
+            drawn.label(m.name).legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], style));
+        }
+    }
+    Ok(())
+}
+
+/// The run's figure, on the shared time axis `span`, labelled `group` and
+/// its waits in the group's colour.
+pub fn figure(r: &Record, group: &str, colour: RGBColor, span: (f64, f64)) -> Result<Figure, String> {
+    let tl = &r.timeline;
+    let start = tl.workload_start_s;
+    let marks = marks(r);
+    let (x0, x1) = span;
+    let waits = &tl.probe_response_ms;
+    let (lo, hi) = waits.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    let (y0, y1) = log_range(lo, hi, &[SLOW_MS, STALL_MS]);
+    let title = format!(
+        "{} · {group} · run {} (kernel {})",
+        r.workload.name,
+        id(r),
+        r.kernel.release.as_deref().unwrap_or("?")
+    );
+    let mut svg = String::new();
+    let mut drawn = Vec::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 660)).into_drawing_area();
+        root.fill(&WHITE).map_err(drawing)?;
+        let root = root.titled(&title, ("sans-serif", 14)).map_err(drawing)?;
+        let (probe, rest) = root.split_vertically(200);
+        let (strip, rest) = rest.split_vertically(104);
+        let (memory, disk) = rest.split_vertically(190);
+
+        let mut chart = ChartBuilder::on(&probe)
+            .caption("the probe's waits, ms (log): ls + a 4 KiB read + the timer's lateness", ("sans-serif", 13))
+            .margin(6)
+            .x_label_area_size(24)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+            .map_err(drawing)?;
+        chart.configure_mesh().x_desc("seconds since the workload began").draw().map_err(drawing)?;
+        for (y, style) in [(SLOW_MS, RGBColor(150, 150, 150)), (STALL_MS, RGBColor(90, 90, 90))] {
+            chart
+                .draw_series(DashedLineSeries::new([(x0, y), (x1, y)], 6, 4, style.stroke_width(1)))
+                .map_err(drawing)?;
+        }
+        let points = tl.probe_t_s.iter().zip(waits).map(|(t, ms)| (t - start, ms.max(y0)));
+        let style = colour.filled();
+        chart.draw_series(points.map(|p| Circle::new(p, 2, style))).map_err(drawing)?;
+        if !waits.is_empty() {
+            drawn.push(("probe", rows_of(&probe)));
+        }
+        draw_marks(&mut chart, &marks, (y0, y1), true)?;
+        if !marks.is_empty() {
+            legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        }
+
+        if attribution_strip(&strip, r, (x0, x1))? {
+            drawn.push(("attribution", rows_of(&strip)));
+        }
+        if memory_panel(&memory, tl, (x0, x1), &marks)? {
+            drawn.push(("memory", rows_of(&memory)));
+        }
+        if disk_panel(&disk, tl, (x0, x1), &marks)? {
+            drawn.push(("disk", rows_of(&disk)));
+        }
+        root.present().map_err(drawing)?;
+    }
+    let drawn = drawn.into_iter().map(|(n, (t, b))| (n, t, b)).collect();
+    Ok(Figure { id: figure_id(r), title, records: vec![id(r)], x: (x0, x1), y: (y0, y1), drawn, svg })
+}
+
+/// A panel on the shared time axis from 0 to `top`, `caption` at its top.
+fn panel<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+    (x0, x1): (f64, f64),
+    top: f64,
+) -> Result<Chart<'a, 'b, RangedCoordf64>, String> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 13))
+        .margin(6)
+        .x_label_area_size(24)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, 0f64..top)
+        .map_err(drawing)?;
+    chart.configure_mesh().x_desc("seconds since the workload began").draw().map_err(drawing)?;
+    Ok(chart)
+}
+
+/// A colour for each mechanism; grey for a wait no frame names, none for running.
+fn mechanism_colour(m: Mechanism) -> RGBColor {
+    match m {
+        Mechanism::DirtyThrottling => RGBColor(214, 39, 40),
+        Mechanism::WritebackThrottling => RGBColor(255, 127, 14),
+        Mechanism::QosThrottling => RGBColor(255, 187, 120),
+        Mechanism::RequestStarvation => RGBColor(148, 103, 189),
+        Mechanism::PageWriteback => RGBColor(31, 119, 180),
+        Mechanism::PageIo => RGBColor(174, 199, 232),
+        Mechanism::Journal => RGBColor(44, 160, 44),
+        Mechanism::CacheFlush => RGBColor(23, 190, 207),
+        Mechanism::Reclaim => RGBColor(140, 86, 75),
+    }
+}
+
+const UNKNOWN: RGBColor = RGBColor(160, 160, 160);
+
+/// Where the writer waited at each sample during the workload: row 0 from
+/// wchan and its stack, row 1 (where recorded) from the dirty-throttling
+/// tracepoint's pauses in that tick; the colours' key in a row beneath.
+/// Whether any cell was drawn.
+fn attribution_strip(area: &DrawingArea<SVGBackend, Shift>, r: &Record, (x0, x1): (f64, f64)) -> Result<bool, String> {
+    let tl = &r.timeline;
+    let start = tl.workload_start_s;
+    let traced = tl.series.get(TRACED_PAUSES);
+    let rows = if traced.is_some() { 2.0 } else { 1.0 };
+    let (cells, key) = area.split_vertically(area.dim_in_pixel().1 as i32 - 36);
+    let mut chart = ChartBuilder::on(&cells)
+        .caption(
+            if traced.is_some() {
+                "where the writer waited: wchan/stack (lower row), balance_dirty_pages tracepoint (upper row)"
+            } else {
+                "where the writer waited: its wchan and stack at each sample (blank: running or not shown)"
+            },
+            ("sans-serif", 13),
+        )
+        .margin(6)
+        .x_label_area_size(0)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, 0f64..rows)
+        .map_err(drawing)?;
+    chart.configure_mesh().disable_mesh().disable_y_axis().draw().map_err(drawing)?;
+    let step = tl.interval_s.max(0.01);
+    let mut named: Vec<(String, RGBColor)> = Vec::new();
+    let mut cells = 0;
+    for (t, w) in tl.t_s.iter().zip(&tl.writer_wchan) {
+        let (Some(w), true) = (w.as_deref(), *t >= tl.workload_start_s && *t <= tl.workload_end_s) else { continue };
+        let stack = tl.writer_stacks.get(w).map(Vec::as_slice);
+        let (colour, name) = match mechanism::classify(w, stack) {
+            Wait::NotShown => continue,
+            Wait::Unknown { .. } => (UNKNOWN, "a function no mechanism names"),
+            Wait::In { mechanism, .. } => (mechanism_colour(mechanism), mechanism.name()),
+        };
+        chart
+            .draw_series([Rectangle::new([(t - start, 0.05), (t - start + step, 0.95)], colour.filled())])
+            .map_err(drawing)?;
+        cells += 1;
+        if !named.iter().any(|(n, _)| n == name) {
+            named.push((name.to_string(), colour));
+        }
+    }
+    if let Some(pauses) = traced {
+        let red = mechanism_colour(Mechanism::DirtyThrottling);
+        for (t, p) in tl.t_s.iter().zip(pauses) {
+            if p.is_some_and(|p| p > 0) {
+                let cell = Rectangle::new([(t - start, 1.05), (t - start + step, 1.95)], red.filled());
+                chart.draw_series([cell]).map_err(drawing)?;
+                cells += 1;
+            }
+        }
+    }
+    colour_key(&key, &named)?;
+    Ok(cells > 0)
+}
+
+/// A row of coloured squares with their names, left to right.
+fn colour_key(area: &DrawingArea<SVGBackend, Shift>, named: &[(String, RGBColor)]) -> Result<(), String> {
+    let (mut x, mut y) = (66, 4);
+    for (name, colour) in named {
+        let width = 24 + 6 * name.len() as i32;
+        if x + width > 750 {
+            (x, y) = (66, y + 16);
+        }
+        area.draw(&Rectangle::new([(x, y + 1), (x + 12, y + 11)], colour.filled())).map_err(drawing)?;
+        area.draw(&Text::new(name.clone(), (x + 16, y), ("sans-serif", 11))).map_err(drawing)?;
+        x += width;
+    }
+    Ok(())
+}
+
+/// A /proc series of the timeline as (seconds since the workload began, value × `scale`).
+fn series(tl: &Timeline, key: &str, scale: f64) -> Vec<(f64, f64)> {
+    let Some(column) = tl.series.get(key) else { return Vec::new() };
+    tl.t_s.iter().zip(column).filter_map(|(t, v)| v.map(|v| (t - tl.workload_start_s, v as f64 * scale))).collect()
+}
+
+/// Whether any line was drawn.
+fn memory_panel(
+    area: &DrawingArea<SVGBackend, Shift>,
+    tl: &Timeline,
+    span: (f64, f64),
+    marks: &[Mark],
+) -> Result<bool, String> {
+    let mib = 1.0 / 1024.0;
+    let lines = [
+        ("Dirty", series(tl, "dirty_kib", mib), RGBColor(214, 39, 40), false),
+        ("Writeback", series(tl, "writeback_kib", mib), RGBColor(31, 119, 180), false),
+        (
+            "dirty limit (nr_dirty_threshold)",
+            series(tl, "nr_dirty_threshold", PAGE_KIB * mib),
+            RGBColor(214, 39, 40),
+            true,
+        ),
+        (
+            "background limit (nr_dirty_background_threshold)",
+            series(tl, "nr_dirty_background_threshold", PAGE_KIB * mib),
+            RGBColor(255, 127, 14),
+            true,
+        ),
+    ];
+    let top = linear_top(lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)).fold(0.0, f64::max));
+    let any = lines.iter().any(|l| !l.1.is_empty());
+    let mut chart = panel(area, "Dirty and Writeback, MiB, with the kernel's limits", span, top)?;
+    for (name, points, colour, dashed) in lines {
+        if points.is_empty() {
+            continue;
+        }
+        let style = colour.stroke_width(2);
+        let drawn = if dashed {
+            chart.draw_series(DashedLineSeries::new(points, 6, 4, style)).map_err(drawing)?
+        } else {
+            chart.draw_series(LineSeries::new(points, style)).map_err(drawing)?
+        };
+        drawn.label(name).legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], style));
+    }
+    draw_marks(&mut chart, marks, (0.0, top), false)?;
+    if any {
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+    }
+    Ok(any)
+}
+
+/// The disk's write throughput between samples, MiB/s (512-byte sectors).
+/// Whether it wrote at all.
+fn disk_panel(
+    area: &DrawingArea<SVGBackend, Shift>,
+    tl: &Timeline,
+    span: (f64, f64),
+    marks: &[Mark],
+) -> Result<bool, String> {
+    let sectors = series(tl, "disk_sectors_written", 1.0);
+    let rates: Vec<(f64, f64)> = sectors
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].0)
+        .map(|w| (w[1].0, (w[1].1 - w[0].1).max(0.0) * 512.0 / 1048576.0 / (w[1].0 - w[0].0)))
+        .collect();
+    let top = linear_top(rates.iter().map(|p| p.1).fold(0.0, f64::max));
+    let mut chart = panel(area, "the disk's writes, MiB/s", span, top)?;
+    let wrote = rates.iter().any(|p| p.1 > 0.0);
+    chart.draw_series(LineSeries::new(rates, RGBColor(44, 160, 44).stroke_width(2))).map_err(drawing)?;
+    draw_marks(&mut chart, marks, (0.0, top), false)?;
+    Ok(wrote)
+}
