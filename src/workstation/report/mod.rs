@@ -200,6 +200,7 @@ impl Report {
         serde_json::json!({
             "verdict": self.verdict,
             "comparisons": self.comparisons(),
+            "noise_floor": self.rows.iter().filter_map(verdict::noise_floor).collect::<Vec<_>>(),
             "setting": self.setting,
             "constant": self.constant,
             "rows": self.rows,
@@ -785,6 +786,36 @@ mod tests {
         let r = report(&records, Options::default()).unwrap();
         assert!(r.verdict[0].ends_with("15 runs in one boot each: holds for these boots."), "{}", r.verdict[0]);
         assert!(r.comparisons()[0].across_boots.is_none());
+    }
+
+    /// Six boots a kernel whose medians wander ±4 %: each kernel's first
+    /// three boots against its last three land 2 % apart (A/A), so a 1 %
+    /// difference between the kernels is said to be within that floor.
+    #[test]
+    fn a_kernel_against_itself_gives_the_noise_floor() {
+        let walls = [20.0, 20.8, 19.6, 20.4, 21.0, 19.4];
+        let mut records = Vec::new();
+        for (boot, wall) in walls.iter().enumerate() {
+            for (kernel, factor) in [("5.10", 1.0), ("6.12", 1.01)] {
+                let mut r = rec(kernel, wall * factor, 0);
+                r.run_id = format!("{kernel}-boot-{boot}");
+                records.push(r);
+            }
+        }
+        let r = report(&records, Options::default()).unwrap();
+        assert!(r.verdict[0].contains("; within the A/A noise floor of 2.0 %)"), "{}", r.verdict[0]);
+        let aa = &r.verdict[1];
+        assert!(aa.starts_with("A/A noise floor (each group's first boots against its last, in real time): seqwrite 5.10 1.020× (3 vs 3 boots, p 1.00); seqwrite 6.12 1.020× (3 vs 3 boots, p 1.00); the largest 2.0 %"), "{aa}");
+        let floors: Vec<verdict::NoiseFloor> = r.rows.iter().filter_map(verdict::noise_floor).collect();
+        // SciPy 1.10: mannwhitneyu([20.0, 20.8, 19.6], [20.4, 21.0, 19.4], method='exact').pvalue = 1.0
+        assert!((floors[0].mann_whitney_p - 1.0).abs() < 1e-12, "{:?}", floors[0]);
+        assert_eq!((floors[0].boots, floors[0].medians_s), ([3, 3], [20.0, 20.4]));
+        let c = &r.comparisons()[0];
+        assert!((c.noise_floor.unwrap() - 0.02).abs() < 1e-9, "{c:?}");
+        assert!(r.json()["noise_floor"].as_array().unwrap().len() == 2);
+        // Three boots a side: no halves of two, no floor.
+        let r = report(&records[..6], Options::default()).unwrap();
+        assert!(r.verdict.iter().all(|l| !l.contains("A/A")) && r.comparisons()[0].noise_floor.is_none());
     }
 
     #[test]

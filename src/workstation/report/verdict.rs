@@ -49,7 +49,81 @@ pub fn lines(rows: &[Row], baseline_of: &[Option<usize>], by: &[String], finding
     for v in values.iter().filter(|v| **v != base.as_str()) {
         out.push(against_baseline(rows, baseline_of, v, base, findings));
     }
+    out.extend(noise_floor_line(rows));
     out
+}
+
+/// A group's boots against themselves (an A/A comparison): the first half
+/// of its boots, in the order they came, against the second half. Nothing
+/// changed between them but the boot and the time, so the ratio is how far
+/// apart one kernel lands on its own: a difference between kernels no
+/// larger than that is not shown to be the kernel's. The halves are in time
+/// order, not alternating, so that drift over the session (a disk warming, a
+/// host getting busier) shows here rather than hiding in both halves.
+#[derive(Clone, Debug, Serialize)]
+pub struct NoiseFloor {
+    pub group: Vec<String>,
+    pub workload: String,
+    /// Boots in each half, first then second.
+    pub boots: [usize; 2],
+    /// The median of each half's boot medians, real time in seconds.
+    pub medians_s: [f64; 2],
+    /// Second half / first half.
+    pub ratio: f64,
+    /// The rank test over the two halves' boot medians: a small p says the
+    /// kernel's own boots differ, and the session drifted.
+    pub mann_whitney_p: f64,
+}
+
+/// Boots a group needs for its A/A noise floor: two in each half.
+const NOISE_FLOOR_BOOTS: usize = 4;
+
+pub fn noise_floor(row: &Row) -> Option<NoiseFloor> {
+    let medians = boot_medians(row);
+    if medians.len() < NOISE_FLOOR_BOOTS {
+        return None;
+    }
+    let (first, second) = medians.split_at(medians.len() / 2);
+    let (a, b) = (super::stats::median(first)?, super::stats::median(second)?);
+    let (_, p) = super::stats::mann_whitney(first, second)?;
+    Some(NoiseFloor {
+        group: row.key.clone(),
+        workload: row.workload.clone(),
+        boots: [first.len(), second.len()],
+        medians_s: [a, b],
+        ratio: b / a,
+        mann_whitney_p: p,
+    })
+}
+
+/// The larger A/A spread of a group and its baseline (|ratio − 1|), where either has one.
+fn floor_of(row: &Row, b: &Row) -> Option<f64> {
+    [noise_floor(row), noise_floor(b)].into_iter().flatten().map(|f| (f.ratio - 1.0).abs()).reduce(f64::max)
+}
+
+/// "A/A noise floor (each group's first boots against its last, real
+/// time): …; the largest 2.1 %": None when no group has the boots.
+fn noise_floor_line(rows: &[Row]) -> Option<String> {
+    let floors: Vec<NoiseFloor> = rows.iter().filter_map(noise_floor).collect();
+    let largest = floors.iter().map(|f| (f.ratio - 1.0).abs()).reduce(f64::max)?;
+    let said: Vec<String> = floors
+        .iter()
+        .take(LISTED_AT_MOST)
+        .map(|f| {
+            let who = f.group.first().map_or(String::new(), |k| format!(" {k}"));
+            format!(
+                "{}{who} {:.3}× ({} vs {} boots, p {:.2})",
+                f.workload, f.ratio, f.boots[0], f.boots[1], f.mann_whitney_p
+            )
+        })
+        .collect();
+    let more = floors.len().saturating_sub(LISTED_AT_MOST);
+    let more = if more > 0 { format!("; and {more} more") } else { String::new() };
+    Some(format!(
+        "A/A noise floor (each group's first boots against its last, in real time): {}{more}; the largest {:.1} %: a difference between kernels no larger than that is within what one kernel does against itself.",
+        said.join("; "),
+        largest * 100.0
+    ))
 }
 
 /// One value against the baseline, workload by workload.
@@ -80,7 +154,12 @@ fn against_baseline(
         let runs = row.real_s.as_ref().map_or(0, |s| s.n).min(b.real_s.as_ref().map_or(0, |s| s.n));
         let weight = match across_boots_said(row, b) {
             _ if runs < 2 => "one run each: not tested".to_string(),
-            Some(said) => said,
+            Some(said) => match floor_of(row, b) {
+                Some(floor) if change.abs() <= floor => {
+                    format!("{said}; within the A/A noise floor of {:.1} %", floor * 100.0)
+                }
+                _ => said,
+            },
             // Repetitions inside one boot: the line says once what they can show.
             None => {
                 let said = one_boot(row, b);
@@ -232,6 +311,10 @@ pub struct Comparison {
     pub max_stall_ms: [f64; 2],
     /// With two boots or more a side: the same comparison with the boot as the unit.
     pub across_boots: Option<AcrossBoots>,
+    /// With four boots or more on a side: the larger of the two groups'
+    /// A/A spreads (|ratio − 1| of its first boots against its last,
+    /// `NoiseFloor`); a |ratio − 1| no larger is within it.
+    pub noise_floor: Option<f64>,
     pub causes: Vec<Cause>,
 }
 
@@ -405,6 +488,7 @@ pub fn comparisons(
             probe_p99_ms: [p99(b), p99(row)],
             max_stall_ms: [stall(b), stall(row)],
             across_boots: across_boots(row, b),
+            noise_floor: floor_of(row, b),
             causes,
         });
     }

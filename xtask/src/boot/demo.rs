@@ -139,7 +139,7 @@ pub fn compare(args: &Args) -> Result<Compared> {
     let text: String = merged.documents.iter().map(|d| format!("{d}\n")).collect();
     fs::write(&records, text)?;
     use bootmark::report;
-    let r = report::report(merged.results(), report::Options::default())?;
+    let r = report::report(merged.results(), report::Options { pictures: true, ..Default::default() })?;
     fs::write(out.join("report.html"), report::html::page(&r)?)?;
     eprintln!(
         "demo: {} records from {} boots; serial and stick {}.",
