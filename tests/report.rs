@@ -397,7 +397,7 @@ fn the_pictures_draw_every_run_with_axes_that_hold_its_data() {
                     .find(|f| f.id == format!("run-{}-{}", r.run_id, r.seq))
                     .unwrap_or_else(|| panic!("{id}: its timeline drawn"));
                 assert_eq!(run.records, std::slice::from_ref(&id));
-                assert_eq!(run.x, waits.x, "{id}: the workload's runs share the time axis");
+                assert_eq!((run.x, run.y), (waits.x, waits.y), "{id}: the workload's runs share their axes");
                 for must in ["nr_dirty_threshold", "nr_dirty_background_threshold", "where the writer waited"] {
                     assert!(run.svg.contains(must), "{id}: {must}");
                 }

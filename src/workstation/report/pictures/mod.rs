@@ -200,10 +200,10 @@ pub fn figures(rows: &[Row], kept: &Kept) -> Result<Vec<Figure>, String> {
     for w in workloads {
         let group: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].workload == w).collect();
         out.extend(workload::figures(w, rows, &group, kept)?);
-        let span = workload::time_span(&group, kept);
+        let axes = run::axes(group.iter().flat_map(|&i| kept.runs_of(i)));
         for (c, &i) in group.iter().enumerate() {
             for r in kept.runs_of(i) {
-                out.push(run::figure(r, &label(&rows[i]), colour(c), span)?);
+                out.push(run::figure(r, &label(&rows[i]), colour(c), axes)?);
             }
         }
     }

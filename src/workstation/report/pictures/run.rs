@@ -77,16 +77,47 @@ fn draw_marks<Y: Ranged<ValueType = f64>>(
     Ok(())
 }
 
-/// The run's figure, on the shared time axis `span`, labelled `group` and
+/// The axes a workload's run figures share (small multiples): time since
+/// the workload began, the probe's waits (log), memory and the disk's writes.
+#[derive(Clone, Copy, Debug)]
+pub struct Axes {
+    pub x: (f64, f64),
+    pub waits: (f64, f64),
+    pub memory_mib: f64,
+    pub disk_mib_s: f64,
+}
+
+/// The axes that hold every one of `runs`.
+pub fn axes<'a>(runs: impl Iterator<Item = &'a Record>) -> Axes {
+    let (mut x, mut waits, mut memory, mut disk) = ((0.0f64, 1.0f64), (f64::INFINITY, 0.0f64), 0.0f64, 0.0f64);
+    for r in runs {
+        let tl = &r.timeline;
+        for t in tl.t_s.iter().chain(&tl.probe_t_s) {
+            x = (x.0.min(t - tl.workload_start_s), x.1.max(t - tl.workload_start_s));
+        }
+        for ms in &tl.probe_response_ms {
+            waits = (waits.0.min(*ms), waits.1.max(*ms));
+        }
+        memory = memory_lines(tl).iter().flat_map(|l| l.1.iter().map(|p| p.1)).fold(memory, f64::max);
+        disk = write_rates(tl).iter().map(|p| p.1).fold(disk, f64::max);
+    }
+    Axes {
+        x,
+        waits: log_range(waits.0, waits.1, &[SLOW_MS, STALL_MS]),
+        memory_mib: linear_top(memory),
+        disk_mib_s: linear_top(disk),
+    }
+}
+
+/// The run's figure on its workload's shared `axes`, labelled `group` and
 /// its waits in the group's colour.
-pub fn figure(r: &Record, group: &str, colour: RGBColor, span: (f64, f64)) -> Result<Figure, String> {
+pub fn figure(r: &Record, group: &str, colour: RGBColor, axes: Axes) -> Result<Figure, String> {
     let tl = &r.timeline;
     let start = tl.workload_start_s;
     let marks = marks(r);
-    let (x0, x1) = span;
+    let (x0, x1) = axes.x;
     let waits = &tl.probe_response_ms;
-    let (lo, hi) = waits.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
-    let (y0, y1) = log_range(lo, hi, &[SLOW_MS, STALL_MS]);
+    let (y0, y1) = axes.waits;
     let title = format!(
         "{} · {group} · run {} (kernel {})",
         r.workload.name,
@@ -130,10 +161,10 @@ pub fn figure(r: &Record, group: &str, colour: RGBColor, span: (f64, f64)) -> Re
         if attribution_strip(&strip, r, (x0, x1))? {
             drawn.push(("attribution", rows_of(&strip)));
         }
-        if memory_panel(&memory, tl, (x0, x1), &marks)? {
+        if memory_panel(&memory, tl, (x0, x1), axes.memory_mib, &marks)? {
             drawn.push(("memory", rows_of(&memory)));
         }
-        if disk_panel(&disk, tl, (x0, x1), &marks)? {
+        if disk_panel(&disk, tl, (x0, x1), axes.disk_mib_s, &marks)? {
             drawn.push(("disk", rows_of(&disk)));
         }
         root.present().map_err(drawing)?;
@@ -256,15 +287,13 @@ fn series(tl: &Timeline, key: &str, scale: f64) -> Vec<(f64, f64)> {
     tl.t_s.iter().zip(column).filter_map(|(t, v)| v.map(|v| (t - tl.workload_start_s, v as f64 * scale))).collect()
 }
 
-/// Whether any line was drawn.
-fn memory_panel(
-    area: &DrawingArea<SVGBackend, Shift>,
-    tl: &Timeline,
-    span: (f64, f64),
-    marks: &[Mark],
-) -> Result<bool, String> {
+/// A line of the memory panel: its name, points in MiB, colour, and whether dashed (a limit).
+type Line = (&'static str, Vec<(f64, f64)>, RGBColor, bool);
+
+/// Dirty and Writeback, and the kernel's two limits.
+fn memory_lines(tl: &Timeline) -> [Line; 4] {
     let mib = 1.0 / 1024.0;
-    let lines = [
+    [
         ("Dirty", series(tl, "dirty_kib", mib), RGBColor(214, 39, 40), false),
         ("Writeback", series(tl, "writeback_kib", mib), RGBColor(31, 119, 180), false),
         (
@@ -279,8 +308,18 @@ fn memory_panel(
             RGBColor(255, 127, 14),
             true,
         ),
-    ];
-    let top = linear_top(lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)).fold(0.0, f64::max));
+    ]
+}
+
+/// Whether any line was drawn.
+fn memory_panel(
+    area: &DrawingArea<SVGBackend, Shift>,
+    tl: &Timeline,
+    span: (f64, f64),
+    top: f64,
+    marks: &[Mark],
+) -> Result<bool, String> {
+    let lines = memory_lines(tl);
     let any = lines.iter().any(|l| !l.1.is_empty());
     let mut chart = panel(area, "Dirty and Writeback, MiB, with the kernel's limits", span, top)?;
     for (name, points, colour, dashed) in lines {
@@ -303,20 +342,24 @@ fn memory_panel(
 }
 
 /// The disk's write throughput between samples, MiB/s (512-byte sectors).
+fn write_rates(tl: &Timeline) -> Vec<(f64, f64)> {
+    let sectors = series(tl, "disk_sectors_written", 1.0);
+    sectors
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].0)
+        .map(|w| (w[1].0, (w[1].1 - w[0].1).max(0.0) * 512.0 / 1048576.0 / (w[1].0 - w[0].0)))
+        .collect()
+}
+
 /// Whether it wrote at all.
 fn disk_panel(
     area: &DrawingArea<SVGBackend, Shift>,
     tl: &Timeline,
     span: (f64, f64),
+    top: f64,
     marks: &[Mark],
 ) -> Result<bool, String> {
-    let sectors = series(tl, "disk_sectors_written", 1.0);
-    let rates: Vec<(f64, f64)> = sectors
-        .windows(2)
-        .filter(|w| w[1].0 > w[0].0)
-        .map(|w| (w[1].0, (w[1].1 - w[0].1).max(0.0) * 512.0 / 1048576.0 / (w[1].0 - w[0].0)))
-        .collect();
-    let top = linear_top(rates.iter().map(|p| p.1).fold(0.0, f64::max));
+    let rates = write_rates(tl);
     let mut chart = panel(area, "the disk's writes, MiB/s", span, top)?;
     let wrote = rates.iter().any(|p| p.1 > 0.0);
     chart.draw_series(LineSeries::new(rates, RGBColor(44, 160, 44).stroke_width(2))).map_err(drawing)?;

@@ -37,28 +37,14 @@ pub fn figures(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Result<Ve
     Ok(out)
 }
 
-/// Seconds since each run's workload began, across all drawn runs of the
-/// workload: the shared time axis of its figures.
-pub fn time_span(group: &[usize], kept: &Kept) -> (f64, f64) {
-    let mut span = (0.0f64, 1.0f64);
-    for r in group.iter().flat_map(|&i| kept.runs_of(i)) {
-        let tl = &r.timeline;
-        for t in tl.t_s.iter().chain(&tl.probe_t_s) {
-            span = (span.0.min(t - tl.workload_start_s), span.1.max(t - tl.workload_start_s));
-        }
-    }
-    span
-}
-
 /// Every drawn run's probe waits, as points on a log axis against seconds
 /// since its workload began, one colour per group, with the stall threshold.
 fn waits_over_time(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Result<Figure, String> {
-    let (x0, x1) = time_span(group, kept);
     let runs: Vec<(usize, &crate::schema::record::Record)> =
         group.iter().enumerate().flat_map(|(c, &i)| kept.runs_of(i).map(move |r| (c, r))).collect();
-    let waits = runs.iter().flat_map(|(_, r)| r.timeline.probe_response_ms.iter().copied());
-    let (lo, hi) = waits.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let (y0, y1) = log_range(lo, hi, &[SLOW_MS, STALL_MS]);
+    // The axes its runs' own figures share.
+    let axes = super::run::axes(runs.iter().map(|(_, r)| *r));
+    let ((x0, x1), (y0, y1)) = (axes.x, axes.waits);
     let mut svg = String::new();
     let drawn;
     {
