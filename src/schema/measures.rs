@@ -82,6 +82,13 @@ pub struct Timeline {
     pub probe_t_s: Vec<f64>,
     #[serde(default)]
     pub probe_response_ms: Vec<f64>,
+    /// Each tick's own parts, ms: the 4 KiB read and the `ls` (the rest of
+    /// its response is the timer's lateness); empty in records from before
+    /// they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_read_ms: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_ls_ms: Vec<f64>,
     /// When the workload ran, on the same axis.
     #[serde(default)]
     pub workload_start_s: f64,

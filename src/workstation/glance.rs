@@ -354,6 +354,10 @@ fn probe_ticks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error
         #[serde(default)]
         probe_response_ms: Seq<F64>,
         #[serde(default)]
+        probe_read_ms: Seq<F64>,
+        #[serde(default)]
+        probe_ls_ms: Seq<F64>,
+        #[serde(default)]
         workload_start_s: Check<f64>,
         #[serde(default)]
         workload_end_s: Check<f64>,

@@ -206,7 +206,12 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
         notes.extend(probe_notes);
         let axis: Vec<f64> = samples.iter().map(|s| watch.sampler.at(s.due_ns)).collect();
         watch.sampler.timeline.probe_t_s = axis;
-        watch.sampler.timeline.probe_response_ms = samples.iter().map(|s| s.response_ns() as f64 / 1e6).collect();
+        let timeline = &mut watch.sampler.timeline;
+        for s in &samples {
+            timeline.probe_response_ms.push(s.response_ns() as f64 / 1e6);
+            timeline.probe_read_ms.push(s.read_ns as f64 / 1e6);
+            timeline.probe_ls_ms.push(s.ls_ns as f64 / 1e6);
+        }
         Some(probe::summarize(&samples, workload_start, workload_end, setup.probe_interval_ns, cpu))
     } else {
         None

@@ -805,7 +805,7 @@ mod tests {
         let r = report(&records, Options::default()).unwrap();
         assert!(r.verdict[0].contains("; within the A/A noise floor of 2.0 %)"), "{}", r.verdict[0]);
         let aa = &r.verdict[1];
-        assert!(aa.starts_with("A/A noise floor (each group's first boots against its last, in real time): seqwrite 5.10 1.020× (3 vs 3 boots, p 1.00); seqwrite 6.12 1.020× (3 vs 3 boots, p 1.00); the largest 2.0 %"), "{aa}");
+        assert!(aa.starts_with("A/A noise floor (each group's first boots against its last, in real time): seqwrite 5.10 1.020× (3 vs 3 boots, p 1.00); seqwrite 6.12 1.020× (3 vs 3 boots, p 1.00); the largest 2.0 %: a difference between kernels no larger than its workload's floor"), "{aa}");
         let floors: Vec<verdict::NoiseFloor> = r.rows.iter().filter_map(verdict::noise_floor).collect();
         // SciPy 1.10: mannwhitneyu([20.0, 20.8, 19.6], [20.4, 21.0, 19.4], method='exact').pvalue = 1.0
         assert!((floors[0].mann_whitney_p - 1.0).abs() < 1e-12, "{:?}", floors[0]);
@@ -929,7 +929,8 @@ mod tests {
         let timeline = |worst: f64| -> crate::schema::record::Timeline {
             serde_json::from_value(json!({"interval_s": 0.25, "t_s": [0.0, 0.25, 0.5],
                 "series": {"dirty_kib": [0, 204800, null], "writeback_kib": [0, 1024, 0]},
-                "probe_t_s": [0.1, 0.2], "probe_response_ms": [1.0, worst], "workload_start_s": 0.1, "workload_end_s": 0.4}))
+                "probe_t_s": [0.1, 0.2], "probe_response_ms": [1.0, worst], "probe_read_ms": [0.5, worst * 0.9],
+                "probe_ls_ms": [0.4, 2.0], "workload_start_s": 0.1, "workload_end_s": 0.4}))
             .unwrap()
         };
         let mut records: Vec<Record> =
@@ -945,7 +946,7 @@ mod tests {
             |r: &Report| -> Vec<u32> { (0..r.rows.len()).flat_map(|i| r.pictures.runs_of(i).map(|x| x.seq)).collect() };
         assert_eq!(drawn(&r), [0, 1, 2, 3, 4, 5, 6, 9], "2.6.16.1's first five runs and its worst stall");
         assert_eq!(r.pictures.left_out, 2);
-        assert_eq!(r.pictures.waits[1].n, 16, "its CDF counts every run's waits");
+        assert_eq!(r.pictures.waits[1].whole.n, 16, "its CDF counts every run's waits");
         let asked = |t: &str| report(&records, Options { timeline: Some(t.into()), ..opts.clone() });
         assert!(drawn(&asked("r:8").unwrap()).contains(&8));
         assert!(asked("nope:9").err().unwrap().contains("no such record"));
@@ -953,7 +954,8 @@ mod tests {
         let page = html::page(&r).unwrap();
         assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>\n"));
         assert_eq!(page.matches("<figure id=\"run-").count(), 8, "one timeline per drawn run");
-        for id in ["waits-seqwrite", "cdf-seqwrite", "throughput-seqwrite", "stall-seqwrite"] {
+        assert_eq!((r.pictures.waits[1].read.n, r.pictures.waits[1].ls.max_ms), (16, 2.0), "the parts apart");
+        for id in ["waits-seqwrite", "cdf-seqwrite", "parts-seqwrite", "throughput-seqwrite", "stall-seqwrite"] {
             assert!(page.contains(&format!("<figure id=\"{id}\"")), "{id}");
         }
         assert!(page.contains("2 more run(s) with a timeline"), "the runs left out are said");

@@ -120,7 +120,7 @@ fn noise_floor_line(rows: &[Row]) -> Option<String> {
     let more = floors.len().saturating_sub(LISTED_AT_MOST);
     let more = if more > 0 { format!("; and {more} more") } else { String::new() };
     Some(format!(
-        "A/A noise floor (each group's first boots against its last, in real time): {}{more}; the largest {:.1} %: a difference between kernels no larger than that is within what one kernel does against itself.",
+        "A/A noise floor (each group's first boots against its last, in real time): {}{more}; the largest {:.1} %: a difference between kernels no larger than its workload's floor is within what one kernel does against itself.",
         said.join("; "),
         largest * 100.0
     ))

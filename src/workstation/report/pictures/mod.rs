@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 
 /// Runs of one group drawn whole: the first five seen, and the worst stall of the others.
 pub const RUNS_PER_GROUP: usize = 6;
+/// The probe's slow-tick threshold (`responsiveness.stalls_over_100ms`), drawn beside the 1 s stall.
+const SLOW_MS: f64 = 100.0;
 /// Runs drawn in all: a fleet's report draws its first groups' runs and says how many it left out.
 const RUNS_DRAWN: usize = 48;
 
@@ -71,7 +73,7 @@ pub struct Keeper {
     wanted: Option<(String, u32)>,
     wanted_seen: bool,
     /// Per group (the report's rows, in order): the probe's waits of every run.
-    pub waits: Vec<LogHistogram>,
+    pub waits: Vec<Waits>,
     /// Per group: the runs kept whole, with their worst wait.
     kept: Vec<Vec<(f64, Record)>>,
     /// Runs with a probe timeline not kept (over the caps).
@@ -94,11 +96,14 @@ impl Keeper {
             return Ok(());
         }
         if self.waits.len() <= group {
-            self.waits.resize_with(group + 1, LogHistogram::default);
+            self.waits.resize_with(group + 1, Waits::default);
             self.kept.resize_with(group + 1, Vec::new);
         }
         let r = g.whole()?;
-        r.timeline.probe_response_ms.iter().for_each(|&ms| self.waits[group].add(ms));
+        let (tl, waits) = (&r.timeline, &mut self.waits[group]);
+        tl.probe_response_ms.iter().for_each(|&ms| waits.whole.add(ms));
+        tl.probe_read_ms.iter().for_each(|&ms| waits.read.add(ms));
+        tl.probe_ls_ms.iter().for_each(|&ms| waits.ls.add(ms));
         let worst = g.max_stall_ms();
         let asked = self.wanted.as_ref().is_some_and(|(run, seq)| r.run_id == *run && r.seq == *seq);
         self.wanted_seen |= asked;
@@ -139,10 +144,19 @@ impl Keeper {
     }
 }
 
+/// A group's probe waits over every run: each tick's whole response, and
+/// its read and its `ls` apart (records from before the parts were kept have none).
+#[derive(Clone, Debug, Default)]
+pub struct Waits {
+    pub whole: LogHistogram,
+    pub read: LogHistogram,
+    pub ls: LogHistogram,
+}
+
 /// What was kept for the pictures, per group (the report's rows).
 #[derive(Default)]
 pub struct Kept {
-    pub waits: Vec<LogHistogram>,
+    pub waits: Vec<Waits>,
     pub runs: Vec<Vec<(f64, Record)>>,
     pub left_out: usize,
     wanted: Option<(String, u32)>,
@@ -154,8 +168,8 @@ impl Kept {
         self.runs.get(row).into_iter().flatten().map(|(_, r)| r)
     }
 
-    fn waits_of(&self, row: usize) -> Option<&LogHistogram> {
-        self.waits.get(row).filter(|h| h.n > 0)
+    fn waits_of(&self, row: usize) -> Option<&Waits> {
+        self.waits.get(row).filter(|w| w.whole.n > 0)
     }
 
     /// Whether this run was asked for by --timeline.

@@ -11,8 +11,7 @@
 //! Every panel marks where the writes returned (the flush began), where the
 //! data was durable (the flush ended), and where a SysRq-W dump was taken.
 
-use super::workload::SLOW_MS;
-use super::{Figure, drawing, id, legend, linear_top, log_range, rows_of, slug};
+use super::{Figure, SLOW_MS, drawing, id, legend, linear_top, log_range, rows_of, slug};
 use crate::schema::record::{Record, Timeline};
 use crate::workstation::report::findings::STALL_MS;
 use crate::workstation::report::mechanism::{self, Mechanism, Wait};

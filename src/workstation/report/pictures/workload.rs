@@ -2,14 +2,12 @@
 //! axis (groups overlaid, one colour each), a CDF of the probe's waits per
 //! group over all its runs, and bars of the groups' figures.
 
-use super::{Figure, Kept, colour, drawing, id, label, legend, linear_top, log_range, rows_of, slug};
+use super::{Figure, Kept, SLOW_MS, colour, drawing, id, label, legend, linear_top, log_range, rows_of, slug};
 use crate::workstation::report::Row;
 use crate::workstation::report::findings::STALL_MS;
 use plotters::prelude::*;
 
 const WIDTH: u32 = 760;
-/// The probe's slow-tick threshold (`responsiveness.stalls_over_100ms`).
-pub const SLOW_MS: f64 = 100.0;
 
 /// The overview figures of workload `w`, whose rows are `group`.
 pub fn figures(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Result<Vec<Figure>, String> {
@@ -19,6 +17,9 @@ pub fn figures(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Result<Ve
     }
     if group.iter().any(|&i| kept.waits_of(i).is_some()) {
         out.push(cdf(w, rows, group, kept)?);
+    }
+    if group.iter().any(|&i| kept.waits_of(i).is_some_and(|h| h.read.n > 0)) {
+        out.push(cdf_parts(w, rows, group, kept)?);
     }
     let bars: [(&str, &str, &str, BarOf); 4] = [
         ("throughput", "MiB/s (median; bars span min–max; more is better)", "MiB/s", throughput),
@@ -98,7 +99,7 @@ fn waits_over_time(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Resul
 /// every run of the group (not only the drawn ones).
 fn cdf(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Result<Figure, String> {
     let hists: Vec<(usize, &super::LogHistogram)> =
-        group.iter().enumerate().filter_map(|(c, &i)| kept.waits_of(i).map(|h| (c, h))).collect();
+        group.iter().enumerate().filter_map(|(c, &i)| kept.waits_of(i).map(|h| (c, &h.whole))).collect();
     let lo = hists.iter().map(|(_, h)| h.min_ms).fold(f64::INFINITY, f64::min);
     let hi = hists.iter().map(|(_, h)| h.max_ms).fold(0.0, f64::max);
     let (x0, x1) = log_range(lo, hi, &[]);
@@ -123,12 +124,7 @@ fn cdf(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Result<Figure, St
             .map_err(drawing)?;
         for (c, h) in &hists {
             let i = group[*c];
-            let mut steps = vec![(x0, 0.0)];
-            for (ms, f) in h.cdf() {
-                let last = steps.last().map_or(0.0, |p| p.1);
-                steps.push((ms.max(x0), last));
-                steps.push((ms.max(x0), f));
-            }
+            let steps = steps(h, x0);
             let style = colour(*c).stroke_width(2);
             chart
                 .draw_series(LineSeries::new(steps, style))
@@ -149,6 +145,74 @@ fn cdf(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Result<Figure, St
         drawn: drawn.into_iter().map(|(n, (t, b))| (n, t, b)).collect(),
         svg,
     })
+}
+
+/// The probe's own parts per group, over every run whose record keeps
+/// them: its 4 KiB read (solid) and its `ls` (dashed) — which of them the
+/// kernels changed, where the whole wait cannot say.
+fn cdf_parts(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Result<Figure, String> {
+    let parts: Vec<(usize, &super::Waits)> = group
+        .iter()
+        .enumerate()
+        .filter_map(|(c, &i)| kept.waits_of(i).filter(|h| h.read.n > 0).map(|h| (c, h)))
+        .collect();
+    let all = parts.iter().flat_map(|(_, h)| [&h.read, &h.ls]).filter(|h| h.n > 0);
+    let (lo, hi) = all.fold((f64::INFINITY, 0.0f64), |(lo, hi), h| (lo.min(h.min_ms), hi.max(h.max_ms)));
+    let (x0, x1) = log_range(lo, hi, &[]);
+    let mut svg = String::new();
+    let drawn;
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 340)).into_drawing_area();
+        drawn = vec![("parts", rows_of(&root))];
+        root.fill(&WHITE).map_err(drawing)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{w}: the probe's 4 KiB read (solid) and ls (dashed), CDF over every run"),
+                ("sans-serif", 15),
+            )
+            .margin(8)
+            .x_label_area_size(32)
+            .y_label_area_size(60)
+            .build_cartesian_2d((x0..x1).log_scale(), 0f64..1.0)
+            .map_err(drawing)?;
+        chart.configure_mesh().x_desc("wait, ms (log)").y_desc("fraction of ticks ≤ x").draw().map_err(drawing)?;
+        for (c, h) in &parts {
+            let i = group[*c];
+            for (part, hist, dashed) in [("read", &h.read, false), ("ls", &h.ls, true)] {
+                let steps = steps(hist, x0);
+                let style = colour(*c).stroke_width(2);
+                let name = format!("{} {part} (p99 ≤ {:.1} ms)", label(&rows[i]), hist.quantile(0.99).unwrap_or(0.0));
+                let series = if dashed {
+                    chart.draw_series(DashedLineSeries::new(steps, 6, 4, style)).map_err(drawing)?
+                } else {
+                    chart.draw_series(LineSeries::new(steps, style)).map_err(drawing)?
+                };
+                series.label(name).legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], style));
+            }
+        }
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        root.present().map_err(drawing)?;
+    }
+    Ok(Figure {
+        id: format!("parts-{}", slug(w)),
+        title: format!("{w}: CDFs of the probe's read and ls per group, every run (records named: the drawn ones)"),
+        records: group.iter().flat_map(|&i| kept.runs_of(i)).map(id).collect(),
+        x: (x0, x1),
+        y: (0.0, 1.0),
+        drawn: drawn.into_iter().map(|(n, (t, b))| (n, t, b)).collect(),
+        svg,
+    })
+}
+
+/// A histogram's CDF as a staircase from `x0`.
+fn steps(h: &super::LogHistogram, x0: f64) -> Vec<(f64, f64)> {
+    let mut steps = vec![(x0, 0.0)];
+    for (ms, f) in h.cdf() {
+        let last = steps.last().map_or(0.0, |p| p.1);
+        steps.push((ms.max(x0), last));
+        steps.push((ms.max(x0), f));
+    }
+    steps
 }
 
 type LogChart<'a, 'b> = ChartContext<

@@ -351,6 +351,7 @@ mod tests {
         assert_eq!(initrd(&a), initrd(&b));
         let common = |d: &Path| manifest::Manifest::read(d).unwrap().entries[0].initramfs.common_gzip_bytes;
         assert!(common(&a) <= 1 << 20, "common archive {} bytes: target is ≤ 1 MiB", common(&a));
+        eprintln!("common archive: {} bytes", common(&a));
         std::fs::remove_dir_all(&base_a).unwrap();
         std::fs::remove_dir_all(&base_b).unwrap();
     }

@@ -46,7 +46,17 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         return Err(format!("expected one seqwrite record, got {}\n{}", records.len(), qemu::tail(&booted.serial, 25)));
     };
     check_record(r)?;
-    let report = bootmark::report::report(records.iter().copied(), bootmark::report::Options::default())?;
+    let opts = bootmark::report::Options { pictures: true, ..Default::default() };
+    let report = bootmark::report::report(records.iter().copied(), opts)?;
+    let figures = bootmark::report::pictures::figures(&report.rows, &report.pictures)?;
+    for id in ["waits-seqwrite", "cdf-seqwrite", "parts-seqwrite", &format!("run-{}-{}", r.run_id, r.seq)] {
+        if !figures.iter().any(|f| f.id == id && f.records.iter().any(|x| *x == format!("{}:{}", r.run_id, r.seq))) {
+            return Err(format!(
+                "no figure {id} drawn from the run: {:?}",
+                figures.iter().map(|f| &f.id).collect::<Vec<_>>()
+            ));
+        }
+    }
     let said = |rule: &str| report.findings.iter().find(|f| f.rule == rule);
     let dirty = said("dirty-limit").ok_or_else(|| format!("no dirty-limit finding: {:#?}", report.findings))?;
     if !dirty.sentence.contains("the writer was throttled at the dirty limit")
@@ -132,6 +142,20 @@ fn check_record(r: &Record) -> Result<()> {
     }
     if !r.timeline.series.contains_key(&format!("traced_read_ms.{disk}")) {
         return Err(format!("no traced_read_ms.{disk} on the timeline: {:?}", r.timeline.series.keys()));
+    }
+    // Each tick's read and ls apart (the pictures' CDF of the parts), within its whole response.
+    let tl = &r.timeline;
+    let n = tl.probe_t_s.len();
+    if n == 0 || tl.probe_read_ms.len() != n || tl.probe_ls_ms.len() != n {
+        return Err(format!(
+            "{n} probe ticks, {} reads and {} ls timed apart",
+            tl.probe_read_ms.len(),
+            tl.probe_ls_ms.len()
+        ));
+    }
+    let parts = tl.probe_read_ms.iter().zip(&tl.probe_ls_ms).zip(&tl.probe_response_ms);
+    if let Some(((read, ls), whole)) = parts.clone().find(|((read, ls), whole)| *read + *ls > **whole + 1e-6) {
+        return Err(format!("a tick's read {read} ms and ls {ls} ms exceed its response {whole} ms"));
     }
     let limit: u32 = r
         .storage
