@@ -365,3 +365,26 @@ fn disk_panel(
     draw_marks(&mut chart, marks, (0.0, top), false)?;
     Ok(wrote)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flush's marks from the record's times; a SysRq-W dump where
+    /// /init's rule took it: 1 s into a silence, for each dump the record
+    /// holds (the second silence had none: the kernel printed one dump).
+    #[test]
+    fn marks_come_from_the_times_and_the_dump_rule() {
+        let mut r = crate::schema::record::tests::record();
+        r.times.writes_returned_s = Some(2.0);
+        r.times.durable_s = Some(5.0);
+        r.timeline.workload_start_s = 10.0;
+        r.timeline.probe_t_s = vec![11.0, 12.0, 13.0, 14.0];
+        r.timeline.probe_response_ms = vec![5.0, 1500.0, 8.0, 2500.0];
+        r.blocked_tasks = vec!["sysrq: Show Blocked State".into(), "task:dd state:D".into()];
+        let got: Vec<(f64, &str)> = marks(&r).iter().map(|m| (m.at, m.name)).collect();
+        assert_eq!(got, [(2.0, "writes returned, flush began"), (5.0, "durable: flush ended"), (3.0, "SysRq-W dump")]);
+        r.blocked_tasks.clear();
+        assert_eq!(marks(&r).len(), 2, "no dump in the record: none marked");
+    }
+}
