@@ -5,6 +5,7 @@
 //! `workstation` feature, so the static /init never carries it. It reads
 //! what the image side wrote through `schema` and the shared leaves only.
 
+pub mod bisect;
 pub mod collect;
 pub mod glance;
 pub mod kcidb;

@@ -1,0 +1,7 @@
+//! `bootmark bisect`: from "this kernel is worse" to the candidate that
+//! made it worse — a kernel in a ladder, a commit, a setting — each step
+//! decided by a sequential test across boots (`step`), the candidates
+//! searched as `git bisect` does, with skips (`search`).
+
+pub mod search;
+pub mod step;
