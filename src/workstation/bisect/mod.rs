@@ -3,5 +3,6 @@
 //! decided by a sequential test across boots (`step`), the candidates
 //! searched as `git bisect` does, with skips (`search`).
 
+pub mod metric;
 pub mod search;
 pub mod step;

@@ -1,6 +1,9 @@
 //! The search: candidates in order, the first known good and the last
 //! known bad; each step boots the candidate nearest the middle of what is
-//! left until its test decides (`step::Model::judge`). A candidate that
+//! left (with several servers, as many candidates spread over it) until its
+//! test decides (`step::Model::judge`). The search keeps no state of its
+//! own: it is replayed from the boots so far (`next`), so a session that
+//! saves them after every boot resumes where it stopped. A candidate that
 //! will not boot, or that the test cannot place by its cap, is set aside
 //! (`skip`, `unsure`) and a neighbour is tried, as `git bisect skip` does;
 //! when only such candidates are left between the last good and the first
@@ -90,45 +93,122 @@ impl Answer {
     }
 }
 
-/// Bisect `n` candidates (0 good, n − 1 bad, both already measured) by
-/// booting `boot(candidate)` — one boot's value, or None for a boot that
-/// failed or hung — at most `cap` times a step.
-pub fn bisect(n: usize, model: &Model, cap: usize, boot: &mut dyn FnMut(usize) -> Option<f64>) -> Answer {
+/// Every boot of every candidate so far, in the order each candidate's
+/// came (a failed or hung boot is None): all the search needs to resume,
+/// replayed by `next` — the order of boots across candidates, and across
+/// servers, does not matter.
+pub type Boots = std::collections::BTreeMap<usize, Vec<Option<f64>>>;
+
+/// What the search wants next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Next {
+    /// One more boot of each of these candidates (one per server at once).
+    Boot(Vec<usize>),
+    Done(Answer),
+}
+
+/// The search over `n` candidates (0 good and n − 1 bad, both measured as
+/// the ends), replayed from `boots`, with `servers` candidates tried at
+/// once: with one, the candidate nearest the middle (binary search); with
+/// k, k candidates spread evenly over what is left (a k-ary search: fewer
+/// rounds, the same decisions per candidate). `cap`: the most boots a step gets.
+pub fn next(n: usize, model: &Model, cap: usize, servers: usize, boots: &Boots) -> Next {
     let (mut good, mut bad) = (0, n.saturating_sub(1));
     let mut set_aside: Vec<usize> = Vec::new();
     let mut steps = Vec::new();
-    let mut boots = 0;
-    while let Some(c) = next_candidate(good, bad, &set_aside) {
-        let mut values = Vec::new();
-        let (outcome, llr) = loop {
-            boots += 1;
-            let Some(v) = boot(c) else { break (Outcome::Skip, 0.0) };
-            values.push(v);
-            match model.judge(&values, cap) {
-                (Said::More, _) => continue,
-                (Said::Good, llr) => break (Outcome::Good, llr),
-                (Said::Bad, llr) => break (Outcome::Bad, llr),
-                (Said::Unsure, llr) => break (Outcome::Unsure, llr),
-            }
-        };
-        match outcome {
-            Outcome::Good => good = c,
-            Outcome::Bad => bad = c,
-            Outcome::Unsure | Outcome::Skip => set_aside.push(c),
+    loop {
+        let picks = spread(good, bad, &set_aside, servers.max(1));
+        if picks.is_empty() {
+            let between = (good + 1..bad).collect();
+            let spent = boots.values().map(Vec::len).sum();
+            return Next::Done(Answer { last_good: good, first_bad: bad, between, steps, boots: spent });
         }
-        steps.push(Step { candidate: c, values, llr, outcome });
+        let mut need = Vec::new();
+        let mut decided = Vec::new();
+        for c in picks {
+            match judged(model, cap, boots.get(&c).map(Vec::as_slice).unwrap_or_default()) {
+                None => need.push(c),
+                Some((outcome, values, llr)) => decided.push(Step { candidate: c, values, llr, outcome }),
+            }
+        }
+        if !need.is_empty() {
+            return Next::Boot(need);
+        }
+        // The lowest bad bounds the range; goods count only below it (a
+        // good above a bad is noise the next steps will meet again).
+        if let Some(b) = decided.iter().filter(|s| s.outcome == Outcome::Bad).map(|s| s.candidate).min() {
+            bad = b;
+        }
+        if let Some(g) =
+            decided.iter().filter(|s| s.outcome == Outcome::Good && s.candidate < bad).map(|s| s.candidate).max()
+        {
+            good = good.max(g);
+        }
+        set_aside.extend(
+            decided.iter().filter(|s| matches!(s.outcome, Outcome::Unsure | Outcome::Skip)).map(|s| s.candidate),
+        );
+        steps.extend(decided);
     }
-    let between = (good + 1..bad).collect();
-    Answer { last_good: good, first_bad: bad, between, steps, boots }
 }
 
-/// The untried candidate between `good` and `bad` nearest their middle
-/// (the lower of two equally near); None when none is left.
-fn next_candidate(good: usize, bad: usize, set_aside: &[usize]) -> Option<usize> {
-    let middle = (good + bad) as f64 / 2.0;
-    (good + 1..bad)
-        .filter(|c| !set_aside.contains(c))
-        .min_by(|a, b| (*a as f64 - middle).abs().total_cmp(&(*b as f64 - middle).abs()).then(a.cmp(b)))
+/// A candidate's boots so far, judged: its outcome, values and the test's
+/// sum, or None while it needs another boot. A boot that failed makes it a skip.
+fn judged(model: &Model, cap: usize, boots: &[Option<f64>]) -> Option<(Outcome, Vec<f64>, f64)> {
+    let mut values = Vec::new();
+    for b in boots {
+        let Some(v) = b else { return Some((Outcome::Skip, values, 0.0)) };
+        values.push(*v);
+        match model.judge(&values, cap) {
+            (Said::More, _) => continue,
+            (Said::Good, llr) => return Some((Outcome::Good, values, llr)),
+            (Said::Bad, llr) => return Some((Outcome::Bad, values, llr)),
+            (Said::Unsure, llr) => return Some((Outcome::Unsure, values, llr)),
+        }
+    }
+    None
+}
+
+/// Up to `k` untried candidates strictly between `good` and `bad`, spread
+/// evenly: the ones nearest the points that cut the range in k + 1 parts.
+fn spread(good: usize, bad: usize, set_aside: &[usize], k: usize) -> Vec<usize> {
+    let open: Vec<usize> = (good + 1..bad).filter(|c| !set_aside.contains(c)).collect();
+    let mut picks: Vec<usize> = Vec::new();
+    for i in 1..=k {
+        let at = good as f64 + (bad - good) as f64 * i as f64 / (k + 1) as f64;
+        let nearest = open
+            .iter()
+            .copied()
+            .filter(|c| !picks.contains(c))
+            .min_by(|a, b| (*a as f64 - at).abs().total_cmp(&(*b as f64 - at).abs()).then(a.cmp(b)));
+        picks.extend(nearest);
+    }
+    picks.sort();
+    picks
+}
+
+/// The whole search with `boot` as the lab, `servers` candidates a round
+/// (each booted once a round): what the simulations and a session run.
+pub fn bisect(
+    n: usize,
+    model: &Model,
+    cap: usize,
+    servers: usize,
+    boot: &mut dyn FnMut(usize) -> Option<f64>,
+) -> (Answer, usize) {
+    let mut boots = Boots::new();
+    let mut rounds = 0;
+    loop {
+        match next(n, model, cap, servers, &boots) {
+            Next::Done(answer) => return (answer, rounds),
+            Next::Boot(candidates) => {
+                rounds += 1;
+                for c in candidates {
+                    let value = boot(c);
+                    boots.entry(c).or_default().push(value);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -198,7 +278,7 @@ mod tests {
                 }
             };
             let model = Model::new(&ends);
-            let answer = bisect(16, &model, cap, &mut |c| Some(oracle.draw(c >= first_bad, &mut noise)));
+            let (answer, _) = bisect(16, &model, cap, 1, &mut |c| Some(oracle.draw(c >= first_bad, &mut noise)));
             boots += answer.boots + ends.good.len() + ends.bad.len();
             match answer.found() {
                 Some(c) if c == first_bad => right += 1,
@@ -270,11 +350,45 @@ mod tests {
         let ends = Ends { good: vec![10.0, 10.3, 9.8, 10.1], bad: vec![13.0, 12.7, 13.2, 13.1] };
         let model = Model::new(&ends);
         let value = |c: usize| if c >= 5 { 13.0 } else { 10.0 };
-        let a = bisect(8, &model, 6, &mut |c| (c != 4).then(|| value(c)));
+        let (a, _) = bisect(8, &model, 6, 1, &mut |c| (c != 4).then(|| value(c)));
         assert_eq!((a.last_good, a.first_bad, a.between.clone()), (3, 5, vec![4]), "{a:?}");
         assert_eq!(a.found(), None);
         assert!(a.steps.iter().any(|s| s.candidate == 4 && s.outcome == Outcome::Skip));
-        let a = bisect(8, &model, 6, &mut |c| (c != 2).then(|| value(c)));
+        let (a, _) = bisect(8, &model, 6, 1, &mut |c| (c != 2).then(|| value(c)));
         assert_eq!(a.found(), Some(5), "{a:?}");
+    }
+
+    /// Three servers try three candidates a round: the same answer in
+    /// fewer rounds, with about as many boots.
+    #[test]
+    fn several_servers_search_in_fewer_rounds() {
+        let ends = Ends { good: vec![10.0, 10.3, 9.8, 10.1], bad: vec![13.0, 12.7, 13.2, 13.1] };
+        let model = Model::new(&ends);
+        let value = |c: usize| if c >= 21 { 13.0 } else { 10.0 };
+        let (one, one_rounds) = bisect(64, &model, 8, 1, &mut |c| Some(value(c)));
+        let (three, three_rounds) = bisect(64, &model, 8, 3, &mut |c| Some(value(c)));
+        assert_eq!((one.found(), three.found()), (Some(21), Some(21)));
+        assert!(three_rounds * 3 <= one_rounds * 2, "{three_rounds} rounds against {one_rounds}");
+        assert!(three.boots <= 2 * one.boots, "{} boots against {}", three.boots, one.boots);
+        eprintln!(
+            "64 candidates: one server {one_rounds} rounds, {} boots; three {three_rounds} rounds, {} boots",
+            one.boots, three.boots
+        );
+    }
+
+    /// Resuming is replaying: the boots so far, in any order across
+    /// candidates, give the same next action.
+    #[test]
+    fn the_search_resumes_from_its_boots() {
+        let ends = Ends { good: vec![10.0, 10.3, 9.8, 10.1], bad: vec![13.0, 12.7, 13.2, 13.1] };
+        let model = Model::new(&ends);
+        let mut boots = Boots::new();
+        assert_eq!(next(16, &model, 8, 1, &boots), Next::Boot(vec![7]));
+        boots.insert(7, vec![Some(13.0); 4]);
+        assert_eq!(next(16, &model, 8, 1, &boots), Next::Boot(vec![3]), "7 bad: the lower half");
+        boots.insert(3, vec![Some(10.0), Some(10.1)]);
+        assert_eq!(next(16, &model, 8, 1, &boots), Next::Boot(vec![3]), "two boots do not decide");
+        boots.insert(3, vec![None]);
+        assert_eq!(next(16, &model, 8, 1, &boots), Next::Boot(vec![4]), "3 skipped: its neighbour");
     }
 }
