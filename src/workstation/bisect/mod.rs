@@ -3,6 +3,8 @@
 //! decided by a sequential test across boots (`step`), the candidates
 //! searched as `git bisect` does, with skips (`search`).
 
+pub mod git_log;
 pub mod metric;
 pub mod search;
+pub mod settings;
 pub mod step;
