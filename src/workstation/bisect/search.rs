@@ -17,42 +17,57 @@ pub const END_BOOTS_AT_MOST: usize = 16;
 const END_FAILURES_AT_MOST: usize = 3;
 
 /// Which end a boot is of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum End {
     Good,
     Bad,
 }
 
-/// The ends measured, alternately, four boots each and then one more each
-/// while the rank test cannot tell them apart, up to END_BOOTS_AT_MOST;
-/// or why they cannot be bisected (not distinct at the most, swapped, an
-/// end that will not boot). Boots added until a test passes make a false
-/// "distinct" likelier than its p says: a bisect of ends that are not
-/// distinct then ends in unsure steps, which say so.
-pub fn measure_ends(worse: Worse, boot: &mut dyn FnMut(End) -> Option<f64>) -> Result<(Ends, Apart), String> {
-    let mut ends = Ends { good: Vec::new(), bad: Vec::new() };
-    let mut failed = 0;
-    for n in END_BOOTS_AT_LEAST..=END_BOOTS_AT_MOST {
-        for end in [End::Good, End::Bad] {
-            loop {
-                let values = if end == End::Good { &mut ends.good } else { &mut ends.bad };
-                if values.len() >= n {
-                    break;
-                }
-                match boot(end) {
-                    Some(v) => values.push(v),
-                    None if failed < END_FAILURES_AT_MOST => failed += 1,
-                    None => return Err(format!("the ends failed to boot {} times; see their boots' logs", failed + 1)),
-                }
-            }
-        }
+/// What measuring the ends wants next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EndsNext {
+    Boot(End),
+    Ready(Ends, Apart),
+    /// Not distinct at the most boots, swapped, or an end that will not boot.
+    Refused(String),
+}
+
+/// The ends, replayed from their boots so far (None: a boot that failed):
+/// four boots each, then one more each while the rank test cannot tell them
+/// apart, up to END_BOOTS_AT_MOST; or why they cannot be bisected. Boots
+/// added until a test passes make a false "distinct" likelier than its p
+/// says: a bisect of ends that are not distinct then ends in unsure steps,
+/// which say so.
+pub fn ends_next(worse: Worse, good: &[Option<f64>], bad: &[Option<f64>]) -> EndsNext {
+    let failed = good.iter().chain(bad).filter(|v| v.is_none()).count();
+    if failed > END_FAILURES_AT_MOST {
+        return EndsNext::Refused(format!("the ends failed to boot {failed} times; see their boots' logs"));
+    }
+    let ok = |v: &[Option<f64>]| -> Vec<f64> { v.iter().flatten().copied().collect() };
+    let (good, bad) = (ok(good), ok(bad));
+    let have = good.len().min(bad.len());
+    for n in END_BOOTS_AT_LEAST..=have.min(END_BOOTS_AT_MOST) {
+        let ends = Ends { good: good[..n].to_vec(), bad: bad[..n].to_vec() };
         match ends.check(worse) {
-            Ok(apart) => return Ok((ends, apart)),
-            Err(e) if e.contains("swapped") || n == END_BOOTS_AT_MOST => return Err(e),
+            Ok(apart) => return EndsNext::Ready(ends, apart),
+            Err(e) if e.contains("swapped") || n == END_BOOTS_AT_MOST => return EndsNext::Refused(e),
             Err(_) => {}
         }
     }
-    Err("no boots asked for".into())
+    EndsNext::Boot(if good.len() <= bad.len() { End::Good } else { End::Bad })
+}
+
+/// The ends measured with `boot` as the lab (the simulations' driver).
+pub fn measure_ends(worse: Worse, boot: &mut dyn FnMut(End) -> Option<f64>) -> Result<(Ends, Apart), String> {
+    let (mut good, mut bad) = (Vec::new(), Vec::new());
+    loop {
+        match ends_next(worse, &good, &bad) {
+            EndsNext::Ready(ends, apart) => return Ok((ends, apart)),
+            EndsNext::Refused(why) => return Err(why),
+            EndsNext::Boot(End::Good) => good.push(boot(End::Good)),
+            EndsNext::Boot(End::Bad) => bad.push(boot(End::Bad)),
+        }
+    }
 }
 
 /// What a step ended as.

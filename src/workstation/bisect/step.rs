@@ -50,7 +50,7 @@ pub enum Worse {
 }
 
 /// The two ends' values, one per boot (a boot's median over its runs).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Ends {
     pub good: Vec<f64>,
     pub bad: Vec<f64>,
