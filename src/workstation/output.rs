@@ -25,6 +25,18 @@ pub fn check_not_an_input(output: &Path, flag: &str, inputs: &[PathBuf]) -> Resu
     Ok(())
 }
 
+/// `dir/name` replaced by `bytes` whole or not at all, and on disk when
+/// this returns: written beside it, synced, renamed, and the directory
+/// synced (the rename itself reaches the disk only then). What a state
+/// file written after every step needs to survive a crash at any moment.
+pub fn replace_synced(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
+    let path = dir.join(name);
+    let mut pending = Pending::create(&path)?;
+    pending.write_all(bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    pending.commit()?;
+    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("cannot sync {}: {e}", dir.display()))
+}
+
 /// A file being written: bytes go to `.NAME.tmp-PID` beside it, which
 /// `commit` renames to NAME. Dropped without `commit`, it is removed.
 pub struct Pending {

@@ -6,5 +6,6 @@
 pub mod git_log;
 pub mod metric;
 pub mod search;
+pub mod session;
 pub mod settings;
 pub mod step;

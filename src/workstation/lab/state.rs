@@ -8,7 +8,6 @@
 
 use super::steps::Step;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub const SCHEMA: &str = "bootmark.lab-state/1";
@@ -132,13 +131,8 @@ impl State {
 
     /// Write atomically into `dir`.
     pub fn save(&self, dir: &Path) -> Result<(), String> {
-        let path = dir.join(FILE);
-        let mut pending = crate::workstation::output::Pending::create(&path)?;
         let text = serde_json::to_string_pretty(self).expect("a state serialises");
-        pending.write_all(text.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        pending.commit()?;
-        // The rename itself reaches the disk when the directory is synced.
-        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("cannot sync {}: {e}", dir.display()))
+        crate::workstation::output::replace_synced(dir, FILE, text.as_bytes())
     }
 
     /// The steps not done, in order.
