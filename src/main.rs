@@ -595,8 +595,13 @@ fn rendered_report(
         return Err("no result records in the inputs".into());
     }
     let report = builder.finish()?;
+    // Drawn once, for the page and the files alike.
+    let figures = match pictures {
+        true => report::pictures::figures(&report.rows, &report.pictures)
+            .map_err(|e| format!("cannot draw the charts: {e}"))?,
+        false => Vec::new(),
+    };
     if let Some(dir) = svg {
-        let figures = report::pictures::figures(&report.rows, &report.pictures)?;
         let n = report::pictures::write_files(dir, &figures)?;
         eprintln!("bootmark: wrote {n} pictures to {}", dir.display());
     }
@@ -607,7 +612,7 @@ fn rendered_report(
             "csv" => Ok(report::csv(rows, by, &report.constant)),
             "text" => Ok(report::text::render(&report)),
             "json" => Ok(format!("{}\n", serde_json::to_string_pretty(&report.json()).unwrap())),
-            "html" => report::html::page(&report).map_err(|e| format!("cannot draw the charts: {e}")),
+            "html" => Ok(report::html::page_with(&report, &figures)),
             _ => Ok(format!("{}{}{}", report::heading(&report), report::markdown(rows, by), findings::markdown(found))),
         })
         .collect::<Result<Vec<String>, String>>()?;

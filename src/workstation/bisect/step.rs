@@ -112,13 +112,24 @@ impl Ends {
 /// How many pooled standard deviations of the ends' boots their medians
 /// are apart, on the model's scale (log where every value is positive).
 fn separation(good: &[f64], bad: &[f64]) -> f64 {
+    let (_, g, b) = on_scale(good, bad);
+    let (gm, bm) = (stats::median(&g).unwrap_or(0.0), stats::median(&b).unwrap_or(0.0));
+    (bm - gm).abs() / pooled_sd(&g, &b).max(1e-12)
+}
+
+/// The ends' values on the scale the step works on: log where every value
+/// is positive (a metric that changes by a factor is alike at 10 ms and at
+/// 10 s), and whether that is log.
+fn on_scale(good: &[f64], bad: &[f64]) -> (bool, Vec<f64>, Vec<f64>) {
     let log = good.iter().chain(bad).all(|v| *v > 0.0);
     let t = |v: &[f64]| -> Vec<f64> { v.iter().map(|x| if log { x.ln() } else { *x }).collect() };
-    let (g, b) = (t(good), t(bad));
-    let pooled =
-        (((g.len() - 1) as f64 * var(&g) + (b.len() - 1) as f64 * var(&b)) / (g.len() + b.len() - 2) as f64).sqrt();
-    let (gm, bm) = (stats::median(&g).unwrap_or(0.0), stats::median(&b).unwrap_or(0.0));
-    (bm - gm).abs() / pooled.max(1e-12)
+    (log, t(good), t(bad))
+}
+
+/// The standard deviation of two samples pooled (each about its own mean).
+fn pooled_sd(g: &[f64], b: &[f64]) -> f64 {
+    let dof = (g.len() + b.len()).saturating_sub(2).max(1) as f64;
+    (((g.len().max(1) - 1) as f64 * var(g) + (b.len().max(1) - 1) as f64 * var(b)) / dof).sqrt()
 }
 
 /// An end's first half of boots against its second, as |ratio − 1| of
@@ -157,13 +168,9 @@ pub struct Model {
 
 impl Model {
     pub fn new(ends: &Ends) -> Model {
-        let log = ends.good.iter().chain(&ends.bad).all(|v| *v > 0.0);
-        let t = |v: &Vec<f64>| -> Vec<f64> { v.iter().map(|x| if log { x.ln() } else { *x }).collect() };
-        let (good, bad) = (t(&ends.good), t(&ends.bad));
+        let (log, good, bad) = on_scale(&ends.good, &ends.bad);
         let (gm, bm) = (mean(&good), mean(&bad));
-        let pooled = (((good.len() - 1) as f64 * var(&good) + (bad.len() - 1) as f64 * var(&bad))
-            / (good.len() + bad.len() - 2).max(1) as f64)
-            .sqrt();
+        let pooled = pooled_sd(&good, &bad);
         let n = good.len().min(bad.len()).max(2) as f64;
         // Silverman's rule on the pooled spread, and never narrower than a
         // tenth of the ends' distance: a density of spikes at the few boots

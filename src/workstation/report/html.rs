@@ -10,6 +10,11 @@ use super::pictures::{self, Figure, esc};
 /// The page of a finished report: its verdict and shared dimensions
 /// first, then the findings, the table and the figures.
 pub fn page(report: &super::Report) -> Result<String, String> {
+    Ok(page_with(report, &pictures::figures(&report.rows, &report.pictures)?))
+}
+
+/// The page with figures already drawn (`--svg` wrote the same ones).
+pub fn page_with(report: &super::Report, figures: &[Figure]) -> String {
     let mut head = String::new();
     if !report.verdict.is_empty() {
         head += "<h2>Verdict</h2><ul>";
@@ -25,9 +30,8 @@ pub fn page(report: &super::Report) -> Result<String, String> {
     if let Some(setting) = &report.setting {
         head += &format!("<p>{}</p>", esc(setting));
     }
-    let figures = pictures::figures(&report.rows, &report.pictures)?;
-    let page = render(&report.rows, &report.by, &figures, report.pictures.left_out, &report.findings);
-    Ok(page.replacen("<h1>bootmark report</h1>", &format!("<h1>bootmark report</h1>{head}"), 1))
+    let page = render(&report.rows, &report.by, figures, report.pictures.left_out, &report.findings);
+    page.replacen("<h1>bootmark report</h1>", &format!("<h1>bootmark report</h1>{head}"), 1)
 }
 
 /// The page's body: findings, table, figures. `left_out`: runs not drawn (over the caps).

@@ -105,7 +105,7 @@ impl Keeper {
         tl.probe_read_ms.iter().for_each(|&ms| waits.read.add(ms));
         tl.probe_ls_ms.iter().for_each(|&ms| waits.ls.add(ms));
         let worst = g.max_stall_ms();
-        let asked = self.wanted.as_ref().is_some_and(|(run, seq)| r.run_id == *run && r.seq == *seq);
+        let asked = is_run(&self.wanted, r);
         self.wanted_seen |= asked;
         let drawn: usize = self.kept_count();
         let kept = &mut self.kept[group];
@@ -113,12 +113,10 @@ impl Keeper {
             kept.push((worst, r.clone()));
             return Ok(());
         }
-        // Full: the last place holds the worst stall of the runs after the first ones.
-        let last = RUNS_PER_GROUP.min(kept.len()).saturating_sub(1);
-        let asked_there = kept
-            .get(last)
-            .is_some_and(|(_, k)| self.wanted.as_ref().is_some_and(|(run, seq)| k.run_id == *run && k.seq == *seq));
-        if kept.len() == RUNS_PER_GROUP && !asked_there && worst > kept[last].0 {
+        // Full: the last place holds the worst stall of the runs after the
+        // first ones (never in place of the asked-for run).
+        let last = RUNS_PER_GROUP - 1;
+        if kept.len() == RUNS_PER_GROUP && !is_run(&self.wanted, &kept[last].1) && worst > kept[last].0 {
             kept[last] = (worst, r.clone());
         }
         self.left_out += 1;
@@ -173,8 +171,8 @@ impl Kept {
     }
 
     /// Whether this run was asked for by --timeline.
-    pub fn is_wanted(&self, r: &Record) -> bool {
-        self.wanted.as_ref().is_some_and(|(run, seq)| r.run_id == *run && r.seq == *seq)
+    fn is_wanted(&self, r: &Record) -> bool {
+        is_run(&self.wanted, r)
     }
 }
 
@@ -199,6 +197,11 @@ pub fn write_files(dir: &Path, figures: &[Figure]) -> Result<usize, String> {
     Ok(figures.len())
 }
 
+/// Whether `r` is the run RUN_ID:SEQ named (none named: no).
+fn is_run(named: &Option<(String, u32)>, r: &Record) -> bool {
+    named.as_ref().is_some_and(|(run, seq)| r.run_id == *run && r.seq == *seq)
+}
+
 /// A record's id as the report's --timeline takes it.
 pub fn id(r: &Record) -> String {
     format!("{}:{}", r.run_id, r.seq)
@@ -221,12 +224,10 @@ pub fn figures(rows: &[Row], kept: &Kept) -> Result<Vec<Figure>, String> {
             }
         }
     }
-    if let Some(at) = out.iter().position(|f| {
-        f.id.starts_with("run-")
-            && kept.runs.iter().flatten().any(|(_, r)| kept.is_wanted(r) && f.id == run::figure_id(r))
-    }) {
-        let asked = out.remove(at);
-        out.insert(0, asked);
+    let asked = kept.runs.iter().flatten().find(|(_, r)| kept.is_wanted(r)).map(|(_, r)| run::figure_id(r));
+    if let Some(at) = asked.and_then(|id| out.iter().position(|f| f.id == id)) {
+        let figure = out.remove(at);
+        out.insert(0, figure);
     }
     Ok(out)
 }
