@@ -8,6 +8,15 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+/// A progress line on stdout, flushed at once (a lab's or a bisect's
+/// lines come from several threads, each line whole); a closed stdout
+/// does not stop the work it tells of.
+pub fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
+}
+
 /// Refuse `output` when it is one of `inputs` (or inside an input
 /// directory that is read as a stick). Names both in the error.
 pub fn check_not_an_input(output: &Path, flag: &str, inputs: &[PathBuf]) -> Result<(), String> {

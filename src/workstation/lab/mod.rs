@@ -115,13 +115,21 @@ pub fn plan_seeded(lab: &Lab, image: &ImageEntries, seed: u64) -> Result<Vec<Ser
         let mut planned = Vec::new();
         for step in steps::for_server(&server.name, &names, lab.repeat, lab.order, seed) {
             let entry = image.entries.iter().find(|e| e.label == step.entry).expect("checked above");
-            let (device_wait_s, budget_s) = image.budget_s(entry)?;
-            let deadline = steps::deadline_s(server.boot_s, device_wait_s, budget_s);
-            planned.push((step, server.max_step_s.map_or(deadline, |max| deadline.min(max))));
+            let deadline = step_deadline_s(server, image, entry)?;
+            planned.push((step, deadline));
         }
         out.push(ServerPlan { steps: planned });
     }
     Ok(out)
+}
+
+/// How long a boot of `entry` on `server` may take: its own boot, /init's
+/// wait for disks and the plan's budget (`steps::deadline_s`), never more
+/// than the server's `max_step_s`.
+pub fn step_deadline_s(server: &file::Server, image: &ImageEntries, entry: &ImageEntry) -> Result<u64, String> {
+    let (device_wait_s, budget_s) = image.budget_s(entry)?;
+    let deadline = steps::deadline_s(server.boot_s, device_wait_s, budget_s);
+    Ok(server.max_step_s.map_or(deadline, |max| deadline.min(max)))
 }
 
 /// `bootmark lab plan`: the lab as it would run, one line per step, and

@@ -13,8 +13,8 @@
 //! the next boot only; the console opened; power off (if on), power on —
 //! a cold boot, never a reset, and the boot device set seconds before it.
 //!
-//! Servers run one after another (a lab of a few servers, each step
-//! minutes long).
+//! Servers run side by side, each its own steps in order in a thread of
+//! its own; the state, shared, is saved whenever any step ends.
 
 use super::BootDevice;
 use super::bmc::Controller;
@@ -23,6 +23,7 @@ use super::ipmi::Ipmi;
 use super::redfish::Media;
 use super::state::{Outcome, State, Status};
 use super::{ImageEntries, media, pxe};
+use crate::workstation::output::say;
 use crate::workstation::watch::source::Source;
 use crate::workstation::watch::{self, Ending, Until};
 use std::path::Path;
@@ -50,7 +51,7 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
     let plans = super::plan_seeded(lab, &image, seed)?;
     let steps: Vec<_> = plans.into_iter().flat_map(|p| p.steps).collect();
     let planned = State::new(manifest_sha256, seed, &steps);
-    let mut state = match existing {
+    let state = match existing {
         Some(s) => {
             s.check_same_lab(&planned, dir)?;
             let done = s.steps.iter().filter(|s| s.outcome.is_some()).count();
@@ -66,63 +67,126 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
             planned
         }
     };
-    let servers: Vec<Prepared> = lab.servers.iter().map(|s| prepare(s, lab, &image, dir)).collect::<Result<_, _>>()?;
-    let started = Instant::now();
-    let mut ran = 0u32;
-    let to_do: Vec<usize> = state.to_do().map(|(i, _)| i).collect();
+    let servers = Servers::prepare(lab, &image, dir)?;
+    let state = std::sync::Mutex::new(state);
+    // Each server takes its own steps in its own thread: a lab of N servers
+    // takes the time of its slowest, not of all of them added up.
+    let ran: Vec<Result<bool, String>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..servers.len())
+            .map(|i| {
+                let (servers, state) = (&servers, &state);
+                scope.spawn(move || run_server(servers, i, state, dir))
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap_or_else(|_| Err("a server's thread panicked".into()))).collect()
+    });
+    let state = state.into_inner().map_err(|_| "the lab's state was poisoned by a panic".to_string())?;
     let mut interrupted = false;
-    for (n, i) in to_do.iter().enumerate() {
-        if crate::interrupt::interrupted() {
-            interrupted = true;
-            break;
+    for r in &ran {
+        match r {
+            Ok(stopped) => interrupted |= stopped,
+            Err(e) => {
+                servers.finish(false, true)?;
+                return Err(e.clone());
+            }
         }
-        let step = state.steps[*i].clone();
-        let server = servers.iter().find(|p| p.server.name == step.server).expect("planned from these servers");
+    }
+    let all_done = state.to_do().next().is_none();
+    servers.finish(all_done, interrupted)?;
+    if interrupted {
+        let next = state.to_do().next().map(|(_, s)| s.id.clone()).unwrap_or_default();
+        say(&format!("lab: interrupted; `bootmark lab run {}` again resumes at {next}", lab.path.display()));
+    }
+    Ok(Ended { state, interrupted })
+}
+
+/// One server's steps not yet done, in order, each saved into the shared
+/// state as it ends; Ok(true) when Ctrl-C stopped it.
+fn run_server(servers: &Servers, i: usize, state: &std::sync::Mutex<State>, dir: &Path) -> Result<bool, String> {
+    let name = &servers.prepared[i].server.name;
+    let lock = || state.lock().map_err(|_| "the lab's state was poisoned by a panic".to_string());
+    let to_do: Vec<(usize, super::state::StepState)> =
+        lock()?.to_do().filter(|(_, s)| &s.server == name).map(|(i, s)| (i, s.clone())).collect();
+    let started = Instant::now();
+    for (n, (i_step, step)) in to_do.iter().enumerate() {
+        if crate::interrupt::interrupted() {
+            return Ok(true);
+        }
         let elapsed = started.elapsed().as_secs_f64();
-        let eta = match ran {
+        let eta = match n {
             0 => String::new(),
             r => format!(", about {} left", minutes(elapsed / r as f64 * (to_do.len() - n) as f64)),
         };
         say(&format!(
-            "lab: step {} of {} to do: {} (deadline {} s; {} elapsed{eta})",
+            "lab: {name}: step {} of {} to do: {} (deadline {} s; {} elapsed{eta})",
             n + 1,
             to_do.len(),
             step.id,
             step.deadline_s,
             minutes(elapsed)
         ));
-        match run_step(server, &step.entry, &step.id, step.deadline_s, dir)? {
-            Some(outcome) => {
-                say(&format!("lab: {} {} in {:.0} s", step.id, status_word(outcome.status), outcome.seconds));
-                state.steps[*i].outcome = Some(outcome);
-                state.save(dir)?;
-                ran += 1;
-            }
-            None => {
-                interrupted = true;
-                break;
-            }
-        }
+        let Some(outcome) = servers.boot(i, &step.entry, &step.id, step.deadline_s)? else { return Ok(true) };
+        say(&format!("lab: {} {} in {:.0} s", step.id, status_word(outcome.status), outcome.seconds));
+        let mut state = lock()?;
+        state.steps[*i_step].outcome = Some(outcome);
+        state.save(dir)?;
     }
-    let all_done = state.to_do().next().is_none();
-    // Newest save first: servers sharing a TFTP root saved its menus one after another.
-    for p in servers.iter().rev() {
-        if let Some(saved) = &p.saved_pxe {
+    Ok(false)
+}
+
+/// A lab's servers made ready to boot (connected to their BMCs, their
+/// boot pointed where the lab serves it): `bootmark lab run` and
+/// `bootmark bisect` boot through this.
+pub struct Servers<'a> {
+    prepared: Vec<Prepared<'a>>,
+    /// Where each boot's log and records go, under the server's name.
+    dir: std::path::PathBuf,
+}
+
+impl<'a> Servers<'a> {
+    pub fn prepare(lab: &'a Lab, image: &ImageEntries, dir: &Path) -> Result<Servers<'a>, String> {
+        let prepared = lab.servers.iter().map(|s| prepare(s, lab, image, dir)).collect::<Result<_, _>>()?;
+        Ok(Servers { prepared, dir: dir.to_path_buf() })
+    }
+
+    pub fn len(&self) -> usize {
+        self.prepared.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.prepared.is_empty()
+    }
+
+    pub fn server(&self, i: usize) -> &'a Server {
+        self.prepared[i].server
+    }
+
+    /// One cold boot of server `i` into `entry`, `id` naming its files
+    /// (`SERVER/ENTRY#N` → `SERVER/ENTRY-N.log`, `.jsonl`); None when
+    /// Ctrl-C stopped it (nothing of it counts).
+    pub fn boot(&self, i: usize, entry: &str, id: &str, deadline_s: u64) -> Result<Option<Outcome>, String> {
+        run_step(&self.prepared[i], entry, id, deadline_s, &self.dir)
+    }
+
+    /// Put the servers back as the lab found them once it is over: the
+    /// TFTP root's menus (kept pointed while a resumed run still needs
+    /// them), the virtual CD ejected.
+    pub fn finish(&self, all_done: bool, interrupted: bool) -> Result<(), String> {
+        // Newest save first: servers sharing a TFTP root saved its menus one after another.
+        for p in self.prepared.iter().rev() {
             // Until the lab is over, a resumed run keeps pointing the server.
-            if all_done || interrupted {
+            if let Some(saved) = &p.saved_pxe
+                && (all_done || interrupted)
+            {
                 pxe::restore(saved)?;
             }
+            if let (Some(cd), Some(redfish)) = (&p.cd, p.bmc.redfish()) {
+                // The server's next boot is not ours.
+                redfish.eject(cd)?;
+            }
         }
-        if let (Some(cd), Some(redfish)) = (&p.cd, p.bmc.redfish()) {
-            // The server's next boot is not ours.
-            redfish.eject(cd)?;
-        }
+        Ok(())
     }
-    if interrupted {
-        let next = state.to_do().next().map(|(_, s)| s.id.clone()).unwrap_or_default();
-        say(&format!("lab: interrupted; `bootmark lab run {}` again resumes at {next}", lab.path.display()));
-    }
-    Ok(Ended { state, interrupted })
 }
 
 /// A server with what its boot needs set up once per session.
@@ -428,13 +492,6 @@ fn status_word(s: Status) -> &'static str {
         Status::Failures => "ended with failures",
         Status::Failed => "FAILED",
     }
-}
-
-fn say(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{text}");
-    let _ = out.flush();
 }
 
 fn minutes(seconds: f64) -> String {
