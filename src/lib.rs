@@ -26,7 +26,7 @@ macro_rules! note {
 pub use image_side::{init, layers, measure, plan, process, run, sink, sysfs_block, tunables, variant, workload};
 pub use schema::{framing, journal, record};
 #[cfg(feature = "workstation")]
-pub use workstation::{collect, glance, kcidb, lab, output, report, watch};
+pub use workstation::{bisect, collect, glance, kcidb, lab, output, report, watch};
 
 pub mod bootmenu;
 pub mod contract;

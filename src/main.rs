@@ -54,6 +54,66 @@ enum LabCommand {
     },
 }
 
+#[cfg(feature = "workstation")]
+#[derive(Subcommand)]
+enum BisectCommand {
+    /// Find the first candidate of a ladder (the image's entries from the good end to the
+    /// bad one) whose metric is like the bad end's, booting each step on the lab's servers
+    /// until a sequential test across boots decides it.
+    ///
+    /// The ends are measured first (at least 4 boots each) and must be told apart: a
+    /// Mann–Whitney test across boots (p < 0.05), medians at least two pooled standard
+    /// deviations apart and beyond the ends' A/A noise floor; otherwise the bisect stops and
+    /// says so with their numbers. Each step then boots its candidate until Wald's
+    /// sequential test says "like the good end" or "like the bad end" (α = β = 1 %), or
+    /// calls it unsure at --cap boots; a boot that fails or hangs counts as none (skip).
+    /// With several servers the ends boot side by side and a round tests as many candidates
+    /// at once; their hardware (from their records) must agree. The state is saved after
+    /// every boot: Ctrl-C, then the same command, resumes. docs/bisect.md explains.
+    ///
+    /// Exit status: 0 the first bad candidate found, 1 the ends not distinct or candidates
+    /// left unsure, 2 bad flags, a lab that could not run, or interrupted.
+    #[command(after_help = "Example:
+  bootmark bisect run rack3.toml --metric seqwrite.read_p50_ms --good k0 --bad k5")]
+    Run {
+        /// The lab file (TOML; see docs/lab.md): the image and the servers.
+        lab: PathBuf,
+        /// What to measure, WORKLOAD.FIGURE: seqwrite.read_p50_ms, manyfiles.real_s,
+        /// seqwrite.stalls_over_1s… (a wrong name lists the figures).
+        #[arg(long)]
+        metric: String,
+        /// The image's entry known good.
+        #[arg(long)]
+        good: String,
+        /// The image's entry known bad.
+        #[arg(long)]
+        bad: String,
+        /// The candidates in order, from --good to --bad (default: the image's entries between
+        /// them, variants' entries left out).
+        #[arg(long, value_delimiter = ',', value_name = "ENTRY,...")]
+        ladder: Option<Vec<String>>,
+        /// Boot only this server of the lab (repeatable; default: all of them).
+        #[arg(long = "server", value_name = "NAME")]
+        servers: Vec<String>,
+        /// The most boots a step gets before it is called unsure.
+        #[arg(long, default_value_t = 12)]
+        cap: usize,
+        /// The bisect's directory: its state and every boot's log and records (default:
+        /// `bisect` in the lab's state directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Where a bisect is: every candidate's boots and values, what each step said, and the
+    /// answer or the next boots. Boots nothing.
+    Status {
+        /// The lab file (TOML; see docs/lab.md).
+        lab: PathBuf,
+        /// The bisect's directory, if not the default.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run a plan of workloads in a directory and write one JSON record per workload run.
@@ -228,6 +288,11 @@ enum Command {
     /// again to resume) and prints the report. The lab file is described in docs/lab.md.
     #[command(subcommand)]
     Lab(LabCommand),
+    #[cfg(feature = "workstation")]
+    /// From "this kernel is worse" to the candidate that made it worse: a ladder of an
+    /// image's entries bisected on a lab's servers, each step decided by a test across boots.
+    #[command(subcommand)]
+    Bisect(BisectCommand),
     /// Write this system's settings as installed (vm sysctls, the disk queue under DIR) as a
     /// sweep variant, to replay next to a kernel's defaults.
     ///
@@ -289,6 +354,13 @@ fn main() -> ExitCode {
         Command::Lab(LabCommand::Run { lab }) => lab_run(&lab),
         #[cfg(feature = "workstation")]
         Command::Lab(LabCommand::Status { lab }) => lab_status(&lab),
+        #[cfg(feature = "workstation")]
+        Command::Bisect(BisectCommand::Run { lab, metric, good, bad, ladder, servers, cap, dir }) => {
+            let asked = bootmark::bisect::command::Asked { metric, good, bad, ladder, servers, cap, dir };
+            bisect_run(&lab, &asked)
+        }
+        #[cfg(feature = "workstation")]
+        Command::Bisect(BisectCommand::Status { lab, dir }) => bisect_status(&lab, dir.as_deref()),
         Command::BootParams => {
             print!("{}", bootmark::init::cmdline::reference());
             ExitCode::SUCCESS
@@ -441,6 +513,30 @@ fn lab_status(path: &std::path::Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(None) => cannot(&format!("{}: this lab has not run yet (no {})", path.display(), lab.state_dir.display())),
+        Err(e) => cannot(&e),
+    }
+}
+
+#[cfg(feature = "workstation")]
+fn bisect_run(path: &std::path::Path, asked: &bootmark::bisect::command::Asked) -> ExitCode {
+    use bootmark::bisect::command::{self, Ended};
+    match lab_read(path).and_then(|lab| command::run(&lab, asked)) {
+        Ok(Ended::Found) => ExitCode::SUCCESS,
+        Ok(Ended::NotFound) => ExitCode::FAILURE,
+        Ok(Ended::Interrupted) => ExitCode::from(EXIT_CANNOT),
+        Err(e) => cannot(&e),
+    }
+}
+
+#[cfg(feature = "workstation")]
+fn bisect_status(path: &std::path::Path, dir: Option<&std::path::Path>) -> ExitCode {
+    let described = bootmark::lab::file::Lab::read_without_passwords(path)
+        .and_then(|lab| bootmark::bisect::command::status(&lab, dir));
+    match described {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
         Err(e) => cannot(&e),
     }
 }

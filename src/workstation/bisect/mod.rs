@@ -1,10 +1,14 @@
 //! `bootmark bisect`: from "this kernel is worse" to the candidate that
 //! made it worse — a kernel in a ladder, a commit, a setting — each step
 //! decided by a sequential test across boots (`step`), the candidates
-//! searched as `git bisect` does, with skips (`search`).
+//! searched as `git bisect` does, with skips (`search`), kept on disk and
+//! driven through a lab (`session`): `bootmark lab`'s servers (`on_lab`),
+//! as `bootmark bisect` asks (`command`).
 
+pub mod command;
 pub mod git_log;
 pub mod metric;
+pub mod on_lab;
 pub mod search;
 pub mod session;
 pub mod settings;

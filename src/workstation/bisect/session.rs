@@ -19,15 +19,23 @@ use std::path::Path;
 pub const SCHEMA: &str = "bootmark.bisect-state/1";
 pub const FILE: &str = "bisect.json";
 
-/// One boot: what it booted, the boot's run id (its records) and the metric's value, or why none.
+/// One boot: what it booted, where, the boot's run id (its records) and
+/// the metric's value, or why none.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Booted {
     pub candidate: usize,
+    /// The boot's name (`SERVER/CANDIDATE#bN`): its log and records are
+    /// `SERVER/CANDIDATE-bN.log` and `.jsonl` in the bisect's directory.
+    pub id: String,
+    /// Which of the bisect's servers booted it.
+    pub server: usize,
     pub run_id: Option<String>,
     pub value: Option<f64>,
     /// Why there is no value (a boot that failed, hung or wrote no such record).
     pub why: Option<String>,
+    /// The machine as its records describe it (`Measured::hardware`).
+    pub hardware: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -83,6 +91,10 @@ impl State {
         let last = self.candidates.len() - 1;
         let (good, bad) = (self.values_of(0), self.values_of(last));
         let (ends, apart) = match search::ends_next(metric.worse(), &good, &bad) {
+            // With two servers or more, the ends are booted side by side
+            // while they have as many boots each: what booting them one
+            // after the other would ask for next anyway.
+            EndsNext::Boot(_) if self.servers >= 2 && good.len() == bad.len() => return Action::Boot(vec![0, last]),
             EndsNext::Boot(End::Good) => return Action::Boot(vec![0]),
             EndsNext::Boot(End::Bad) => return Action::Boot(vec![last]),
             EndsNext::Refused(why) => return Action::Refused(why),
@@ -97,6 +109,30 @@ impl State {
             Next::Boot(candidates) => Action::Boot(candidates),
             Next::Done(answer) => Action::Done(apart, answer),
         }
+    }
+
+    /// Servers whose machines differ (by their records): a step's boots
+    /// spread over them would measure the machines as much as the
+    /// candidates. Compared by the boots of one candidate (one kernel: a
+    /// kernel's own view, its MemTotal, differs between kernels on one
+    /// machine); the two descriptions, when they differ.
+    pub fn hardware_differs(&self) -> Option<[(usize, String); 2]> {
+        let mut seen: BTreeMap<(usize, usize), &str> = BTreeMap::new();
+        for b in &self.boots {
+            let Some(h) = &b.hardware else { continue };
+            seen.entry((b.candidate, b.server)).or_insert(h);
+        }
+        seen.iter().find_map(|(&(candidate, server), &h)| {
+            let (&(_, other), &o) = seen.range((candidate, server + 1)..(candidate + 1, 0)).find(|(_, o)| **o != h)?;
+            Some([(server, h.to_string()), (other, o.to_string())])
+        })
+    }
+
+    /// The next boot's number: one past every boot so far, whatever order
+    /// the boots of a round ended in.
+    fn next_boot_number(&self) -> usize {
+        let number = |b: &Booted| b.id.rsplit_once("#b").and_then(|(_, n)| n.parse::<usize>().ok());
+        self.boots.iter().filter_map(number).max().map_or(1, |n| n + 1)
     }
 
     /// The state in `dir`, if a bisect has run there.
@@ -152,34 +188,91 @@ pub struct Measured {
     pub run_id: Option<String>,
     pub value: Option<f64>,
     pub why: Option<String>,
+    /// The machine as the boot's records describe it (CPU, memory, board,
+    /// the target disk): what must agree across a bisect's servers.
+    pub hardware: Option<String>,
 }
 
-/// Boots a candidate once: a lab's server, QEMU, or a simulation.
-pub trait Lab {
-    /// One cold boot of `candidate` (its name in the ladder) measured by
-    /// the metric; `server` is which of the bisect's servers boots it.
-    fn boot(&mut self, server: usize, candidate: &str) -> Measured;
+/// Boots a candidate once: a lab's server, QEMU, or a simulation. Shared
+/// by the threads of a round, one per server.
+pub trait Lab: Sync {
+    /// One cold boot of `candidate` (its name in the ladder) on server
+    /// `server`, its files named `id`, measured by the metric; None when
+    /// Ctrl-C stopped it (it counts for nothing), Err when the lab itself
+    /// failed (a BMC that does not answer): the bisect stops, its state whole.
+    fn boot(&self, server: usize, candidate: &str, id: &str) -> Result<Option<Measured>, String>;
 }
 
 /// Drive the bisect in `dir` until it is done, refused, or `stop()` says
-/// to stop between two boots; the state saved after every boot.
+/// to stop between two rounds (or Ctrl-C ends a boot); the state saved
+/// after every boot. A round boots its candidates side by side, one per
+/// server; which server boots which turns from round to round, so no
+/// candidate (no end) is measured on one server only.
 pub fn drive(
     state: &mut State,
     metric: &Metric,
     dir: &Path,
-    lab: &mut dyn Lab,
+    lab: &dyn Lab,
     stop: &dyn Fn() -> bool,
+    progress: &(dyn Fn(&State, &Booted) + Sync),
 ) -> Result<Action, String> {
     loop {
+        if let Some(differ) = state.hardware_differs() {
+            let list: Vec<String> = differ.iter().map(|(s, h)| format!("server {}: {h}", s + 1)).collect();
+            return Ok(Action::Refused(format!(
+                "the servers are not alike ({}): a step's boots spread over them would compare the machines;                  bisect on one server (--server NAME), or on servers whose hardware agrees",
+                list.join("; ")
+            )));
+        }
         let action = state.action(metric);
         let Action::Boot(candidates) = &action else { return Ok(action) };
-        for (server, &c) in candidates.iter().enumerate() {
-            if stop() {
-                return Ok(action);
+        if stop() {
+            return Ok(action);
+        }
+        let first = state.next_boot_number();
+        let turn = state.boots.len() / state.servers;
+        let jobs: Vec<(usize, usize, String)> = candidates
+            .iter()
+            .enumerate()
+            .map(|(j, &c)| {
+                let server = (j + turn) % state.servers;
+                (server, c, format!("{}#b{}", state.candidates[c], first + j))
+            })
+            .collect();
+        let names: Vec<String> = jobs.iter().map(|(_, c, _)| state.candidates[*c].clone()).collect();
+        // Each boot saved as it ends, while the round's others still run.
+        let shared = std::sync::Mutex::new((&mut *state, false, None::<String>));
+        std::thread::scope(|scope| {
+            for ((server, candidate, id), name) in jobs.into_iter().zip(&names) {
+                let shared = &shared;
+                scope.spawn(move || {
+                    let result = lab.boot(server, name, &id);
+                    let Ok(mut guard) = shared.lock() else { return };
+                    let (state, interrupted, failed) = &mut *guard;
+                    match result {
+                        Ok(Some(Measured { run_id, value, why, hardware })) => {
+                            let booted = Booted { candidate, id, server, run_id, value, why, hardware };
+                            state.boots.push(booted.clone());
+                            if let Err(e) = state.save(dir) {
+                                failed.get_or_insert(e);
+                            }
+                            progress(state, &booted);
+                        }
+                        Ok(None) => *interrupted = true,
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                        }
+                    }
+                });
             }
-            let Measured { run_id, value, why } = lab.boot(server, &state.candidates[c]);
-            state.boots.push(Booted { candidate: c, run_id, value, why });
-            state.save(dir)?;
+        });
+        let (_, interrupted, failed) =
+            shared.into_inner().map_err(|_| "a boot's thread panicked while saving the bisect".to_string())?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if interrupted {
+            return Ok(state.action(metric));
         }
     }
 }
@@ -191,20 +284,38 @@ mod tests {
 
     /// A ladder of 12 kernels whose 8th (index 7) made seqwrite 20 % slower.
     struct Simulated {
-        seed: u64,
-        boots: usize,
+        seed: std::sync::Mutex<u64>,
+        boots: std::sync::atomic::AtomicUsize,
+        /// Each server's machine, as its records would describe it.
+        hardware: Vec<&'static str>,
+    }
+
+    impl Simulated {
+        fn new(seed: u64, hardware: Vec<&'static str>) -> Simulated {
+            Simulated { seed: std::sync::Mutex::new(seed), boots: 0.into(), hardware }
+        }
+
+        fn boots(&self) -> usize {
+            self.boots.load(std::sync::atomic::Ordering::SeqCst)
+        }
     }
 
     impl Lab for Simulated {
-        fn boot(&mut self, _server: usize, candidate: &str) -> Measured {
-            self.boots += 1;
-            self.seed ^= self.seed << 13;
-            self.seed ^= self.seed >> 7;
-            self.seed ^= self.seed << 17;
-            let jitter = (self.seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+        fn boot(&self, server: usize, candidate: &str, _id: &str) -> Result<Option<Measured>, String> {
+            let n = self.boots.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let mut seed = self.seed.lock().unwrap();
+            *seed ^= *seed << 13;
+            *seed ^= *seed >> 7;
+            *seed ^= *seed << 17;
+            let jitter = (*seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
             let k: usize = candidate.trim_start_matches('k').parse().unwrap();
             let value = if k >= 7 { 16.0 } else { 13.3 } * (1.0 + 0.06 * jitter);
-            Measured { run_id: Some(format!("run-{}", self.boots)), value: Some(value), why: None }
+            Ok(Some(Measured {
+                run_id: Some(format!("run-{n}")),
+                value: Some(value),
+                why: None,
+                hardware: Some(self.hardware[server].to_string()),
+            }))
         }
     }
 
@@ -222,14 +333,14 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let straight = {
             let mut state = State::new("seqwrite.real_s", ladder(), 12, 1).unwrap();
-            let mut lab = Simulated { seed: 7, boots: 0 };
-            let action = drive(&mut state, &metric, &dir, &mut lab, &|| false).unwrap();
-            (action, lab.boots)
+            let lab = Simulated::new(7, vec!["dl140"]);
+            let action = drive(&mut state, &metric, &dir, &lab, &|| false, &|_, _| {}).unwrap();
+            (action, lab.boots())
         };
         let Action::Done(_, answer) = &straight.0 else { panic!("{:?}", straight.0) };
         assert_eq!(answer.found(), Some(7));
         std::fs::remove_file(dir.join(FILE)).unwrap();
-        let mut lab = Simulated { seed: 7, boots: 0 };
+        let lab = Simulated::new(7, vec!["dl140"]);
         let asked = State::new("seqwrite.real_s", ladder(), 12, 1).unwrap();
         let mut interruptions = 0;
         let resumed = loop {
@@ -245,18 +356,57 @@ mod tests {
                 left.set(left.get() - 1);
                 left.get() < 0
             };
-            match drive(&mut state, &metric, &dir, &mut lab, &stop).unwrap() {
+            match drive(&mut state, &metric, &dir, &lab, &stop, &|_, _| {}).unwrap() {
                 Action::Boot(_) => interruptions += 1,
                 done => break done,
             }
         };
         assert_eq!(resumed, straight.0, "the same answer");
-        assert_eq!(lab.boots, straight.1, "nothing booted twice");
+        assert_eq!(lab.boots(), straight.1, "nothing booted twice");
         assert!(interruptions >= 5, "{interruptions}");
         let other = State::new("seqwrite.real_s", (0..9).map(|k| format!("k{k}")).collect(), 12, 1).unwrap();
         assert!(
             State::load(&dir).unwrap().unwrap().check_same(&other, &dir).unwrap_err().contains("holds another bisect")
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Two alike servers: the ends booted side by side, each end on both
+    /// servers, the same candidate found in fewer rounds; two servers
+    /// whose records describe different machines: refused after the first
+    /// round, naming both.
+    #[test]
+    fn two_servers_share_the_rounds_only_when_their_machines_agree() {
+        let metric = Metric::parse("seqwrite.real_s").unwrap();
+        let dir = std::env::temp_dir().join(format!("bootmark-bisect-two-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut state = State::new("seqwrite.real_s", ladder(), 12, 2).unwrap();
+        let lab = Simulated::new(7, vec!["dl140", "dl140"]);
+        let Action::Done(_, answer) = drive(&mut state, &metric, &dir, &lab, &|| false, &|_, _| {}).unwrap() else {
+            panic!("not done")
+        };
+        assert_eq!(answer.found(), Some(7));
+        for end in [0, 11] {
+            let servers: std::collections::BTreeSet<usize> =
+                state.boots.iter().filter(|b| b.candidate == end).map(|b| b.server).collect();
+            assert_eq!(servers.len(), 2, "end {end} booted on both servers");
+        }
+        let first_two: Vec<usize> = state.boots[..2].iter().map(|b| b.candidate).collect();
+        assert!(first_two.contains(&0) && first_two.contains(&11), "the ends side by side: {first_two:?}");
+        let mut ids: Vec<&str> = state.boots.iter().map(|b| b.id.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), state.boots.len(), "every boot has files of its own");
+
+        std::fs::remove_file(dir.join(FILE)).unwrap();
+        let mut state = State::new("seqwrite.real_s", ladder(), 12, 2).unwrap();
+        let lab = Simulated::new(7, vec!["dl140", "dl380 g9"]);
+        let Action::Refused(why) = drive(&mut state, &metric, &dir, &lab, &|| false, &|_, _| {}).unwrap() else {
+            panic!("two machines accepted")
+        };
+        assert_eq!(state.boots.len(), 4, "refused once both have booted one end");
+        assert!(why.contains("server 1: dl140; server 2: dl380 g9"), "{why}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

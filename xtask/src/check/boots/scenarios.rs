@@ -8,9 +8,9 @@
 
 use super::testbed::Testbed;
 use super::{
-    boot_ways, built_image, failing_disk, generations, hostile_disks, i686, iso, kernel_rpm, lab_ipmi, lab_qemu,
-    lab_redfish, lava, lvm_on_md, md_layouts, mechanisms, nvme, old_machine, resets, secure_boot, sequence, sweep,
-    watch, write_log,
+    bisect_ladder, boot_ways, built_image, failing_disk, generations, hostile_disks, i686, iso, kernel_rpm, lab_ipmi,
+    lab_qemu, lab_redfish, lava, lvm_on_md, md_layouts, mechanisms, nvme, old_machine, resets, secure_boot, sequence,
+    sweep, watch, write_log,
 };
 use crate::host::project::Result;
 
@@ -279,6 +279,13 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "`bootmark lab` with a `[server.qemu]` server (the demo's loop)",
         groups: &[E2e, Lab],
         run: |b| lab_qemu::test(b.lab_image()?, &b.base),
+    },
+    Scenario {
+        name: "bisect-ladder",
+        title: "bisect ladder",
+        about: "`bootmark bisect` over Debian's 5.10, 6.1 and 6.12 on two `[server.qemu]` dl140 servers side by side: 6.12 found as the first bad by the probe's read wait",
+        groups: &[E2e, Generations, Lab],
+        run: |b| bisect_ladder::test(&b.base),
     },
     Scenario {
         name: "write-log",

@@ -1,0 +1,341 @@
+//! `bootmark bisect run` and `bootmark bisect status`: the lab file and the
+//! flags turned into a bisect (`Asked`), checked before anything boots
+//! (the candidates are the image's entries, the metric's workload is in
+//! the image's plan, the servers are the lab's), driven on the lab's
+//! servers (`on_lab`), and its state told as a table of every step.
+
+use super::metric::Metric;
+use super::on_lab::OnLab;
+use super::search::{Answer, Outcome};
+use super::session::{self, Action, Booted, State};
+use super::step::{ALPHA, Apart, BETA, Worse};
+use crate::lab::ImageEntries;
+use crate::lab::file::Lab;
+use crate::workstation::output::say;
+use crate::workstation::report::stats;
+use std::path::{Path, PathBuf};
+
+/// What the command line asks for.
+pub struct Asked {
+    pub metric: String,
+    pub good: String,
+    pub bad: String,
+    /// The candidates in order, both ends in; None: the image's entries from one end to the other.
+    pub ladder: Option<Vec<String>>,
+    /// The lab's servers to boot; empty: all of them.
+    pub servers: Vec<String>,
+    pub cap: usize,
+    /// The bisect's directory; None: `bisect` in the lab's state directory.
+    pub dir: Option<PathBuf>,
+}
+
+/// How a bisect run ended, for the exit code.
+pub enum Ended {
+    /// The first bad candidate found.
+    Found,
+    /// Done, but unsure or skipped candidates sit before the first bad one; or refused.
+    NotFound,
+    /// Ctrl-C: the state is whole, run again to resume.
+    Interrupted,
+}
+
+/// The bisect's directory.
+pub fn state_dir(lab: &Lab, asked_dir: Option<&Path>) -> PathBuf {
+    asked_dir.map_or_else(|| lab.state_dir.join("bisect"), Path::to_path_buf)
+}
+
+/// The ladder: `--ladder`, or the image's entries from the good end to the
+/// bad one (in either order of the image), variants' entries (`k0-NAME`) left out.
+fn ladder(asked: &Asked, image: &ImageEntries) -> Result<Vec<String>, String> {
+    let labels: Vec<&str> = image.entries.iter().map(|e| e.label.as_str()).collect();
+    let known = |name: &str| -> Result<(), String> {
+        if labels.contains(&name) {
+            return Ok(());
+        }
+        Err(format!(
+            "{name} is not an entry of the image{}; its entries: {}",
+            crate::suggest::did_you_mean(name, &labels),
+            labels.join(", ")
+        ))
+    };
+    known(&asked.good)?;
+    known(&asked.bad)?;
+    if asked.good == asked.bad {
+        return Err(format!("--good and --bad are both {}: a bisect needs two ends", asked.good));
+    }
+    let ladder: Vec<String> = match &asked.ladder {
+        Some(given) => {
+            for name in given {
+                known(name)?;
+            }
+            if given.first() != Some(&asked.good) || given.last() != Some(&asked.bad) {
+                return Err(format!(
+                    "--ladder must run from the good end ({}) to the bad end ({}); it runs from {} to {}",
+                    asked.good,
+                    asked.bad,
+                    given.first().map_or("nothing", String::as_str),
+                    given.last().map_or("nothing", String::as_str)
+                ));
+            }
+            given.clone()
+        }
+        None => {
+            let plain: Vec<&str> = labels.iter().copied().filter(|l| !l.contains('-')).collect();
+            let at = |name: &str| plain.iter().position(|l| *l == name);
+            let (Some(g), Some(b)) = (at(&asked.good), at(&asked.bad)) else {
+                return Err("--good and --bad name a variant's entry: give the ladder with --ladder".into());
+            };
+            let mut between: Vec<String> = plain[g.min(b)..=g.max(b)].iter().map(|s| s.to_string()).collect();
+            if g > b {
+                between.reverse();
+            }
+            between
+        }
+    };
+    let mut seen = ladder.clone();
+    seen.sort();
+    seen.dedup();
+    if seen.len() != ladder.len() {
+        return Err(format!("--ladder names an entry twice: {}", ladder.join(",")));
+    }
+    Ok(ladder)
+}
+
+/// The lab's servers the bisect boots, by index.
+fn chosen_servers(lab: &Lab, names: &[String]) -> Result<Vec<usize>, String> {
+    let all: Vec<&str> = lab.servers.iter().map(|s| s.name.as_str()).collect();
+    if names.is_empty() {
+        return Ok((0..all.len()).collect());
+    }
+    names
+        .iter()
+        .map(|n| {
+            all.iter().position(|s| s == n).ok_or_else(|| {
+                format!(
+                    "--server {n}: not a server of the lab{}; its servers: {}",
+                    crate::suggest::did_you_mean(n, &all),
+                    all.join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// The metric, checked against the image's plan when the manifest has it:
+/// a workload the plan does not run is refused before anything boots.
+fn checked_metric(text: &str, image: &ImageEntries) -> Result<Metric, String> {
+    let metric = Metric::parse(text)?;
+    if let Some(plan) = &image.plan_definition {
+        let workloads: Vec<&str> = plan.workloads.iter().map(|w| w.name()).collect();
+        if !workloads.contains(&metric.workload.as_str()) {
+            return Err(format!(
+                "--metric {text}: the image's plan {} runs no {}{}; its workloads: {}",
+                plan.name,
+                metric.workload,
+                crate::suggest::did_you_mean(&metric.workload, &workloads),
+                workloads.join(", ")
+            ));
+        }
+    }
+    Ok(metric)
+}
+
+/// `bootmark bisect run`: checked, then driven until done, refused or
+/// interrupted; prints its progress and, at the end, the table.
+pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
+    crate::interrupt::install();
+    let image = ImageEntries::read(&lab.manifest)?;
+    let metric = checked_metric(&asked.metric, &image)?;
+    let candidates = ladder(asked, &image)?;
+    let chosen = chosen_servers(lab, &asked.servers)?;
+    if !(2..=64).contains(&asked.cap) {
+        return Err(format!("--cap {}: a step needs 2 to 64 boots at most", asked.cap));
+    }
+    let dir = state_dir(lab, asked.dir.as_deref());
+    let wanted = State::new(&asked.metric, candidates, asked.cap, chosen.len())?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut state = match State::load(&dir)? {
+        Some(s) => {
+            s.check_same(&wanted, &dir)?;
+            say(&format!("bisect: resuming in {}: {} boots so far", dir.display(), s.boots.len()));
+            s
+        }
+        None => {
+            wanted.save(&dir)?;
+            wanted
+        }
+    };
+    let servers = crate::lab::session::Servers::prepare(lab, &image, &dir)?;
+    let on_lab = OnLab { servers, chosen, image: &image, metric: metric.clone(), dir: dir.clone() };
+    say(&format!(
+        "bisect: {} over {} candidates ({} good … {} bad) on {} server(s); state in {}",
+        state.metric,
+        state.candidates.len(),
+        state.candidates[0],
+        state.candidates[state.candidates.len() - 1],
+        on_lab.chosen.len(),
+        dir.display()
+    ));
+    let progress = |state: &State, b: &Booted| say(&progress_line(state, b));
+    let driven = session::drive(&mut state, &metric, &dir, &on_lab, &crate::interrupt::interrupted, &progress);
+    let action = match driven {
+        Ok(a) => a,
+        Err(e) => {
+            on_lab.servers.finish(false, true)?;
+            return Err(e);
+        }
+    };
+    let interrupted = matches!(action, Action::Boot(_));
+    on_lab.servers.finish(!interrupted, interrupted)?;
+    say(describe(&state, &metric, &action, &image).trim_end());
+    Ok(match action {
+        Action::Boot(_) => {
+            say(&format!("bisect: interrupted; the same command again resumes ({} boots kept)", state.boots.len()));
+            Ended::Interrupted
+        }
+        Action::Done(_, answer) if answer.found().is_some() => Ended::Found,
+        Action::Done(..) | Action::Refused(_) => Ended::NotFound,
+    })
+}
+
+/// `bootmark bisect status`: where a bisect is, from its state alone.
+pub fn status(lab: &Lab, dir: Option<&Path>) -> Result<String, String> {
+    let dir = state_dir(lab, dir);
+    let state =
+        State::load(&dir)?.ok_or_else(|| format!("no bisect has run in {} (no {})", dir.display(), session::FILE))?;
+    let metric = Metric::parse(&state.metric)?;
+    let image = ImageEntries::read(&lab.manifest)?;
+    let action = state.action(&metric);
+    let mut out = describe(&state, &metric, &action, &image);
+    if let Action::Boot(next) = &action {
+        let names: Vec<&str> = next.iter().map(|c| state.candidates[*c].as_str()).collect();
+        out += &format!("next: boot {} (`bootmark bisect run` with the same flags resumes)\n", names.join(", "));
+    }
+    Ok(out)
+}
+
+/// A boot as it ends: its value, and how many boots its candidate has.
+fn progress_line(state: &State, b: &Booted) -> String {
+    let of_candidate = state.boots.iter().filter(|o| o.candidate == b.candidate).count();
+    let what = match (b.value, &b.why) {
+        (Some(v), _) => format!("{} = {}", state.metric, figure(v)),
+        (None, why) => format!("no value ({})", why.as_deref().unwrap_or("unknown")),
+    };
+    format!(
+        "bisect: {} ({}): {what}; boot {} of this candidate, {} in all",
+        b.id,
+        state.candidates[b.candidate],
+        of_candidate,
+        state.boots.len()
+    )
+}
+
+/// The bisect as a table: the ends and how they were told apart, every
+/// candidate's boots and what its step said, and the answer or why none.
+pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEntries) -> String {
+    let title = |c: usize| {
+        let label = &state.candidates[c];
+        let t = image.entries.iter().find(|e| &e.label == label).map_or("", |e| e.title.as_str());
+        if t.is_empty() { label.clone() } else { format!("{label} ({t})") }
+    };
+    let worse = match metric.worse() {
+        Worse::Larger => "larger is worse",
+        Worse::Smaller => "smaller is worse",
+    };
+    let last = state.candidates.len() - 1;
+    let mut s = format!(
+        "bisect of {} ({worse}) over {} candidates, {} server(s), at most {} boots a step; {} boots so far\n",
+        state.metric,
+        state.candidates.len(),
+        state.servers,
+        state.cap,
+        state.boots.len()
+    );
+    s += "\n| candidate | boots | failed | median | values | step said |\n|---|---:|---:|---:|---|---|\n";
+    let steps: &[super::search::Step] = match action {
+        Action::Done(_, answer) => &answer.steps,
+        _ => &[],
+    };
+    for c in 0..state.candidates.len() {
+        let boots: Vec<&Booted> = state.boots.iter().filter(|b| b.candidate == c).collect();
+        if boots.is_empty() {
+            continue;
+        }
+        let values: Vec<f64> = boots.iter().filter_map(|b| b.value).collect();
+        let failed = boots.len() - values.len();
+        let said = match (c, steps.iter().find(|st| st.candidate == c)) {
+            (0, _) => "the good end".to_string(),
+            (c, _) if c == last => "the bad end".to_string(),
+            (_, Some(st)) => format!("{} (log-likelihood ratio {:+.2})", outcome_word(st.outcome), st.llr),
+            (_, None) => "not decided yet".to_string(),
+        };
+        s += &format!(
+            "| {} | {} | {failed} | {} | {} | {said} |\n",
+            title(c),
+            boots.len(),
+            stats::median(&values).map_or("–".into(), figure),
+            values.iter().map(|v| figure(*v)).collect::<Vec<_>>().join(" "),
+        );
+    }
+    s += "\n";
+    match action {
+        Action::Boot(_) => s += "not done yet\n",
+        Action::Refused(why) => s += &format!("no bisect: {why}\n"),
+        Action::Done(apart, answer) => {
+            s += &ends_line(apart);
+            s += &answer_lines(answer, state.boots.len(), &title);
+        }
+    }
+    s
+}
+
+/// How the ends were told apart.
+fn ends_line(a: &Apart) -> String {
+    format!(
+        "the ends: good median {}, bad median {} (×{:.2}), Mann–Whitney p = {:.3}, {:.1} pooled standard deviations apart{}\n",
+        figure(a.good_median),
+        figure(a.bad_median),
+        a.ratio,
+        a.p,
+        a.separation,
+        a.floor.map_or(String::new(), |f| format!(", A/A noise floor {:.1} %", f * 100.0))
+    )
+}
+
+/// The answer, with the test that decided each step.
+fn answer_lines(answer: &Answer, all_boots: usize, title: &dyn Fn(usize) -> String) -> String {
+    let test = format!(
+        "each step decided by Wald's sequential probability ratio test against the ends' measured spread \
+         (α = β = {:.0} %, at least 4 boots a step); {} boots in the steps, {all_boots} with the ends'",
+        ALPHA * 100.0,
+        answer.boots
+    );
+    debug_assert_eq!(ALPHA, BETA);
+    match answer.found() {
+        Some(bad) => format!("first bad: {}\nlast good: {}\n{test}\n", title(bad), title(answer.last_good)),
+        None => format!(
+            "not found: between the last good, {}, and the first bad, {}, lie candidates the steps could not place: {}\n{test}\n",
+            title(answer.last_good),
+            title(answer.first_bad),
+            answer.between.iter().map(|c| title(*c)).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+fn outcome_word(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Good => "good",
+        Outcome::Bad => "bad",
+        Outcome::Unsure => "unsure (its cap reached undecided)",
+        Outcome::Skip => "skip (its boots failed)",
+    }
+}
+
+/// Three significant figures.
+fn figure(v: f64) -> String {
+    match v.abs() {
+        a if a >= 100.0 => format!("{v:.0}"),
+        a if a >= 10.0 => format!("{v:.1}"),
+        _ => format!("{v:.2}"),
+    }
+}

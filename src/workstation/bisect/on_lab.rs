@@ -1,0 +1,94 @@
+//! The bisect's boots on `bootmark lab`'s servers: each boot is a lab
+//! step (the boot pointed at the candidate's entry, the power cycled, the
+//! console followed to the run record or the entry's deadline), its log
+//! and records kept in the bisect's directory, and the metric read from
+//! the records it wrote.
+
+use super::metric::Metric;
+use super::session::{Lab, Measured};
+use crate::lab::ImageEntries;
+use crate::lab::session::Servers;
+use crate::lab::state::Status;
+use crate::schema::record::{self, Record};
+use crate::workstation::output::say;
+use std::path::{Path, PathBuf};
+
+/// The servers a bisect boots (`chosen`: indices into the lab's servers).
+pub struct OnLab<'a> {
+    pub servers: Servers<'a>,
+    pub chosen: Vec<usize>,
+    pub image: &'a ImageEntries,
+    pub metric: Metric,
+    pub dir: PathBuf,
+}
+
+impl Lab for OnLab<'_> {
+    fn boot(&self, server: usize, candidate: &str, id: &str) -> Result<Option<Measured>, String> {
+        let i = self.chosen[server];
+        let machine = self.servers.server(i);
+        let entry = self
+            .image
+            .entries
+            .iter()
+            .find(|e| e.label == candidate)
+            .ok_or_else(|| format!("candidate {candidate} is not an entry of the image"))?;
+        let deadline_s = crate::lab::step_deadline_s(machine, self.image, entry)?;
+        let step = format!("{}/{id}", machine.name);
+        say(&format!("bisect: {step}: booting {candidate} ({}; deadline {deadline_s} s)", entry.title));
+        let Some(outcome) = self.servers.boot(i, candidate, &step, deadline_s)? else { return Ok(None) };
+        let records = read_records(&self.dir.join(&outcome.records))?;
+        let run_id = outcome.run_ids.first().cloned();
+        let hardware = records.first().map(hardware);
+        let value = run_id.as_ref().and_then(|id| self.metric.per_boot(&records).get(id).copied());
+        let why = match (&value, outcome.status) {
+            (Some(_), _) => None,
+            (None, Status::Failed) => Some(outcome.why.unwrap_or_else(|| "the boot failed".into())),
+            (None, _) if records.is_empty() => Some("the boot wrote no result record".into()),
+            (None, _) => {
+                // A metric none of a whole boot's records has will not come from the next one either.
+                self.metric.check(&records)?;
+                Some(format!("no ok run of {} in this boot", self.metric.workload))
+            }
+        };
+        Ok(Some(Measured { run_id, value, why, hardware }))
+    }
+}
+
+/// The result records of one boot's records file (its run record aside).
+fn read_records(path: &Path) -> Result<Vec<Record>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let value: serde_json::Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => return Err(format!("{}:{}: not JSON: {e}", path.display(), n + 1)),
+        };
+        if value.get("schema").and_then(|s| s.as_str()) != Some(record::SCHEMA) {
+            continue;
+        }
+        out.push(serde_json::from_value(value).map_err(|e| format!("{}:{}: {e}", path.display(), n + 1))?);
+    }
+    Ok(out)
+}
+
+/// The machine a record was measured on, as far as a bisect's servers must
+/// agree: CPU, memory, board, the target disk. Not the host name or the
+/// asset tag, which name one machine among alike ones.
+pub fn hardware(r: &Record) -> String {
+    let h = &r.host;
+    let disk = r.storage.device.as_ref().map_or("?".to_string(), |d| {
+        format!(
+            "{} {}",
+            d.model.as_deref().unwrap_or("?"),
+            d.size_bytes.map_or("?".to_string(), |b| format!("{} MiB", b >> 20))
+        )
+    });
+    format!(
+        "{} ×{}, {} MiB, {} {}, disk {disk}",
+        h.cpu_model.as_deref().unwrap_or("?"),
+        h.cpus,
+        h.mem_total_kib.map_or("?".to_string(), |k| (k >> 10).to_string()),
+        h.dmi_vendor.as_deref().unwrap_or("?"),
+        h.dmi_product.as_deref().unwrap_or("?"),
+    )
+}

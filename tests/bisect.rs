@@ -1,0 +1,240 @@
+//! `bootmark bisect` through `bootmark lab`'s own loop, on servers that are
+//! programs (`[server.qemu]`): power on appends one boot's console — real
+//! records of the six-boot demo (Debian 12's 6.1 and 13's 6.12 on dl140),
+//! framed as /init frames them, each made the candidate's own (its entry,
+//! a run id of its own) — to the server's console log. The ladder k0…k5
+//! has 6.1's boots up to k2 and 6.12's from k3: the bisect must find k3
+//! with two servers side by side, resume after Ctrl-C, refuse ends that
+//! are alike or swapped and servers that differ, and refuse bad flags
+//! before anything boots.
+
+use bootmark::framing;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const LADDER: [&str; 6] = ["k0", "k1", "k2", "k3", "k4", "k5"];
+/// The first entry with 6.12's boots.
+const FIRST_BAD: usize = 3;
+
+fn bootmark() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bootmark"))
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// The six-boot demo's boots of one kernel: each boot's documents (result records, then its run record).
+fn boots_of(kernel: &str) -> Vec<Vec<Value>> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/report/boots6-records.jsonl");
+    let docs: Vec<Value> =
+        std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut runs: Vec<String> = Vec::new();
+    for d in &docs {
+        let id = d["run_id"].as_str().unwrap().to_string();
+        if d["kernel"]["release"].as_str().unwrap().starts_with(kernel) && !runs.contains(&id) {
+            runs.push(id);
+        }
+    }
+    runs.iter().map(|id| docs.iter().filter(|d| d["run_id"] == id.as_str()).cloned().collect()).collect()
+}
+
+/// One boot's console: its documents made `entry`'s (`bootmark.entry=`,
+/// a run id of its own, the board named `board`), framed.
+fn console(boot: &[Value], entry: &str, run_id: &str, board: &str) -> String {
+    let mut out = format!("Linux version of {entry}\n");
+    for d in boot {
+        let mut d = d.clone();
+        d["run_id"] = run_id.into();
+        let cmdline =
+            d["kernel"]["cmdline"].as_str().unwrap().replace("bootmark.entry=k0", &format!("bootmark.entry={entry}"));
+        let cmdline = cmdline.replace("bootmark.entry=k1", &format!("bootmark.entry={entry}"));
+        d["kernel"]["cmdline"] = cmdline.into();
+        d["host"]["dmi_product"] = board.into();
+        let bytes = serde_json::to_vec(&d).unwrap();
+        for line in framing::encode(run_id, d["seq"].as_u64().unwrap() as u32, &bytes) {
+            out += &line;
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A lab of servers (name, board) whose power-on appends the next of its
+/// entry's boots to the server's console log, and an image of k0…k5.
+fn lab(name: &str, servers: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bootmark-bisect-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("image")).unwrap();
+    let plan = bootmark().args(["plans", "generations"]).output().unwrap();
+    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let entries: Vec<Value> = LADDER
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            serde_json::json!({
+                "label": e,
+                "title": format!("Debian {} #{i}", if i < FIRST_BAD { "6.1" } else { "6.12" }),
+                "cmdline": format!("console=ttyS0,115200 bootmark.plan=generations bootmark.target=LABEL=SCRATCH bootmark.entry={e}"),
+            })
+        })
+        .collect();
+    let manifest = serde_json::json!({"entries": entries, "plan_definition": plan});
+    std::fs::write(dir.join("image/manifest.json"), manifest.to_string()).unwrap();
+    let (old, new) = (boots_of("6.1."), boots_of("6.12."));
+    let mut toml = "image = \"image\"\nstate = \"lab.state\"\n".to_string();
+    for (j, (server, board)) in servers.iter().enumerate() {
+        for (i, entry) in LADDER.iter().enumerate() {
+            let pool = dir.join(format!("pool/{server}/{entry}"));
+            std::fs::create_dir_all(&pool).unwrap();
+            let boots = if i < FIRST_BAD { &old } else { &new };
+            for (n, boot) in boots.iter().enumerate() {
+                let run_id = format!("20261204-{i:02}{n:02}00-{server}");
+                std::fs::write(pool.join(format!("{n}.log")), console(boot, entry, &run_id, board)).unwrap();
+            }
+        }
+        std::fs::write(dir.join(format!("serial-{server}.log")), "").unwrap();
+        // The next boot of the entry in turn (a counter per server and entry, each server
+        // starting at another boot), appended as a console prints.
+        let command = format!(
+            "sh -c 'c=count-{server}-{{entry}}; n=$(cat $c 2>/dev/null || echo 0); echo $((n + 1)) > $c; \
+             sleep 0.2; cat pool/{server}/{{entry}}/$(((n + {offset}) % 6)).log >> serial-{server}.log'",
+            offset = 3 * j
+        );
+        toml += &format!(
+            "[[server]]\nname = \"{server}\"\nconsole = \"file:serial-{server}.log\"\nboot_s = 20\nmax_step_s = 30\n\
+             [server.qemu]\ncommand = \"{command}\"\n"
+        );
+    }
+    std::fs::write(dir.join("lab.toml"), toml).unwrap();
+    dir
+}
+
+fn bisect(dir: &Path, args: &[&str]) -> Output {
+    bootmark().arg("bisect").arg("run").arg(dir.join("lab.toml")).args(args).output().unwrap()
+}
+
+fn state(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("lab.state/bisect/bisect.json")).unwrap()).unwrap()
+}
+
+const ENDS: [&str; 6] = ["--metric", "seqwrite.read_p50_ms", "--good", "k0", "--bad", "k5"];
+
+#[test]
+fn two_alike_servers_find_the_first_bad_entry_and_a_resumed_bisect_finds_the_same() {
+    let dir = lab("found", &[("a", "dl140"), ("b", "dl140")]);
+    let child = bootmark()
+        .args(["bisect", "run"])
+        .arg(dir.join("lab.toml"))
+        .args(ENDS)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Ctrl-C once a few boots are in.
+    let since = std::time::Instant::now();
+    while std::fs::read_to_string(dir.join("lab.state/bisect/bisect.json")).map_or(0, |t| t.matches("\"id\"").count())
+        < 3
+    {
+        assert!(since.elapsed().as_secs() < 60, "no boots after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // SAFETY: kill(2) sends SIGINT to the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let stopped = child.wait_with_output().unwrap();
+    let out = text(&stopped);
+    assert_eq!(stopped.status.code(), Some(2), "{out}");
+    assert!(out.contains("interrupted; the same command again resumes"), "{out}");
+    let kept = state(&dir)["boots"].as_array().unwrap().len();
+    assert!(kept >= 3, "{kept}");
+
+    let resumed = bisect(&dir, &ENDS);
+    let out = text(&resumed);
+    assert_eq!(resumed.status.code(), Some(0), "{out}");
+    assert!(out.contains(&format!("bisect: resuming in {}", dir.join("lab.state/bisect").display())), "{out}");
+    assert!(out.contains("first bad: k3 (Debian 6.12 #3)\nlast good: k2 (Debian 6.1 #2)"), "{out}");
+    assert!(out.contains("Mann–Whitney p = "), "{out}");
+    assert!(out.contains("each step decided by Wald's sequential probability ratio test"), "{out}");
+    let s = state(&dir);
+    let boots = s["boots"].as_array().unwrap();
+    let mut ids: Vec<&str> = boots.iter().map(|b| b["id"].as_str().unwrap()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), boots.len(), "no boot counted twice");
+    for end in [0, 5] {
+        let servers: Vec<u64> =
+            boots.iter().filter(|b| b["candidate"] == end).map(|b| b["server"].as_u64().unwrap()).collect();
+        assert!(servers.contains(&0) && servers.contains(&1), "end {end} on both servers: {servers:?}");
+    }
+    // Every boot's console and records are kept under its server's name.
+    for b in boots {
+        let (server, file) = (["a", "b"][b["server"].as_u64().unwrap() as usize], b["id"].as_str().unwrap());
+        let records = dir.join(format!("lab.state/bisect/{server}/{}.jsonl", file.replace('#', "-")));
+        assert!(std::fs::metadata(&records).unwrap().len() > 0, "{}", records.display());
+    }
+
+    let status = bootmark().args(["bisect", "status"]).arg(dir.join("lab.toml")).output().unwrap();
+    let said = text(&status);
+    assert_eq!(status.status.code(), Some(0), "{said}");
+    assert!(said.contains("| k3 (Debian 6.12 #3) |") && said.contains("first bad: k3"), "{said}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ends_that_are_alike_or_swapped_and_servers_that_differ_are_refused_with_their_numbers() {
+    let dir = lab("refused", &[("a", "dl140"), ("c", "dl380 g9")]);
+    let one = ["--server", "a"];
+    let alike =
+        bisect(&dir, &[&["--metric", "seqwrite.read_p50_ms", "--good", "k0", "--bad", "k2"][..], &one].concat());
+    let out = text(&alike);
+    assert_eq!(alike.status.code(), Some(1), "{out}");
+    assert!(out.contains("no bisect:") && out.contains("not distinct"), "{out}");
+    assert!(out.contains("| k0 (Debian 6.1 #0) | 16 |"), "16 boots of each end before giving up: {out}");
+
+    std::fs::remove_dir_all(dir.join("lab.state")).unwrap();
+    let swapped =
+        bisect(&dir, &[&["--metric", "seqwrite.read_p50_ms", "--good", "k5", "--bad", "k0"][..], &one].concat());
+    let out = text(&swapped);
+    assert_eq!(swapped.status.code(), Some(1), "{out}");
+    assert!(out.contains("swapped"), "{out}");
+
+    std::fs::remove_dir_all(dir.join("lab.state")).unwrap();
+    let differ = bisect(&dir, &ENDS);
+    let out = text(&differ);
+    assert_eq!(differ.status.code(), Some(1), "{out}");
+    assert!(out.contains("the servers are not alike") && out.contains("dl140") && out.contains("dl380 g9"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Bad flags exit 2 naming the choices, and nothing boots.
+#[test]
+fn bad_flags_are_refused_before_anything_boots() {
+    let dir = lab("flags", &[("a", "dl140")]);
+    let cases: &[(&[&str], &str)] = &[
+        (&["--metric", "seqwrite.read_p5_ms", "--good", "k0", "--bad", "k5"], "(did you mean 'read_p50_ms'?)"),
+        (&["--metric", "seqwrit.real_s", "--good", "k0", "--bad", "k5"], "runs no seqwrit (did you mean 'seqwrite'?)"),
+        (&["--metric", "seqwrite.real_s", "--good", "k9", "--bad", "k5"], "k9 is not an entry of the image"),
+        (&["--metric", "seqwrite.real_s", "--good", "k1", "--bad", "k1"], "a bisect needs two ends"),
+        (&["--metric", "seqwrite.real_s", "--good", "k1", "--bad", "k2"], "nothing between them to bisect"),
+        (
+            &["--metric", "seqwrite.real_s", "--good", "k0", "--bad", "k5", "--ladder", "k1,k3,k5"],
+            "must run from the good end (k0)",
+        ),
+        (
+            &["--metric", "seqwrite.real_s", "--good", "k0", "--bad", "k5", "--server", "z"],
+            "--server z: not a server of the lab",
+        ),
+        (&["--metric", "seqwrite.real_s", "--good", "k0", "--bad", "k5", "--cap", "1"], "--cap 1"),
+    ];
+    for (args, said) in cases {
+        let o = bisect(&dir, args);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}");
+        assert!(out.contains(said), "{args:?}: {out}");
+        assert!(!dir.join("count-a-k0").exists(), "{args:?} booted");
+    }
+    let status = bootmark().args(["bisect", "status"]).arg(dir.join("lab.toml")).output().unwrap();
+    assert_eq!(status.status.code(), Some(2));
+    assert!(text(&status).contains("no bisect has run in"), "{}", text(&status));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,87 @@
+//! `bootmark bisect` over a ladder of Debian kernels, as a user runs it:
+//! an image of three generations from their own suites (bullseye's 5.10,
+//! bookworm's 6.1, trixie's 6.12), two `[server.qemu]` servers alike (the
+//! seed's dl140, each its own stick, scratch disk and console), the metric the
+//! probe's read wait during the big write. 6.12 raised the disk's request
+//! size (max_sectors_kb 1280 → 4096 on this disk), and the read waits
+//! behind the writer's requests: the bisect must name trixie's kernel as
+//! the first bad, with both servers booting side by side.
+
+use super::lab_ipmi::tail;
+use super::support::test_image;
+use crate::build::image;
+use crate::host::fs;
+use crate::host::process::{cmd, output, shell};
+use crate::host::project::Result;
+use std::path::Path;
+use std::time::Instant;
+
+/// Oldest first: the ladder's order, good end to bad end.
+const KERNELS: [&str; 3] = ["linux-image-amd64@bullseye", "linux-image-amd64@bookworm", "linux-image-amd64@trixie"];
+
+pub fn test(base: &Path) -> Result<()> {
+    let started = Instant::now();
+    let dir = base.join("bisect-ladder");
+    let image_dir = dir.join("image");
+    if !image_dir.join("manifest.json").exists() {
+        let mut args = test_image(KERNELS.iter().map(|k| k.to_string()).collect(), image_dir.clone(), None);
+        args.plan = "generations".into();
+        args.append = "bootmark.repeat=1".into();
+        image::build(&args)?;
+    }
+    let built = started.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(dir.join("lab.state"));
+    let xtask = std::env::current_exe().map_err(|e| format!("bisect-ladder: cannot find xtask's own binary: {e}"))?;
+    let mut lab = format!("image = \"{}\"\nstate = \"lab.state\"\n", image_dir.display());
+    for server in ["a", "b"] {
+        // Each server its own stick, as on iron: a boot writes its results and its default entry there.
+        let stick = dir.join(format!("stick-{server}"));
+        let _ = std::fs::remove_dir_all(&stick);
+        fs::create_dir_all(&stick)?;
+        for file in ["usb.img", "manifest.json"] {
+            std::fs::copy(image_dir.join(file), stick.join(file))
+                .map_err(|e| format!("bisect-ladder: cannot copy {file} to {}: {e}", stick.display()))?;
+        }
+        fs::write(dir.join(format!("serial-{server}.log")), "")?;
+        lab += &format!(
+            "[[server]]\nname = \"{server}\"\nconsole = \"file:serial-{server}.log\"\nboot_s = 60\nmax_step_s = 400\n\
+             [server.qemu]\ncommand = \"{xtask} qemu --image {stick} --entry-label {{entry}} --disk scratch-{server}.img \
+             --fresh-disk ext3 --log serial-{server}.log --machine dl140 --timeout 400\"\n",
+            xtask = xtask.display(),
+            stick = stick.display()
+        );
+    }
+    let lab_file = dir.join("lab.toml");
+    fs::write(&lab_file, lab)?;
+    let bootmark = crate::host::project::project_root().join("target/debug/bootmark");
+    let sh = shell()?;
+    let ran = output(cmd!(sh, "{bootmark} bisect run {lab_file} --metric seqwrite.read_p50_ms --good k0 --bad k2"))?;
+    let out = String::from_utf8_lossy(&ran.stdout).into_owned();
+    let said: Vec<&str> = out.lines().filter(|l| !l.starts_with('[')).collect();
+    if ran.status.code() != Some(0) || !out.contains("first bad: k2 (") || !out.contains("last good: k1 (") {
+        return Err(format!(
+            "bisect-ladder: `bootmark bisect run` exited {:?} without naming trixie's k2 as the first bad:\n{}\n{}",
+            ran.status.code(),
+            tail(&said.join("\n")),
+            tail(&String::from_utf8_lossy(&ran.stderr))
+        ));
+    }
+    let state =
+        bootmark::bisect::session::State::load(&dir.join("lab.state/bisect"))?.ok_or("bisect-ladder: no state")?;
+    for end in [0, 2] {
+        let servers: std::collections::BTreeSet<usize> =
+            state.boots.iter().filter(|b| b.candidate == end).map(|b| b.server).collect();
+        if servers.len() != 2 {
+            return Err(format!("bisect-ladder: end k{end} booted on servers {servers:?}, not on both"));
+        }
+    }
+    let table: Vec<&str> = said.iter().copied().filter(|l| l.starts_with('|') || l.starts_with("the ends")).collect();
+    println!(
+        "e2e: bisect ladder: 5.10, 6.1, 6.12 on two dl140 servers side by side: first bad k2 (6.12), {} boots; \
+         image {built:.0} s, in all {:.0} s\n{}",
+        state.boots.len(),
+        started.elapsed().as_secs_f64(),
+        table.join("\n")
+    );
+    Ok(())
+}
