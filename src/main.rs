@@ -520,11 +520,33 @@ fn lab_status(path: &std::path::Path) -> ExitCode {
 #[cfg(feature = "workstation")]
 fn bisect_run(path: &std::path::Path, asked: &bootmark::bisect::command::Asked) -> ExitCode {
     use bootmark::bisect::command::{self, Ended};
-    match lab_read(path).and_then(|lab| command::run(&lab, asked)) {
-        Ok(Ended::Found) => ExitCode::SUCCESS,
-        Ok(Ended::NotFound) => ExitCode::FAILURE,
-        Ok(Ended::Interrupted) => ExitCode::from(EXIT_CANNOT),
-        Err(e) => cannot(&e),
+    let lab = match lab_read(path) {
+        Ok(l) => l,
+        Err(e) => return cannot(&e),
+    };
+    let ended = match command::run(&lab, asked) {
+        Ok(Ended::Interrupted) => return ExitCode::from(EXIT_CANNOT),
+        Ok(e) => e,
+        Err(e) => return cannot(&e),
+    };
+    // Every boot's records in one report, a row per candidate's kernel, beside the state.
+    let dir = command::state_dir(&lab, asked.dir.as_deref());
+    let files = command::record_files(&dir);
+    if !files.is_empty() {
+        match rendered_report(&files, &["html"], None, None, None, None) {
+            Ok((texts, _)) => {
+                let html = dir.join("report.html");
+                if let Err(e) = std::fs::write(&html, &texts[0]) {
+                    return cannot(&format!("cannot write {}: {e}", html.display()));
+                }
+                println!("report of every boot's records: {}", html.display());
+            }
+            Err(e) => eprintln!("bootmark: no report of the boots' records: {e}"),
+        }
+    }
+    match ended {
+        Ended::Found => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
     }
 }
 

@@ -6,7 +6,8 @@
 //! has 6.1's boots up to k2 and 6.12's from k3: the bisect must find k3
 //! with two servers side by side, resume after Ctrl-C, refuse ends that
 //! are alike or swapped and servers that differ, and refuse bad flags
-//! before anything boots.
+//! before anything boots. The same servers show `bootmark lab run`
+//! taking its servers side by side.
 
 use bootmark::framing;
 use serde_json::Value;
@@ -64,6 +65,12 @@ fn console(boot: &[Value], entry: &str, run_id: &str, board: &str) -> String {
 /// A lab of servers (name, board) whose power-on appends the next of its
 /// entry's boots to the server's console log, and an image of k0…k5.
 fn lab(name: &str, servers: &[(&str, &str)]) -> PathBuf {
+    lab_holding(name, servers, 0.2)
+}
+
+/// `lab`, each power-on first marking its server on (`on-SERVER`), then
+/// holding `hold_s` seconds and listing the markers there are (`seen-SERVER`).
+fn lab_holding(name: &str, servers: &[(&str, &str)], hold_s: f64) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("bootmark-bisect-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("image")).unwrap();
@@ -99,8 +106,9 @@ fn lab(name: &str, servers: &[(&str, &str)]) -> PathBuf {
         // starting at another boot), appended as a console prints.
         let command = format!(
             "sh -c 'c=count-{server}-{{entry}}; n=$(cat $c 2>/dev/null || echo 0); echo $((n + 1)) > $c; \
-             sleep 0.2; cat pool/{server}/{{entry}}/$(((n + {offset}) % 6)).log >> serial-{server}.log'",
-            offset = 3 * j
+             echo > on-{server}; sleep {hold_s}; ls >> seen-{server}; cat pool/{server}/{{entry}}/$(((n + {offset}) % 6)).log >> serial-{server}.log'",
+            offset = 3 * j,
+            hold_s = hold_s
         );
         toml += &format!(
             "[[server]]\nname = \"{server}\"\nconsole = \"file:serial-{server}.log\"\nboot_s = 20\nmax_step_s = 30\n\
@@ -173,6 +181,10 @@ fn two_alike_servers_find_the_first_bad_entry_and_a_resumed_bisect_finds_the_sam
         assert!(std::fs::metadata(&records).unwrap().len() > 0, "{}", records.display());
     }
 
+    let report = std::fs::read_to_string(dir.join("lab.state/bisect/report.html")).unwrap();
+    assert!(report.contains("6.12.118+deb13-amd64") && report.contains("6.1.0-57-amd64"), "a row per kernel");
+    assert!(out.contains("report of every boot's records: "), "{out}");
+
     let status = bootmark().args(["bisect", "status"]).arg(dir.join("lab.toml")).output().unwrap();
     let said = text(&status);
     assert_eq!(status.status.code(), Some(0), "{said}");
@@ -203,6 +215,30 @@ fn ends_that_are_alike_or_swapped_and_servers_that_differ_are_refused_with_their
     let out = text(&differ);
     assert_eq!(differ.status.code(), Some(1), "{out}");
     assert!(out.contains("the servers are not alike") && out.contains("dl140") && out.contains("dl380 g9"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `bootmark lab run` on the same servers: each takes its own steps while
+/// the other takes its (each saw the other's marker during a step), and
+/// every step is done.
+#[test]
+fn a_labs_servers_run_side_by_side() {
+    let dir = lab_holding("side", &[("a", "dl140"), ("b", "dl140")], 1.5);
+    let toml = std::fs::read_to_string(dir.join("lab.toml")).unwrap();
+    std::fs::write(dir.join("lab.toml"), toml.replace("[[server]]\n", "[[server]]\nentries = [\"k0\", \"k3\"]\n"))
+        .unwrap();
+    let ran = bootmark().args(["lab", "run"]).arg(dir.join("lab.toml")).output().unwrap();
+    let out = text(&ran);
+    assert!(ran.status.code().is_some_and(|c| c < 2), "{out}");
+    for (me, other) in [("a", "b"), ("b", "a")] {
+        let seen = std::fs::read_to_string(dir.join(format!("seen-{me}"))).unwrap();
+        assert!(seen.contains(&format!("on-{other}")), "{me} never saw {other} on: one after the other\n{out}");
+    }
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("lab.state/state.json")).unwrap()).unwrap();
+    let steps = state["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 4);
+    assert!(steps.iter().all(|s| s["outcome"]["status"] == "ok"), "{state}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -44,6 +44,21 @@ pub fn state_dir(lab: &Lab, asked_dir: Option<&Path>) -> PathBuf {
     asked_dir.map_or_else(|| lab.state_dir.join("bisect"), Path::to_path_buf)
 }
 
+/// Every boot's records file in the bisect's directory (`SERVER/ENTRY-bN.jsonl`), those with any record.
+pub fn record_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for server in std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| e.path().is_dir()) {
+        for f in std::fs::read_dir(server.path()).into_iter().flatten().flatten() {
+            let p = f.path();
+            if p.extension().is_some_and(|x| x == "jsonl") && f.metadata().is_ok_and(|m| m.len() > 0) {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 /// The ladder: `--ladder`, or the image's entries from the good end to the
 /// bad one (in either order of the image), variants' entries (`k0-NAME`) left out.
 fn ladder(asked: &Asked, image: &ImageEntries) -> Result<Vec<String>, String> {

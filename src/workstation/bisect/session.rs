@@ -106,7 +106,9 @@ impl State {
             boots.entry(b.candidate).or_default().push(b.value);
         }
         match search::next(self.candidates.len(), &model, self.cap, self.servers, &boots) {
-            Next::Boot(candidates) => Action::Boot(candidates),
+            // Fewer candidates left than servers: the idle ones boot them too (a step
+            // decided by the first of its boots gets at most servers − 1 more).
+            Next::Boot(candidates) => Action::Boot(candidates.iter().copied().cycle().take(self.servers).collect()),
             Next::Done(answer) => Action::Done(apart, answer),
         }
     }
