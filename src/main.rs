@@ -102,6 +102,10 @@ enum BisectCommand {
         /// `bisect` in the lab's state directory).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// A step's boot with no run record by its deadline (a hang) counts as one like the
+        /// bad end's worst, not as a skip: for bisecting a kernel that hangs the machine.
+        #[arg(long)]
+        hang_is_bad: bool,
     },
     /// Where a bisect is: every candidate's boots and values, what each step said, and the
     /// answer or the next boots. Boots nothing.
@@ -355,8 +359,8 @@ fn main() -> ExitCode {
         #[cfg(feature = "workstation")]
         Command::Lab(LabCommand::Status { lab }) => lab_status(&lab),
         #[cfg(feature = "workstation")]
-        Command::Bisect(BisectCommand::Run { lab, metric, good, bad, ladder, servers, cap, dir }) => {
-            let asked = bootmark::bisect::command::Asked { metric, good, bad, ladder, servers, cap, dir };
+        Command::Bisect(BisectCommand::Run { lab, metric, good, bad, ladder, servers, cap, dir, hang_is_bad }) => {
+            let asked = bootmark::bisect::command::Asked { metric, good, bad, ladder, servers, cap, dir, hang_is_bad };
             bisect_run(&lab, &asked)
         }
         #[cfg(feature = "workstation")]

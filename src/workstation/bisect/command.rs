@@ -27,6 +27,8 @@ pub struct Asked {
     pub cap: usize,
     /// The bisect's directory; None: `bisect` in the lab's state directory.
     pub dir: Option<PathBuf>,
+    /// A step's boot that hangs counts as bad, not as a skip.
+    pub hang_is_bad: bool,
 }
 
 /// How a bisect run ended, for the exit code.
@@ -167,7 +169,8 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
         return Err(format!("--cap {}: a step needs 2 to 64 boots at most", asked.cap));
     }
     let dir = state_dir(lab, asked.dir.as_deref());
-    let wanted = State::new(&asked.metric, candidates, asked.cap, chosen.len())?;
+    let mut wanted = State::new(&asked.metric, candidates, asked.cap, chosen.len())?;
+    wanted.hang_is_bad = asked.hang_is_bad;
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut state = match State::load(&dir)? {
         Some(s) => {

@@ -50,7 +50,8 @@ impl Lab for OnLab<'_> {
                 Some(format!("no ok run of {} in this boot", self.metric.workload))
             }
         };
-        Ok(Some(Measured { run_id, value, why, hardware }))
+        let hung = outcome.status == Status::Failed && outcome.run_ids.is_empty();
+        Ok(Some(Measured { run_id, value, why, hardware, hung }))
     }
 }
 

@@ -11,7 +11,7 @@
 
 use super::metric::Metric;
 use super::search::{self, Answer, End, EndsNext, Next};
-use super::step::{Apart, Model};
+use super::step::{Apart, Model, Worse};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,6 +36,9 @@ pub struct Booted {
     pub why: Option<String>,
     /// The machine as its records describe it (`Measured::hardware`).
     pub hardware: Option<String>,
+    /// No run record by its deadline: the console went silent or the time ran out.
+    #[serde(default)]
+    pub hung: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,6 +54,10 @@ pub struct State {
     pub servers: usize,
     /// Every boot, in the order they ended.
     pub boots: Vec<Booted>,
+    /// A step's boot that hung counts as one like the bad end's worst,
+    /// not as a skip (the regression looked for is a hang).
+    #[serde(default)]
+    pub hang_is_bad: bool,
 }
 
 /// What the bisect does next.
@@ -79,6 +86,7 @@ impl State {
             cap,
             servers: servers.max(1),
             boots: Vec::new(),
+            hang_is_bad: false,
         })
     }
 
@@ -101,9 +109,14 @@ impl State {
             EndsNext::Ready(ends, apart) => (ends, apart),
         };
         let model = Model::new(&ends);
+        let worst_bad = match metric.worse() {
+            Worse::Larger => ends.bad.iter().copied().fold(f64::MIN, f64::max),
+            Worse::Smaller => ends.bad.iter().copied().fold(f64::MAX, f64::min),
+        };
         let mut boots = search::Boots::new();
         for b in self.boots.iter().filter(|b| b.candidate != 0 && b.candidate != last) {
-            boots.entry(b.candidate).or_default().push(b.value);
+            let value = if self.hang_is_bad && b.hung { Some(worst_bad) } else { b.value };
+            boots.entry(b.candidate).or_default().push(value);
         }
         match search::next(self.candidates.len(), &model, self.cap, self.servers, &boots) {
             // Fewer candidates left than servers: the idle ones boot them too (a step
@@ -155,11 +168,12 @@ impl State {
 
     /// Is `asked` (the bisect as the command line gives it now) the one this state belongs to?
     pub fn check_same(&self, asked: &State, dir: &Path) -> Result<(), String> {
-        if (&self.metric, &self.candidates) != (&asked.metric, &asked.candidates) {
+        if (&self.metric, &self.candidates, self.hang_is_bad) != (&asked.metric, &asked.candidates, asked.hang_is_bad) {
             return Err(format!(
-                "{} holds another bisect (metric {}, {} candidates from {} to {}): move it away to start this one",
+                "{} holds another bisect (metric {}{}, {} candidates from {} to {}): move it away to start this one",
                 dir.display(),
                 self.metric,
+                if self.hang_is_bad { ", hangs bad" } else { "" },
                 self.candidates.len(),
                 self.candidates.first().map_or("?", String::as_str),
                 self.candidates.last().map_or("?", String::as_str)
@@ -193,6 +207,8 @@ pub struct Measured {
     /// The machine as the boot's records describe it (CPU, memory, board,
     /// the target disk): what must agree across a bisect's servers.
     pub hardware: Option<String>,
+    /// No run record by the boot's deadline.
+    pub hung: bool,
 }
 
 /// Boots a candidate once: a lab's server, QEMU, or a simulation. Shared
@@ -252,8 +268,8 @@ pub fn drive(
                     let Ok(mut guard) = shared.lock() else { return };
                     let (state, interrupted, failed) = &mut *guard;
                     match result {
-                        Ok(Some(Measured { run_id, value, why, hardware })) => {
-                            let booted = Booted { candidate, id, server, run_id, value, why, hardware };
+                        Ok(Some(Measured { run_id, value, why, hardware, hung })) => {
+                            let booted = Booted { candidate, id, server, run_id, value, why, hardware, hung };
                             state.boots.push(booted.clone());
                             if let Err(e) = state.save(dir) {
                                 failed.get_or_insert(e);
@@ -290,11 +306,13 @@ mod tests {
         boots: std::sync::atomic::AtomicUsize,
         /// Each server's machine, as its records would describe it.
         hardware: Vec<&'static str>,
+        /// Candidates from this one on, short of the bad end, hang instead.
+        hang_from: Option<usize>,
     }
 
     impl Simulated {
         fn new(seed: u64, hardware: Vec<&'static str>) -> Simulated {
-            Simulated { seed: std::sync::Mutex::new(seed), boots: 0.into(), hardware }
+            Simulated { seed: std::sync::Mutex::new(seed), boots: 0.into(), hardware, hang_from: None }
         }
 
         fn boots(&self) -> usize {
@@ -312,11 +330,13 @@ mod tests {
             let jitter = (*seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
             let k: usize = candidate.trim_start_matches('k').parse().unwrap();
             let value = if k >= 7 { 16.0 } else { 13.3 } * (1.0 + 0.06 * jitter);
+            let hung = self.hang_from.is_some_and(|from| k >= from && k < 11);
             Ok(Some(Measured {
-                run_id: Some(format!("run-{n}")),
-                value: Some(value),
-                why: None,
+                run_id: (!hung).then(|| format!("run-{n}")),
+                value: (!hung).then_some(value),
+                why: hung.then(|| "no run record by the deadline".to_string()),
                 hardware: Some(self.hardware[server].to_string()),
+                hung,
             }))
         }
     }
@@ -409,6 +429,31 @@ mod tests {
         };
         assert_eq!(state.boots.len(), 4, "refused once both have booted one end");
         assert!(why.contains("server 1: dl140; server 2: dl380 g9"), "{why}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The candidates from the 8th on, short of the bad end, hang: skipped,
+    /// they leave the answer a range; called bad, the 8th is found.
+    #[test]
+    fn a_hang_is_a_skip_unless_the_user_calls_it_bad() {
+        let metric = Metric::parse("seqwrite.real_s").unwrap();
+        let dir = std::env::temp_dir().join(format!("bootmark-bisect-hang-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut answers = Vec::new();
+        for hang_is_bad in [false, true] {
+            let mut state = State::new("seqwrite.real_s", ladder(), 12, 1).unwrap();
+            state.hang_is_bad = hang_is_bad;
+            let lab = Simulated { hang_from: Some(7), ..Simulated::new(7, vec!["dl140"]) };
+            let Action::Done(_, answer) = drive(&mut state, &metric, &dir, &lab, &|| false, &|_, _| {}).unwrap() else {
+                panic!("not done")
+            };
+            answers.push(answer);
+            std::fs::remove_file(dir.join(FILE)).unwrap();
+        }
+        assert_eq!(answers[0].found(), None);
+        assert_eq!((answers[0].last_good, answers[0].first_bad), (6, 11), "{:?}", answers[0]);
+        assert_eq!(answers[1].found(), Some(7), "{:?}", answers[1]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
