@@ -9,8 +9,8 @@ use super::on_lab::OnLab;
 use super::search::{Answer, Outcome};
 use super::session::{self, Action, Booted, State};
 use super::step::{ALPHA, Apart, BETA, Worse};
-use crate::lab::ImageEntries;
-use crate::lab::file::Lab;
+use crate::workstation::lab::ImageEntries;
+use crate::workstation::lab::file::Lab;
 use crate::workstation::output::say;
 use crate::workstation::report::stats;
 use std::path::{Path, PathBuf};
@@ -183,7 +183,7 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
             wanted
         }
     };
-    let servers = crate::lab::session::Servers::prepare(lab, &image, &dir)?;
+    let servers = crate::workstation::lab::session::Servers::prepare(lab, &image, &dir)?;
     let on_lab = OnLab { servers, chosen, image: &image, metric: metric.clone(), dir: dir.clone() };
     say(&format!(
         "bisect: {} over {} candidates ({} good … {} bad) on {} server(s); state in {}",

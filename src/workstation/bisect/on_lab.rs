@@ -6,10 +6,10 @@
 
 use super::metric::Metric;
 use super::session::{Lab, Measured};
-use crate::lab::ImageEntries;
-use crate::lab::session::Servers;
-use crate::lab::state::Status;
 use crate::schema::record::{self, Record};
+use crate::workstation::lab::ImageEntries;
+use crate::workstation::lab::session::Servers;
+use crate::workstation::lab::state::Status;
 use crate::workstation::output::say;
 use std::path::{Path, PathBuf};
 
@@ -32,7 +32,7 @@ impl Lab for OnLab<'_> {
             .iter()
             .find(|e| e.label == candidate)
             .ok_or_else(|| format!("candidate {candidate} is not an entry of the image"))?;
-        let deadline_s = crate::lab::step_deadline_s(machine, self.image, entry)?;
+        let deadline_s = crate::workstation::lab::step_deadline_s(machine, self.image, entry)?;
         let step = format!("{}/{id}", machine.name);
         say(&format!("bisect: {step}: booting {candidate} ({}; deadline {deadline_s} s)", entry.title));
         let Some(outcome) = self.servers.boot(i, candidate, &step, deadline_s)? else { return Ok(None) };

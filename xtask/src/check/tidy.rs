@@ -266,7 +266,21 @@ mod tests {
         for (doc, path, flags) in named {
             // `bootmark` in prose ("bootmark writes only…") names no command.
             let Some(first) = path.first().filter(|w| !flags.is_empty() || w.len() > 2) else { continue };
-            let help = helps.entry(first.clone()).or_insert_with(|| {
+            // `bootmark lab run`, `bootmark bisect run`: the subcommand's own flags, where it is one.
+            let second = path.get(1).filter(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+            let sub = second.map(|second| {
+                let key = format!("{first} {second}");
+                let help = helps.entry(key.clone()).or_insert_with(|| {
+                    crate::host::process::output(crate::host::process::cmd!(sh, "{bin} {first} {second} --help"))
+                        .unwrap()
+                });
+                (key, help.status.success())
+            });
+            let key = match sub {
+                Some((key, true)) => key,
+                _ => first.clone(),
+            };
+            let help = helps.entry(key.clone()).or_insert_with(|| {
                 crate::host::process::output(crate::host::process::cmd!(sh, "{bin} {first} --help")).unwrap()
             });
             if !help.status.success() {
@@ -283,7 +297,7 @@ mod tests {
                         || text.contains(&format!("{f}\n"))
                         || text.contains(&format!("{f}="))
                         || text.contains(&format!("{f},")),
-                    "{doc}: `bootmark {first}` has no {f}"
+                    "{doc}: `bootmark {key}` has no {f}"
                 );
             }
         }
