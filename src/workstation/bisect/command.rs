@@ -183,15 +183,15 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
             wanted
         }
     };
-    let servers = crate::workstation::lab::session::Servers::prepare(lab, &image, &dir)?;
-    let on_lab = OnLab { servers, chosen, image: &image, metric: metric.clone(), dir: dir.clone() };
+    let servers = crate::workstation::lab::session::Servers::prepare_these(lab, &image, &dir, &chosen)?;
+    let on_lab = OnLab { servers, image: &image, metric: metric.clone(), dir: dir.clone() };
     say(&format!(
         "bisect: {} over {} candidates ({} good … {} bad) on {} server(s); state in {}",
         state.metric,
         state.candidates.len(),
         state.candidates[0],
         state.candidates[state.candidates.len() - 1],
-        on_lab.chosen.len(),
+        on_lab.servers.len(),
         dir.display()
     ));
     let progress = |state: &State, b: &Booted| say(&progress_line(state, b));

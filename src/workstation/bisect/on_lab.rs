@@ -13,10 +13,9 @@ use crate::workstation::lab::state::Status;
 use crate::workstation::output::say;
 use std::path::{Path, PathBuf};
 
-/// The servers a bisect boots (`chosen`: indices into the lab's servers).
+/// The lab's servers a bisect boots, prepared (server `i` of the bisect is `servers`' `i`).
 pub struct OnLab<'a> {
     pub servers: Servers<'a>,
-    pub chosen: Vec<usize>,
     pub image: &'a ImageEntries,
     pub metric: Metric,
     pub dir: PathBuf,
@@ -24,8 +23,7 @@ pub struct OnLab<'a> {
 
 impl Lab for OnLab<'_> {
     fn boot(&self, server: usize, candidate: &str, id: &str) -> Result<Option<Measured>, String> {
-        let i = self.chosen[server];
-        let machine = self.servers.server(i);
+        let machine = self.servers.server(server);
         let entry = self
             .image
             .entries
@@ -35,7 +33,7 @@ impl Lab for OnLab<'_> {
         let deadline_s = crate::workstation::lab::step_deadline_s(machine, self.image, entry)?;
         let step = format!("{}/{id}", machine.name);
         say(&format!("bisect: {step}: booting {candidate} ({}; deadline {deadline_s} s)", entry.title));
-        let Some(outcome) = self.servers.boot(i, candidate, &step, deadline_s)? else { return Ok(None) };
+        let Some(outcome) = self.servers.boot(server, candidate, &step, deadline_s)? else { return Ok(None) };
         let records = read_records(&self.dir.join(&outcome.records))?;
         let run_id = outcome.run_ids.first().cloned();
         let hardware = records.first().map(hardware);
@@ -45,9 +43,15 @@ impl Lab for OnLab<'_> {
             (None, Status::Failed) => Some(outcome.why.unwrap_or_else(|| "the boot failed".into())),
             (None, _) if records.is_empty() => Some("the boot wrote no result record".into()),
             (None, _) => {
-                // A metric none of a whole boot's records has will not come from the next one either.
-                self.metric.check(&records)?;
-                Some(format!("no ok run of {} in this boot", self.metric.workload))
+                let runs: Vec<&Record> = records.iter().filter(|r| r.workload.name == self.metric.workload).collect();
+                if !runs.is_empty() && runs.iter().all(|r| r.status != record::Status::Ok) {
+                    Some(format!("every run of {} in this boot failed", self.metric.workload))
+                } else {
+                    // Ok runs without the figure, or no run of the workload at all: the next
+                    // boot will not have it either, so the bisect stops here and says which.
+                    self.metric.check(&records)?;
+                    Some(format!("no {} in this boot's records", self.metric.workload))
+                }
             }
         };
         let hung = outcome.status == Status::Failed && outcome.run_ids.is_empty();

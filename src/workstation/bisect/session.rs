@@ -179,6 +179,16 @@ impl State {
                 self.candidates.last().map_or("?", String::as_str)
             ));
         }
+        if self.servers != asked.servers {
+            // Its boots name their servers by number: another set would mix them up.
+            return Err(format!(
+                "{} holds a bisect run on {} server(s), asked now with {}: give the same servers to resume it, \
+                 or move it away to start again",
+                dir.display(),
+                self.servers,
+                asked.servers
+            ));
+        }
         Ok(())
     }
 
@@ -390,6 +400,9 @@ mod tests {
         assert!(
             State::load(&dir).unwrap().unwrap().check_same(&other, &dir).unwrap_err().contains("holds another bisect")
         );
+        let two = State::new("seqwrite.real_s", ladder(), 12, 2).unwrap();
+        let err = State::load(&dir).unwrap().unwrap().check_same(&two, &dir).unwrap_err();
+        assert!(err.contains("run on 1 server(s), asked now with 2"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

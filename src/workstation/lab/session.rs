@@ -75,7 +75,14 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
         let threads: Vec<_> = (0..servers.len())
             .map(|i| {
                 let (servers, state) = (&servers, &state);
-                scope.spawn(move || run_server(servers, i, state, dir))
+                scope.spawn(move || {
+                    let ran = run_server(servers, i, state, dir);
+                    if let Err(e) = &ran {
+                        // Said now: the other servers go on with their steps, maybe for hours.
+                        say(&format!("lab: server {} stopped: {e}", servers.server(i).name));
+                    }
+                    ran
+                })
             })
             .collect();
         threads.into_iter().map(|t| t.join().unwrap_or_else(|_| Err("a server's thread panicked".into()))).collect()
@@ -145,7 +152,18 @@ pub struct Servers<'a> {
 
 impl<'a> Servers<'a> {
     pub fn prepare(lab: &'a Lab, image: &ImageEntries, dir: &Path) -> Result<Servers<'a>, String> {
-        let prepared = lab.servers.iter().map(|s| prepare(s, lab, image, dir)).collect::<Result<_, _>>()?;
+        Servers::prepare_these(lab, image, dir, &(0..lab.servers.len()).collect::<Vec<_>>())
+    }
+
+    /// Only the lab's servers `which` (by index), in that order: a server
+    /// left out is not asked anything (its BMC may be away).
+    pub fn prepare_these(
+        lab: &'a Lab,
+        image: &ImageEntries,
+        dir: &Path,
+        which: &[usize],
+    ) -> Result<Servers<'a>, String> {
+        let prepared = which.iter().map(|&i| prepare(&lab.servers[i], lab, image, dir)).collect::<Result<_, _>>()?;
         Ok(Servers { prepared, dir: dir.to_path_buf() })
     }
 
