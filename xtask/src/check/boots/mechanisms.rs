@@ -1,6 +1,6 @@
 //! The waiting mechanisms provoked on purpose and named from the kernel's own
 //! events: the demo's `dirty40` run (a 192 MiB write under dirty_ratio 40) on
-//! the `dl140` machine with 384 MiB and its disk at 15 MB/s (far slower than the writer). Debian 12's 6.1
+//! the `dl140` machine with 384 MiB and its disk at 8 MB/s (far slower than the writer). Debian 12's 6.1
 //! pauses the writer in balance_dirty_pages while it writes and holds its
 //! fdatasync in block writeback throttling (wbt) — the two mechanisms the
 //! first dirty-limit finding confused. The record must carry the tracepoints
@@ -17,6 +17,15 @@ use crate::host::project::Result;
 use bootmark::record::{Record, Status};
 use std::path::Path;
 
+/// The disk's throttle: a quarter of the dl140's 30 MB/s.
+const DISK_MBPS: u32 = 8;
+
+/// How fast the writer's write() calls went (MiB/s until they returned).
+fn writer_speed(r: &Record) -> f64 {
+    let returned = r.times.writes_returned_s.unwrap_or(r.times.wall_s);
+    r.bytes_written as f64 / (1 << 20) as f64 / returned.max(1e-3)
+}
+
 pub fn test(package: &str, base: &Path) -> Result<()> {
     let image_args = image::Args {
         plan: "demo".into(),
@@ -32,20 +41,48 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         // passes the kernel's freerun point (halfway between the background and
         // dirty limits, about 75 MiB here) well before its 192 MiB are written.
         memory: Some(384),
-        // Half the dl140's 30 MB/s: the writer outruns the disk by more, and the
-        // kernel pauses it often (at 30 MB/s one boot of three paused it once).
-        disk_mbps: Some(15),
+        // A quarter of the dl140's 30 MB/s: the writer outruns the disk by far
+        // even when the workstation's other work slows it (at 30 MB/s one boot of
+        // three paused it once; at 15 MB/s a CI run whose writer managed 22 MB/s
+        // beside a kernel build stayed under the limit: 50 balance_dirty_pages
+        // calls, every pause negative, the writer's own think time longer).
+        disk_mbps: Some(DISK_MBPS),
         disk_iops: 240,
         disk_iops_kib: 128,
         ..test_boot(out, disk, base.join("serial-mechanisms.log"))
     };
-    let booted = qemu::boot(&args)?;
-    let docs = serial_documents(&booted.serial);
-    let records = results(&docs);
-    let [r] = records.as_slice() else {
-        return Err(format!("expected one seqwrite record, got {}\n{}", records.len(), qemu::tail(&booted.serial, 25)));
+    // A writer no faster than the disk is never paused, whatever the kernel:
+    // the check is then void (the workstation was too busy), not failed, and
+    // the boot is tried once more.
+    let mut attempt = 1;
+    let (booted, docs) = loop {
+        let booted = qemu::boot(&args)?;
+        let docs = serial_documents(&booted.serial);
+        let records = results(&docs);
+        let [r] = records.as_slice() else {
+            return Err(format!(
+                "expected one seqwrite record, got {}\n{}",
+                records.len(),
+                qemu::tail(&booted.serial, 25)
+            ));
+        };
+        let writer_mib_s = writer_speed(r);
+        match check_record(r) {
+            Err(e) if attempt == 1 && writer_mib_s < 2.0 * DISK_MBPS as f64 => {
+                println!(
+                    "e2e: mechanisms: void, trying once more: the writer wrote at {writer_mib_s:.1} MiB/s against the \
+                     disk's {DISK_MBPS} MB/s, too slow to be throttled (a busy workstation): {e}"
+                );
+                attempt += 1;
+            }
+            Err(e) => {
+                return Err(format!("{e} (the writer wrote at {writer_mib_s:.1} MiB/s, the disk {DISK_MBPS} MB/s)"));
+            }
+            Ok(()) => break (booted, docs),
+        }
     };
-    check_record(r)?;
+    let records = results(&docs);
+    let r = records[0];
     let opts = bootmark::report::Options { pictures: true, ..Default::default() };
     let report = bootmark::report::report(records.iter().copied(), opts)?;
     let figures = bootmark::report::pictures::figures(&report.rows, &report.pictures)?;
@@ -79,12 +116,12 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     }
     // The machine says what it was: QEMU's disk, throttled (the asset tag xtask qemu set).
     let setting = report.setting.as_deref().unwrap_or("");
-    if !setting.contains("emulated (ATA QEMU HARDDISK)") || !setting.contains("disk throttled to 15 MB/s") {
+    if !setting.contains("emulated (ATA QEMU HARDDISK)") || !setting.contains("disk throttled to 8 MB/s") {
         return Err(format!("the report does not say the disk was QEMU's and throttled: {setting:?}"));
     }
     let k = r.kernel_events.as_ref().ok_or("no kernel events")?;
     println!(
-        "e2e: mechanisms: {package} on --machine dl140 (384 MiB, 15 MB/s), the demo's dirty40 run: balance_dirty_pages paused the writer {} times ({:.0} ms) while writing; wbt named with wbt_lat_usec {}; {} events read, {} lost ({:.1} s)",
+        "e2e: mechanisms: {package} on --machine dl140 (384 MiB, 8 MB/s), the demo's dirty40 run: balance_dirty_pages paused the writer {} times ({:.0} ms) while writing; wbt named with wbt_lat_usec {}; {} events read, {} lost ({:.1} s)",
         k.dirty_pauses.writing.count,
         k.dirty_pauses.writing.total_ms,
         r.storage.queue.get("queue/wbt_lat_usec").map_or("?", String::as_str),
