@@ -1,10 +1,10 @@
 //! `cargo xtask check fuzz`: the serial log parser and the readers of md and
 //! LVM2 metadata under libFuzzer (cargo fuzz, installed from crates.io if
-//! missing), each for a bounded time. Runs on stable
+//! missing), each for a bounded time; `prepare` installs and builds ahead. Runs on stable
 //! Rust with `--sanitizer none`: the target asserts its own invariants.
 
 use crate::host::fs;
-use crate::host::process::{Streams, cmd, run_shown, run_with, shell, shell_in, succeeds};
+use crate::host::process::{Streams, cmd, run as run_quiet, run_shown, run_with, shell, shell_in, succeeds};
 use crate::host::project::{Result, project_root};
 use std::path::Path;
 
@@ -26,15 +26,37 @@ const TARGETS: &[Target] = &[
     Target { name: "layers", rss_mib: 512, more_seeds: &["tests/data/layers"] },
 ];
 
+/// cargo-fuzz installed (from crates.io, if missing) and every target
+/// built as `run` builds it, its output kept quiet: `cargo xtask test`
+/// does this beside the QEMU boots, so that afterwards the fuzzing only
+/// fuzzes. `run` does whatever of it is left.
+pub fn prepare() -> Result<()> {
+    install_cargo_fuzz(false)?;
+    let dir = project_root().join("fuzz");
+    let sh = shell_in(&dir)?;
+    for target in TARGETS {
+        let name = target.name;
+        run_quiet(cmd!(sh, "cargo fuzz build --fuzz-dir . {name} --sanitizer none"))?;
+    }
+    Ok(())
+}
+
+fn install_cargo_fuzz(shown: bool) -> Result<()> {
+    let sh = shell()?;
+    if succeeds(cmd!(sh, "cargo fuzz --version")) {
+        return Ok(());
+    }
+    eprintln!("xtask: installing cargo-fuzz");
+    match shown {
+        true => run_shown(cmd!(sh, "cargo install cargo-fuzz --locked")),
+        false => run_quiet(cmd!(sh, "cargo install cargo-fuzz --locked")).map(|_| ()),
+    }
+}
+
 /// Each target for `seconds`.
 pub fn run(seconds: u64) -> Result<()> {
     let dir = project_root().join("fuzz");
-    let sh = shell_in(&dir)?;
-    if !succeeds(cmd!(sh, "cargo fuzz --version")) {
-        eprintln!("xtask: installing cargo-fuzz");
-        let sh = shell()?;
-        run_shown(cmd!(sh, "cargo install cargo-fuzz --locked"))?;
-    }
+    install_cargo_fuzz(true)?;
     for target in TARGETS {
         fuzz_one(&dir, target, seconds)?;
     }

@@ -4,7 +4,8 @@
 //! then the old-kernel harness, the fake boots of /init (root, loop devices)
 //! and the QEMU boots of real images with Debian's kernels, a kernel built
 //! from Debian's source with kernel-configs/6.1 and booted, the report's
-//! pictures screenshot in headless Chromium, and 30 s of fuzzing. Prints how long each part took; after the setup, a failing part
+//! pictures screenshot in headless Chromium, and 30 s of fuzzing (cargo-fuzz
+//! and its targets built beside the QEMU boots, as the kernel is). Prints how long each part took; after the setup, a failing part
 //! does not stop the others, and every failure is listed at the end.
 
 use super::boots::scenarios::Group;
@@ -41,12 +42,26 @@ pub fn run() -> Result<()> {
         kernel_from_source::lowest_priority();
         kernel_from_source::build(&project_root().join("target/kernel-boot"))
     });
+    // cargo-fuzz and the fuzz targets build beside them too, at nice 19
+    // (minutes of compiling that the fuzzing part then no longer waits for).
+    let fuzz_ready = std::thread::spawn(|| {
+        kernel_from_source::lowest_priority();
+        fuzz::prepare()
+    });
     parts.run("QEMU boots", &mut || boots::run_group(Group::E2e, resets::CI_KILLS));
     let mut built = Some(kernel.join().map_err(|_| "the kernel build panicked".to_string())?);
     parts.run("kernel from source (its boot; built beside the QEMU boots)", &mut || {
         kernel_from_source::boot(built.take().ok_or("booted twice")??)
     });
-    parts.run("fuzzing", &mut || fuzz::run(30));
+    let mut fuzz_ready = Some(fuzz_ready);
+    parts.run("fuzzing (cargo-fuzz and its targets built beside the QEMU boots)", &mut || {
+        let ready = fuzz_ready.take().ok_or("fuzzed twice")?.join();
+        if let Ok(Err(e)) | Err(e) = ready.map_err(|_| "it panicked".to_string()) {
+            // Whatever it did not build, fuzz::run builds now, in sight.
+            eprintln!("xtask test: building for the fuzzing beside the boots failed ({e}); building it now");
+        }
+        fuzz::run(30)
+    });
     parts.finish(started)
 }
 
