@@ -199,12 +199,11 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     let action = match driven {
         Ok(a) => a,
         Err(e) => {
-            on_lab.servers.finish(false, true)?;
+            on_lab.servers.finish()?;
             return Err(e);
         }
     };
-    let interrupted = matches!(action, Action::Boot(_));
-    on_lab.servers.finish(!interrupted, interrupted)?;
+    on_lab.servers.finish()?;
     say(describe(&state, &metric, &action, &image).trim_end());
     Ok(match action {
         Action::Boot(_) => {

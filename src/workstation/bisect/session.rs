@@ -351,6 +351,19 @@ mod tests {
         }
     }
 
+    /// An empty directory of this test's own.
+    fn fresh_dir(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("bootmark-bisect-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// The bisect driven without a stop, quietly.
+    fn to_the_end(state: &mut State, metric: &Metric, dir: &Path, lab: &Simulated) -> Action {
+        drive(state, metric, dir, lab, &|| false, &|_, _| {}).unwrap()
+    }
+
     fn ladder() -> Vec<String> {
         (0..12).map(|k| format!("k{k}")).collect()
     }
@@ -361,12 +374,11 @@ mod tests {
     #[test]
     fn a_bisect_stopped_and_resumed_finds_what_one_run_finds() {
         let metric = Metric::parse("seqwrite.real_s").unwrap();
-        let dir = std::env::temp_dir().join(format!("bootmark-bisect-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("resume");
         let straight = {
             let mut state = State::new("seqwrite.real_s", ladder(), 12, 1).unwrap();
             let lab = Simulated::new(7, vec!["dl140"]);
-            let action = drive(&mut state, &metric, &dir, &lab, &|| false, &|_, _| {}).unwrap();
+            let action = to_the_end(&mut state, &metric, &dir, &lab);
             (action, lab.boots())
         };
         let Action::Done(_, answer) = &straight.0 else { panic!("{:?}", straight.0) };
@@ -413,14 +425,10 @@ mod tests {
     #[test]
     fn two_servers_share_the_rounds_only_when_their_machines_agree() {
         let metric = Metric::parse("seqwrite.real_s").unwrap();
-        let dir = std::env::temp_dir().join(format!("bootmark-bisect-two-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("two");
         let mut state = State::new("seqwrite.real_s", ladder(), 12, 2).unwrap();
         let lab = Simulated::new(7, vec!["dl140", "dl140"]);
-        let Action::Done(_, answer) = drive(&mut state, &metric, &dir, &lab, &|| false, &|_, _| {}).unwrap() else {
-            panic!("not done")
-        };
+        let Action::Done(_, answer) = to_the_end(&mut state, &metric, &dir, &lab) else { panic!("not done") };
         assert_eq!(answer.found(), Some(7));
         for end in [0, 11] {
             let servers: std::collections::BTreeSet<usize> =
@@ -437,9 +445,7 @@ mod tests {
         std::fs::remove_file(dir.join(FILE)).unwrap();
         let mut state = State::new("seqwrite.real_s", ladder(), 12, 2).unwrap();
         let lab = Simulated::new(7, vec!["dl140", "dl380 g9"]);
-        let Action::Refused(why) = drive(&mut state, &metric, &dir, &lab, &|| false, &|_, _| {}).unwrap() else {
-            panic!("two machines accepted")
-        };
+        let Action::Refused(why) = to_the_end(&mut state, &metric, &dir, &lab) else { panic!("two machines accepted") };
         assert_eq!(state.boots.len(), 4, "refused once both have booted one end");
         assert!(why.contains("server 1: dl140; server 2: dl380 g9"), "{why}");
         std::fs::remove_dir_all(&dir).unwrap();
@@ -450,17 +456,13 @@ mod tests {
     #[test]
     fn a_hang_is_a_skip_unless_the_user_calls_it_bad() {
         let metric = Metric::parse("seqwrite.real_s").unwrap();
-        let dir = std::env::temp_dir().join(format!("bootmark-bisect-hang-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir("hang");
         let mut answers = Vec::new();
         for hang_is_bad in [false, true] {
             let mut state = State::new("seqwrite.real_s", ladder(), 12, 1).unwrap();
             state.hang_is_bad = hang_is_bad;
             let lab = Simulated { hang_from: Some(7), ..Simulated::new(7, vec!["dl140"]) };
-            let Action::Done(_, answer) = drive(&mut state, &metric, &dir, &lab, &|| false, &|_, _| {}).unwrap() else {
-                panic!("not done")
-            };
+            let Action::Done(_, answer) = to_the_end(&mut state, &metric, &dir, &lab) else { panic!("not done") };
             answers.push(answer);
             std::fs::remove_file(dir.join(FILE)).unwrap();
         }

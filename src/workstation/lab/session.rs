@@ -93,13 +93,12 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
         match r {
             Ok(stopped) => interrupted |= stopped,
             Err(e) => {
-                servers.finish(false, true)?;
+                servers.finish()?;
                 return Err(e.clone());
             }
         }
     }
-    let all_done = state.to_do().next().is_none();
-    servers.finish(all_done, interrupted)?;
+    servers.finish()?;
     if interrupted {
         let next = state.to_do().next().map(|(_, s)| s.id.clone()).unwrap_or_default();
         say(&format!("lab: interrupted; `bootmark lab run {}` again resumes at {next}", lab.path.display()));
@@ -110,7 +109,7 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
 /// One server's steps not yet done, in order, each saved into the shared
 /// state as it ends; Ok(true) when Ctrl-C stopped it.
 fn run_server(servers: &Servers, i: usize, state: &std::sync::Mutex<State>, dir: &Path) -> Result<bool, String> {
-    let name = &servers.prepared[i].server.name;
+    let name = &servers.server(i).name;
     let lock = || state.lock().map_err(|_| "the lab's state was poisoned by a panic".to_string());
     let to_do: Vec<(usize, super::state::StepState)> =
         lock()?.to_do().filter(|(_, s)| &s.server == name).map(|(i, s)| (i, s.clone())).collect();
@@ -186,16 +185,13 @@ impl<'a> Servers<'a> {
         run_step(&self.prepared[i], entry, id, deadline_s, &self.dir)
     }
 
-    /// Put the servers back as the lab found them once it is over: the
-    /// TFTP root's menus (kept pointed while a resumed run still needs
-    /// them), the virtual CD ejected.
-    pub fn finish(&self, all_done: bool, interrupted: bool) -> Result<(), String> {
+    /// Put the servers back as the lab found them once a session ends
+    /// (done, interrupted or failed; a resumed session points them again):
+    /// the TFTP root's menus restored, the virtual CD ejected.
+    pub fn finish(&self) -> Result<(), String> {
         // Newest save first: servers sharing a TFTP root saved its menus one after another.
         for p in self.prepared.iter().rev() {
-            // Until the lab is over, a resumed run keeps pointing the server.
-            if let Some(saved) = &p.saved_pxe
-                && (all_done || interrupted)
-            {
+            if let Some(saved) = &p.saved_pxe {
                 pxe::restore(saved)?;
             }
             if let (Some(cd), Some(redfish)) = (&p.cd, p.bmc.redfish()) {
