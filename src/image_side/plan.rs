@@ -217,9 +217,7 @@ mod tests {
         let object: serde_json::Value = serde_json::from_str(&format!("{{{example}}}")).unwrap();
         let variants: Vec<Variant> = serde_json::from_value(object["variants"].clone()).unwrap();
         variants.iter().for_each(|v| v.validate().unwrap());
-        for setting in
-            crate::image_side::tunables::VM_SETTINGS.iter().chain(&crate::image_side::tunables::QUEUE_SETTINGS)
-        {
+        for setting in crate::schema::variant::VM_SETTINGS.iter().chain(&crate::schema::variant::QUEUE_SETTINGS) {
             assert!(sweep.contains(&format!("`{setting}`")), "docs/plans.md does not name {setting}");
         }
 

@@ -1,23 +1,7 @@
-//! The kernel settings bootmark knows by name: what a sweep's variant may
-//! change and how their files read. A leaf under both `variant.rs` (which
-//! sets them) and `measure/evidence.rs` (which records them), so neither
-//! imports the other.
-
-/// The vm sysctls a variant may set (/proc/sys/vm/NAME).
-pub const VM_SETTINGS: [&str; 7] = [
-    "dirty_ratio",
-    "dirty_background_ratio",
-    "dirty_bytes",
-    "dirty_background_bytes",
-    "dirty_expire_centisecs",
-    "dirty_writeback_centisecs",
-    "swappiness",
-];
-
-/// The target disk's queue settings a variant may set (/sys/block/DISK/queue/NAME).
-/// `max_sectors_kb`: the largest request the kernel sends the disk (Debian 13's 6.12
-/// sends 1.1 MiB writes to an AHCI disk where 6.1 sent 128 KiB ones).
-pub const QUEUE_SETTINGS: [&str; 5] = ["scheduler", "nr_requests", "read_ahead_kb", "wbt_lat_usec", "max_sectors_kb"];
+//! How the kernel's settings files read (which settings a sweep's variant
+//! may change is `schema::variant`'s). A leaf under both `variant.rs`
+//! (which sets them) and `measure/evidence.rs` (which records them), so
+//! neither imports the other.
 
 /// "noop deadline [cfq]" → "cfq"; "none" or a bare name is kept.
 pub fn active_scheduler(line: &str) -> String {

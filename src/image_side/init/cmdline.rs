@@ -94,6 +94,9 @@ pub struct Settings {
     pub repeat: Option<u32>,
     /// Of a sweep plan, only these variants (comma-separated names).
     pub variants: Option<String>,
+    /// Settings for this boot alone (`bootmark.set=`): the plan runs under
+    /// them as its one variant, `set` (a settings bisect's step).
+    pub set: Option<crate::image_side::variant::Variant>,
     pub after: After,
     /// Serial device for framed records and heartbeats.
     pub console: String,
@@ -118,11 +121,14 @@ impl Settings {
             plan.variants = crate::image_side::variant::select(&plan.variants, names)
                 .map_err(|e| format!("bootmark.variants: {e}"))?;
         }
+        if let Some(set) = &self.set {
+            plan.variants = vec![set.clone()];
+        }
         Ok(())
     }
 }
 
-pub const KEYS: [(&str, &str); 13] = [
+pub const KEYS: [(&str, &str); 14] = [
     ("plan", "built-in plan name, or the name of a plan file in the image's /etc/bootmark/plans (default quick)"),
     (
         "target",
@@ -133,6 +139,10 @@ pub const KEYS: [(&str, &str); 13] = [
     ("format-confirm", "must repeat the exact target spec for format to happen"),
     ("repeat", "run the plan's workloads N times"),
     ("variants", "of a sweep plan, run only these variants (comma-separated names)"),
+    (
+        "set",
+        "vm.NAME=N,queue.NAME=V,…: run the plan under these settings, as its one variant `set` (what `bootmark bisect settings` boots)",
+    ),
     ("after", "poweroff | reboot | halt when done (default poweroff)"),
     ("console", "serial device for records, a terminal such as ttyS0 (default ttyS0)"),
     ("timeout", "whole-run watchdog in seconds, 0.1 to 604800 (default 21600)"),
@@ -153,6 +163,7 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
         format: None,
         repeat: None,
         variants: None,
+        set: None,
         after: After::Poweroff,
         console: "ttyS0".into(),
         timeout_s: 21_600.0,
@@ -208,6 +219,7 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
                 }
                 s.variants = Some(value.to_string());
             }
+            "set" => s.set = Some(settings_variant(value).map_err(|e| bad(&e))?),
             "after" => {
                 s.after = match value {
                     "poweroff" => After::Poweroff,
@@ -233,7 +245,43 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
         }
     }
     check_format(&s, confirm.as_deref())?;
+    if s.set.is_some() && s.variants.is_some() {
+        return Err("bootmark.set and bootmark.variants both choose the settings: give one".into());
+    }
     Ok(s)
+}
+
+/// `vm.dirty_ratio=20,queue.max_sectors_kb=128` as the variant `set`:
+/// only the settings a plan's variant may change, each given once.
+fn settings_variant(value: &str) -> Result<crate::image_side::variant::Variant, String> {
+    let mut v = crate::image_side::variant::Variant {
+        name: "set".into(),
+        vm: Default::default(),
+        queue: Default::default(),
+        mount_options: String::new(),
+        cmdline: String::new(),
+        note: "bootmark.set= on the kernel command line".into(),
+    };
+    for item in value.split(',') {
+        let (key, val) = item.split_once('=').ok_or_else(|| format!("'{item}' is not NAME=VALUE"))?;
+        let twice = || format!("{key} is given twice");
+        match key.split_once('.') {
+            Some(("vm", name)) => {
+                let n = val.parse().map_err(|_| format!("{key}={val}: a vm setting is a whole number"))?;
+                if v.vm.insert(name.to_string(), n).is_some() {
+                    return Err(twice());
+                }
+            }
+            Some(("queue", name)) => {
+                if v.queue.insert(name.to_string(), val.to_string()).is_some() {
+                    return Err(twice());
+                }
+            }
+            _ => return Err(format!("'{key}' is not vm.NAME or queue.NAME")),
+        }
+    }
+    v.validate()?;
+    Ok(v)
 }
 
 /// Formatting happens only when format and format-confirm are both present
@@ -364,6 +412,20 @@ mod tests {
         assert_eq!(s.results, DiskSpec::Uuid("abcd-1234".into()));
     }
 
+    /// `bootmark.set=` replaces the plan's variants with one, `set`, holding those settings.
+    #[test]
+    fn settings_for_one_boot_become_the_plans_one_variant() {
+        let s = parse("bootmark.plan=sweep bootmark.set=queue.max_sectors_kb=128,vm.dirty_ratio=20").unwrap();
+        let mut plan = crate::image_side::plan::Plan::load("sweep").unwrap();
+        assert!(plan.variants.len() > 1);
+        s.apply_to(&mut plan).unwrap();
+        let [v] = plan.variants.as_slice() else { panic!("{:?}", plan.variants) };
+        assert_eq!(v.name, "set");
+        assert_eq!(v.queue.get("max_sectors_kb").map(String::as_str), Some("128"));
+        assert_eq!(v.vm.get("dirty_ratio"), Some(&20));
+        assert_eq!((v.vm.len(), v.queue.len()), (1, 1));
+    }
+
     #[test]
     fn hostile_and_malformed_input_is_refused() {
         let err = |l: &str| parse(l).unwrap_err();
@@ -388,6 +450,13 @@ mod tests {
         assert!(err("bootmark.console=sda/../x").contains("serial device"));
         assert!(err("bootmark.timeout=99999999999999999999").contains("0.1 to 604800"));
         assert!(err("bootmark.timeout=0").contains("0.1 to 604800"));
+        assert!(err("bootmark.set=vm.dirty_ratio").contains("not NAME=VALUE"));
+        assert!(err("bootmark.set=vm.dirty_ratio=x").contains("whole number"));
+        assert!(err("bootmark.set=vm.overcommit_memory=1").contains("not a setting a variant may change"));
+        assert!(err("bootmark.set=proc.x=1").contains("not vm.NAME or queue.NAME"));
+        assert!(err("bootmark.set=queue.nr_requests=4,queue.nr_requests=8").contains("twice"));
+        assert!(err("bootmark.set=queue.scheduler=a/b").contains("not a plain value"));
+        assert!(err("bootmark.set=vm.swappiness=1 bootmark.variants=a").contains("give one"));
         assert!(err("bootmark.device-wait=1e12").contains("0.1 to 3600"));
         assert_eq!(parse("bootmark.timeout=604800").unwrap().timeout_s, 604_800.0);
         assert_eq!(parse("bootmark.plan=my-plan_2.v1").unwrap().plan, "my-plan_2.v1");

@@ -93,7 +93,7 @@ pub fn lockdown(sys: &Path) -> Option<String> {
 
 /// The vm sysctls that shape writeback: those a sweep may change and a few more.
 pub fn vm() -> BTreeMap<String, Option<i64>> {
-    crate::image_side::tunables::VM_SETTINGS
+    crate::schema::variant::VM_SETTINGS
         .iter()
         .chain(&VM_RECORDED_ONLY)
         .map(|k| (k.to_string(), read_trimmed(format!("/proc/sys/vm/{k}")).and_then(|v| v.parse().ok())))
