@@ -21,6 +21,49 @@ pub fn grub_set_default(text: &str, index: usize) -> String {
         .collect()
 }
 
+/// The kernel parameter that gives one boot its settings (`bootmark bisect settings`).
+const SET: &str = "bootmark.set=";
+
+/// `label`'s kernel line in a syslinux.cfg (its `APPEND`) with `bootmark.set=SET`
+/// in it, or with none when `set` is None; any earlier one is replaced, so
+/// the menu of a stick or TFTP tree reused boot after boot carries only this boot's.
+pub fn syslinux_with_set(text: &str, label: &str, set: Option<&str>) -> String {
+    let mut in_entry = false;
+    let mut out = String::new();
+    for l in text.lines() {
+        if let Some(name) = l.trim().strip_prefix("LABEL ") {
+            in_entry = name.trim() == label;
+        }
+        match l.trim_start().strip_prefix("APPEND ") {
+            Some(params) if in_entry => out += &format!("  APPEND {}\n", with_set(params, set)),
+            _ => out += &format!("{l}\n"),
+        }
+    }
+    out
+}
+
+/// The same for GRUB: the `linux` line of the menuentry whose `--id` is `label`.
+pub fn grub_with_set(text: &str, label: &str, set: Option<&str>) -> String {
+    let mut in_entry = false;
+    let mut out = String::new();
+    for l in text.lines() {
+        if l.starts_with("menuentry ") {
+            in_entry = l.split_whitespace().skip_while(|w| *w != "--id").nth(1) == Some(label);
+        }
+        match l.trim_start().strip_prefix("linux ") {
+            Some(rest) if in_entry => out += &format!("  linux {}\n", with_set(rest, set)),
+            _ => out += &format!("{l}\n"),
+        }
+    }
+    out
+}
+
+/// Kernel parameters without any `bootmark.set=`, then with this one.
+fn with_set(params: &str, set: Option<&str>) -> String {
+    let kept = params.split_whitespace().filter(|w| !w.starts_with(SET));
+    kept.map(str::to_string).chain(set.map(|s| format!("{SET}{s}"))).collect::<Vec<_>>().join(" ")
+}
+
 /// Both menus under `root` (the stick's FAT root): make `label` the default.
 pub fn set_default(root: &std::path::Path, label: &str) -> Result<(), String> {
     let sys_path = root.join("syslinux.cfg");
@@ -70,8 +113,9 @@ pub struct Span {
 }
 
 /// Blank lines after the ISO's menus: room for a longer default entry's
-/// name when the lab changes it (both bootloaders skip blank lines).
-pub const ISO_MENU_ROOM: usize = 64;
+/// name and a step's settings (`bootmark.set=`) when the lab changes them
+/// (both bootloaders skip blank lines).
+pub const ISO_MENU_ROOM: usize = 512;
 
 /// A menu as the ISO carries it: with `ISO_MENU_ROOM` blank lines at its end.
 pub fn with_room(menu: &str) -> String {
@@ -79,9 +123,14 @@ pub fn with_room(menu: &str) -> String {
 }
 
 /// Both menus of an ISO (as found at their spans) with `label` the
-/// default, each the same length as before: the blank lines at the end
-/// absorb the change.
-pub fn iso_menus_set_default(syslinux: &[u8], grub: &[u8], label: &str) -> Result<(Vec<u8>, Vec<u8>), String> {
+/// default and `set` its settings, each the same length as before: the
+/// blank lines at the end absorb the change.
+pub fn iso_menus_set_default(
+    syslinux: &[u8],
+    grub: &[u8],
+    label: &str,
+    set: Option<&str>,
+) -> Result<(Vec<u8>, Vec<u8>), String> {
     let text = |bytes: &[u8], what: &str| {
         String::from_utf8(bytes.to_vec())
             .map_err(|_| format!("the ISO's {what} menu is not text: not this image's ISO"))
@@ -97,11 +146,14 @@ pub fn iso_menus_set_default(syslinux: &[u8], grub: &[u8], label: &str) -> Resul
     let fit = |changed: String, len: usize| -> Result<Vec<u8>, String> {
         let body = changed.trim_end_matches('\n');
         if body.len() + 1 > len {
-            return Err(format!("entry {label}: its name does not fit the room the ISO's menu has"));
+            return Err(format!("entry {label}: its name and settings do not fit the room the ISO's menu has"));
         }
         Ok(format!("{body}{}", "\n".repeat(len - body.len())).into_bytes())
     };
-    Ok((fit(syslinux_set_default(&sys, label), syslinux.len())?, fit(grub_set_default(&grub, index), grub.len())?))
+    Ok((
+        fit(syslinux_with_set(&syslinux_set_default(&sys, label), label, set), syslinux.len())?,
+        fit(grub_with_set(&grub_set_default(&grub, index), label, set), grub.len())?,
+    ))
 }
 
 #[cfg(test)]
@@ -122,6 +174,21 @@ mod tests {
         );
     }
 
+    /// A boot's settings go on its entry's kernel line only, and replace the last boot's.
+    #[test]
+    fn settings_go_on_one_entrys_line_and_replace_earlier_ones() {
+        let sys = "DEFAULT k0\n\nLABEL k0\n  KERNEL /boot/k0/vmlinuz\n  APPEND console=ttyS0 bootmark.entry=k0\n\nLABEL k1\n  APPEND console=ttyS0 bootmark.entry=k1\n";
+        let once = syslinux_with_set(sys, "k1", Some("vm.dirty_ratio=20"));
+        assert_eq!(once, sys.replace("bootmark.entry=k1", "bootmark.entry=k1 bootmark.set=vm.dirty_ratio=20"));
+        let twice = syslinux_with_set(&once, "k1", Some("queue.max_sectors_kb=128"));
+        assert!(twice.ends_with("bootmark.entry=k1 bootmark.set=queue.max_sectors_kb=128\n"), "{twice}");
+        assert_eq!(syslinux_with_set(&twice, "k1", None), sys);
+        let grub = "set default=0\nmenuentry 'a' --id k0 {\n  linux /boot/k0/vmlinuz bootmark.entry=k0\n}\nmenuentry 'b' --id k1 {\n  linux /boot/k1/vmlinuz bootmark.entry=k1\n}\n";
+        let set = grub_with_set(grub, "k0", Some("vm.swappiness=1"));
+        assert_eq!(set, grub.replace("entry=k0\n", "entry=k0 bootmark.set=vm.swappiness=1\n"));
+        assert_eq!(grub_with_set(&set, "k0", None), grub);
+    }
+
     #[test]
     fn set_default_on_a_stick_tree() {
         let root = std::env::temp_dir().join(format!("bootmark-menu-{}", std::process::id()));
@@ -139,19 +206,21 @@ mod tests {
     fn iso_menus_change_their_default_and_keep_their_length() {
         let sys = with_room(&format!("# bootmark boot menu (BIOS).\n{SYS}\nLABEL k1-a-long-variant-name\n"));
         let grub = with_room("# bootmark boot menu (UEFI).\nset timeout=0\nset default=0\n");
-        let (s, g) = iso_menus_set_default(sys.as_bytes(), grub.as_bytes(), "k1-a-long-variant-name").unwrap();
+        let (s, g) = iso_menus_set_default(sys.as_bytes(), grub.as_bytes(), "k1-a-long-variant-name", None).unwrap();
         assert_eq!((s.len(), g.len()), (sys.len(), grub.len()));
         let (s, g) = (String::from_utf8(s).unwrap(), String::from_utf8(g).unwrap());
         assert!(s.contains("\nDEFAULT k1-a-long-variant-name\n") && !s.contains("DEFAULT k0"), "{s}");
         assert!(g.contains("set default=2\n"), "{g}");
         // And back: the room is not used up by changing the default again.
-        let (s2, _) = iso_menus_set_default(s.as_bytes(), g.as_bytes(), "k0").unwrap();
+        let (s2, _) = iso_menus_set_default(s.as_bytes(), g.as_bytes(), "k0", None).unwrap();
         assert_eq!(String::from_utf8(s2).unwrap(), sys);
-        let e = iso_menus_set_default(b"MZ\x90\0", grub.as_bytes(), "k0").unwrap_err();
+        let e = iso_menus_set_default(b"MZ\x90\0", grub.as_bytes(), "k0", None).unwrap_err();
         assert!(e.contains("not this image's ISO"), "{e}");
-        assert!(iso_menus_set_default(sys.as_bytes(), grub.as_bytes(), "k9").unwrap_err().contains("no entry k9"));
+        assert!(
+            iso_menus_set_default(sys.as_bytes(), grub.as_bytes(), "k9", None).unwrap_err().contains("no entry k9")
+        );
         let tight = format!("# bootmark boot menu (BIOS).\n{SYS}\nLABEL k10000000\n\n");
-        let e = iso_menus_set_default(tight.as_bytes(), grub.as_bytes(), "k10000000").unwrap_err();
-        assert!(e.contains("does not fit"), "{e}");
+        let e = iso_menus_set_default(tight.as_bytes(), grub.as_bytes(), "k10000000", None).unwrap_err();
+        assert!(e.contains("do not fit"), "{e}");
     }
 }

@@ -92,20 +92,43 @@ enum BisectCommand {
         /// them, variants' entries left out).
         #[arg(long, value_delimiter = ',', value_name = "ENTRY,...")]
         ladder: Option<Vec<String>>,
-        /// Boot only this server of the lab (repeatable; default: all of them).
-        #[arg(long = "server", value_name = "NAME")]
-        servers: Vec<String>,
-        /// The most boots a step gets before it is called unsure.
-        #[arg(long, default_value_t = 12)]
-        cap: usize,
-        /// The bisect's directory: its state and every boot's log and records (default:
-        /// `bisect` in the lab's state directory).
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-        /// A step's boot with no run record by its deadline (a hang) counts as one like the
-        /// bad end's worst, not as a skip: for bisecting a kernel that hangs the machine.
+        #[command(flatten)]
+        session: BisectSession,
+    },
+    /// Find the smallest set of settings that makes one kernel bad: of the vm sysctls and
+    /// target-queue settings that differ between two sets (--good, --bad), which ones,
+    /// booting --entry with every difference given on its command line (bootmark.set=).
+    ///
+    /// The ends are that entry with all the good values and with all the bad ones, measured
+    /// and told apart as `bisect run` does; then delta debugging (ddmin) halves the
+    /// differences, each subset booted until the sequential test decides it. A subset left
+    /// unsure counts as not bad and is listed with the answer. A set of settings is a
+    /// `bootmark capture` output or records (a records file or console log) of a boot under
+    /// the settings as found: another kernel's, say. The lab's servers pass the settings to
+    /// the boot through its PXE or ISO menu, or `{set}` in a `[server.qemu]` command.
+    ///
+    /// Exit status: 0 the smallest bad set found, 1 the ends not distinct or subsets left
+    /// unsure, 2 bad flags, a lab that could not run, or interrupted.
+    #[command(after_help = "Example:
+  bootmark bisect settings rack3.toml --metric seqwrite.read_p50_ms --entry k2 \\
+      --good k0-records.jsonl --bad k2-records.jsonl")]
+    Settings {
+        /// The lab file (TOML; see docs/lab.md): the image and the servers.
+        lab: PathBuf,
+        /// What to measure, WORKLOAD.FIGURE (as `bisect run`).
         #[arg(long)]
-        hang_is_bad: bool,
+        metric: String,
+        /// The image's entry every step boots (the kernel that is bad with the bad settings).
+        #[arg(long, value_name = "ENTRY")]
+        entry: String,
+        /// The good settings: a `bootmark capture` output or records of a boot under them.
+        #[arg(long, value_name = "FILE")]
+        good: PathBuf,
+        /// The bad settings, likewise.
+        #[arg(long, value_name = "FILE")]
+        bad: PathBuf,
+        #[command(flatten)]
+        session: BisectSession,
     },
     /// Where a bisect is: every candidate's boots and values, what each step said, and the
     /// answer or the next boots. Boots nothing.
@@ -116,6 +139,34 @@ enum BisectCommand {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+}
+
+/// How a bisect boots, the same for every kind.
+#[cfg(feature = "workstation")]
+#[derive(clap::Args)]
+struct BisectSession {
+    /// Boot only this server of the lab (repeatable; default: all of them).
+    #[arg(long = "server", value_name = "NAME")]
+    servers: Vec<String>,
+    /// The most boots a step gets before it is called unsure.
+    #[arg(long, default_value_t = 12)]
+    cap: usize,
+    /// The bisect's directory: its state and every boot's log and records (default:
+    /// `bisect` in the lab's state directory).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// A step's boot with no run record by its deadline (a hang) counts as one like the
+    /// bad end's worst, not as a skip: for bisecting a kernel that hangs the machine.
+    #[arg(long)]
+    hang_is_bad: bool,
+}
+
+#[cfg(feature = "workstation")]
+impl BisectSession {
+    fn asked(self, metric: String, over: bootmark::bisect::command::Over) -> bootmark::bisect::command::Asked {
+        let BisectSession { servers, cap, dir, hang_is_bad } = self;
+        bootmark::bisect::command::Asked { metric, over, servers, cap, dir, hang_is_bad }
+    }
 }
 
 #[derive(Subcommand)]
@@ -359,9 +410,14 @@ fn main() -> ExitCode {
         #[cfg(feature = "workstation")]
         Command::Lab(LabCommand::Status { lab }) => lab_status(&lab),
         #[cfg(feature = "workstation")]
-        Command::Bisect(BisectCommand::Run { lab, metric, good, bad, ladder, servers, cap, dir, hang_is_bad }) => {
-            let asked = bootmark::bisect::command::Asked { metric, good, bad, ladder, servers, cap, dir, hang_is_bad };
-            bisect_run(&lab, &asked)
+        Command::Bisect(BisectCommand::Run { lab, metric, good, bad, ladder, session }) => {
+            let over = bootmark::bisect::command::Over::Ladder { good, bad, ladder };
+            bisect_run(&lab, &session.asked(metric, over))
+        }
+        #[cfg(feature = "workstation")]
+        Command::Bisect(BisectCommand::Settings { lab, metric, entry, good, bad, session }) => {
+            let over = bootmark::bisect::command::Over::Settings { entry, good, bad };
+            bisect_run(&lab, &session.asked(metric, over))
         }
         #[cfg(feature = "workstation")]
         Command::Bisect(BisectCommand::Status { lab, dir }) => bisect_status(&lab, dir.as_deref()),

@@ -274,3 +274,134 @@ fn bad_flags_are_refused_before_anything_boots() {
     assert!(text(&status).contains("no bisect has run in"), "{}", text(&status));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The three settings two captures differ in, in the order the bisect
+/// lists them (sorted by name): (key, good, bad).
+const DIFFERENCES: [(&str, &str, &str); 3] =
+    [("queue.max_sectors_kb", "128", "1280"), ("queue.read_ahead_kb", "128", "512"), ("vm.swappiness", "60", "30")];
+
+/// A lab of one-entry servers for a settings bisect: power on runs
+/// `{entry}` with `{set}` and appends a boot whose records carry that
+/// `bootmark.set=` on their command line — 6.12's boots (the long read
+/// wait) when the set holds the large requests, 6.1's otherwise. Every
+/// subset's console is made beforehand, in a pool named by its settings.
+fn settings_lab(name: &str, servers: &[&str]) -> PathBuf {
+    let dir = lab(name, &servers.iter().map(|s| (*s, "dl140")).collect::<Vec<_>>());
+    let (old, new) = (boots_of("6.1."), boots_of("6.12."));
+    for subset in 0..8u32 {
+        let set: Vec<String> = DIFFERENCES
+            .iter()
+            .enumerate()
+            .map(|(i, (k, g, b))| format!("{k}={}", if subset & (1 << i) != 0 { b } else { g }))
+            .collect();
+        let set = set.join(",");
+        let boots = if subset & 1 != 0 { &new } else { &old };
+        for server in servers {
+            let pool = dir.join(format!("sets/{server}/{set}"));
+            std::fs::create_dir_all(&pool).unwrap();
+            for (n, boot) in boots.iter().enumerate() {
+                let run_id = format!("20261204-{subset:02}{n:02}00-{server}");
+                let boot: Vec<Value> = boot
+                    .iter()
+                    .map(|d| {
+                        let mut d = d.clone();
+                        let line = format!("{} bootmark.set={set}", d["kernel"]["cmdline"].as_str().unwrap());
+                        d["kernel"]["cmdline"] = line.into();
+                        d
+                    })
+                    .collect();
+                std::fs::write(pool.join(format!("{n}.log")), console(&boot, "k3", &run_id, "dl140")).unwrap();
+            }
+        }
+    }
+    let toml = std::fs::read_to_string(dir.join("lab.toml")).unwrap();
+    let mut out = String::new();
+    for line in toml.lines() {
+        if let Some(server) = servers.iter().find(|s| line.contains(&format!("count-{s}-"))) {
+            out += &format!(
+                "command = \"sh -c 'c=count-{server}; n=$(cat $c 2>/dev/null || echo 0); echo $((n + 1)) > $c; \
+                 test {{entry}} = k3 && cat \\\"sets/{server}/{{set}}/$((n % 6)).log\\\" >> serial-{server}.log'\"\n"
+            );
+        } else {
+            out += &format!("{line}\n");
+        }
+    }
+    std::fs::write(dir.join("lab.toml"), out).unwrap();
+    let capture = |side: usize| {
+        let queue: serde_json::Map<String, Value> = DIFFERENCES[..2]
+            .iter()
+            .map(|(k, g, b)| (k.trim_start_matches("queue.").to_string(), [g, b][side].to_string().into()))
+            .chain([("scheduler".to_string(), "mq-deadline".into())])
+            .collect();
+        let swappiness: u64 = [DIFFERENCES[2].1, DIFFERENCES[2].2][side].parse().unwrap();
+        serde_json::json!({"name": "as-installed", "vm": {"swappiness": swappiness, "dirty_ratio": 20}, "queue": queue})
+    };
+    std::fs::write(dir.join("good.json"), capture(0).to_string()).unwrap();
+    std::fs::write(dir.join("bad.json"), capture(1).to_string()).unwrap();
+    dir
+}
+
+fn bisect_settings(dir: &Path, args: &[&str]) -> Output {
+    bootmark().args(["bisect", "settings"]).arg(dir.join("lab.toml")).args(args).current_dir(dir).output().unwrap()
+}
+
+/// Two captures that differ in three settings: the large requests alone
+/// are found, on two servers side by side, every boot given all three.
+#[test]
+fn a_settings_bisect_finds_the_setting_that_makes_the_reads_wait() {
+    let dir = settings_lab("settings", &["a", "b"]);
+    let args = ["--metric", "seqwrite.read_p50_ms", "--entry", "k3", "--good", "good.json", "--bad", "bad.json"];
+    let o = bisect_settings(&dir, &args);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("d1: queue.max_sectors_kb 128 (good) → 1280 (bad)"), "{out}");
+    assert!(
+        out.contains("smallest set of differences that is still bad: d1 (queue.max_sectors_kb 128 → 1280)"),
+        "{out}"
+    );
+    let s = state(&dir);
+    let boots = s["boots"].as_array().unwrap();
+    assert!(boots.iter().all(|b| b["value"].is_number()), "every boot booted its settings: {s}");
+    let servers: std::collections::BTreeSet<u64> = boots.iter().map(|b| b["server"].as_u64().unwrap()).collect();
+    assert_eq!(servers.len(), 2, "both servers booted");
+    // `bisect status` tells the same from the state alone.
+    let status = bootmark().args(["bisect", "status"]).arg(dir.join("lab.toml")).output().unwrap();
+    assert!(text(&status).contains("still bad: d1"), "{}", text(&status));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_settings_bisect_refuses_bad_flags_before_anything_boots() {
+    let dir = settings_lab("settings-flags", &["a"]);
+    std::fs::write(dir.join("notes.txt"), "dirty_ratio went up, I think\n").unwrap();
+    let metric = ["--metric", "seqwrite.read_p50_ms"];
+    let cases: &[(&[&str], &str)] = &[
+        (&["--entry", "k9", "--good", "good.json", "--bad", "bad.json"], "--entry k9: not an entry of the image"),
+        (&["--entry", "k3", "--good", "good.json", "--bad", "good.json"], "a bisect needs two sets of settings"),
+        (
+            &["--entry", "k3", "--good", "notes.txt", "--bad", "bad.json"],
+            "neither a `bootmark capture` output nor records",
+        ),
+        (&["--entry", "k3", "--good", "missing.json", "--bad", "bad.json"], "cannot read"),
+    ];
+    for (args, said) in cases {
+        let o = bisect_settings(&dir, &[&metric[..], args].concat());
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}");
+        assert!(out.contains(said), "{args:?}: {out}");
+        assert!(!dir.join("count-a").exists(), "{args:?} booted");
+    }
+    std::fs::copy(dir.join("good.json"), dir.join("same.json")).unwrap();
+    let o =
+        bisect_settings(&dir, &[&metric[..], &["--entry", "k3", "--good", "good.json", "--bad", "same.json"]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("do not differ"), "{}", text(&o));
+    // A [server.qemu] command with no {set} cannot give a boot its settings: the lab says how.
+    let toml = std::fs::read_to_string(dir.join("lab.toml")).unwrap();
+    std::fs::write(dir.join("lab.toml"), toml.replace("{set}", "x")).unwrap();
+    let o =
+        bisect_settings(&dir, &[&metric[..], &["--entry", "k3", "--good", "good.json", "--bad", "bad.json"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--set={set}"), "{}", text(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

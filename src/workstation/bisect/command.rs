@@ -7,8 +7,11 @@
 use super::metric::Metric;
 use super::on_lab::OnLab;
 use super::search::{Answer, Outcome};
-use super::session::{self, Action, Booted, State};
+use super::session::{self, Action, Booted, Settled, State};
+use super::settings::Differences;
 use super::step::{ALPHA, Apart, BETA, Worse};
+use crate::schema::record::{Record, Status};
+use crate::schema::variant::Variant;
 use crate::workstation::lab::ImageEntries;
 use crate::workstation::lab::file::Lab;
 use crate::workstation::output::say;
@@ -18,10 +21,7 @@ use std::path::{Path, PathBuf};
 /// What the command line asks for.
 pub struct Asked {
     pub metric: String,
-    pub good: String,
-    pub bad: String,
-    /// The candidates in order, both ends in; None: the image's entries from one end to the other.
-    pub ladder: Option<Vec<String>>,
+    pub over: Over,
     /// The lab's servers to boot; empty: all of them.
     pub servers: Vec<String>,
     pub cap: usize,
@@ -29,6 +29,15 @@ pub struct Asked {
     pub dir: Option<PathBuf>,
     /// A step's boot that hangs counts as bad, not as a skip.
     pub hang_is_bad: bool,
+}
+
+/// What is bisected.
+pub enum Over {
+    /// The image's entries from `good` to `bad`, or the `ladder` given (both ends in).
+    Ladder { good: String, bad: String, ladder: Option<Vec<String>> },
+    /// The differences between two sets of settings (each a `bootmark capture`
+    /// output, or records whose boot found them), booting `entry`.
+    Settings { entry: String, good: PathBuf, bad: PathBuf },
 }
 
 /// How a bisect run ended, for the exit code.
@@ -63,7 +72,7 @@ pub fn record_files(dir: &Path) -> Vec<PathBuf> {
 
 /// The ladder: `--ladder`, or the image's entries from the good end to the
 /// bad one (in either order of the image), variants' entries (`k0-NAME`) left out.
-fn ladder(asked: &Asked, image: &ImageEntries) -> Result<Vec<String>, String> {
+fn ladder(good: &str, bad: &str, given: Option<&[String]>, image: &ImageEntries) -> Result<Vec<String>, String> {
     let labels: Vec<&str> = image.entries.iter().map(|e| e.label.as_str()).collect();
     let known = |name: &str| -> Result<(), String> {
         if labels.contains(&name) {
@@ -75,31 +84,29 @@ fn ladder(asked: &Asked, image: &ImageEntries) -> Result<Vec<String>, String> {
             labels.join(", ")
         ))
     };
-    known(&asked.good)?;
-    known(&asked.bad)?;
-    if asked.good == asked.bad {
-        return Err(format!("--good and --bad are both {}: a bisect needs two ends", asked.good));
+    known(good)?;
+    known(bad)?;
+    if good == bad {
+        return Err(format!("--good and --bad are both {good}: a bisect needs two ends"));
     }
-    let ladder: Vec<String> = match &asked.ladder {
+    let ladder: Vec<String> = match given {
         Some(given) => {
             for name in given {
                 known(name)?;
             }
-            if given.first() != Some(&asked.good) || given.last() != Some(&asked.bad) {
+            if given.first().map(String::as_str) != Some(good) || given.last().map(String::as_str) != Some(bad) {
                 return Err(format!(
-                    "--ladder must run from the good end ({}) to the bad end ({}); it runs from {} to {}",
-                    asked.good,
-                    asked.bad,
+                    "--ladder must run from the good end ({good}) to the bad end ({bad}); it runs from {} to {}",
                     given.first().map_or("nothing", String::as_str),
                     given.last().map_or("nothing", String::as_str)
                 ));
             }
-            given.clone()
+            given.to_vec()
         }
         None => {
             let plain: Vec<&str> = labels.iter().copied().filter(|l| !l.contains('-')).collect();
             let at = |name: &str| plain.iter().position(|l| *l == name);
-            let (Some(g), Some(b)) = (at(&asked.good), at(&asked.bad)) else {
+            let (Some(g), Some(b)) = (at(good), at(bad)) else {
                 return Err("--good and --bad name a variant's entry: give the ladder with --ladder".into());
             };
             let mut between: Vec<String> = plain[g.min(b)..=g.max(b)].iter().map(|s| s.to_string()).collect();
@@ -116,6 +123,83 @@ fn ladder(asked: &Asked, image: &ImageEntries) -> Result<Vec<String>, String> {
         return Err(format!("--ladder names an entry twice: {}", ladder.join(",")));
     }
     Ok(ladder)
+}
+
+/// A settings bisect's differences: `entry` must be the image's, and the two
+/// files two sets of settings that differ in something a variant may set.
+fn differences(entry: &str, good: &Path, bad: &Path, image: &ImageEntries) -> Result<Differences, String> {
+    let labels: Vec<&str> = image.entries.iter().map(|e| e.label.as_str()).collect();
+    if !labels.contains(&entry) {
+        return Err(format!(
+            "--entry {entry}: not an entry of the image{}; its entries: {}",
+            crate::suggest::did_you_mean(entry, &labels),
+            labels.join(", ")
+        ));
+    }
+    if good == bad {
+        return Err(format!("--good and --bad are both {}: a bisect needs two sets of settings", good.display()));
+    }
+    let (g, b) = (settings_in(good)?, settings_in(bad)?);
+    let (differences, one_sided) = Differences::between(entry, &g, &b);
+    if !one_sided.is_empty() {
+        say(&format!(
+            "bisect: left as the kernel has them (only one of the two sets has them): {}",
+            one_sided.join(", ")
+        ));
+    }
+    for d in &differences.settings {
+        say(&format!("bisect: differs: {} {} (good) → {} (bad)", d.key, d.good, d.bad));
+    }
+    Ok(differences)
+}
+
+/// A set of settings: a `bootmark capture` output (a variant as JSON), or
+/// records (a records file, a console log, a stick: what `bootmark report`
+/// reads) whose first ok record was made under the settings as found.
+fn settings_in(path: &Path) -> Result<Variant, String> {
+    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if let Ok(v) = serde_json::from_slice::<Variant>(&text) {
+        return Ok(v);
+    }
+    let collected = crate::workstation::collect::collect(&[path.to_path_buf()]);
+    let found = collected.documents.iter().find_map(|d| match d {
+        crate::workstation::collect::Document::Result(r) if r.status == Status::Ok && r.variant.is_none() => Some(r),
+        _ => None,
+    });
+    let r = found.ok_or_else(|| {
+        format!(
+            "{}: neither a `bootmark capture` output nor records with an ok run under the settings as found \
+             (give a capture, or the records of a boot of the kernel whose settings you want)",
+            path.display()
+        )
+    })?;
+    Ok(settings_of(r))
+}
+
+/// The settings a record's boot found, as a variant (what `bootmark capture` would have written).
+fn settings_of(r: &Record) -> Variant {
+    let vm = r.vm.iter().filter_map(|(k, v)| Some((k.clone(), u64::try_from((*v)?).ok()?))).collect();
+    let mut queue: std::collections::BTreeMap<String, String> = r
+        .storage
+        .queue
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("queue/")?.to_string(), v.clone())))
+        .filter(|(k, _)| !k.contains('/'))
+        .collect();
+    if let Some(s) = &r.storage.scheduler {
+        queue.insert("scheduler".into(), s.clone());
+    }
+    if let Some(n) = r.storage.nr_requests {
+        queue.insert("nr_requests".into(), n.to_string());
+    }
+    Variant {
+        name: r.kernel.release.clone().unwrap_or_else(|| "found".into()),
+        vm,
+        queue,
+        mount_options: String::new(),
+        cmdline: String::new(),
+        note: format!("as found by run {}", r.run_id),
+    }
 }
 
 /// The lab's servers the bisect boots, by index.
@@ -163,13 +247,21 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     crate::interrupt::install();
     let image = ImageEntries::read(&lab.manifest)?;
     let metric = checked_metric(&asked.metric, &image)?;
-    let candidates = ladder(asked, &image)?;
     let chosen = chosen_servers(lab, &asked.servers)?;
     if !(2..=64).contains(&asked.cap) {
         return Err(format!("--cap {}: a step needs 2 to 64 boots at most", asked.cap));
     }
     let dir = state_dir(lab, asked.dir.as_deref());
-    let mut wanted = State::new(&asked.metric, candidates, asked.cap, chosen.len())?;
+    let mut wanted = match &asked.over {
+        Over::Ladder { good, bad, ladder: given } => {
+            let candidates = ladder(good, bad, given.as_deref(), &image)?;
+            State::new(&asked.metric, candidates, asked.cap, chosen.len())?
+        }
+        Over::Settings { entry, good, bad } => {
+            let differences = differences(entry, good, bad, &image)?;
+            State::for_settings(&asked.metric, differences, asked.cap, chosen.len())?
+        }
+    };
     wanted.hang_is_bad = asked.hang_is_bad;
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut state = match State::load(&dir)? {
@@ -185,12 +277,18 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     };
     let servers = crate::workstation::lab::session::Servers::prepare_these(lab, &image, &dir, &chosen)?;
     let on_lab = OnLab { servers, image: &image, metric: metric.clone(), dir: dir.clone() };
+    let over = match &state.settings {
+        Some(d) => format!("the {} differing setting(s) booting {}", d.settings.len(), d.entry),
+        None => format!(
+            "{} candidates ({} good … {} bad)",
+            state.candidates.len(),
+            state.candidates[0],
+            state.candidates[state.candidates.len() - 1]
+        ),
+    };
     say(&format!(
-        "bisect: {} over {} candidates ({} good … {} bad) on {} server(s); state in {}",
+        "bisect: {} over {over} on {} server(s); state in {}",
         state.metric,
-        state.candidates.len(),
-        state.candidates[0],
-        state.candidates[state.candidates.len() - 1],
         on_lab.servers.len(),
         dir.display()
     ));
@@ -206,12 +304,13 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     on_lab.servers.finish()?;
     say(describe(&state, &metric, &action, &image).trim_end());
     Ok(match action {
-        Action::Boot(_) => {
+        Action::Boot(_) | Action::Add(_) => {
             say(&format!("bisect: interrupted; the same command again resumes ({} boots kept)", state.boots.len()));
             Ended::Interrupted
         }
         Action::Done(_, answer) if answer.found().is_some() => Ended::Found,
-        Action::Done(..) | Action::Refused(_) => Ended::NotFound,
+        Action::Settled(_, settled) if settled.unsure.is_empty() => Ended::Found,
+        Action::Done(..) | Action::Refused(_) | Action::Settled(..) => Ended::NotFound,
     })
 }
 
@@ -224,9 +323,13 @@ pub fn status(lab: &Lab, dir: Option<&Path>) -> Result<String, String> {
     let image = ImageEntries::read(&lab.manifest)?;
     let action = state.action(&metric);
     let mut out = describe(&state, &metric, &action, &image);
-    if let Action::Boot(next) = &action {
-        let names: Vec<&str> = next.iter().map(|c| state.candidates[*c].as_str()).collect();
-        out += &format!("next: boot {} (`bootmark bisect run` with the same flags resumes)\n", names.join(", "));
+    let next = match &action {
+        Action::Boot(next) => Some(next.iter().map(|c| state.candidates[*c].clone()).collect::<Vec<_>>().join(", ")),
+        Action::Add(name) => Some(name.clone()),
+        _ => None,
+    };
+    if let Some(names) = next {
+        out += &format!("next: boot {names} (the same `bootmark bisect` command resumes)\n");
     }
     Ok(out)
 }
@@ -252,6 +355,12 @@ fn progress_line(state: &State, b: &Booted) -> String {
 pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEntries) -> String {
     let title = |c: usize| {
         let label = &state.candidates[c];
+        if let Some(d) = &state.settings {
+            return match super::settings::subset_of(label) {
+                Some(subset) => format!("{label} ({})", d.describe(&subset)),
+                None => label.clone(),
+            };
+        }
         let t = image.entries.iter().find(|e| &e.label == label).map_or("", |e| e.title.as_str());
         if t.is_empty() { label.clone() } else { format!("{label} ({t})") }
     };
@@ -259,8 +368,16 @@ pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEn
         Worse::Larger => "larger is worse",
         Worse::Smaller => "smaller is worse",
     };
-    let last = state.candidates.len() - 1;
-    let mut s = format!(
+    let (first, last) = state.ends();
+    let mut s = String::new();
+    if let Some(d) = &state.settings {
+        let entry = image.entries.iter().find(|e| e.label == d.entry).map_or("", |e| e.title.as_str());
+        s += &format!("settings bisect booting {} ({entry}); the differences:\n", d.entry);
+        for (i, x) in d.settings.iter().enumerate() {
+            s += &format!("  d{}: {} {} (good) → {} (bad)\n", i + 1, x.key, x.good, x.bad);
+        }
+    }
+    s += &format!(
         "bisect of {} ({worse}) over {} candidates, {} server(s), at most {} boots a step; {} boots so far\n",
         state.metric,
         state.candidates.len(),
@@ -271,6 +388,7 @@ pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEn
     s += "\n| candidate | boots | failed | median | values | step said |\n|---|---:|---:|---:|---|---|\n";
     let steps: &[super::search::Step] = match action {
         Action::Done(_, answer) => &answer.steps,
+        Action::Settled(_, settled) => &settled.steps,
         _ => &[],
     };
     for c in 0..state.candidates.len() {
@@ -281,7 +399,7 @@ pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEn
         let values: Vec<f64> = boots.iter().filter_map(|b| b.value).collect();
         let failed = boots.len() - values.len();
         let said = match (c, steps.iter().find(|st| st.candidate == c)) {
-            (0, _) => "the good end".to_string(),
+            (c, _) if c == first => "the good end".to_string(),
             (c, _) if c == last => "the bad end".to_string(),
             (_, Some(st)) => format!("{} (log-likelihood ratio {:+.2})", outcome_word(st.outcome), st.llr),
             (_, None) => "not decided yet".to_string(),
@@ -296,13 +414,47 @@ pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEn
     }
     s += "\n";
     match action {
-        Action::Boot(_) => s += "not done yet\n",
+        Action::Boot(_) | Action::Add(_) => s += "not done yet\n",
         Action::Refused(why) => s += &format!("no bisect: {why}\n"),
         Action::Done(apart, answer) => {
             s += &ends_line(apart);
             s += &answer_lines(answer, state.boots.len(), &title);
         }
+        Action::Settled(apart, settled) => {
+            s += &ends_line(apart);
+            s += &settled_lines(state, settled);
+        }
     }
+    s
+}
+
+/// A settings bisect's answer: the smallest subset still bad, and any left unsure.
+fn settled_lines(state: &State, settled: &Settled) -> String {
+    let d = state.settings.as_ref().expect("a settings bisect");
+    let mut s = format!(
+        "smallest set of differences that is still bad: {} ({})\n",
+        super::settings::candidate_name(&settled.minimal),
+        d.describe(&settled.minimal)
+    );
+    if d.settings.len() == 1 {
+        s += "(it is the only difference: the ends' test is the evidence)\n";
+    }
+    if !settled.unsure.is_empty() {
+        let names: Vec<String> = settled.unsure.iter().map(|u| super::settings::candidate_name(u)).collect();
+        s += &format!(
+            "not sure: these subsets could not be decided and counted as not bad, so a smaller answer may hide \
+             among them: {}\n",
+            names.join(", ")
+        );
+    }
+    s += &format!(
+        "found by delta debugging (ddmin), each subset decided by Wald's sequential probability ratio test \
+         against the ends' measured spread (α = β = {:.0} %, at least 4 boots a subset); {} boots in the steps, {} \
+         with the ends'\n",
+        ALPHA * 100.0,
+        settled.boots,
+        state.boots.len()
+    );
     s
 }
 

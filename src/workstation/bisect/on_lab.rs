@@ -22,7 +22,12 @@ pub struct OnLab<'a> {
 }
 
 impl Lab for OnLab<'_> {
-    fn boot(&self, server: usize, candidate: &str, id: &str) -> Result<Option<Measured>, String> {
+    fn boot(
+        &self,
+        server: usize,
+        (candidate, set): (&str, Option<&str>),
+        id: &str,
+    ) -> Result<Option<Measured>, String> {
         let machine = self.servers.server(server);
         let entry = self
             .image
@@ -32,8 +37,9 @@ impl Lab for OnLab<'_> {
             .ok_or_else(|| format!("candidate {candidate} is not an entry of the image"))?;
         let deadline_s = crate::workstation::lab::step_deadline_s(machine, self.image, entry)?;
         let step = format!("{}/{id}", machine.name);
-        say(&format!("bisect: {step}: booting {candidate} ({}; deadline {deadline_s} s)", entry.title));
-        let Some(outcome) = self.servers.boot(server, candidate, &step, deadline_s)? else { return Ok(None) };
+        let with = set.map_or(String::new(), |s| format!(" with {s}"));
+        say(&format!("bisect: {step}: booting {candidate} ({}){with}; deadline {deadline_s} s", entry.title));
+        let Some(outcome) = self.servers.boot(server, (candidate, set), &step, deadline_s)? else { return Ok(None) };
         let records = read_records(&self.dir.join(&outcome.records))?;
         let run_id = outcome.run_ids.first().cloned();
         let hardware = records.first().map(hardware);

@@ -168,7 +168,7 @@ pub fn next(n: usize, model: &Model, cap: usize, servers: usize, boots: &Boots) 
 
 /// A candidate's boots so far, judged: its outcome, values and the test's
 /// sum, or None while it needs another boot. A boot that failed makes it a skip.
-fn judged(model: &Model, cap: usize, boots: &[Option<f64>]) -> Option<(Outcome, Vec<f64>, f64)> {
+pub(super) fn judged(model: &Model, cap: usize, boots: &[Option<f64>]) -> Option<(Outcome, Vec<f64>, f64)> {
     let mut values = Vec::new();
     for b in boots {
         let Some(v) = b else { return Some((Outcome::Skip, values, 0.0)) };

@@ -1,5 +1,6 @@
-//! A bisect over a ladder of candidates (an image's entries, commits), as
-//! it is kept on disk and driven: the state (`STATE_DIR/bisect.json`) holds
+//! A bisect over a ladder of candidates (an image's entries, commits), or
+//! over the differences between two sets of settings (`settings`), as it
+//! is kept on disk and driven: the state (`STATE_DIR/bisect.json`) holds
 //! what is bisected and every boot so far, and is written after every boot
 //! (atomically, as the lab's state is), so that a bisect stopped at any
 //! moment — Ctrl-C, a crashed workstation — resumes where it was: the ends
@@ -10,7 +11,8 @@
 //! servers through their BMCs, QEMU, or a simulation in the tests.
 
 use super::metric::Metric;
-use super::search::{self, Answer, End, EndsNext, Next};
+use super::search::{self, Answer, End, EndsNext, Next, Outcome, Step};
+use super::settings::{self, Differences, Subset};
 use super::step::{Apart, Model, Worse};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -46,7 +48,8 @@ pub struct Booted {
 pub struct State {
     pub schema: String,
     pub metric: String,
-    /// The ladder, the good end first and the bad end last.
+    /// The ladder, the good end first and the bad end last; of a settings
+    /// bisect, the good and bad ends and then each subset as ddmin asked for it.
     pub candidates: Vec<String>,
     /// The most boots a step gets.
     pub cap: usize,
@@ -58,6 +61,9 @@ pub struct State {
     /// not as a skip (the regression looked for is a hang).
     #[serde(default)]
     pub hang_is_bad: bool,
+    /// A settings bisect: the entry it boots and the differences (None: a ladder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Differences>,
 }
 
 /// What the bisect does next.
@@ -69,6 +75,22 @@ pub enum Action {
     Done(Apart, Answer),
     /// The ends could not be bisected: why, with their numbers.
     Refused(String),
+    /// A settings bisect's next subset, not yet a candidate: add it, then ask again.
+    Add(String),
+    /// A settings bisect's answer: the smallest subset found bad.
+    Settled(Apart, Settled),
+}
+
+/// The answer of a settings bisect (`settings::next`'s, with the evidence).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settled {
+    /// The smallest subset of the differences that is still bad.
+    pub minimal: Subset,
+    /// Subsets no step could decide on the way (counted as not bad).
+    pub unsure: Vec<Subset>,
+    pub steps: Vec<Step>,
+    /// Boots of the steps (the ends' aside).
+    pub boots: usize,
 }
 
 impl State {
@@ -87,7 +109,40 @@ impl State {
             servers: servers.max(1),
             boots: Vec::new(),
             hang_is_bad: false,
+            settings: None,
         })
+    }
+
+    /// A settings bisect of `differences` (at least one).
+    pub fn for_settings(metric: &str, differences: Differences, cap: usize, servers: usize) -> Result<State, String> {
+        if differences.settings.is_empty() {
+            return Err(
+                "the two sets of settings do not differ in any setting a variant may set: nothing to bisect".into()
+            );
+        }
+        Ok(State {
+            schema: SCHEMA.into(),
+            metric: metric.into(),
+            candidates: vec![settings::GOOD.into(), settings::BAD.into()],
+            cap,
+            servers: servers.max(1),
+            boots: Vec::new(),
+            hang_is_bad: false,
+            settings: Some(differences),
+        })
+    }
+
+    /// The good and the bad end's candidates.
+    pub fn ends(&self) -> (usize, usize) {
+        if self.settings.is_some() { (0, 1) } else { (0, self.candidates.len() - 1) }
+    }
+
+    /// What candidate `c` boots: its entry, and its settings for a settings bisect.
+    pub fn booting(&self, c: usize) -> (String, Option<String>) {
+        match &self.settings {
+            Some(d) => (d.entry.clone(), d.set_of(&self.candidates[c])),
+            None => (self.candidates[c].clone(), None),
+        }
     }
 
     fn values_of(&self, candidate: usize) -> Vec<Option<f64>> {
@@ -96,8 +151,8 @@ impl State {
 
     /// Replayed from the boots so far.
     pub fn action(&self, metric: &Metric) -> Action {
-        let last = self.candidates.len() - 1;
-        let (good, bad) = (self.values_of(0), self.values_of(last));
+        let (first, last) = self.ends();
+        let (good, bad) = (self.values_of(first), self.values_of(last));
         let (ends, apart) = match search::ends_next(metric.worse(), &good, &bad) {
             // With two servers or more, the ends are booted side by side
             // while they have as many boots each: what booting them one
@@ -114,15 +169,44 @@ impl State {
             Worse::Smaller => ends.bad.iter().copied().fold(f64::MAX, f64::min),
         };
         let mut boots = search::Boots::new();
-        for b in self.boots.iter().filter(|b| b.candidate != 0 && b.candidate != last) {
+        for b in self.boots.iter().filter(|b| b.candidate != first && b.candidate != last) {
             let value = if self.hang_is_bad && b.hung { Some(worst_bad) } else { b.value };
             boots.entry(b.candidate).or_default().push(value);
+        }
+        if self.settings.is_some() {
+            return self.settings_action(&model, apart, &boots);
         }
         match search::next(self.candidates.len(), &model, self.cap, self.servers, &boots) {
             // Fewer candidates left than servers: the idle ones boot them too (a step
             // decided by the first of its boots gets at most servers − 1 more).
             Next::Boot(candidates) => Action::Boot(candidates.iter().copied().cycle().take(self.servers).collect()),
             Next::Done(answer) => Action::Done(apart, answer),
+        }
+    }
+
+    /// ddmin replayed from the subsets' boots: the next subset to add or
+    /// boot (on every server at once: one step at a time), or the answer.
+    fn settings_action(&self, model: &Model, apart: Apart, boots: &search::Boots) -> Action {
+        let n = self.settings.as_ref().map_or(0, |d| d.settings.len());
+        let mut outcomes: BTreeMap<Subset, Outcome> = BTreeMap::new();
+        let mut steps = Vec::new();
+        loop {
+            match settings::next(n, &outcomes) {
+                settings::Next::Measure(subset) => {
+                    let name = settings::candidate_name(&subset);
+                    let Some(c) = self.candidates.iter().position(|x| *x == name) else { return Action::Add(name) };
+                    let so_far = boots.get(&c).map(Vec::as_slice).unwrap_or_default();
+                    let Some((outcome, values, llr)) = search::judged(model, self.cap, so_far) else {
+                        return Action::Boot(vec![c; self.servers]);
+                    };
+                    outcomes.insert(subset, outcome);
+                    steps.push(Step { candidate: c, values, llr, outcome });
+                }
+                settings::Next::Done { minimal, unsure } => {
+                    let spent = boots.values().map(Vec::len).sum();
+                    return Action::Settled(apart, Settled { minimal, unsure, steps, boots: spent });
+                }
+            }
         }
     }
 
@@ -168,7 +252,9 @@ impl State {
 
     /// Is `asked` (the bisect as the command line gives it now) the one this state belongs to?
     pub fn check_same(&self, asked: &State, dir: &Path) -> Result<(), String> {
-        if (&self.metric, &self.candidates, self.hang_is_bad) != (&asked.metric, &asked.candidates, asked.hang_is_bad) {
+        let what = |s: &State| (s.metric.clone(), s.settings.clone(), s.hang_is_bad);
+        let ladder_differs = self.settings.is_none() && self.candidates != asked.candidates;
+        if what(self) != what(asked) || ladder_differs {
             return Err(format!(
                 "{} holds another bisect (metric {}{}, {} candidates from {} to {}): move it away to start this one",
                 dir.display(),
@@ -224,11 +310,12 @@ pub struct Measured {
 /// Boots a candidate once: a lab's server, QEMU, or a simulation. Shared
 /// by the threads of a round, one per server.
 pub trait Lab: Sync {
-    /// One cold boot of `candidate` (its name in the ladder) on server
-    /// `server`, its files named `id`, measured by the metric; None when
-    /// Ctrl-C stopped it (it counts for nothing), Err when the lab itself
-    /// failed (a BMC that does not answer): the bisect stops, its state whole.
-    fn boot(&self, server: usize, candidate: &str, id: &str) -> Result<Option<Measured>, String>;
+    /// One cold boot of a candidate — `entry`, with `set` its settings for
+    /// this boot in a settings bisect — on server `server`, its files named
+    /// `id`, measured by the metric; None when Ctrl-C stopped it (it counts
+    /// for nothing), Err when the lab itself failed (a BMC that does not
+    /// answer): the bisect stops, its state whole.
+    fn boot(&self, server: usize, booting: (&str, Option<&str>), id: &str) -> Result<Option<Measured>, String>;
 }
 
 /// Drive the bisect in `dir` until it is done, refused, or `stop()` says
@@ -253,6 +340,11 @@ pub fn drive(
             )));
         }
         let action = state.action(metric);
+        if let Action::Add(name) = action {
+            state.candidates.push(name);
+            state.save(dir)?;
+            continue;
+        }
         let Action::Boot(candidates) = &action else { return Ok(action) };
         if stop() {
             return Ok(action);
@@ -267,14 +359,14 @@ pub fn drive(
                 (server, c, format!("{}#b{}", state.candidates[c], first + j))
             })
             .collect();
-        let names: Vec<String> = jobs.iter().map(|(_, c, _)| state.candidates[*c].clone()).collect();
+        let names: Vec<(String, Option<String>)> = jobs.iter().map(|(_, c, _)| state.booting(*c)).collect();
         // Each boot saved as it ends, while the round's others still run.
         let shared = std::sync::Mutex::new((&mut *state, false, None::<String>));
         std::thread::scope(|scope| {
             for ((server, candidate, id), name) in jobs.into_iter().zip(&names) {
                 let shared = &shared;
                 scope.spawn(move || {
-                    let result = lab.boot(server, name, &id);
+                    let result = lab.boot(server, (&name.0, name.1.as_deref()), &id);
                     let Ok(mut guard) = shared.lock() else { return };
                     let (state, interrupted, failed) = &mut *guard;
                     match result {
@@ -331,7 +423,12 @@ mod tests {
     }
 
     impl Lab for Simulated {
-        fn boot(&self, server: usize, candidate: &str, _id: &str) -> Result<Option<Measured>, String> {
+        fn boot(
+            &self,
+            server: usize,
+            (candidate, _): (&str, Option<&str>),
+            _id: &str,
+        ) -> Result<Option<Measured>, String> {
             let n = self.boots.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
             let mut seed = self.seed.lock().unwrap();
             *seed ^= *seed << 13;
@@ -476,5 +573,71 @@ mod tests {
     fn a_ladder_needs_a_candidate_between_its_ends() {
         let err = State::new("seqwrite.real_s", vec!["a".into(), "b".into()], 12, 1).unwrap_err();
         assert!(err.contains("nothing between them"), "{err}");
+    }
+
+    /// A server whose read wait is long when its boot's settings
+    /// (`bootmark.set=`) hold the large request size, whatever else they set.
+    struct SettingsLab {
+        seed: std::sync::Mutex<u64>,
+        sets: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl Lab for SettingsLab {
+        fn boot(&self, _: usize, (entry, set): (&str, Option<&str>), _: &str) -> Result<Option<Measured>, String> {
+            assert_eq!(entry, "k2", "every step boots the one entry");
+            let set = set.expect("a settings bisect's boot has its settings").to_string();
+            let mut seed = self.seed.lock().unwrap();
+            *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let jitter = (*seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            let slow = set.split(',').any(|kv| kv == "queue.max_sectors_kb=1280");
+            let value = if slow { 54.0 } else { 15.0 } * (1.0 + 0.3 * jitter);
+            self.sets.lock().unwrap().push(set);
+            let (run_id, hardware) = (Some("run".to_string()), Some("dl140".to_string()));
+            Ok(Some(Measured { run_id, value: Some(value), why: None, hardware, hung: false }))
+        }
+    }
+
+    /// Of six differing settings the one that makes the reads wait is found,
+    /// every boot setting all six one way or the other; resumed from the
+    /// file after every round, nothing is booted twice.
+    #[test]
+    fn a_settings_bisect_finds_the_one_setting_that_matters() {
+        let metric = Metric::parse("seqwrite.read_p50_ms").unwrap();
+        let dir = fresh_dir("settings");
+        let keys = [
+            ("queue.max_sectors_kb", "128", "1280"),
+            ("queue.nr_requests", "128", "64"),
+            ("queue.read_ahead_kb", "128", "512"),
+            ("vm.dirty_ratio", "20", "40"),
+            ("vm.dirty_background_ratio", "10", "5"),
+            ("vm.swappiness", "60", "30"),
+        ];
+        let settings = keys
+            .iter()
+            .map(|(k, g, b)| settings::Difference { key: k.to_string(), good: g.to_string(), bad: b.to_string() })
+            .collect();
+        let differences = Differences { entry: "k2".into(), settings };
+        let asked = State::for_settings("seqwrite.read_p50_ms", differences, 12, 2).unwrap();
+        let lab = SettingsLab { seed: 5.into(), sets: Vec::new().into() };
+        let settled = loop {
+            let mut state = State::load(&dir).unwrap().unwrap_or_else(|| asked.clone());
+            state.check_same(&asked, &dir).unwrap();
+            let once = Cell::new(false);
+            let stop = || once.replace(true);
+            match drive(&mut state, &metric, &dir, &lab, &stop, &|_, _| {}).unwrap() {
+                Action::Boot(_) | Action::Add(_) => continue,
+                Action::Settled(_, settled) => break (settled, state),
+                other => panic!("{other:?}"),
+            }
+        };
+        let (settled, state) = settled;
+        assert_eq!((settled.minimal.clone(), settled.unsure.clone()), (vec![0], vec![]), "{settled:?}");
+        let sets = lab.sets.lock().unwrap();
+        assert_eq!(sets.len(), state.boots.len(), "nothing booted twice");
+        assert!(sets.iter().all(|s| s.split(',').count() == 6), "every boot sets all six");
+        assert!(sets.len() <= 40, "{} boots", sets.len());
+        // A set that differs in nothing is refused.
+        let none = Differences { entry: "k2".into(), settings: vec![] };
+        assert!(State::for_settings("x.y", none, 12, 1).unwrap_err().contains("do not differ"));
     }
 }

@@ -8,9 +8,118 @@
 //!
 //! Like the search it is replayed from what was measured (`next`), so a
 //! session resumes from its saved boots.
+//!
+//! Each candidate boots one entry with every differing setting given on
+//! its command line (`bootmark.set=`, applied by /init as the plan's one
+//! variant and read back into every record): the good end with all the
+//! good values, the bad end with all the bad ones, a subset with its
+//! settings' bad values and the rest's good ones. Nothing is left to what
+//! the kernel defaults to, so a candidate is the same boot on any kernel.
 
 use super::search::Outcome;
+use crate::schema::variant::{QUEUE_SETTINGS, VM_SETTINGS, Variant};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// The good end's candidate name (every setting at its good value).
+pub const GOOD: &str = "good-settings";
+/// The bad end's (every setting at its bad value).
+pub const BAD: &str = "bad-settings";
+
+/// What a settings bisect boots: one entry, and the settings that differ
+/// between the two sets, in a fixed order (a subset's indices point here).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Differences {
+    pub entry: String,
+    pub settings: Vec<Difference>,
+}
+
+/// One setting (`vm.NAME` or `queue.NAME`) whose two sets disagree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Difference {
+    pub key: String,
+    pub good: String,
+    pub bad: String,
+}
+
+impl Differences {
+    /// The settings that differ between `good` and `bad` (`bootmark capture`
+    /// outputs, or what two boots' records found), those a variant may set;
+    /// a setting only one side has is left as it is, and listed in the second value.
+    pub fn between(entry: &str, good: &Variant, bad: &Variant) -> (Differences, Vec<String>) {
+        let (g, b) = (values(good), values(bad));
+        let mut settings = Vec::new();
+        let mut one_sided = Vec::new();
+        for key in g.keys().chain(b.keys().filter(|k| !g.contains_key(*k))) {
+            match (g.get(key), b.get(key)) {
+                (Some(gv), Some(bv)) if gv != bv => {
+                    settings.push(Difference { key: key.clone(), good: gv.clone(), bad: bv.clone() })
+                }
+                (Some(_), Some(_)) => {}
+                _ => one_sided.push(key.clone()),
+            }
+        }
+        (Differences { entry: entry.to_string(), settings }, one_sided)
+    }
+
+    /// `bootmark.set=`'s value for a subset: its settings at their bad
+    /// values, every other one at its good value.
+    pub fn set_for(&self, subset: &[usize]) -> String {
+        let one =
+            |(i, d): (usize, &Difference)| format!("{}={}", d.key, if subset.contains(&i) { &d.bad } else { &d.good });
+        self.settings.iter().enumerate().map(one).collect::<Vec<_>>().join(",")
+    }
+
+    /// The candidate's settings (`good-settings`, `bad-settings`, `d1+d3`).
+    pub fn set_of(&self, candidate: &str) -> Option<String> {
+        match candidate {
+            GOOD => Some(self.set_for(&[])),
+            BAD => Some(self.set_for(&(0..self.settings.len()).collect::<Vec<_>>())),
+            name => subset_of(name).map(|s| self.set_for(&s)),
+        }
+    }
+
+    /// `d1+d3` → "queue.max_sectors_kb 128 → 1280, vm.dirty_ratio 20 → 40".
+    pub fn describe(&self, subset: &[usize]) -> String {
+        let one = |i: &usize| {
+            self.settings.get(*i).map_or(format!("d{}?", i + 1), |d| format!("{} {} → {}", d.key, d.good, d.bad))
+        };
+        subset.iter().map(one).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// A variant's settings as `bootmark.set=` names them. Of a ratio and its
+/// byte limit only the one in force counts (as `bootmark capture` keeps it).
+fn values(v: &Variant) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (k, n) in &v.vm {
+        let bytes_in_force = |b: &str| v.vm.get(b).is_some_and(|x| *x > 0);
+        let shadowed = (k == "dirty_ratio" && bytes_in_force("dirty_bytes"))
+            || (k == "dirty_background_ratio" && bytes_in_force("dirty_background_bytes"))
+            || (k.ends_with("_bytes") && *n == 0);
+        if VM_SETTINGS.contains(&k.as_str()) && !shadowed {
+            out.insert(format!("vm.{k}"), n.to_string());
+        }
+    }
+    for (k, val) in &v.queue {
+        if QUEUE_SETTINGS.contains(&k.as_str()) {
+            out.insert(format!("queue.{k}"), val.clone());
+        }
+    }
+    out
+}
+
+/// A subset's candidate name: its differences numbered from 1 (`d1+d3`).
+pub fn candidate_name(subset: &[usize]) -> String {
+    subset.iter().map(|i| format!("d{}", i + 1)).collect::<Vec<_>>().join("+")
+}
+
+/// The subset a candidate name stands for.
+pub fn subset_of(name: &str) -> Option<Subset> {
+    name.split('+').map(|d| d.strip_prefix('d')?.parse::<usize>().ok()?.checked_sub(1)).collect()
+}
 
 /// A subset of the differences: their indices, in order.
 pub type Subset = Vec<usize>;
@@ -133,6 +242,44 @@ mod tests {
         let (minimal, unsure, _) = run(4, |s| if s == &vec![0, 1] { Outcome::Unsure } else { bad_if(s.contains(&3)) });
         assert_eq!(minimal, vec![3]);
         assert_eq!(unsure, vec![vec![0, 1]]);
+    }
+
+    /// The differences between two sets: only settings both have and a
+    /// variant may set; each candidate's `bootmark.set=` names them all.
+    #[test]
+    fn a_candidate_sets_every_difference_one_way_or_the_other() {
+        let variant = |vm: &[(&str, u64)], queue: &[(&str, &str)]| Variant {
+            name: "x".into(),
+            vm: vm.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            queue: queue.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            mount_options: String::new(),
+            cmdline: String::new(),
+            note: String::new(),
+        };
+        let good = variant(
+            &[("dirty_ratio", 20), ("dirty_bytes", 0), ("swappiness", 60)],
+            &[("max_sectors_kb", "128"), ("scheduler", "mq-deadline"), ("wbt_lat_usec", "2000")],
+        );
+        let bad = variant(
+            &[("dirty_ratio", 20), ("dirty_bytes", 0), ("swappiness", 30)],
+            &[("max_sectors_kb", "1280"), ("scheduler", "mq-deadline"), ("read_ahead_kb", "4096")],
+        );
+        let (d, one_sided) = Differences::between("k2", &good, &bad);
+        let keys: Vec<&str> = d.settings.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(keys, ["queue.max_sectors_kb", "vm.swappiness"]);
+        assert_eq!(one_sided, ["queue.wbt_lat_usec", "queue.read_ahead_kb"]);
+        assert_eq!(d.set_of(GOOD).unwrap(), "queue.max_sectors_kb=128,vm.swappiness=60");
+        assert_eq!(d.set_of(BAD).unwrap(), "queue.max_sectors_kb=1280,vm.swappiness=30");
+        assert_eq!(d.set_of("d2").unwrap(), "queue.max_sectors_kb=128,vm.swappiness=30");
+        assert_eq!(d.describe(&[0]), "queue.max_sectors_kb 128 → 1280");
+        assert_eq!((candidate_name(&[0, 2]), subset_of("d1+d3")), ("d1+d3".to_string(), Some(vec![0, 2])));
+        assert_eq!(subset_of("k2"), None);
+        assert_eq!(subset_of("d0"), None);
+        // Every candidate's settings are what /init takes.
+        for c in [GOOD, BAD, "d1"] {
+            let line = format!("bootmark.set={}", d.set_of(c).unwrap());
+            crate::image_side::init::cmdline::parse(&line).unwrap();
+        }
     }
 
     #[test]

@@ -48,12 +48,13 @@ impl Controller {
         }
     }
 
-    /// On; `entry` is the step's, for a server that boots it itself (qemu).
-    pub fn power_on(&self, entry: &str) -> Result<(), String> {
+    /// On; `entry` and its settings `set` are the step's, for a server
+    /// that boots it itself (qemu).
+    pub fn power_on(&self, entry: &str, set: Option<&str>) -> Result<(), String> {
         match self {
             Controller::Ipmi(i) => i.power_on(),
             Controller::Redfish(r) => r.power_on(),
-            Controller::Qemu(q) => q.power_on(entry),
+            Controller::Qemu(q) => q.power_on(entry, set),
         }
     }
 

@@ -16,8 +16,15 @@ pub fn published_name(server: &str) -> String {
 }
 
 /// Publish `iso` (the image's bootmark.iso) in `dir` as
-/// `bootmark-SERVER.iso`, booting `entry` by default; returns its path.
-pub fn publish(iso: &Path, menus: &IsoMenus, entry: &str, dir: &Path, server: &str) -> Result<PathBuf, String> {
+/// `bootmark-SERVER.iso`, booting `entry` by default (with `set`, its
+/// settings for this boot); returns its path.
+pub fn publish(
+    iso: &Path,
+    menus: &IsoMenus,
+    (entry, set): (&str, Option<&str>),
+    dir: &Path,
+    server: &str,
+) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let out = dir.join(published_name(server));
     let tmp = dir.join(format!(".{}.new", published_name(server)));
@@ -26,7 +33,7 @@ pub fn publish(iso: &Path, menus: &IsoMenus, entry: &str, dir: &Path, server: &s
         let mut f = File::options().read(true).write(true).open(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
         let sys = read_span(&mut f, menus.syslinux).map_err(|e| format!("{}: {e}", iso.display()))?;
         let grub = read_span(&mut f, menus.grub).map_err(|e| format!("{}: {e}", iso.display()))?;
-        let (sys, grub) = bootmenu::iso_menus_set_default(&sys, &grub, entry)
+        let (sys, grub) = bootmenu::iso_menus_set_default(&sys, &grub, entry, set)
             .map_err(|e| format!("{}: {e} (rebuild the image with `cargo xtask image`)", iso.display()))?;
         for (span, bytes) in [(menus.syslinux, sys), (menus.grub, grub)] {
             f.seek(SeekFrom::Start(span.offset))
@@ -76,7 +83,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let (iso, menus, before) = fake_iso(&dir);
         let www = dir.join("www");
-        let out = publish(&iso, &menus, "k1", &www, "dl140").unwrap();
+        let out = publish(&iso, &menus, ("k1", None), &www, "dl140").unwrap();
         assert_eq!(out, www.join("bootmark-dl140.iso"));
         let after = std::fs::read(&out).unwrap();
         assert_eq!(after.len(), before.len());
@@ -88,7 +95,7 @@ mod tests {
         assert!(text.contains("DEFAULT k1\n") && text.contains("set default=1\n"));
         // Another image's ISO (nothing at the spans) is refused, and no half file is left.
         std::fs::write(&iso, vec![0u8; 6144]).unwrap();
-        let e = publish(&iso, &menus, "k0", &www, "dl140").unwrap_err();
+        let e = publish(&iso, &menus, ("k0", None), &www, "dl140").unwrap_err();
         assert!(e.contains("not this image's ISO") && e.contains("cargo xtask image"), "{e}");
         assert!(!www.join(".bootmark-dl140.iso.new").exists());
         assert_eq!(std::fs::read(&out).unwrap(), after, "the published ISO stays as it was");

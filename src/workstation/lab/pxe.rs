@@ -87,9 +87,9 @@ pub fn restore(saved: &Saved) -> Result<(), String> {
     Ok(())
 }
 
-/// Make `entry` (a label) the one server `mac` boots, from the shared
+/// Make `entry` (a label, with `set` its settings for this boot) the one server `mac` boots, from the shared
 /// configs the image put in `tftp_root`.
-pub fn point_at(tftp_root: &Path, mac: &str, entry: &str) -> Result<(), String> {
+pub fn point_at(tftp_root: &Path, mac: &str, entry: &str, set: Option<&str>) -> Result<(), String> {
     let shared = shared_menus(tftp_root);
     let [syslinux_mac, grub_mac] = config_paths(tftp_root, mac);
     let syslinux =
@@ -100,9 +100,11 @@ pub fn point_at(tftp_root: &Path, mac: &str, entry: &str) -> Result<(), String> 
     })?;
     // No wait at the menu: nobody is there to choose.
     let text = with_line(&bootmenu::syslinux_set_default(&syslinux, entry), "TIMEOUT ", "TIMEOUT 1");
+    let text = bootmenu::syslinux_with_set(&text, entry, set);
     bootmenu::write_synced(&syslinux_mac, &text)?;
     if let Ok(grub) = std::fs::read_to_string(&shared[1]) {
         let text = with_line(&bootmenu::grub_set_default(&grub, index), "set timeout=", "set timeout=0");
+        let text = bootmenu::grub_with_set(&text, entry, set);
         bootmenu::write_synced(&grub_mac, &text)?;
     }
     Ok(())
@@ -142,7 +144,7 @@ mod tests {
         assert_eq!(install_tree(&image, &root).unwrap(), 0, "an unchanged tree is not written again");
         let mac = "52:54:00:ab:cd:ef";
         let saved = save(&root, mac);
-        point_at(&root, mac, "k1").unwrap();
+        point_at(&root, mac, "k1", None).unwrap();
         let [bios, uefi] = config_paths(&root, mac);
         assert!(bios.ends_with("pxelinux.cfg/01-52-54-00-ab-cd-ef"), "{}", bios.display());
         let text = std::fs::read_to_string(&bios).unwrap();
@@ -157,7 +159,7 @@ mod tests {
             SYSLINUX,
             "shared default untouched"
         );
-        let e = point_at(&root, mac, "k7").unwrap_err();
+        let e = point_at(&root, mac, "k7", None).unwrap_err();
         assert!(e.contains("has no entry k7 (it has k0, k1)"), "{e}");
         restore(&saved).unwrap();
         assert!(!bios.exists() && !uefi.exists());
@@ -172,14 +174,14 @@ mod tests {
         let [bios, _] = config_paths(&root, mac);
         std::fs::write(&bios, "DEFAULT local\n").unwrap();
         let saved = save(&root, mac);
-        point_at(&root, mac, "k0").unwrap();
+        point_at(&root, mac, "k0", None).unwrap();
         assert!(std::fs::read_to_string(&bios).unwrap().contains("DEFAULT k0"));
         restore(&saved).unwrap();
         assert_eq!(std::fs::read_to_string(&bios).unwrap(), "DEFAULT local\n");
         // Taken once: a second run (a resumed lab) gets the first one's.
         let file = root.join("saved.json");
         save_once(&file, &root, mac).unwrap();
-        point_at(&root, mac, "k1").unwrap();
+        point_at(&root, mac, "k1", None).unwrap();
         restore(&save_once(&file, &root, mac).unwrap()).unwrap();
         assert_eq!(std::fs::read_to_string(&bios).unwrap(), "DEFAULT local\n");
     }
@@ -192,7 +194,7 @@ mod tests {
         let mac = "52:54:00:00:00:02";
         let saved = save(&root, mac);
         install_tree(&image, &root).unwrap();
-        point_at(&root, mac, "k1").unwrap();
+        point_at(&root, mac, "k1", None).unwrap();
         assert_eq!(std::fs::read_to_string(root.join("pxelinux.cfg/default")).unwrap(), SYSLINUX);
         restore(&saved).unwrap();
         assert_eq!(std::fs::read_to_string(root.join("pxelinux.cfg/default")).unwrap(), "DEFAULT install\n");

@@ -47,17 +47,30 @@ impl QemuPower {
         }
     }
 
-    /// The command a step's entry runs. The command goes to `sh -c`, so
-    /// the entry is taken only as the image's labels are made: letters,
-    /// digits, `.`, `_` and `-`.
-    pub fn command_for(&self, entry: &str) -> Result<String, String> {
+    /// The command a step's entry runs, with `{set}` its settings for
+    /// this boot (empty: the entry as built; `xtask qemu --set={set}`).
+    /// The command goes to `sh -c`, so the entry is taken only as the
+    /// image's labels are made (letters, digits, `.`, `_` and `-`) and the
+    /// settings only as `bootmark.set=` takes them (those and `=`, `,`).
+    pub fn command_for(&self, entry: &str, set: Option<&str>) -> Result<String, String> {
         let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
         if entry.is_empty() || !entry.chars().all(plain) {
             return Err(format!(
                 "entry {entry:?} is not an image label (letters, digits, '.', '_', '-'): not put into `sh -c`"
             ));
         }
-        Ok(self.command.replace("{entry}", entry))
+        if let Some(set) = set {
+            if !set.chars().all(|c| plain(c) || matches!(c, '=' | ',')) {
+                return Err(format!("settings {set:?} are not NAME=VALUE,…: not put into `sh -c`"));
+            }
+            if !self.command.contains("{set}") {
+                return Err(format!(
+                    "this step boots {entry} with settings ({set}), but the server's command has no {{set}} to \
+                     pass them: add `--set={{set}}` to its `cargo xtask qemu` command"
+                ));
+            }
+        }
+        Ok(self.command.replace("{entry}", entry).replace("{set}", set.unwrap_or("")))
     }
 
     /// The running program's process group, if one is running and is the
@@ -113,9 +126,9 @@ impl QemuPower {
         Ok(())
     }
 
-    /// Run the command for `entry`, in a process group of its own.
-    pub fn power_on(&self, entry: &str) -> Result<(), String> {
-        let line = self.command_for(entry)?;
+    /// Run the command for `entry` (with `set`), in a process group of its own.
+    pub fn power_on(&self, entry: &str, set: Option<&str>) -> Result<(), String> {
+        let line = self.command_for(entry, set)?;
         let out = std::fs::File::options()
             .create(true)
             .append(true)
@@ -164,12 +177,21 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         // A "guest" that starts a child of its own, as cargo xtask qemu starts QEMU.
         let power = QemuPower::new("sh -c 'echo booting {entry}; sleep 60 & wait'", &dir, &dir, "vm");
-        assert_eq!(power.command_for("k1").unwrap(), "sh -c 'echo booting k1; sleep 60 & wait'");
+        assert_eq!(power.command_for("k1", None).unwrap(), "sh -c 'echo booting k1; sleep 60 & wait'");
         for hostile in ["k1; rm -rf ~", "$(reboot)", "", "a b"] {
-            assert!(power.command_for(hostile).unwrap_err().contains("is not an image label"), "{hostile}");
+            assert!(power.command_for(hostile, None).unwrap_err().contains("is not an image label"), "{hostile}");
         }
+        let e = power.command_for("k1", Some("vm.swappiness=1")).unwrap_err();
+        assert!(e.contains("has no {set}") && e.contains("--set={set}"), "{e}");
+        let with_set = QemuPower::new("xtask qemu --entry-label {entry} --set={set}", &dir, &dir, "vm");
+        assert_eq!(with_set.command_for("k1", None).unwrap(), "xtask qemu --entry-label k1 --set=");
+        assert_eq!(
+            with_set.command_for("k1", Some("vm.swappiness=1,queue.max_sectors_kb=128")).unwrap(),
+            "xtask qemu --entry-label k1 --set=vm.swappiness=1,queue.max_sectors_kb=128"
+        );
+        assert!(with_set.command_for("k1", Some("a=1;reboot")).unwrap_err().contains("not put into"));
         assert!(!power.power_is_on());
-        power.power_on("k1").unwrap();
+        power.power_on("k1", None).unwrap();
         assert!(power.power_is_on());
         let since = Instant::now();
         while !std::fs::read_to_string(dir.join("vm.power.out")).unwrap_or_default().contains("booting k1") {
@@ -184,7 +206,7 @@ mod tests {
         assert_ne!(unsafe { libc::kill(-pid, 0) }, 0, "a process of the group is still running");
         // A guest that ends by itself is off.
         let short = QemuPower::new("true {entry}", &dir, &dir, "short");
-        short.power_on("k0").unwrap();
+        short.power_on("k0", None).unwrap();
         let since = Instant::now();
         while short.power_is_on() {
             assert!(since.elapsed() < Duration::from_secs(10), "a program that ended still counts as on");

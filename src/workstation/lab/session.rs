@@ -131,7 +131,7 @@ fn run_server(servers: &Servers, i: usize, state: &std::sync::Mutex<State>, dir:
             step.deadline_s,
             minutes(elapsed)
         ));
-        let Some(outcome) = servers.boot(i, &step.entry, &step.id, step.deadline_s)? else { return Ok(true) };
+        let Some(outcome) = servers.boot(i, (&step.entry, None), &step.id, step.deadline_s)? else { return Ok(true) };
         say(&format!("lab: {} {} in {:.0} s", step.id, status_word(outcome.status), outcome.seconds));
         let mut state = lock()?;
         state.steps[*i_step].outcome = Some(outcome);
@@ -178,11 +178,18 @@ impl<'a> Servers<'a> {
         self.prepared[i].server
     }
 
-    /// One cold boot of server `i` into `entry`, `id` naming its files
-    /// (`SERVER/ENTRY#N` → `SERVER/ENTRY-N.log`, `.jsonl`); None when
-    /// Ctrl-C stopped it (nothing of it counts).
-    pub fn boot(&self, i: usize, entry: &str, id: &str, deadline_s: u64) -> Result<Option<Outcome>, String> {
-        run_step(&self.prepared[i], entry, id, deadline_s, &self.dir)
+    /// One cold boot of server `i` into `entry` (with `set`, its settings
+    /// for this boot: `bootmark.set=` on its command line), `id` naming
+    /// its files (`SERVER/ENTRY#N` → `SERVER/ENTRY-N.log`, `.jsonl`); None
+    /// when Ctrl-C stopped it (nothing of it counts).
+    pub fn boot(
+        &self,
+        i: usize,
+        (entry, set): (&str, Option<&str>),
+        id: &str,
+        deadline_s: u64,
+    ) -> Result<Option<Outcome>, String> {
+        run_step(&self.prepared[i], (entry, set), id, deadline_s, &self.dir)
     }
 
     /// Put the servers back as the lab found them once a session ends
@@ -255,13 +262,13 @@ fn prepare<'a>(server: &'a Server, lab: &Lab, image: &ImageEntries, dir: &Path) 
     Ok(prepared)
 }
 
-/// Point `p`'s next boot at `entry`; the boot device it boots from.
-fn point_boot(p: &Prepared, entry: &str) -> Result<BootDevice, String> {
+/// Point `p`'s next boot at `entry` with `set`; the boot device it boots from.
+fn point_boot(p: &Prepared, (entry, set): (&str, Option<&str>)) -> Result<BootDevice, String> {
     match &p.server.boot {
         // The power-on command boots the entry: the device is its business.
         Boot::Command => Ok(BootDevice::Disk),
         Boot::Pxe(x) => {
-            pxe::point_at(&x.tftp_root, &x.mac, entry)?;
+            pxe::point_at(&x.tftp_root, &x.mac, entry, set)?;
             Ok(BootDevice::Pxe)
         }
         Boot::VirtualMedia(v) => {
@@ -270,7 +277,7 @@ fn point_boot(p: &Prepared, entry: &str) -> Result<BootDevice, String> {
             };
             // Out before the file changes: a BMC never reads two ISOs as one.
             redfish.eject(cd)?;
-            media::publish(iso, menus, entry, &v.http_dir, &p.server.name)?;
+            media::publish(iso, menus, (entry, set), &v.http_dir, &p.server.name)?;
             redfish.insert(cd, &format!("{}/{}", v.http_url, media::published_name(&p.server.name)))?;
             Ok(BootDevice::Cdrom)
         }
@@ -278,7 +285,13 @@ fn point_boot(p: &Prepared, entry: &str) -> Result<BootDevice, String> {
 }
 
 /// One step; None when interrupted (the step stays to do).
-fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) -> Result<Option<Outcome>, String> {
+fn run_step(
+    p: &Prepared,
+    (entry, set): (&str, Option<&str>),
+    id: &str,
+    deadline_s: u64,
+    dir: &Path,
+) -> Result<Option<Outcome>, String> {
     let server = p.server;
     let base = format!("{}/{}", server.name, id.split('/').nth(1).unwrap_or(id).replace('#', "-"));
     let (log, records) = (format!("{base}.log"), format!("{base}.jsonl"));
@@ -288,7 +301,7 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
         // What an interrupted attempt of this step left.
         let _ = std::fs::remove_file(stale);
     }
-    let device = point_boot(p, entry)?;
+    let device = point_boot(p, (entry, set))?;
     p.bmc.boot_once(device)?;
     // The console before the power: the whole boot is on it. One that cannot be opened yet
     // (a log its power-on program creates, a console server not yet listening) is tried
@@ -303,7 +316,7 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
         return Ok(None);
     }
     p.bmc.power_off()?;
-    p.bmc.power_on(entry)?;
+    p.bmc.power_on(entry, set)?;
     let mut waited = Duration::ZERO;
     let source = match early {
         Ok(source) => source,
@@ -390,7 +403,7 @@ fn run_step(p: &Prepared, entry: &str, id: &str, deadline_s: u64, dir: &Path) ->
             crate::workstation::collect::Document::Result(_) => None,
         })
         .collect();
-    if let Some(wrong) = wrong_entry(&runs, entry) {
+    if let Some(wrong) = wrong_entry(&runs, entry).or_else(|| wrong_settings(&runs, set)) {
         // Its records are kept (they are true of the kernel that booted)
         // but the step is not done: it is that entry's step that ran.
         (status, why) = (Status::Failed, Some(wrong));
@@ -489,6 +502,22 @@ fn wrong_entry(runs: &[&crate::schema::record::RunRecord], entry: &str) -> Optio
                  (its boot order, its DHCP server's boot file, or a BMC that kept an older ISO?)",
                 booted.unwrap_or("none"),
                 r.kernel.release.as_deref().unwrap_or("unknown kernel")
+            )
+        })
+    })
+}
+
+/// A run record whose command line lacks the step's settings (or has
+/// others): the boot did not run under what the step measures.
+fn wrong_settings(runs: &[&crate::schema::record::RunRecord], set: Option<&str>) -> Option<String> {
+    runs.iter().find_map(|r| {
+        let booted =
+            r.kernel.cmdline.as_deref().unwrap_or("").split_whitespace().find_map(|w| w.strip_prefix("bootmark.set="));
+        (booted != set).then(|| {
+            format!(
+                "the server booted with settings {}, not {}: the boot menu it read was not the one the lab wrote",
+                booted.unwrap_or("none"),
+                set.unwrap_or("none")
             )
         })
     })

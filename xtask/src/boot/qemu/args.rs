@@ -15,6 +15,12 @@ pub struct Args {
     /// command gets as {entry}); it becomes the stick's default.
     #[arg(long, value_name = "LABEL", conflicts_with = "entry")]
     pub entry_label: Option<String>,
+    /// With --entry or --entry-label: boot it with these settings on its kernel command line
+    /// (bootmark.set=vm.NAME=N,queue.NAME=V,…, what a `[server.qemu]` lab command gets as
+    /// {set}); empty: as the image built it. Written into the stick's menus, replacing
+    /// an earlier boot's.
+    #[arg(long, value_name = "SETTINGS")]
+    pub set: Option<String>,
     /// Before booting, make the first --disk a fresh filesystem of this type (ext2, ext3,
     /// ext4, xfs, reiserfs) labelled SCRATCH, keeping its size (1 GiB if it does not
     /// exist): every boot on a clean disk, as the demo and a `[server.qemu]` lab want.

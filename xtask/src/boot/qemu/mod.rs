@@ -118,8 +118,15 @@ fn image_arch(image: &Path) -> Result<Arch> {
 /// every reboot (and after a hang) into one combined serial log.
 pub fn boot(args: &Args) -> Result<Booted> {
     tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
+    let set = args.set.as_deref().filter(|s| !s.is_empty());
     if let Some(n) = entry_index(args)? {
-        crate::build::image::usb::set_default_entry(&args.image.join("usb.img"), n)?;
+        crate::build::image::usb::set_default_entry(&args.image.join("usb.img"), n, set)?;
+    } else if set.is_some() {
+        return Err("--set needs the entry it is for: --entry-label LABEL or --entry N".into());
+    }
+    if let Some(set) = set {
+        // Refused here, not by /init after a whole boot.
+        bootmark::contract::cmdline::parse(&format!("bootmark.set={set}")).map_err(|e| format!("--set: {e}"))?;
     }
     if let (Some(fs), Some(disk)) = (&args.fresh_disk, args.disks.first()) {
         let mib = std::fs::metadata(disk).map_or(1024, |m| (m.len() >> 20).max(64));

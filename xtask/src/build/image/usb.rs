@@ -104,9 +104,10 @@ pub fn list(img: &Path, dir: &str) -> Result<Vec<String>> {
 }
 
 /// Make entry `n` (0-based) the default of both menus on the stick image:
-/// `DEFAULT kN` in syslinux.cfg and `set default=N` in boot/grub/grub.cfg.
+/// `DEFAULT kN` in syslinux.cfg and `set default=N` in boot/grub/grub.cfg,
+/// with `set` its settings (`bootmark.set=`; None: none, an earlier boot's removed).
 /// Plain text edits of files on the FAT partition (what /init does too).
-pub fn set_default_entry(img: &Path, n: usize) -> Result<()> {
+pub fn set_default_entry(img: &Path, n: usize, set: Option<&str>) -> Result<()> {
     let target = image_arg(img);
     let sh = mtools()?;
     let read = |f: &str| run(cmd!(sh, "mtype -i {target} ::{f}"));
@@ -116,7 +117,9 @@ pub fn set_default_entry(img: &Path, n: usize) -> Result<()> {
         .nth(n)
         .ok_or_else(|| format!("the image has no entry {n} (entries are numbered from 0)"))?;
     let syslinux = bootmark::bootmenu::syslinux_set_default(&syslinux, &label);
+    let syslinux = bootmark::bootmenu::syslinux_with_set(&syslinux, &label, set);
     let grub = bootmark::bootmenu::grub_set_default(&read("boot/grub/grub.cfg")?, n);
+    let grub = bootmark::bootmenu::grub_with_set(&grub, &label, set);
     let tmp = std::env::temp_dir().join(format!("bootmark-menu-{}", std::process::id()));
     fs::create_dir_all(&tmp)?;
     for (name, text, dest) in

@@ -7,6 +7,11 @@
 //! max_sectors_kb is 1280 against 5.10's 128, as the demo's verdict
 //! shows), and the read waits behind them: the bisect must name trixie's
 //! kernel as the first bad, with both servers booting side by side.
+//!
+//! Then the settings bisect on the same servers: trixie's kernel under
+//! 5.10's queue and vm settings (as its records found them) against
+//! under its own, every difference on the command line (`{set}` →
+//! `bootmark.set=`): it must name max_sectors_kb, the demo's cause.
 
 use super::lab_ipmi::tail;
 use super::support::test_image;
@@ -61,7 +66,7 @@ pub fn test(base: &Path) -> Result<()> {
         lab += &format!(
             "[[server]]\nname = \"{server}\"\nconsole = \"file:serial-{server}.log\"\nboot_s = 60\nmax_step_s = 400\n\
              [server.qemu]\ncommand = \"{xtask} qemu --image {stick} --entry-label {{entry}} --disk scratch-{server}.img \
-             --fresh-disk ext3 --log serial-{server}.log --machine dl140 --timeout 400\"\n",
+             --set={{set}} --fresh-disk ext3 --log serial-{server}.log --machine dl140 --timeout 400\"\n",
             xtask = xtask.display(),
             stick = stick.display()
         );
@@ -91,11 +96,57 @@ pub fn test(base: &Path) -> Result<()> {
         }
     }
     let table: Vec<&str> = said.iter().copied().filter(|l| l.starts_with('|') || l.starts_with("the ends")).collect();
+    let ladder_s = started.elapsed().as_secs_f64();
     println!(
         "e2e: bisect ladder: 5.10, 6.1, 6.12 on two dl140 servers side by side: first bad k2 (6.12), {} boots; \
-         image {built:.0} s, in all {:.0} s\n{}",
+         image {built:.0} s, in all {ladder_s:.0} s\n{}",
         state.boots.len(),
-        started.elapsed().as_secs_f64(),
+        table.join("\n")
+    );
+    settings(&dir, &state, &bootmark)?;
+    println!("e2e: bisect settings: {:.0} s", started.elapsed().as_secs_f64() - ladder_s);
+    Ok(())
+}
+
+/// The settings bisect: k2 booted with 5.10's settings (a k0 boot's
+/// records) against with its own (a k2 boot's), on both servers.
+fn settings(dir: &Path, ladder: &bootmark::bisect::session::State, bootmark: &Path) -> Result<()> {
+    let records_of = |candidate: usize| {
+        let b = ladder.boots.iter().find(|b| b.candidate == candidate && b.value.is_some())?;
+        let server = ["a", "b"][b.server];
+        Some(dir.join(format!("lab.state/bisect/{server}/{}.jsonl", b.id.replace('#', "-"))))
+    };
+    let (Some(good), Some(bad)) = (records_of(0), records_of(2)) else {
+        return Err("bisect-settings: the ladder bisect kept no records of k0 and k2".into());
+    };
+    let lab_file = dir.join("lab.toml");
+    let out_dir = dir.join("lab.state/bisect-settings");
+    let sh = shell()?;
+    let ran = output(cmd!(
+        sh,
+        "{bootmark} bisect settings {lab_file} --metric seqwrite.read_p50_ms --entry k2 --good {good} --bad {bad} --dir {out_dir}"
+    ))?;
+    let out = String::from_utf8_lossy(&ran.stdout).into_owned();
+    let said: Vec<&str> = out.lines().filter(|l| !l.starts_with('[')).collect();
+    let cause = "still bad: d1 (queue.max_sectors_kb 128 → 1280)";
+    if ran.status.code() != Some(0) || !out.contains(cause) {
+        return Err(format!(
+            "bisect-settings: `bootmark bisect settings` exited {:?} without naming max_sectors_kb:\n{}\n{}",
+            ran.status.code(),
+            tail(&said.join("\n")),
+            tail(&String::from_utf8_lossy(&ran.stderr))
+        ));
+    }
+    let state = bootmark::bisect::session::State::load(&out_dir)?.ok_or("bisect-settings: no state")?;
+    let table: Vec<&str> = said
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with('|') || l.starts_with("the ends") || l.starts_with("  d") || l.contains("still bad"))
+        .collect();
+    println!(
+        "e2e: bisect settings: 6.12 under 5.10's settings against its own on two dl140 servers: the cause is \
+         max_sectors_kb, {} boots\n{}",
+        state.boots.len(),
         table.join("\n")
     );
     Ok(())
