@@ -96,7 +96,10 @@ pub fn run(check: Check) -> Result<()> {
         "kernel-from-source" => kernel_from_source::test(&project_root().join("target/kernel-boot")),
         "fuzz" => fuzz::run(check.seconds),
         name => match Group::ALL.iter().find(|g| g.name() == name) {
-            Some(group) => boots::run_group(*group, check.kills),
+            Some(group) => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                boots::run_group(*group, check.kills, &|| cores >= 2)
+            }
             None => {
                 let scenario = scenarios::named(name).ok_or_else(|| format!("no check is named {name}"))?;
                 boots::run_one(scenario, check.kills)

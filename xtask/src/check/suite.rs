@@ -48,7 +48,9 @@ pub fn run() -> Result<()> {
         kernel_from_source::lowest_priority();
         fuzz::prepare()
     });
-    parts.run("QEMU boots", &mut || boots::run_group(Group::E2e, resets::CI_KILLS));
+    // A second lane of boots once the build is done: its core is free then.
+    let built = || kernel.is_finished() && fuzz_ready.is_finished();
+    parts.run("QEMU boots", &mut || boots::run_group(Group::E2e, resets::CI_KILLS, &built));
     let mut built = Some(kernel.join().map_err(|_| "the kernel build panicked".to_string())?);
     parts.run("kernel from source (its boot; built beside the QEMU boots)", &mut || {
         kernel_from_source::boot(built.take().ok_or("booted twice")??)

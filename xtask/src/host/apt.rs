@@ -15,6 +15,15 @@ use crate::host::process::{cmd, run, shell};
 use crate::host::project::Result;
 use std::collections::BTreeSet;
 
+/// One apt download or list update at a time in this process: two lanes
+/// of boots (`check::boots::run_group`) building images at once would race
+/// on one cache — apt's own lock, and a .deb half written while the other
+/// lane looks for it.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    APT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `apt-get update`, then install `pkgs`, bringing a stranded package that
 /// blocks them back to the configured sources' version.
 pub fn install(pkgs: &[&str]) -> Result<()> {

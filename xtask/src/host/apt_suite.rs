@@ -136,6 +136,7 @@ impl Suite {
     /// not serve is an error naming it; a failed refresh of lists that exist
     /// is a warning (the build goes on offline with what it has).
     pub fn update(&self) -> Result<()> {
+        let _apt = crate::host::apt::one_at_a_time();
         let lists = self.dir.join("lists");
         let stamp = self.dir.join("updated");
         let fresh = std::fs::metadata(&stamp)
@@ -296,6 +297,7 @@ impl Suite {
 
     /// `package` at `version` from the cache, or downloaded into it.
     fn fetch(&self, package: &str, version: &str) -> Result<PathBuf> {
+        let _apt = crate::host::apt::one_at_a_time();
         let debs = self.dir.join("debs");
         let file_prefix = format!("{}_{}_", package.split(':').next().unwrap_or(package), version.replace(':', "%3a"));
         let find = || {

@@ -28,6 +28,7 @@ pub fn fetch_deb(name_or_path: &str, cache: &Path) -> Result<PathBuf> {
         return if path.exists() { Ok(path.to_path_buf()) } else { Err(format!("{name_or_path}: no such file")) };
     }
     std::fs::create_dir_all(cache).map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+    let _apt = crate::host::apt::one_at_a_time();
     if let Some(found) = cached_deb(cache, name_or_path) {
         eprintln!("image: using cached {}", found.display());
         return Ok(found);

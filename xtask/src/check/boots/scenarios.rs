@@ -83,10 +83,28 @@ pub struct Scenario {
     /// `check --help`'s line.
     pub about: &'static str,
     pub groups: &'static [Group],
+    /// Whether it may boot beside another scenario (`run_group`'s second lane).
+    pub lane: Lane,
     pub run: fn(&Testbed) -> Result<()>,
 }
 
+/// Where a scenario may run when a group runs on two lanes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// The first lane, beside whatever the second runs: it boots the shared
+    /// images (one stick image cannot be booted twice at once) or a port.
+    Main,
+    /// Either lane: it boots only images and disks of its own, in a
+    /// directory of its own, and times nothing that a busy host could push
+    /// past a limit.
+    Beside,
+    /// Nothing beside it: it times the host (a disk's speed against the
+    /// writer's) or boots two guests itself.
+    Alone,
+}
+
 use Group::{E2e, Generations, Lab, TodaysServers};
+use Lane::{Alone, Beside, Main};
 
 /// In the order `check e2e` runs them.
 pub const SCENARIOS: &[Scenario] = &[
@@ -95,6 +113,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "built image",
         about: "The e2e image itself, before any boot: Debian's kernel config found and named, the module set's order and load conditions",
         groups: &[E2e],
+        lane: Main,
         run: |b| {
             let image = b.image()?;
             built_image::module_closure(image)?;
@@ -110,6 +129,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "BIOS USB",
         about: "The e2e image from the USB stick under BIOS (syslinux, xHCI, a SATA scratch disk)",
         groups: &[E2e],
+        lane: Main,
         run: |b| boot_ways::test(b, false, false),
     },
     Scenario {
@@ -117,6 +137,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "UEFI USB",
         about: "The e2e image from the USB stick under UEFI (OVMF, GRUB)",
         groups: &[E2e],
+        lane: Main,
         run: |b| boot_ways::test(b, true, false),
     },
     Scenario {
@@ -124,6 +145,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "BIOS PXE",
         about: "The e2e image over PXE (QEMU's TFTP, pxelinux)",
         groups: &[E2e],
+        lane: Main,
         run: |b| boot_ways::test(b, false, true),
     },
     Scenario {
@@ -131,6 +153,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "NVMe",
         about: "The target on an NVMe disk, on the e2e image",
         groups: &[E2e, TodaysServers],
+        lane: Main,
         run: |b| nvme::test(b.image()?, &b.base, b.package()?),
     },
     Scenario {
@@ -139,6 +162,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "A target inside storage as installed: an LV on md RAID 1 across two SCSI disks, made by mdadm \
                 and lvm in a helper boot; the degraded array refused",
         groups: &[E2e],
+        lane: Beside,
         run: |b| lvm_on_md::test(b.package()?, &b.base),
     },
     Scenario {
@@ -148,6 +172,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 100,000 deep, an md superblock claiming u32::MAX disks, a partitioned whole-disk member, two VGs \
                 of one name): the plan runs, each is named, none written",
         groups: &[E2e],
+        lane: Main,
         run: |b| hostile_disks::test(b.image()?, &b.base, b.package()?),
     },
     Scenario {
@@ -157,6 +182,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 n2/f2/o2) read back through their members as /init reads them before assembly; a LABEL= inside \
                 an LV on RAID 5 with a bitmap found, run, the disks compared",
         groups: &[E2e],
+        lane: Beside,
         run: |b| md_layouts::test(b.package()?, &b.base),
     },
     Scenario {
@@ -165,6 +191,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "Secure Boot on (OVMF with Microsoft's keys) through shim and Debian's signed GRUB, and off; \
                 the unsigned image refused by the firmware",
         groups: &[E2e, TodaysServers],
+        lane: Main,
         run: |b| secure_boot::test(b.secure_boot_image()?, b.image()?, &b.base, b.package()?),
     },
     Scenario {
@@ -172,6 +199,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "ISO",
         about: "bootmark.iso as a BMC's virtual CD: SeaBIOS (ISOLINUX) and OVMF with Secure Boot on, no stick; the unsigned ISO beside a stick",
         groups: &[E2e, TodaysServers],
+        lane: Main,
         run: |b| iso::test(b.secure_boot_image()?, b.image()?, &b.base, b.package()?),
     },
     Scenario {
@@ -179,6 +207,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "unsigned kernel refused",
         about: "`cargo xtask image --secure-boot` refuses a kernel whose signature was removed, writing nothing",
         groups: &[E2e, TodaysServers],
+        lane: Beside,
         run: |b| secure_boot::unsigned_kernel_refused(b.package()?, &b.base),
     },
     Scenario {
@@ -186,6 +215,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "old machine",
         about: "`--machine old`, the hardware a 2006 server has, on the e2e image",
         groups: &[E2e],
+        lane: Main,
         run: |b| old_machine::test(b.image()?, &b.base, b.package()?),
     },
     Scenario {
@@ -193,6 +223,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "kernel RPM",
         about: "A kernel as SUSE, Red Hat and Fedora ship it: an RPM made from Debian's kernel, imaged with --kernel-rpm and booted",
         groups: &[E2e],
+        lane: Main,
         run: |b| kernel_rpm::test(b.image()?, b.package()?, &b.base),
     },
     Scenario {
@@ -200,6 +231,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "sequence",
         about: "An unattended sequence: one QEMU run, four boots, a hung step given up",
         groups: &[E2e],
+        lane: Main,
         run: |b| sequence::test(b.package()?, &b.base),
     },
     Scenario {
@@ -207,6 +239,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "sweep",
         about: "The sweep boot (the `sweep` plan's variants in one QEMU boot)",
         groups: &[E2e],
+        lane: Beside,
         run: |b| sweep::test(b.package()?, &b.base),
     },
     Scenario {
@@ -215,6 +248,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The demo's dirty40 run on --machine dl140: 6.1 paused in balance_dirty_pages while writing and held \
                 by wbt in its fdatasync, each named from the kernel's tracepoints, neither as the other",
         groups: &[E2e],
+        lane: Alone,
         run: |b| mechanisms::test(b.package()?, &b.base),
     },
     Scenario {
@@ -222,6 +256,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "i686",
         about: "The 32-bit boot (Debian's 686 kernel, the i686 /init and mkreiserfs)",
         groups: &[E2e],
+        lane: Beside,
         run: |b| i686::test(&b.base),
     },
     Scenario {
@@ -229,6 +264,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "trixie on NVMe",
         about: "Debian 13's kernel, downloaded from its suite, booted with the target on NVMe",
         groups: &[E2e, Generations],
+        lane: Beside,
         run: |b| generations::trixie_on_nvme(&b.base),
     },
     Scenario {
@@ -236,6 +272,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "two generations",
         about: "The demo's sibling: 6.1 and 6.12 in one image, one run each, compared",
         groups: &[E2e, Generations],
+        lane: Main,
         run: |b| generations::two_generations(&b.base),
     },
     Scenario {
@@ -243,6 +280,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "failing disk",
         about: "A disk that dies mid-run (QEMU's blkdebug fails every write after the first): power-off with a run record, no `ok` record, on the e2e image",
         groups: &[E2e],
+        lane: Main,
         run: |b| failing_disk::test(b.image()?, &b.base),
     },
     Scenario {
@@ -250,6 +288,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "watch",
         about: "`bootmark watch` over QEMU's TCP serial, on the e2e image",
         groups: &[E2e],
+        lane: Main,
         run: |b| watch::test(b.image()?, &b.base),
     },
     Scenario {
@@ -257,6 +296,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "LAVA",
         about: "The LAVA jobs (lava-run), on the e2e image",
         groups: &[E2e],
+        lane: Main,
         run: |b| lava::test(b.image()?, b.package()?, &b.base),
     },
     Scenario {
@@ -264,6 +304,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "lab",
         about: "`bootmark lab` through ipmi_sim and ipmitool: PXE, SOL, a hung step, a resumed run",
         groups: &[E2e, Lab],
+        lane: Main,
         run: |b| lab_ipmi::test(b.lab_image()?, &b.base),
     },
     Scenario {
@@ -271,6 +312,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "lab Redfish",
         about: "`bootmark lab` through sushy-tools' Redfish emulator: virtual media, BIOS and UEFI",
         groups: &[E2e, Lab],
+        lane: Main,
         run: |b| lab_redfish::test(b.lab_image()?, &b.base),
     },
     Scenario {
@@ -278,13 +320,15 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "lab qemu",
         about: "`bootmark lab` with a `[server.qemu]` server (the demo's loop)",
         groups: &[E2e, Lab],
+        lane: Main,
         run: |b| lab_qemu::test(b.lab_image()?, &b.base),
     },
     Scenario {
         name: "bisect-ladder",
         title: "bisect ladder",
-        about: "`bootmark bisect` over Debian's 5.10, 6.1 and 6.12 on two `[server.qemu]` dl140 servers side by side: 6.12 found as the first bad by the probe's read wait",
+        about: "`bootmark bisect` over Debian's 5.10, 6.1 and 6.12 on two `[server.qemu]` dl140 servers side by side: 6.12 found as the first bad by the probe's read wait; then `bisect settings` on 6.12 between 5.10's settings and its own: max_sectors_kb",
         groups: &[E2e, Generations, Lab],
+        lane: Alone,
         run: |b| bisect_ladder::test(&b.base),
     },
     Scenario {
@@ -292,6 +336,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "stick write log",
         about: "The stick write-log replay (QEMU's blklogwrites): one boot's writes replayed one by one, fsck and the journal checked after each, on the e2e image",
         groups: &[E2e],
+        lane: Main,
         run: |b| write_log::test(b.image()?, &b.base),
     },
     // 14 kills: every record line once and 7 spread times. The write-log
@@ -302,6 +347,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "reset campaign",
         about: "The reset campaign: QEMU killed at record lines and at random times, the stick checked, on the e2e image",
         groups: &[E2e],
+        lane: Main,
         run: |b| resets::campaign(b.image()?, &b.base, b.kills),
     },
 ];

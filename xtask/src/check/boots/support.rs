@@ -88,6 +88,8 @@ pub struct Tally {
     retried: Vec<String>,
     /// Each failed scenario and the first line of why.
     failed: Vec<(String, String)>,
+    /// How long each scenario took (with its retry): where the suite's time goes.
+    took: Vec<(String, f64)>,
 }
 
 impl Tally {
@@ -102,22 +104,13 @@ impl Tally {
         }
     }
 
-    /// Run a scenario; when one of its boots stalled before /init or its
-    /// guest was starved of CPU (the host, not bootmark: see
-    /// `qemu::STALLED` and `qemu::STARVED`), run it once more and count it
-    /// apart. Any other failure counts at once.
-    pub fn run(&mut self, name: &str, mut scenario: impl FnMut() -> Result<()>) {
-        match scenario() {
-            Err(e) if e.contains(qemu::STALLED) || e.contains(qemu::STARVED) => {
-                println!("e2e: RETRY {name}: a boot {}", first_line(&e));
-                let again = scenario();
-                if again.is_ok() {
-                    self.retried.push(name.to_string());
-                }
-                self.add(name, again);
-            }
-            outcome => self.add(name, outcome),
+    /// Count what `attempt` gave.
+    pub fn record(&mut self, name: &str, attempted: Attempted) {
+        if attempted.retried && attempted.outcome.is_ok() {
+            self.retried.push(name.to_string());
         }
+        self.add(name, attempted.outcome);
+        self.took.push((name.to_string(), attempted.seconds));
     }
 
     pub fn finish(self, what: &str) -> Result<()> {
@@ -129,6 +122,12 @@ impl Tally {
                 self.retried.join(", ")
             ),
         };
+        let mut took = self.took.clone();
+        took.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let took: Vec<String> = took.iter().map(|(name, s)| format!("{name} {s:.0} s")).collect();
+        if !took.is_empty() {
+            println!("{what}: time by scenario, longest first: {}", took.join(", "));
+        }
         println!("{what}: {} passed{retried}, {} failed", self.passed, self.failed.len());
         if self.failed.is_empty() {
             return Ok(());
@@ -138,6 +137,29 @@ impl Tally {
         let reasons: Vec<String> = self.failed.iter().map(|(name, why)| format!("\n  {name}: {why}")).collect();
         Err(format!("{what} failed: {}{}", names.join(", "), reasons.concat()))
     }
+}
+
+/// A scenario's outcome, whether it took a second try, and how long it took.
+pub struct Attempted {
+    pub outcome: Result<()>,
+    pub retried: bool,
+    pub seconds: f64,
+}
+
+/// Run a scenario; when one of its boots stalled before /init or its guest
+/// was starved of CPU (the host, not bootmark: see `qemu::STALLED` and
+/// `qemu::STARVED`), run it once more, counted apart. Any other failure
+/// counts at once.
+pub fn attempt(name: &str, mut scenario: impl FnMut() -> Result<()>) -> Attempted {
+    let started = std::time::Instant::now();
+    let (outcome, retried) = match scenario() {
+        Err(e) if e.contains(qemu::STALLED) || e.contains(qemu::STARVED) => {
+            println!("e2e: RETRY {name}: a boot {}", first_line(&e));
+            (scenario(), true)
+        }
+        outcome => (outcome, false),
+    };
+    Attempted { outcome, retried, seconds: started.elapsed().as_secs_f64() }
 }
 
 fn first_line(text: &str) -> &str {
@@ -302,22 +324,25 @@ mod tests {
     fn a_boot_stalled_before_init_is_tried_once_more_and_counted_apart() {
         let mut tally = Tally::default();
         let mut calls = 0;
-        tally.run("stalls once", || {
+        let attempted = attempt("stalls once", || {
             calls += 1;
             if calls == 1 { Err(format!("{}: the guest did not power off", qemu::STALLED)) } else { Ok(()) }
         });
+        tally.record("stalls once", attempted);
         assert_eq!((calls, tally.passed, tally.retried.len()), (2, 1, 1));
         let mut calls = 0;
-        tally.run("bootmark fails", || {
+        let attempted = attempt("bootmark fails", || {
             calls += 1;
             Err("no run record on the serial log".into())
         });
+        tally.record("bootmark fails", attempted);
         assert_eq!(calls, 1, "a bootmark failure is not retried");
         let mut calls = 0;
-        tally.run("stalls twice", || {
+        let attempted = attempt("stalls twice", || {
             calls += 1;
             Err(format!("{}: again", qemu::STALLED))
         });
+        tally.record("stalls twice", attempted);
         assert_eq!((calls, tally.failed.len()), (2, 2));
         assert_eq!(
             tally.finish("t").unwrap_err(),

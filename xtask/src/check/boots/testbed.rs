@@ -6,20 +6,21 @@ use super::{lab_ipmi, secure_boot, support};
 use crate::build::image;
 use crate::host::apt::resolve_meta;
 use crate::host::project::Result;
-use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// What every scenario boots on: the directory it works in, Debian's
 /// current kernel package and the images, each made once when first asked
-/// for (a failure to make one is every asking scenario's failure).
+/// for (a failure to make one is every asking scenario's failure), by
+/// whichever lane asks first.
 pub struct Testbed {
     pub base: PathBuf,
     /// How many times `resets` kills QEMU.
     pub kills: usize,
-    package: OnceCell<Result<String>>,
-    image: OnceCell<Result<PathBuf>>,
-    secure_boot_image: OnceCell<Result<PathBuf>>,
-    lab_image: OnceCell<Result<PathBuf>>,
+    package: OnceLock<Result<String>>,
+    image: OnceLock<Result<PathBuf>>,
+    secure_boot_image: OnceLock<Result<PathBuf>>,
+    lab_image: OnceLock<Result<PathBuf>>,
 }
 
 impl Testbed {
@@ -27,10 +28,10 @@ impl Testbed {
         Testbed {
             base,
             kills,
-            package: OnceCell::new(),
-            image: OnceCell::new(),
-            secure_boot_image: OnceCell::new(),
-            lab_image: OnceCell::new(),
+            package: OnceLock::new(),
+            image: OnceLock::new(),
+            secure_boot_image: OnceLock::new(),
+            lab_image: OnceLock::new(),
         }
     }
 
