@@ -179,7 +179,10 @@ pub fn spawn(args: &Args, log: &Path, work: &Path) -> Result<std::process::Child
 
 /// One QEMU run until the guest powers off or reboots (both end QEMU).
 fn boot_once(args: &Args, log: &Path) -> Result<()> {
-    let work = std::env::temp_dir().join(format!("bootmark-qemu-{}", std::process::id()));
+    // A directory of this boot's own: two lanes of the suite boot at once in one process.
+    static BOOTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BOOTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let work = std::env::temp_dir().join(format!("bootmark-qemu-{}-{n}", std::process::id()));
     fs::create_dir_all(&work)?;
     let _ = std::fs::remove_file(log);
     let (program, argv) = qemu_argv(args, log, &work)?;

@@ -114,6 +114,10 @@ pub fn mkreiserfs(arch: Arch, install_deps: bool) -> Result<PathBuf> {
 
 /// Build both programs for `arch` (once): the directory holding them.
 fn build(arch: Arch, install_deps: bool) -> Result<PathBuf> {
+    // One build at a time: two lanes of the suite's boots build images at
+    // once, and the sources' tarballs are fetched into one cache.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let cc = arch.musl_cc();
     let cache = project_root().join("target/cache/static-mkfs");
     let dir = cache.join(format!(

@@ -120,7 +120,10 @@ pub fn set_default_entry(img: &Path, n: usize, set: Option<&str>) -> Result<()> 
     let syslinux = bootmark::bootmenu::syslinux_with_set(&syslinux, &label, set);
     let grub = bootmark::bootmenu::grub_set_default(&read("boot/grub/grub.cfg")?, n);
     let grub = bootmark::bootmenu::grub_with_set(&grub, &label, set);
-    let tmp = std::env::temp_dir().join(format!("bootmark-menu-{}", std::process::id()));
+    // A directory of this call's own: two lanes of the suite change menus at once in one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = std::env::temp_dir().join(format!("bootmark-menu-{}-{n}", std::process::id()));
     fs::create_dir_all(&tmp)?;
     for (name, text, dest) in
         [("syslinux.cfg", &syslinux, "::syslinux.cfg"), ("grub.cfg", &grub, "::boot/grub/grub.cfg")]

@@ -23,7 +23,7 @@ pub fn test(base: &Path) -> Result<()> {
         ..test_image(vec![package.clone()], base.join("image686"), None)
     };
     let out = image::build(&image_args)?;
-    let disk = base.join("scratch.img");
+    let disk = base.join("scratch-i686.img");
     scratch_disk(&disk, "ext3", 512)?;
     let log = base.join("serial-i686.log");
     let args = test_boot(out, disk, log.clone());

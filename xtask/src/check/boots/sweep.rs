@@ -19,7 +19,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     let image_args =
         image::Args { plan: "sweep".into(), ..test_image(vec![package.into()], base.join("image-sweep"), Some(1)) };
     let out = image::build(&image_args)?;
-    let disk = base.join("scratch.img");
+    let disk = base.join("scratch-sweep.img");
     scratch_disk(&disk, "ext3", 512)?;
     let booted = qemu::boot(&qemu::Args { sequence: true, ..test_boot(out, disk, base.join("serial-sweep.log")) })?;
     let docs = serial_documents(&booted.serial);
