@@ -294,7 +294,13 @@ fn settings_lab(name: &str, servers: &[&str]) -> PathBuf {
             .enumerate()
             .map(|(i, (k, g, b))| format!("{k}={}", if subset & (1 << i) != 0 { b } else { g }))
             .collect();
-        let set = set.join(",");
+        // Named as the bisect names its candidates: the ends, or the differences from d1.
+        let name = match subset {
+            0 => "good-settings".to_string(),
+            7 => "bad-settings".to_string(),
+            _ => (0..3).filter(|i| subset & (1 << i) != 0).map(|i| format!("d{}", i + 1)).collect::<Vec<_>>().join("+"),
+        };
+        let set = format!("{name}:{}", set.join(","));
         let boots = if subset & 1 != 0 { &new } else { &old };
         for server in servers {
             let pool = dir.join(format!("sets/{server}/{set}"));

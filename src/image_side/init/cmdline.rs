@@ -141,7 +141,7 @@ pub const KEYS: [(&str, &str); 14] = [
     ("variants", "of a sweep plan, run only these variants (comma-separated names)"),
     (
         "set",
-        "vm.NAME=N,queue.NAME=V,…: run the plan under these settings, as its one variant `set` (what `bootmark bisect settings` boots)",
+        "[NAME:]vm.NAME=N,queue.NAME=V,…: run the plan under these settings, as its one variant NAME (default set; what `bootmark bisect settings` boots)",
     ),
     ("after", "poweroff | reboot | halt when done (default poweroff)"),
     ("console", "serial device for records, a terminal such as ttyS0 (default ttyS0)"),
@@ -251,11 +251,17 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
     Ok(s)
 }
 
-/// `vm.dirty_ratio=20,queue.max_sectors_kb=128` as the variant `set`:
-/// only the settings a plan's variant may change, each given once.
+/// `[NAME:]vm.dirty_ratio=20,queue.max_sectors_kb=128` as the variant NAME
+/// (default `set`; a settings bisect names its candidate, so its report
+/// tells the candidates apart): only the settings a plan's variant may
+/// change, each given once.
 fn settings_variant(value: &str) -> Result<crate::image_side::variant::Variant, String> {
+    let (name, value) = match value.split_once(':') {
+        Some((name, rest)) if !name.contains('=') => (name, rest),
+        _ => ("set", value),
+    };
     let mut v = crate::image_side::variant::Variant {
-        name: "set".into(),
+        name: name.into(),
         vm: Default::default(),
         queue: Default::default(),
         mount_options: String::new(),
@@ -416,6 +422,9 @@ mod tests {
     #[test]
     fn settings_for_one_boot_become_the_plans_one_variant() {
         let s = parse("bootmark.plan=sweep bootmark.set=queue.max_sectors_kb=128,vm.dirty_ratio=20").unwrap();
+        let named = parse("bootmark.set=d1+d3:queue.max_sectors_kb=128").unwrap();
+        assert_eq!(named.set.map(|v| v.name), Some("d1+d3".to_string()));
+        assert!(parse("bootmark.set=a/b:vm.swappiness=1").unwrap_err().contains("short word"));
         let mut plan = crate::image_side::plan::Plan::load("sweep").unwrap();
         assert!(plan.variants.len() > 1);
         s.apply_to(&mut plan).unwrap();

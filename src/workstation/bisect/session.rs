@@ -589,7 +589,7 @@ mod tests {
             let mut seed = self.seed.lock().unwrap();
             *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let jitter = (*seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
-            let slow = set.split(',').any(|kv| kv == "queue.max_sectors_kb=1280");
+            let slow = set.split([',', ':']).any(|kv| kv == "queue.max_sectors_kb=1280");
             let value = if slow { 54.0 } else { 15.0 } * (1.0 + 0.3 * jitter);
             self.sets.lock().unwrap().push(set);
             let (run_id, hardware) = (Some("run".to_string()), Some("dl140".to_string()));

@@ -72,13 +72,16 @@ impl Differences {
         self.settings.iter().enumerate().map(one).collect::<Vec<_>>().join(",")
     }
 
-    /// The candidate's settings (`good-settings`, `bad-settings`, `d1+d3`).
+    /// The candidate's `bootmark.set=` value (`good-settings`, `bad-settings`,
+    /// `d1+d3`): named after the candidate, the variant its records carry,
+    /// so the report of a bisect's boots tells the candidates apart.
     pub fn set_of(&self, candidate: &str) -> Option<String> {
-        match candidate {
-            GOOD => Some(self.set_for(&[])),
-            BAD => Some(self.set_for(&(0..self.settings.len()).collect::<Vec<_>>())),
-            name => subset_of(name).map(|s| self.set_for(&s)),
-        }
+        let set = match candidate {
+            GOOD => self.set_for(&[]),
+            BAD => self.set_for(&(0..self.settings.len()).collect::<Vec<_>>()),
+            name => self.set_for(&subset_of(name)?),
+        };
+        Some(format!("{candidate}:{set}"))
     }
 
     /// `d1+d3` → "queue.max_sectors_kb 128 → 1280, vm.dirty_ratio 20 → 40".
@@ -268,9 +271,9 @@ mod tests {
         let keys: Vec<&str> = d.settings.iter().map(|s| s.key.as_str()).collect();
         assert_eq!(keys, ["queue.max_sectors_kb", "vm.swappiness"]);
         assert_eq!(one_sided, ["queue.wbt_lat_usec", "queue.read_ahead_kb"]);
-        assert_eq!(d.set_of(GOOD).unwrap(), "queue.max_sectors_kb=128,vm.swappiness=60");
-        assert_eq!(d.set_of(BAD).unwrap(), "queue.max_sectors_kb=1280,vm.swappiness=30");
-        assert_eq!(d.set_of("d2").unwrap(), "queue.max_sectors_kb=128,vm.swappiness=30");
+        assert_eq!(d.set_of(GOOD).unwrap(), "good-settings:queue.max_sectors_kb=128,vm.swappiness=60");
+        assert_eq!(d.set_of(BAD).unwrap(), "bad-settings:queue.max_sectors_kb=1280,vm.swappiness=30");
+        assert_eq!(d.set_of("d2").unwrap(), "d2:queue.max_sectors_kb=128,vm.swappiness=30");
         assert_eq!(d.describe(&[0]), "queue.max_sectors_kb 128 → 1280");
         assert_eq!((candidate_name(&[0, 2]), subset_of("d1+d3")), ("d1+d3".to_string(), Some(vec![0, 2])));
         assert_eq!(subset_of("k2"), None);
@@ -278,7 +281,8 @@ mod tests {
         // Every candidate's settings are what /init takes.
         for c in [GOOD, BAD, "d1"] {
             let line = format!("bootmark.set={}", d.set_of(c).unwrap());
-            crate::image_side::init::cmdline::parse(&line).unwrap();
+            let variant = crate::image_side::init::cmdline::parse(&line).unwrap().set.unwrap();
+            assert_eq!(variant.name, c);
         }
     }
 

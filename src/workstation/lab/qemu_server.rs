@@ -51,7 +51,7 @@ impl QemuPower {
     /// this boot (empty: the entry as built; `xtask qemu --set={set}`).
     /// The command goes to `sh -c`, so the entry is taken only as the
     /// image's labels are made (letters, digits, `.`, `_` and `-`) and the
-    /// settings only as `bootmark.set=` takes them (those and `=`, `,`).
+    /// settings only as `bootmark.set=` takes them (those and `=`, `,`, `:`, `+`).
     pub fn command_for(&self, entry: &str, set: Option<&str>) -> Result<String, String> {
         let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
         if entry.is_empty() || !entry.chars().all(plain) {
@@ -60,7 +60,7 @@ impl QemuPower {
             ));
         }
         if let Some(set) = set {
-            if !set.chars().all(|c| plain(c) || matches!(c, '=' | ',')) {
+            if !set.chars().all(|c| plain(c) || matches!(c, '=' | ',' | ':' | '+')) {
                 return Err(format!("settings {set:?} are not NAME=VALUE,…: not put into `sh -c`"));
             }
             if !self.command.contains("{set}") {

@@ -138,6 +138,14 @@ fn settings(dir: &Path, ladder: &bootmark::bisect::session::State, bootmark: &Pa
         ));
     }
     let state = bootmark::bisect::session::State::load(&out_dir)?.ok_or("bisect-settings: no state")?;
+    // Each boot's records carry its candidate as their variant: the report tells the ends apart.
+    let report = crate::host::fs::read_to_string(out_dir.join("report.html"))?;
+    if !report.contains("good-settings") || !report.contains("bad-settings") {
+        return Err(
+            "bisect-settings: the report of the boots does not name the candidates good-settings and bad-settings"
+                .into(),
+        );
+    }
     let table: Vec<&str> = said
         .iter()
         .copied()
