@@ -272,7 +272,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "two generations",
         about: "The demo's sibling: 6.1 and 6.12 in one image, one run each, compared",
         groups: &[E2e, Generations],
-        lane: Main,
+        lane: Beside,
         run: |b| generations::two_generations(&b.base),
     },
     Scenario {
