@@ -80,10 +80,11 @@ pub fn test(base: &Path) -> Result<()> {
     let said: Vec<&str> = out.lines().filter(|l| !l.starts_with('[')).collect();
     if ran.status.code() != Some(0) || !out.contains("first bad: k2 (") || !out.contains("last good: k1 (") {
         return Err(format!(
-            "bisect-ladder: `bootmark bisect run` exited {:?} without naming trixie's k2 as the first bad:\n{}\n{}",
+            "bisect-ladder: `bootmark bisect run` exited {:?} without naming trixie's k2 as the first bad:\n{}\n{}{}",
             ran.status.code(),
             tail(&said.join("\n")),
-            tail(&String::from_utf8_lossy(&ran.stderr))
+            tail(&String::from_utf8_lossy(&ran.stderr)),
+            super::support::guest_stalled(&dir.join("lab.state/bisect")).map_or(String::new(), |l| format!("\n{l}"))
         ));
     }
     let state =
@@ -131,10 +132,11 @@ fn settings(dir: &Path, ladder: &bootmark::bisect::session::State, bootmark: &Pa
     let cause = "still bad: d1 (queue.max_sectors_kb 128 → 1280)";
     if ran.status.code() != Some(0) || !out.contains(cause) {
         return Err(format!(
-            "bisect-settings: `bootmark bisect settings` exited {:?} without naming max_sectors_kb:\n{}\n{}",
+            "bisect-settings: `bootmark bisect settings` exited {:?} without naming max_sectors_kb:\n{}\n{}{}",
             ran.status.code(),
             tail(&said.join("\n")),
-            tail(&String::from_utf8_lossy(&ran.stderr))
+            tail(&String::from_utf8_lossy(&ran.stderr)),
+            super::support::guest_stalled(&out_dir).map_or(String::new(), |l| format!("\n{l}"))
         ));
     }
     let state = bootmark::bisect::session::State::load(&out_dir)?.ok_or("bisect-settings: no state")?;

@@ -35,10 +35,11 @@ pub fn test(image: &Path, base: &Path) -> Result<()> {
     let out = String::from_utf8_lossy(&ran.stdout).into_owned();
     if ran.status.code() != Some(0) {
         return Err(format!(
-            "lab-qemu: `bootmark lab run` exited {:?}:\n{}\n{}",
+            "lab-qemu: `bootmark lab run` exited {:?}:\n{}\n{}{}",
             ran.status.code(),
             tail(&out),
-            tail(&String::from_utf8_lossy(&ran.stderr))
+            tail(&String::from_utf8_lossy(&ran.stderr)),
+            super::support::guest_stalled(&dir.join("lab.state")).map_or(String::new(), |l| format!("\n{l}"))
         ));
     }
     let state_dir = dir.join("lab.state");

@@ -47,11 +47,11 @@ use testbed::Testbed;
 /// before /init is tried once more.
 ///
 /// On two lanes when the host has a core to spare: the first lane takes
-/// the scenarios in order, the `Beside` ones last; once `second_lane()`
-/// says so (the suite: when the kernel it builds beside the boots is done;
-/// `check`: at once on a host with two cores or more), a second lane takes
-/// the `Beside` ones that have not started, one after another. An `Alone`
-/// scenario waits for the other lane's to end, and nothing starts beside it.
+/// the scenarios in order; once `second_lane()` says so (the suite: when
+/// the kernel it builds beside the boots is done; `check`: at once on a
+/// host with two cores or more), a second lane takes the `Beside` ones that
+/// have not started, one after another. An `Alone` scenario waits for the
+/// other lane's to end, and nothing starts beside it.
 pub fn run_group(group: Group, kills: usize, second_lane: &(dyn Fn() -> bool + Sync)) -> Result<()> {
     let started = std::time::Instant::now();
     let base = project_root().join(group.fresh_dir().unwrap_or("target/e2e"));
@@ -76,15 +76,10 @@ pub fn run_group(group: Group, kills: usize, second_lane: &(dyn Fn() -> bool + S
         let attempted = support::attempt(scenario.title, || (scenario.run)(&testbed));
         tally.lock().unwrap_or_else(|e| e.into_inner()).record(scenario.title, attempted);
     };
-    // The second lane takes only `Beside` scenarios; the first leaves them
-    // to it for as long as it has others.
+    // The first lane takes the scenarios in order; the second only `Beside` ones.
     let next = |lane: usize| {
         let mut queue = queue.lock().unwrap_or_else(|e| e.into_inner());
-        let beside = |s: &&Scenario| s.lane == Lane::Beside;
-        let at = match lane {
-            2 => queue.iter().position(beside)?,
-            _ => queue.iter().position(|s| !beside(s)).or_else(|| queue.iter().position(beside))?,
-        };
+        let at = queue.iter().position(|s| lane == 1 || s.lane == Lane::Beside)?;
         queue.remove(at)
     };
     std::thread::scope(|scope| {

@@ -99,7 +99,9 @@ pub enum Lane {
     /// past a limit.
     Beside,
     /// Nothing beside it: it times the host (a disk's speed against the
-    /// writer's) or boots two guests itself.
+    /// writer's), boots two guests itself, or holds a boot to a deadline or
+    /// a timeout that a busy host could push it past (labs, LAVA, a
+    /// sequence, kills at set moments).
     Alone,
 }
 
@@ -231,7 +233,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "sequence",
         about: "An unattended sequence: one QEMU run, four boots, a hung step given up",
         groups: &[E2e],
-        lane: Main,
+        lane: Alone,
         run: |b| sequence::test(b.package()?, &b.base),
     },
     Scenario {
@@ -272,7 +274,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "two generations",
         about: "The demo's sibling: 6.1 and 6.12 in one image, one run each, compared",
         groups: &[E2e, Generations],
-        lane: Beside,
+        lane: Main,
         run: |b| generations::two_generations(&b.base),
     },
     Scenario {
@@ -280,7 +282,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "failing disk",
         about: "A disk that dies mid-run (QEMU's blkdebug fails every write after the first): power-off with a run record, no `ok` record, on the e2e image",
         groups: &[E2e],
-        lane: Main,
+        lane: Alone,
         run: |b| failing_disk::test(b.image()?, &b.base),
     },
     Scenario {
@@ -288,7 +290,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "watch",
         about: "`bootmark watch` over QEMU's TCP serial, on the e2e image",
         groups: &[E2e],
-        lane: Main,
+        lane: Alone,
         run: |b| watch::test(b.image()?, &b.base),
     },
     Scenario {
@@ -296,7 +298,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "LAVA",
         about: "The LAVA jobs (lava-run), on the e2e image",
         groups: &[E2e],
-        lane: Main,
+        lane: Alone,
         run: |b| lava::test(b.image()?, b.package()?, &b.base),
     },
     Scenario {
@@ -304,7 +306,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "lab",
         about: "`bootmark lab` through ipmi_sim and ipmitool: PXE, SOL, a hung step, a resumed run",
         groups: &[E2e, Lab],
-        lane: Main,
+        lane: Alone,
         run: |b| lab_ipmi::test(b.lab_image()?, &b.base),
     },
     Scenario {
@@ -312,7 +314,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "lab Redfish",
         about: "`bootmark lab` through sushy-tools' Redfish emulator: virtual media, BIOS and UEFI",
         groups: &[E2e, Lab],
-        lane: Main,
+        lane: Alone,
         run: |b| lab_redfish::test(b.lab_image()?, &b.base),
     },
     Scenario {
@@ -320,7 +322,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "lab qemu",
         about: "`bootmark lab` with a `[server.qemu]` server (the demo's loop)",
         groups: &[E2e, Lab],
-        lane: Main,
+        lane: Alone,
         run: |b| lab_qemu::test(b.lab_image()?, &b.base),
     },
     Scenario {
@@ -336,7 +338,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "stick write log",
         about: "The stick write-log replay (QEMU's blklogwrites): one boot's writes replayed one by one, fsck and the journal checked after each, on the e2e image",
         groups: &[E2e],
-        lane: Main,
+        lane: Alone,
         run: |b| write_log::test(b.image()?, &b.base),
     },
     // 14 kills: every record line once and 7 spread times. The write-log
@@ -347,7 +349,7 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "reset campaign",
         about: "The reset campaign: QEMU killed at record lines and at random times, the stick checked, on the e2e image",
         groups: &[E2e],
-        lane: Main,
+        lane: Alone,
         run: |b| resets::campaign(b.image()?, &b.base, b.kills),
     },
 ];

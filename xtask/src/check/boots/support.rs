@@ -162,6 +162,17 @@ pub fn attempt(name: &str, mut scenario: impl FnMut() -> Result<()>) -> Attempte
     Attempted { outcome, retried, seconds: started.elapsed().as_secs_f64() }
 }
 
+/// A `[server.qemu]` guest that stalled before /init, as its `xtask qemu`
+/// said in the lab's `SERVER.power.out` files in `state_dir`: the line, to
+/// add to a lab scenario's error so that the tally tries it once more, as
+/// it does a boot of its own that stalled.
+pub fn guest_stalled(state_dir: &Path) -> Option<String> {
+    let files = std::fs::read_dir(state_dir).ok()?.flatten().map(|e| e.path());
+    files
+        .filter(|p| p.to_string_lossy().ends_with(".power.out"))
+        .find_map(|p| std::fs::read_to_string(p).ok()?.lines().find(|l| l.contains(qemu::STALLED)).map(str::to_string))
+}
+
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
