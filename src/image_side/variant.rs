@@ -160,17 +160,15 @@ pub fn capture(knobs: &Knobs, name: &str, note: String) -> Variant {
             vm.insert(key.to_string(), v);
         }
     }
-    for (ratio, bytes) in [("dirty_ratio", "dirty_bytes"), ("dirty_background_ratio", "dirty_background_bytes")] {
-        let in_force = if vm.get(bytes).is_some_and(|b| *b > 0) { ratio } else { bytes };
-        vm.remove(in_force);
-    }
+    let found = vm.clone();
+    vm.retain(|k, _| !crate::schema::variant::not_in_force(&found, k));
     let mut queue = BTreeMap::new();
     for key in QUEUE_SETTINGS {
         if let Some(v) = knobs.read(&format!("queue.{key}")).filter(|v| !v.is_empty()) {
             queue.insert(key.to_string(), v);
         }
     }
-    Variant { name: name.into(), vm, queue, mount_options: String::new(), cmdline: String::new(), note }
+    Variant { name: name.into(), vm, queue, note, ..Variant::default() }
 }
 
 /// Only the variants named in `wanted` (comma-separated), in the plan's order;

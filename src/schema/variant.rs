@@ -22,8 +22,20 @@ pub const VM_SETTINGS: [&str; 7] = [
 /// sends 1.1 MiB writes to an AHCI disk where 6.1 sent 128 KiB ones).
 pub const QUEUE_SETTINGS: [&str; 5] = ["scheduler", "nr_requests", "read_ahead_kb", "wbt_lat_usec", "max_sectors_kb"];
 
+/// Whether vm setting `key` of `vm` is not the one in force of a dirty
+/// ratio and its byte limit (the kernel pairs them: writing one zeroes the
+/// other): a ratio whose byte limit is set, or a byte limit of 0.
+pub fn not_in_force(vm: &BTreeMap<String, u64>, key: &str) -> bool {
+    let bytes_set = |b: &str| vm.get(b).is_some_and(|x| *x > 0);
+    match key {
+        "dirty_ratio" => bytes_set("dirty_bytes"),
+        "dirty_background_ratio" => bytes_set("dirty_background_bytes"),
+        k => k.ends_with("_bytes") && vm.get(k) == Some(&0),
+    }
+}
+
 /// A named set of settings, as a plan writes it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Variant {
     pub name: String,
@@ -125,5 +137,24 @@ impl Applied {
     /// again, so it is skipped and said so.
     pub fn nothing_applied(&self) -> bool {
         !self.asked.is_empty() && self.asked.keys().all(|k| self.not_applied.contains_key(k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_in_force;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn of_a_dirty_ratio_and_its_byte_limit_only_the_one_in_force_counts() {
+        let vm = |pairs: &[(&str, u64)]| -> BTreeMap<String, u64> {
+            pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+        };
+        let ratios = vm(&[("dirty_ratio", 20), ("dirty_bytes", 0), ("dirty_background_ratio", 10)]);
+        assert!(!not_in_force(&ratios, "dirty_ratio") && !not_in_force(&ratios, "dirty_background_ratio"));
+        assert!(not_in_force(&ratios, "dirty_bytes"));
+        let bytes = vm(&[("dirty_ratio", 0), ("dirty_bytes", 67_108_864), ("swappiness", 60)]);
+        assert!(not_in_force(&bytes, "dirty_ratio") && !not_in_force(&bytes, "dirty_bytes"));
+        assert!(!not_in_force(&bytes, "swappiness"));
     }
 }

@@ -262,11 +262,8 @@ fn settings_variant(value: &str) -> Result<crate::image_side::variant::Variant, 
     };
     let mut v = crate::image_side::variant::Variant {
         name: name.into(),
-        vm: Default::default(),
-        queue: Default::default(),
-        mount_options: String::new(),
-        cmdline: String::new(),
         note: "bootmark.set= on the kernel command line".into(),
+        ..Default::default()
     };
     for item in value.split(',') {
         let (key, val) = item.split_once('=').ok_or_else(|| format!("'{item}' is not NAME=VALUE"))?;

@@ -196,9 +196,8 @@ fn settings_of(r: &Record) -> Variant {
         name: r.kernel.release.clone().unwrap_or_else(|| "found".into()),
         vm,
         queue,
-        mount_options: String::new(),
-        cmdline: String::new(),
         note: format!("as found by run {}", r.run_id),
+        ..Variant::default()
     }
 }
 

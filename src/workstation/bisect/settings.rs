@@ -17,7 +17,7 @@
 //! the kernel defaults to, so a candidate is the same boot on any kernel.
 
 use super::search::Outcome;
-use crate::schema::variant::{QUEUE_SETTINGS, VM_SETTINGS, Variant};
+use crate::schema::variant::{QUEUE_SETTINGS, VM_SETTINGS, Variant, not_in_force};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -98,11 +98,7 @@ impl Differences {
 fn values(v: &Variant) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for (k, n) in &v.vm {
-        let bytes_in_force = |b: &str| v.vm.get(b).is_some_and(|x| *x > 0);
-        let shadowed = (k == "dirty_ratio" && bytes_in_force("dirty_bytes"))
-            || (k == "dirty_background_ratio" && bytes_in_force("dirty_background_bytes"))
-            || (k.ends_with("_bytes") && *n == 0);
-        if VM_SETTINGS.contains(&k.as_str()) && !shadowed {
+        if VM_SETTINGS.contains(&k.as_str()) && !not_in_force(&v.vm, k) {
             out.insert(format!("vm.{k}"), n.to_string());
         }
     }
@@ -255,9 +251,7 @@ mod tests {
             name: "x".into(),
             vm: vm.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             queue: queue.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            mount_options: String::new(),
-            cmdline: String::new(),
-            note: String::new(),
+            ..Variant::default()
         };
         let good = variant(
             &[("dirty_ratio", 20), ("dirty_bytes", 0), ("swappiness", 60)],
