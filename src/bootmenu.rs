@@ -28,40 +28,41 @@ const SET: &str = "bootmark.set=";
 /// in it, or with none when `set` is None; any earlier one is replaced, so
 /// the menu of a stick or TFTP tree reused boot after boot carries only this boot's.
 pub fn syslinux_with_set(text: &str, label: &str, set: Option<&str>) -> String {
-    let mut in_entry = false;
-    let mut out = String::new();
-    for l in text.lines() {
-        if let Some(name) = l.trim().strip_prefix("LABEL ") {
-            in_entry = name.trim() == label;
-        }
-        match l.trim_start().strip_prefix("APPEND ") {
-            Some(params) if in_entry => out += &format!("  APPEND {}\n", with_set(params, set)),
-            _ => out += &format!("{l}\n"),
-        }
-    }
-    out
+    let entry = |l: &str| l.trim().strip_prefix("LABEL ").map(|name| name.trim() == label);
+    with_set_on_kernel_line(text, entry, "APPEND", set)
 }
 
 /// The same for GRUB: the `linux` line of the menuentry whose `--id` is `label`.
 pub fn grub_with_set(text: &str, label: &str, set: Option<&str>) -> String {
+    let entry = |l: &str| {
+        l.starts_with("menuentry ").then(|| l.split_whitespace().skip_while(|w| *w != "--id").nth(1) == Some(label))
+    };
+    with_set_on_kernel_line(text, entry, "linux", set)
+}
+
+/// `text` with the kernel line (`keyword PARAMS`) of one entry holding
+/// `set` and no other `bootmark.set=`; `entry` says of a line that starts
+/// an entry whether it is the one.
+fn with_set_on_kernel_line(
+    text: &str,
+    entry: impl Fn(&str) -> Option<bool>,
+    keyword: &str,
+    set: Option<&str>,
+) -> String {
     let mut in_entry = false;
     let mut out = String::new();
     for l in text.lines() {
-        if l.starts_with("menuentry ") {
-            in_entry = l.split_whitespace().skip_while(|w| *w != "--id").nth(1) == Some(label);
-        }
-        match l.trim_start().strip_prefix("linux ") {
-            Some(rest) if in_entry => out += &format!("  linux {}\n", with_set(rest, set)),
+        in_entry = entry(l).unwrap_or(in_entry);
+        match l.trim_start().strip_prefix(keyword).and_then(|rest| rest.strip_prefix(' ')) {
+            Some(params) if in_entry => {
+                let kept = params.split_whitespace().filter(|w| !w.starts_with(SET)).map(str::to_string);
+                let words: Vec<String> = kept.chain(set.map(|s| format!("{SET}{s}"))).collect();
+                out += &format!("  {keyword} {}\n", words.join(" "));
+            }
             _ => out += &format!("{l}\n"),
         }
     }
     out
-}
-
-/// Kernel parameters without any `bootmark.set=`, then with this one.
-fn with_set(params: &str, set: Option<&str>) -> String {
-    let kept = params.split_whitespace().filter(|w| !w.starts_with(SET));
-    kept.map(str::to_string).chain(set.map(|s| format!("{SET}{s}"))).collect::<Vec<_>>().join(" ")
 }
 
 /// Both menus under `root` (the stick's FAT root): make `label` the default.

@@ -251,6 +251,11 @@ pub fn boot_entry(cmdline: Option<&str>) -> Option<&str> {
     cmdline?.split_whitespace().find_map(|w| w.strip_prefix("bootmark.entry="))
 }
 
+/// The settings a boot was given on its command line (`bootmark.set=`), if any.
+pub fn boot_settings(cmdline: Option<&str>) -> Option<&str> {
+    cmdline?.split_whitespace().find_map(|w| w.strip_prefix("bootmark.set="))
+}
+
 pub fn mib_per_s(bytes: u64, seconds: f64) -> f64 {
     if seconds > 0.0 { bytes as f64 / (1u64 << 20) as f64 / seconds } else { 0.0 }
 }

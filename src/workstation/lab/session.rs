@@ -511,8 +511,7 @@ fn wrong_entry(runs: &[&crate::schema::record::RunRecord], entry: &str) -> Optio
 /// others): the boot did not run under what the step measures.
 fn wrong_settings(runs: &[&crate::schema::record::RunRecord], set: Option<&str>) -> Option<String> {
     runs.iter().find_map(|r| {
-        let booted =
-            r.kernel.cmdline.as_deref().unwrap_or("").split_whitespace().find_map(|w| w.strip_prefix("bootmark.set="));
+        let booted = crate::schema::record::boot_settings(r.kernel.cmdline.as_deref());
         (booted != set).then(|| {
             format!(
                 "the server booted with settings {}, not {}: the boot menu it read was not the one the lab wrote",
