@@ -447,14 +447,20 @@ fn settled_lines(state: &State, settled: &Settled) -> String {
         );
     }
     s += &format!(
-        "found by delta debugging (ddmin), each subset decided by Wald's sequential probability ratio test \
-         against the ends' measured spread (α = β = {:.0} %, at least 4 boots a subset); {} boots in the steps, {} \
-         with the ends'\n",
-        ALPHA * 100.0,
-        settled.boots,
-        state.boots.len()
+        "found by delta debugging (ddmin), each subset decided by {}\n",
+        decided_by("subset", settled.boots, state.boots.len())
     );
     s
+}
+
+/// The test that decided each step, and the boots spent.
+fn decided_by(step: &str, step_boots: usize, all_boots: usize) -> String {
+    debug_assert_eq!(ALPHA, BETA);
+    format!(
+        "Wald's sequential probability ratio test against the ends' measured spread (α = β = {:.0} %, at least 4 \
+         boots a {step}); {step_boots} boots in the steps, {all_boots} with the ends'",
+        ALPHA * 100.0
+    )
 }
 
 /// How the ends were told apart.
@@ -472,13 +478,7 @@ fn ends_line(a: &Apart) -> String {
 
 /// The answer, with the test that decided each step.
 fn answer_lines(answer: &Answer, all_boots: usize, title: &dyn Fn(usize) -> String) -> String {
-    let test = format!(
-        "each step decided by Wald's sequential probability ratio test against the ends' measured spread \
-         (α = β = {:.0} %, at least 4 boots a step); {} boots in the steps, {all_boots} with the ends'",
-        ALPHA * 100.0,
-        answer.boots
-    );
-    debug_assert_eq!(ALPHA, BETA);
+    let test = format!("each step decided by {}", decided_by("step", answer.boots, all_boots));
     match answer.found() {
         Some(bad) => format!("first bad: {}\nlast good: {}\n{test}\n", title(bad), title(answer.last_good)),
         None => format!(

@@ -101,16 +101,7 @@ impl State {
                 candidates.len()
             ));
         }
-        Ok(State {
-            schema: SCHEMA.into(),
-            metric: metric.into(),
-            candidates,
-            cap,
-            servers: servers.max(1),
-            boots: Vec::new(),
-            hang_is_bad: false,
-            settings: None,
-        })
+        Ok(State::unbooted(metric, candidates, cap, servers, None))
     }
 
     /// A settings bisect of `differences` (at least one).
@@ -120,16 +111,27 @@ impl State {
                 "the two sets of settings do not differ in any setting a variant may set: nothing to bisect".into()
             );
         }
-        Ok(State {
+        let ends = vec![settings::GOOD.into(), settings::BAD.into()];
+        Ok(State::unbooted(metric, ends, cap, servers, Some(differences)))
+    }
+
+    fn unbooted(
+        metric: &str,
+        candidates: Vec<String>,
+        cap: usize,
+        servers: usize,
+        settings: Option<Differences>,
+    ) -> State {
+        State {
             schema: SCHEMA.into(),
             metric: metric.into(),
-            candidates: vec![settings::GOOD.into(), settings::BAD.into()],
+            candidates,
             cap,
             servers: servers.max(1),
             boots: Vec::new(),
             hang_is_bad: false,
-            settings: Some(differences),
-        })
+            settings,
+        }
     }
 
     /// The good and the bad end's candidates.
