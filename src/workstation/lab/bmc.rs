@@ -21,10 +21,14 @@ pub enum Controller {
 impl Controller {
     /// Reach `server`'s BMC (Redfish: finds its system, so a wrong URL,
     /// password or certificate stops the lab before any step). A `qemu`
-    /// server's command runs in `lab_dir` and keeps its pid in `state_dir`.
-    pub fn connect(server: &Server, lab_dir: &Path, state_dir: &Path) -> Result<Controller, String> {
+    /// server's command runs in `lab_dir` (its `{image}` the image's
+    /// directory, `image_dir`) and keeps its pid in `state_dir`.
+    pub fn connect(server: &Server, lab_dir: &Path, image_dir: &Path, state_dir: &Path) -> Result<Controller, String> {
         match &server.bmc {
-            Bmc::Qemu { command } => Ok(Controller::Qemu(QemuPower::new(command, lab_dir, state_dir, &server.name))),
+            Bmc::Qemu { command } => {
+                let command = command.replace("{image}", &super::shell_word(image_dir)?);
+                Ok(Controller::Qemu(QemuPower::new(&command, lab_dir, state_dir, &server.name)))
+            }
             Bmc::Ipmi { host, port, user, password, cipher_suite } => Ok(Controller::Ipmi(Ipmi {
                 host: host.clone(),
                 port: *port,

@@ -104,7 +104,8 @@ struct RedfishFile {
 #[serde(deny_unknown_fields)]
 struct QemuFile {
     /// Run by `sh -c` from the lab file's directory; `{entry}` becomes the
-    /// step's entry (k0, k1, …), which the command boots itself.
+    /// step's entry (k0, k1, …), which the command boots itself; `{image}`
+    /// the image's directory (a git bisect's image of the step's commit).
     command: String,
 }
 
@@ -232,6 +233,12 @@ pub struct Lab {
 }
 
 impl Lab {
+    /// This lab booting the image in `image_dir` instead of its own (a git
+    /// bisect's image of one commit).
+    pub fn with_image(&self, image_dir: &Path) -> Lab {
+        Lab { manifest: image_dir.join("manifest.json"), ..self.clone() }
+    }
+
     /// Read and check `path`; `env` looks up `password_env` variables.
     pub fn read(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Lab, String> {
         Lab::read_with(path, Some(env))

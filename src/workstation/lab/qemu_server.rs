@@ -157,6 +157,21 @@ impl QemuPower {
     }
 }
 
+impl Drop for QemuPower {
+    /// Reap the guest when it ends, though this power is gone: a zombie
+    /// left unreaped keeps its process group alive, and the next power of
+    /// the same server (a git bisect's next image) would take it for a
+    /// running guest that no signal ends.
+    fn drop(&mut self) {
+        let held = self.child.get_mut().ok().and_then(Option::take);
+        if let Some(mut child) = held
+            && !matches!(child.try_wait(), Ok(Some(_)))
+        {
+            std::thread::spawn(move || child.wait());
+        }
+    }
+}
+
 /// What tells a process from a later one given its number: its start time
 /// (clock ticks after boot, /proc/PID/stat's 22nd field) and this boot's id.
 fn identity(pid: i32) -> Option<String> {

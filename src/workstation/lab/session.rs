@@ -229,8 +229,8 @@ fn prepare<'a>(server: &'a Server, lab: &Lab, image: &ImageEntries, dir: &Path) 
         ));
     }
     let lab_dir = lab.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let bmc = Controller::connect(server, lab_dir, dir)?;
     let image_dir = lab.manifest.parent().unwrap_or(Path::new("."));
+    let bmc = Controller::connect(server, lab_dir, image_dir, dir)?;
     let mut prepared = Prepared { server, bmc, saved_pxe: None, cd: None, iso: None };
     match &server.boot {
         Boot::Command => {}
