@@ -130,6 +130,49 @@ enum BisectCommand {
         #[command(flatten)]
         session: BisectSession,
     },
+    /// Find the first bad commit of a git range of your kernel tree: each commit a step boots
+    /// is built into an image of its own by --build, then booted on the lab's servers and
+    /// decided as `bisect run` decides a ladder's step.
+    ///
+    /// The candidates are the commits on --bad's first-parent line after --good (a merge is
+    /// one candidate). They are built one at a time in a checkout of the bisect's own (a
+    /// `git clone --shared` of --tree, which stays as it is), moved from commit to commit so
+    /// that a build going by file times rebuilds only what changed; each image is kept, and a
+    /// commit whose build fails is a skip. --build runs under `sh -c` in the current directory
+    /// with {tree} the checkout, {image} the directory to write the image to, {commit} the id.
+    /// A `[server.qemu]` command boots the step's image through `{image}`. At the end the
+    /// steps are written as `git bisect` marks them (DIR/git-bisect.log): `git bisect replay`
+    /// in your tree reaches the same commit.
+    ///
+    /// Exit status as `bisect run`.
+    #[command(after_help = "Example (from bootmark's checkout):
+  bootmark bisect git rack3.toml --metric seqwrite.read_p50_ms --tree ~/linux \
+      --good v6.1 --bad v6.2 --build 'cargo xtask image --kernel-src {tree} \
+      --kernel-src-config kernel-configs/6.1 --target LABEL=SCRATCH --out {image}'")]
+    Git {
+        /// The lab file (TOML; see docs/lab.md): the servers (its image is not booted).
+        lab: PathBuf,
+        /// What to measure, WORKLOAD.FIGURE (as `bisect run`).
+        #[arg(long)]
+        metric: String,
+        /// Your kernel's git tree (left as it is).
+        #[arg(long, value_name = "DIR")]
+        tree: PathBuf,
+        /// The commit known good (a tag, branch or id).
+        #[arg(long, value_name = "REV")]
+        good: String,
+        /// The commit known bad, a descendant of --good.
+        #[arg(long, value_name = "REV")]
+        bad: String,
+        /// The command that builds one commit's image: {tree}, {image}, {commit} filled in.
+        #[arg(long, value_name = "COMMAND")]
+        build: String,
+        /// The entry of each commit's image to boot.
+        #[arg(long, value_name = "ENTRY", default_value = "k0")]
+        entry: String,
+        #[command(flatten)]
+        session: BisectSession,
+    },
     /// Where a bisect is: every candidate's boots and values, what each step said, and the
     /// answer or the next boots. Boots nothing.
     Status {
@@ -417,6 +460,11 @@ fn main() -> ExitCode {
         #[cfg(feature = "workstation")]
         Command::Bisect(BisectCommand::Settings { lab, metric, entry, good, bad, session }) => {
             let over = bootmark::bisect::command::Over::Settings { entry, good, bad };
+            bisect_run(&lab, &session.asked(metric, over))
+        }
+        #[cfg(feature = "workstation")]
+        Command::Bisect(BisectCommand::Git { lab, metric, tree, good, bad, build, entry, session }) => {
+            let over = bootmark::bisect::command::Over::Git { tree, good, bad, build, entry };
             bisect_run(&lab, &session.asked(metric, over))
         }
         #[cfg(feature = "workstation")]

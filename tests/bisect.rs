@@ -411,3 +411,195 @@ fn a_settings_bisect_refuses_bad_flags_before_anything_boots() {
     assert!(text(&o).contains("--set={set}"), "{}", text(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A kernel tree's history for a git bisect: seven commits, whose tree's
+/// `kernel` file says which demo kernel's boots its build makes — 6.1's
+/// (`old`) up to the fourth, 6.12's (`new`) from the fifth, the planted
+/// regression — and whose third does not build (`BROKEN`). Returns the
+/// commits, oldest first.
+fn kernel_tree(repo: &Path) -> Vec<String> {
+    let git = |args: &[&str]| {
+        let o = Command::new("git").arg("-C").arg(repo).args(args).output().unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", text(&o));
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    std::fs::create_dir_all(repo).unwrap();
+    git(&["init", "--quiet", "-b", "master"]);
+    git(&["config", "user.email", "dev@example.org"]);
+    git(&["config", "user.name", "dev"]);
+    let steps: [(&str, &str, bool); 7] = [
+        ("old", "Linux 6.1", false),
+        ("old", "docs: a typo", false),
+        ("old", "block: a change that breaks the build", true),
+        ("old", "block: fix the build", false),
+        ("new", "block: raise the default max_sectors_kb", false),
+        ("new", "mm: a comment", false),
+        ("new", "Linux 6.2", false),
+    ];
+    let mut commits = Vec::new();
+    for (i, (kernel, subject, broken)) in steps.iter().enumerate() {
+        std::fs::write(repo.join("kernel"), kernel).unwrap();
+        std::fs::write(repo.join("history"), format!("{i}\n")).unwrap();
+        if *broken {
+            std::fs::write(repo.join("BROKEN"), "").unwrap();
+        } else {
+            let _ = std::fs::remove_file(repo.join("BROKEN"));
+        }
+        git(&["add", "-A"]);
+        git(&["commit", "--quiet", "-m", subject]);
+        commits.push(git(&["rev-parse", "HEAD"]));
+    }
+    commits
+}
+
+/// A lab for a git bisect: `lab`'s servers, each power-on appending the
+/// next boot of the kernel the step's image was built from (`{image}/kernel`),
+/// every boot its entry k0's; the build command copies the tree's `kernel`
+/// into a one-entry image, fails on a tree with `BROKEN`, and notes each
+/// build in `built`.
+fn git_lab(name: &str, servers: &[&str]) -> (PathBuf, Vec<String>, String) {
+    let dir = lab(name, &servers.iter().map(|s| (*s, "dl140")).collect::<Vec<_>>());
+    let commits = kernel_tree(&dir.join("linux"));
+    let (old, new) = (boots_of("6.1."), boots_of("6.12."));
+    let mut toml = "image = \"image\"\nstate = \"lab.state\"\n".to_string();
+    for (j, server) in servers.iter().enumerate() {
+        for (kernel, boots) in [("old", &old), ("new", &new)] {
+            let pool = dir.join(format!("gitpool/{server}/{kernel}"));
+            std::fs::create_dir_all(&pool).unwrap();
+            for (n, boot) in boots.iter().enumerate() {
+                let run_id = format!("20261205-{kernel}{n:02}00-{server}");
+                std::fs::write(pool.join(format!("{n}.log")), console(boot, "k0", &run_id, "dl140")).unwrap();
+            }
+        }
+        // The image's path as sh's $1: the lab quotes it, as one word.
+        let command = format!(
+            "sh -c 'test {{entry}} = k0 || exit 1; k=$(cat $1/kernel); c=count-{server}-$k; \
+             n=$(cat $c 2>/dev/null || echo 0); echo $((n + 1)) > $c; \
+             cat gitpool/{server}/$k/$(((n + {offset}) % 6)).log >> serial-{server}.log' sh {{image}}",
+            offset = 3 * j
+        );
+        toml += &format!(
+            "[[server]]\nname = \"{server}\"\nconsole = \"file:serial-{server}.log\"\nboot_s = 20\nmax_step_s = 30\n\
+             [server.qemu]\ncommand = \"{command}\"\n"
+        );
+    }
+    std::fs::write(dir.join("lab.toml"), toml).unwrap();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("image/manifest.json")).unwrap()).unwrap();
+    let mut one = manifest.clone();
+    one["entries"] = serde_json::json!([manifest["entries"][0]]);
+    std::fs::write(dir.join("one-entry.json"), one.to_string()).unwrap();
+    // The image directory is the lab's to create; the build makes it.
+    let build = format!(
+        "test ! -e {{tree}}/BROKEN || {{ echo 'block/blk-settings.c:12: error: planted' >&2; exit 1; }}; \
+         mkdir -p {{image}} && cp {}/one-entry.json {{image}}/manifest.json && cp {{tree}}/kernel {{image}}/kernel \
+         && echo {{commit}} >> {}/built",
+        dir.display(),
+        dir.display()
+    );
+    (dir, commits, build)
+}
+
+fn bisect_git(dir: &Path, args: &[&str]) -> Output {
+    bootmark().args(["bisect", "git"]).arg(dir.join("lab.toml")).args(args).output().unwrap()
+}
+
+#[test]
+fn a_git_bisect_builds_only_the_commits_it_boots_finds_the_regression_and_its_log_replays() {
+    let (dir, commits, build) = git_lab("git", &["a", "b"]);
+    let tree = dir.join("linux");
+    let tree_arg = tree.to_str().unwrap();
+    let args = ["--metric", "seqwrite.read_p50_ms", "--tree", tree_arg, "--good", "HEAD~6", "--bad", "master"];
+    let found = bisect_git(&dir, &[&args[..], &["--build", &build]].concat());
+    let out = text(&found);
+    if std::env::var_os("BISECT_SHOW").is_some() {
+        eprintln!("{out}");
+    }
+    assert_eq!(found.status.code(), Some(0), "{out}");
+    let short = |i: usize| commits[i][..7].to_string();
+    assert!(out.contains(&format!("first bad: {} block: raise the default max_sectors_kb", short(4))), "{out}");
+    assert!(out.contains(&format!("last good: {} block: fix the build", short(3))), "{out}");
+
+    // Built once each, and only what a step booted.
+    let built = std::fs::read_to_string(dir.join("built")).unwrap_or_default();
+    let mut lines: Vec<&str> = built.lines().collect();
+    let n = lines.len();
+    lines.sort();
+    lines.dedup();
+    assert_eq!(lines.len(), n, "a commit built twice: {built}");
+    let s = state(&dir);
+    let boots = s["boots"].as_array().unwrap();
+    for b in boots {
+        let c = b["candidate"].as_u64().unwrap() as usize;
+        if c == 2 {
+            assert!(b["why"].as_str().unwrap().contains("planted"), "the broken commit is a skip: {b}");
+        } else {
+            assert!(lines.contains(&commits[c].as_str()), "{c} booted but not built");
+        }
+    }
+
+    // The user's tree is as it was.
+    let head = Command::new("git").arg("-C").arg(&tree).args(["status", "--porcelain", "--branch"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&head.stdout).trim(), "## master");
+
+    // `git bisect replay` reaches the same commit.
+    let log = dir.join("lab.state/bisect/git-bisect.log");
+    assert!(out.contains(&log.display().to_string()), "{out}");
+    let git = |args: &[&str]| Command::new("git").arg("-C").arg(&tree).args(args).output().unwrap();
+    assert!(git(&["bisect", "start"]).status.success());
+    let replay = git(&["bisect", "replay", log.to_str().unwrap()]);
+    let said = text(&replay);
+    assert!(said.contains(&format!("{} is the first bad commit", commits[4])), "{said}");
+    git(&["bisect", "reset", "--quiet"]);
+
+    // Resumed, nothing is built or booted again; status needs no image.
+    let again = bisect_git(&dir, &[&args[..], &["--build", &build]].concat());
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert_eq!(std::fs::read_to_string(dir.join("built")).unwrap_or_default(), built);
+    assert_eq!(state(&dir)["boots"].as_array().unwrap().len(), boots.len());
+    let status = bootmark().args(["bisect", "status"]).arg(dir.join("lab.toml")).output().unwrap();
+    let said = text(&status);
+    assert_eq!(status.status.code(), Some(0), "{said}");
+    assert!(said.contains(&format!("| {} block: raise the default max_sectors_kb |", short(4))), "{said}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_git_bisect_refuses_a_range_that_is_not_one_and_ends_that_do_not_build() {
+    let (dir, commits, build) = git_lab("gitflags", &["a"]);
+    let tree = dir.join("linux");
+    let t = tree.to_str().unwrap();
+    let metric = ["--metric", "seqwrite.read_p50_ms"];
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (vec!["--tree", t, "--good", "master", "--bad", "master", "--build", &build], "holds no commits".into()),
+        (vec!["--tree", t, "--good", "master", "--bad", "HEAD~6", "--build", &build], "is not an ancestor".into()),
+        (vec!["--tree", t, "--good", "v9", "--bad", "master", "--build", &build], "--good v9: no such commit".into()),
+        (
+            vec!["--tree", dir.to_str().unwrap(), "--good", "a", "--bad", "b", "--build", &build],
+            "not a git repository".into(),
+        ),
+        (vec!["--tree", t, "--good", "HEAD~6", "--bad", "master", "--build", "make"], "needs {tree}".into()),
+        (
+            vec!["--tree", t, "--good", "HEAD~3", "--bad", "master", "--build", "false {tree} {image}"],
+            format!("the good end, {} block: fix the build, does not build", &commits[3][..7]),
+        ),
+    ];
+    for (args, said) in &cases {
+        let o = bisect_git(&dir, &[&metric[..], args].concat());
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {out}");
+        assert!(out.contains(said.as_str()), "{args:?}: {out}");
+        assert!(!dir.join("count-a-old").exists() && !dir.join("count-a-new").exists(), "{args:?} booted");
+        let _ = std::fs::remove_dir_all(dir.join("lab.state"));
+    }
+    // A server whose command cannot take the step's image.
+    let toml = std::fs::read_to_string(dir.join("lab.toml")).unwrap();
+    std::fs::write(dir.join("lab.toml"), toml.replace("sh {image}", "sh image")).unwrap();
+    let o = bisect_git(
+        &dir,
+        &[&metric[..], &["--tree", t, "--good", "HEAD~6", "--bad", "master", "--build", &build]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("its qemu.command has no {image}"), "{}", text(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -4,6 +4,7 @@
 //! the image's plan, the servers are the lab's), driven on the lab's
 //! servers (`on_lab`), and its state told as a table of every step.
 
+use super::git;
 use super::metric::Metric;
 use super::on_lab::OnLab;
 use super::search::{Answer, Outcome};
@@ -38,6 +39,9 @@ pub enum Over {
     /// The differences between two sets of settings (each a `bootmark capture`
     /// output, or records whose boot found them), booting `entry`.
     Settings { entry: String, good: PathBuf, bad: PathBuf },
+    /// The commits of `tree` from `good` to `bad`, each built into an image
+    /// by `build` and booted at its `entry`.
+    Git { tree: PathBuf, good: String, bad: String, build: String, entry: String },
 }
 
 /// How a bisect run ended, for the exit code.
@@ -244,13 +248,16 @@ fn checked_metric(text: &str, image: &ImageEntries) -> Result<Metric, String> {
 /// interrupted; prints its progress and, at the end, the table.
 pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     crate::interrupt::install();
-    let image = ImageEntries::read(&lab.manifest)?;
-    let metric = checked_metric(&asked.metric, &image)?;
     let chosen = chosen_servers(lab, &asked.servers)?;
     if !(2..=64).contains(&asked.cap) {
         return Err(format!("--cap {}: a step needs 2 to 64 boots at most", asked.cap));
     }
     let dir = state_dir(lab, asked.dir.as_deref());
+    if let Over::Git { tree, good, bad, build, entry } = &asked.over {
+        return run_git(lab, asked, chosen, &dir, (tree, good, bad), (build, entry));
+    }
+    let image = ImageEntries::read(&lab.manifest)?;
+    let metric = checked_metric(&asked.metric, &image)?;
     let mut wanted = match &asked.over {
         Over::Ladder { good, bad, ladder: given } => {
             let candidates = ladder(good, bad, given.as_deref(), &image)?;
@@ -260,20 +267,11 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
             let differences = differences(entry, good, bad, &image)?;
             State::for_settings(&asked.metric, differences, asked.cap, chosen.len())?
         }
+        Over::Git { .. } => unreachable!("a git range is bisected above"),
     };
     wanted.hang_is_bad = asked.hang_is_bad;
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut state = match State::load(&dir)? {
-        Some(s) => {
-            s.check_same(&wanted, &dir)?;
-            say(&format!("bisect: resuming in {}: {} boots so far", dir.display(), s.boots.len()));
-            s
-        }
-        None => {
-            wanted.save(&dir)?;
-            wanted
-        }
-    };
+    let mut state = resumed_or(wanted, &dir)?;
     let servers = crate::workstation::lab::session::Servers::prepare_these(lab, &image, &dir, &chosen)?;
     let on_lab = OnLab { servers, image: &image, metric: metric.clone(), dir: dir.clone() };
     let over = match &state.settings {
@@ -285,14 +283,7 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
             state.candidates[state.candidates.len() - 1]
         ),
     };
-    say(&format!(
-        "bisect: {} over {over} on {} server(s); state in {}",
-        state.metric,
-        on_lab.servers.len(),
-        dir.display()
-    ));
-    let progress = |state: &State, b: &Booted| say(&progress_line(state, b));
-    let driven = session::drive(&mut state, &metric, &dir, &on_lab, &crate::interrupt::interrupted, &progress);
+    let driven = drive_told(&mut state, &metric, &dir, &on_lab, &over);
     let action = match driven {
         Ok(a) => a,
         Err(e) => {
@@ -302,7 +293,105 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     };
     on_lab.servers.finish()?;
     say(describe(&state, &metric, &action, &image).trim_end());
-    Ok(match action {
+    Ok(ended(&state, action))
+}
+
+/// `bootmark bisect git`: the range checked and its ends built before
+/// anything boots; each step's commit built into an image of its own when
+/// first booted; at the end, the steps as a `git bisect` log.
+fn run_git(
+    lab: &Lab,
+    asked: &Asked,
+    chosen: Vec<usize>,
+    dir: &Path,
+    (tree, good, bad): (&Path, &str, &str),
+    (build, entry): (&str, &str),
+) -> Result<Ended, String> {
+    let dir = dir.to_path_buf();
+    // Each commit has an image of its own, built when a step first boots it.
+    let metric = Metric::parse(&asked.metric)?;
+    git::check_lab(lab, &chosen)?;
+    let range = git::range(tree, good, bad)?;
+    let mut wanted = State::new(&asked.metric, range.commits.clone(), asked.cap, chosen.len())?;
+    wanted.hang_is_bad = asked.hang_is_bad;
+    wanted.titles = range.titles.clone();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut state = resumed_or(wanted, &dir)?;
+    let on_git = git::OnGit {
+        lab,
+        chosen,
+        builds: git::Builds::new(tree, build, &dir)?,
+        entry: entry.to_string(),
+        metric: metric.clone(),
+        dir: dir.clone(),
+        titles: range.commits.iter().cloned().zip(range.titles.iter().cloned()).collect(),
+    };
+    for (end, c) in [("good", 0), ("bad", range.commits.len() - 1)] {
+        if let Err(why) = on_git.builds.image_of(&range.commits[c], &range.titles[c])? {
+            return Err(format!(
+                "the {end} end, {}, does not build: {why}; a bisect needs both ends built (see its log in {})",
+                range.titles[c],
+                dir.join("images").display()
+            ));
+        }
+    }
+    let image = git_titles(&state);
+    let over = format!(
+        "{} commits ({} good … {} bad)",
+        state.candidates.len(),
+        range.titles[0],
+        range.titles[range.titles.len() - 1]
+    );
+    let action = drive_told(&mut state, &metric, &dir, &on_git, &over)?;
+    say(describe(&state, &metric, &action, &image).trim_end());
+    if let Action::Done(_, answer) = &action {
+        let log = dir.join(GIT_LOG);
+        let text = super::git_log::write(&state.candidates, answer);
+        crate::workstation::output::replace_synced(&dir, GIT_LOG, text.as_bytes())?;
+        say(&format!(
+            "bisect: the steps as `git bisect` marks them: {} (`git bisect start && git bisect replay {}` in your tree)",
+            log.display(),
+            log.display()
+        ));
+    }
+    Ok(ended(&state, action))
+}
+
+/// Drive the bisect on `lab` until done, refused or interrupted, saying
+/// what it bisects (`over`) and each boot as it ends.
+fn drive_told(
+    state: &mut State,
+    metric: &Metric,
+    dir: &Path,
+    lab: &dyn session::Lab,
+    over: &str,
+) -> Result<Action, String> {
+    say(&format!("bisect: {} over {over} on {} server(s); state in {}", state.metric, state.servers, dir.display()));
+    let progress = |state: &State, b: &Booted| say(&progress_line(state, b));
+    session::drive(state, metric, dir, lab, &crate::interrupt::interrupted, &progress)
+}
+
+/// A git range's `git bisect` log, in the bisect's directory.
+pub const GIT_LOG: &str = "git-bisect.log";
+
+/// The bisect in `dir` if one is there (it must be `wanted`), else `wanted`, saved.
+fn resumed_or(wanted: State, dir: &Path) -> Result<State, String> {
+    match State::load(dir)? {
+        Some(s) => {
+            s.check_same(&wanted, dir)?;
+            say(&format!("bisect: resuming in {}: {} boots so far", dir.display(), s.boots.len()));
+            Ok(s)
+        }
+        None => {
+            wanted.save(dir)?;
+            Ok(wanted)
+        }
+    }
+}
+
+/// How the drive's last action ends the command.
+fn ended(state: &State, action: Action) -> Ended {
+    match action {
         Action::Boot(_) | Action::Add(_) => {
             say(&format!("bisect: interrupted; the same command again resumes ({} boots kept)", state.boots.len()));
             Ended::Interrupted
@@ -310,7 +399,22 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
         Action::Done(_, answer) if answer.found().is_some() => Ended::Found,
         Action::Settled(_, settled) if settled.unsure.is_empty() => Ended::Found,
         Action::Done(..) | Action::Refused(_) | Action::Settled(..) => Ended::NotFound,
-    })
+    }
+}
+
+/// A git range's commits as the entries the tables name (`abc1234 subject`).
+fn git_titles(state: &State) -> ImageEntries {
+    let entries = state
+        .candidates
+        .iter()
+        .zip(&state.titles)
+        .map(|(c, t)| crate::workstation::lab::ImageEntry {
+            label: c.clone(),
+            title: t.clone(),
+            cmdline: String::new(),
+        })
+        .collect();
+    ImageEntries { entries, plan_definition: None, iso_menus: None }
 }
 
 /// `bootmark bisect status`: where a bisect is, from its state alone.
@@ -319,7 +423,7 @@ pub fn status(lab: &Lab, dir: Option<&Path>) -> Result<String, String> {
     let state =
         State::load(&dir)?.ok_or_else(|| format!("no bisect has run in {} (no {})", dir.display(), session::FILE))?;
     let metric = Metric::parse(&state.metric)?;
-    let image = ImageEntries::read(&lab.manifest)?;
+    let image = if state.titles.is_empty() { ImageEntries::read(&lab.manifest)? } else { git_titles(&state) };
     let action = state.action(&metric);
     let mut out = describe(&state, &metric, &action, &image);
     let next = match &action {
@@ -340,13 +444,9 @@ fn progress_line(state: &State, b: &Booted) -> String {
         (Some(v), _) => format!("{} = {}", state.metric, figure(v)),
         (None, why) => format!("no value ({})", why.as_deref().unwrap_or("unknown")),
     };
-    format!(
-        "bisect: {} ({}): {what}; boot {} of this candidate, {} in all",
-        b.id,
-        state.candidates[b.candidate],
-        of_candidate,
-        state.boots.len()
-    )
+    let candidate = &state.candidates[b.candidate];
+    let short = state.titles.get(b.candidate).and_then(|t| t.split(' ').next()).unwrap_or(candidate);
+    format!("bisect: {} ({short}): {what}; boot {} of this candidate, {} in all", b.id, of_candidate, state.boots.len())
 }
 
 /// The bisect as a table: the ends and how they were told apart, every
@@ -354,6 +454,9 @@ fn progress_line(state: &State, b: &Booted) -> String {
 pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEntries) -> String {
     let title = |c: usize| {
         let label = &state.candidates[c];
+        if let Some(t) = state.titles.get(c) {
+            return t.clone();
+        }
         if let Some(d) = &state.settings {
             return match super::settings::subset_of(label) {
                 Some(subset) => format!("{label} ({})", d.describe(&subset)),

@@ -3,9 +3,11 @@
 //! decided by a sequential test across boots (`step`), the candidates
 //! searched as `git bisect` does, with skips (`search`), kept on disk and
 //! driven through a lab (`session`): `bootmark lab`'s servers (`on_lab`),
+//! a git range's commits built and booted there (`git`, its log `git_log`),
 //! as `bootmark bisect` asks (`command`).
 
 pub mod command;
+pub mod git;
 pub mod git_log;
 pub mod metric;
 pub mod on_lab;

@@ -64,6 +64,10 @@ pub struct State {
     /// A settings bisect: the entry it boots and the differences (None: a ladder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<Differences>,
+    /// A git range's: each candidate's `abc1234 subject`, for the tables
+    /// (empty: the candidates are an image's entries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub titles: Vec<String>,
 }
 
 /// What the bisect does next.
@@ -131,6 +135,7 @@ impl State {
             boots: Vec::new(),
             hang_is_bad: false,
             settings,
+            titles: Vec::new(),
         }
     }
 
