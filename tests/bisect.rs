@@ -550,7 +550,7 @@ fn a_git_bisect_builds_only_the_commits_it_boots_finds_the_regression_and_its_lo
     let replay = git(&["bisect", "replay", log.to_str().unwrap()]);
     let said = text(&replay);
     assert!(said.contains(&format!("{} is the first bad commit", commits[4])), "{said}");
-    git(&["bisect", "reset", "--quiet"]);
+    assert!(git(&["bisect", "reset"]).status.success());
 
     // Resumed, nothing is built or booted again; status needs no image.
     let again = bisect_git(&dir, &[&args[..], &["--build", &build]].concat());
@@ -601,5 +601,49 @@ fn a_git_bisect_refuses_a_range_that_is_not_one_and_ends_that_do_not_build() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("its qemu.command has no {image}"), "{}", text(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Ctrl-C during a build ends the build (its whole process group) at
+/// once, and the build is no failure: nothing marks the commit failed.
+#[test]
+fn ctrl_c_during_a_build_stops_it_and_marks_nothing_failed() {
+    let (dir, _, _) = git_lab("gitstop", &["a"]);
+    let tree = dir.join("linux");
+    let child = bootmark()
+        .args(["bisect", "git"])
+        .arg(dir.join("lab.toml"))
+        .args(["--metric", "seqwrite.read_p50_ms", "--good", "HEAD~6", "--bad", "master", "--tree"])
+        .arg(&tree)
+        .args(["--build", "echo started > {image}.started; sleep 60 & wait # {tree}"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let images = dir.join("lab.state/bisect/images");
+    let since = std::time::Instant::now();
+    while std::fs::read_dir(&images)
+        .map_or(true, |d| !d.flatten().any(|e| e.path().to_string_lossy().ends_with(".started")))
+    {
+        assert!(since.elapsed().as_secs() < 30, "the build never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // SAFETY: kill(2) sends SIGINT to the child we started, as a terminal's Ctrl-C would to bootmark.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let stopped = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    assert!(stopped.elapsed().as_secs() < 10, "bootmark waited for the build: {said}");
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("its build stopped by Ctrl-C"), "{said}");
+    let failed: Vec<_> = std::fs::read_dir(&images)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "failed"))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "an interrupted build was marked failed: {:?}",
+        failed.iter().map(|e| e.path()).collect::<Vec<_>>()
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

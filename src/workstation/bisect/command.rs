@@ -327,7 +327,12 @@ fn run_git(
         titles: range.commits.iter().cloned().zip(range.titles.iter().cloned()).collect(),
     };
     for (end, c) in [("good", 0), ("bad", range.commits.len() - 1)] {
-        if let Err(why) = on_git.builds.image_of(&range.commits[c], &range.titles[c])? {
+        let built = on_git.builds.image_of(&range.commits[c], &range.titles[c])?;
+        if let git::Built::Interrupted = built {
+            say("bisect: interrupted; the same command again resumes");
+            return Ok(Ended::Interrupted);
+        }
+        if let git::Built::Failed(why) = built {
             return Err(format!(
                 "the {end} end, {}, does not build: {why}; a bisect needs both ends built (see its log in {})",
                 range.titles[c],

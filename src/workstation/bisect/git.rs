@@ -15,6 +15,7 @@ use crate::workstation::lab::ImageEntries;
 use crate::workstation::lab::file;
 use crate::workstation::lab::session::Servers;
 use crate::workstation::output::say;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -94,8 +95,14 @@ fn title(tree: &Path, id: &str) -> Result<String, String> {
     git(tree, &["log", "-1", "--format=%h %s", id])
 }
 
-/// A candidate's image: built, or why not.
-type Built = Result<PathBuf, String>;
+/// A candidate's image, as a build left it.
+pub enum Built {
+    Image(PathBuf),
+    /// Its build failed (the candidate is a skip): why.
+    Failed(String),
+    /// Ctrl-C stopped its build: nothing is kept, the next run builds it.
+    Interrupted,
+}
 
 /// The candidates' images, built one at a time in the bisect's checkout
 /// by the user's command (`{tree}` the checkout at the candidate's commit,
@@ -125,8 +132,7 @@ impl Builds {
         self.dir.join("tree")
     }
 
-    /// `commit`'s image directory, built now if it was not; Ok(Err(why))
-    /// when its build failed (the candidate is a skip), Err when the
+    /// `commit`'s image directory, built now if it was not; Err when the
     /// checkout itself failed (the bisect stops).
     pub fn image_of(&self, commit: &str, title: &str) -> Result<Built, String> {
         let _one_at_a_time = self.lock.lock().map_err(|_| "a build's thread panicked".to_string())?;
@@ -134,10 +140,10 @@ impl Builds {
         let image = images.join(commit);
         let failed = images.join(format!("{commit}.failed"));
         if image.join("manifest.json").is_file() && image.join(".built").is_file() {
-            return Ok(Ok(image));
+            return Ok(Built::Image(image));
         }
         if let Ok(why) = std::fs::read_to_string(&failed) {
-            return Ok(Err(why));
+            return Ok(Built::Failed(why));
         }
         self.check_out(commit)?;
         if image.exists() {
@@ -157,14 +163,21 @@ impl Builds {
         std::io::Write::write_all(&mut out, format!("$ {command}\n").as_bytes())
             .map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
-        let status = Command::new("sh")
+        let build = Command::new("sh")
             .args(["-c", &command])
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
-            .status()
+            .process_group(0)
+            .spawn()
             .map_err(|e| format!("cannot run sh: {e}"))?;
+        let status = finished_or_stopped(build)?;
         let seconds = started.elapsed().as_secs();
+        let Some(status) = status else {
+            say(&format!("bisect: {title}: its build stopped by Ctrl-C; the next run builds it again"));
+            let _ = std::fs::remove_dir_all(&image);
+            return Ok(Built::Interrupted);
+        };
         let why = if !status.success() {
             Some(format!("its build failed ({status}) after {seconds} s: {}", tail(&log)))
         } else if !image.join("manifest.json").is_file() {
@@ -175,11 +188,11 @@ impl Builds {
         if let Some(why) = why {
             say(&format!("bisect: {title}: {why}; a skip"));
             crate::workstation::output::replace_synced(&images, &format!("{commit}.failed"), why.as_bytes())?;
-            return Ok(Err(why));
+            return Ok(Built::Failed(why));
         }
         say(&format!("bisect: {title} built in {seconds} s"));
         crate::workstation::output::replace_synced(&image, ".built", b"")?;
-        Ok(Ok(image))
+        Ok(Built::Image(image))
     }
 
     /// The bisect's checkout at `commit`, made on first use.
@@ -206,6 +219,24 @@ impl Builds {
         git(&checkout, &["checkout", "--quiet", "--force", "--detach", commit])
             .map(|_| ())
             .map_err(|e| format!("cannot check out {commit} in {}: {e}", checkout.display()))
+    }
+}
+
+/// Wait for a build (in a process group of its own); on Ctrl-C end the
+/// whole group (make's jobs with it) and say None: the build is no failure.
+fn finished_or_stopped(mut build: std::process::Child) -> Result<Option<std::process::ExitStatus>, String> {
+    loop {
+        if let Some(status) = build.try_wait().map_err(|e| format!("waiting for the build: {e}"))? {
+            return Ok(Some(status));
+        }
+        if crate::interrupt::interrupted() {
+            let group = build.id() as i32;
+            // SAFETY: signals the process group we started for this build.
+            unsafe { libc::kill(-group, libc::SIGTERM) };
+            let _ = build.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
 
@@ -238,8 +269,9 @@ impl Lab for OnGit<'_> {
         let no_value =
             |why: String| Measured { run_id: None, value: None, why: Some(why), hardware: None, hung: false };
         let image_dir = match self.builds.image_of(commit, title)? {
-            Ok(dir) => dir,
-            Err(why) => return Ok(Some(no_value(why))),
+            Built::Image(dir) => dir,
+            Built::Failed(why) => return Ok(Some(no_value(why))),
+            Built::Interrupted => return Ok(None),
         };
         let lab = self.lab.with_image(&image_dir);
         let image = ImageEntries::read(&lab.manifest)?;
