@@ -4,18 +4,23 @@
 //! exactly what runs, and a new scenario needs no line here.
 
 use super::boots::scenarios::{self, Group, SCENARIOS};
-use super::boots::{self, kernel_from_source, resets};
+use super::boots::{self, bisect_git, kernel_from_source, resets};
 use super::{fake_boots, fuzz, kcidb, old_kernel, pictures};
 use crate::host::project::{Result, project_root};
 use clap::{Arg, ArgMatches, Command, FromArgMatches, Subcommand, value_parser};
 
 /// The parts of `cargo xtask test` that are no QEMU scenario.
-const PARTS: [(&str, &str); 6] = [
+const PARTS: [(&str, &str); 7] = [
     ("old-kernel", "The quick plan with both static binaries under simulated 2.6.9 and 2.6.16 syscall surfaces"),
     ("fake-boots", "/init as PID 1 in namespaces with loop devices: happy path, hostile command lines, refusals"),
     ("kcidb", "The KCIDB export against kcidb-io's validator"),
     ("pictures", "The report's figures screenshot in headless Chromium: every drawn panel shows colour"),
     ("kernel-from-source", "A kernel built from Debian's linux-source-6.1 with kernel-configs/6.1, imaged and booted"),
+    (
+        "bisect-git",
+        "bootmark bisect git over a repository of Debian's linux-source-6.1 with a planted regression, each commit \
+         built incrementally and booted in QEMU (not in `cargo xtask test`: about 40 minutes)",
+    ),
     (
         "fuzz",
         "Fuzz the serial log parser and the md/LVM2 metadata readers, each for a while (installs cargo-fuzz if missing)",
@@ -94,6 +99,7 @@ pub fn run(check: Check) -> Result<()> {
         "kcidb" => kcidb::check(),
         "pictures" => pictures::check(),
         "kernel-from-source" => kernel_from_source::test(&project_root().join("target/kernel-boot")),
+        "bisect-git" => bisect_git::test(&project_root().join("target")),
         "fuzz" => fuzz::run(check.seconds),
         name => match Group::ALL.iter().find(|g| g.name() == name) {
             Some(group) => {

@@ -27,7 +27,7 @@ const KERNELS: [&str; 3] = ["linux-image-amd64@bullseye", "linux-image-amd64@boo
 
 /// The `generations` plan's big write alone, once a boot: the one
 /// workload the metric reads, so a boot takes half the time.
-const PLAN: &str = r#"{
+pub const PLAN: &str = r#"{
   "name": "bisect-read",
   "description": "The generations plan's dd-style 320 MiB write alone, once, the probe on: the read's wait behind the writer",
   "repeat": 1,
