@@ -19,7 +19,7 @@ const PARTS: [(&str, &str); 7] = [
     (
         "bisect-git",
         "bootmark bisect git over a repository of Debian's linux-source-6.1 with a planted regression, each commit \
-         built incrementally and booted in QEMU (not in `cargo xtask test`: about 40 minutes)",
+         built incrementally and booted in QEMU (not in `cargo xtask test`: about 15 minutes)",
     ),
     (
         "fuzz",
