@@ -20,6 +20,7 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("/usr/lib/i386-linux-musl/libc.a", "musl-dev:i386"),
     ("/usr/include/linux/major.h", "linux-libc-dev"), // the static mkreiserfs
     ("curl", "curl"),                                 // its pinned e2fsprogs source
+    ("git", "git"), // tests/bisect.rs's histories; `bootmark bisect git` and check bisect-git
     ("make", "make"),
     ("strip", "binutils"),
     ("g++", "g++"),                     // libFuzzer (cargo fuzz) is C++
