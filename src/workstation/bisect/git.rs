@@ -121,7 +121,7 @@ impl Builds {
         if !command.contains("{tree}") || !command.contains("{image}") {
             return Err(format!(
                 "--build {command:?} needs {{tree}} (the checkout of the commit to build) and {{image}} (where to \
-                 put its image), e.g. `cargo xtask image --kernel-src {{tree}} --kernel-config 6.1 --out {{image}}`"
+                 put its image), e.g. `cargo xtask image --kernel-src {{tree}} --kernel-src-config kernel-configs/6.1 --out {{image}}`"
             ));
         }
         let tree = std::fs::canonicalize(tree).map_err(|e| format!("--tree {}: {e}", tree.display()))?;
