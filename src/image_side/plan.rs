@@ -196,6 +196,13 @@ pub fn builtin_names() -> Vec<&'static str> {
     builtin().map(|(n, _)| n).collect()
 }
 
+/// The plans compiled into /init itself (the demo's are not): /init finds
+/// them before looking in the image's /etc/bootmark/plans, so the image
+/// builder need not carry them as files.
+pub fn in_init() -> impl Iterator<Item = &'static str> {
+    SHIPPED.iter().map(|(n, _)| *n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,7 +238,7 @@ mod tests {
             .map(|(name, params)| (name.trim().trim_matches('`'), params))
             .collect();
         let names: Vec<&str> = rows.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle"]);
+        assert_eq!(names, crate::image_side::workload::NAMES);
         for (name, params) in rows {
             // The first `word` of each comma-separated part is a param's name.
             let mut listed: Vec<&str> =
@@ -240,6 +247,7 @@ mod tests {
             // instances has one param without a default: the workload it repeats.
             let base = match name {
                 "instances" => serde_json::json!({"workload": {"name": "idle"}}),
+                "command" => serde_json::json!({"program": "true"}),
                 _ => serde_json::json!({}),
             };
             let spec = WorkloadSpec::from_parts(name, base.clone()).unwrap();
@@ -251,7 +259,7 @@ mod tests {
             // params_json: the workload must still take them (unknown ones are errors).
             for p in listed.iter().filter(|p| !defaults.iter().any(|d| d == *p)) {
                 let mut given = base.clone();
-                given[*p] = serde_json::json!(1048576);
+                given[*p] = if *p == "cwd" { serde_json::json!("sub") } else { serde_json::json!(1048576) };
                 assert!(WorkloadSpec::from_parts(name, given).is_ok(), "docs/plans.md lists {name}'s param {p}");
             }
         }

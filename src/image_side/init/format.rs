@@ -3,6 +3,7 @@
 
 use super::devices::BlockDev;
 use super::{TARGET_MOUNT, mount, safety, say, signatures};
+use crate::image_side::exec;
 use crate::image_side::sink::serial::Serial;
 use serde_json::json;
 use std::path::Path;
@@ -30,13 +31,17 @@ pub fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -
     let args = safety::mkfs_args(fs, label, uuid);
     let version = mkfs_version(&tool);
     say(serial, &format!("bootmark: formatting {} as {fs} ({version} {})", target.name, args.join(" ")));
-    let status = std::process::Command::new(&tool)
-        .args(&args)
-        .arg(&target.node)
-        .status()
-        .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
-    if !status.success() {
-        return Err(format!("{} {} failed ({status})", tool.display(), target.node.display()));
+    let mut argv = args.clone();
+    argv.push(target.node.display().to_string());
+    let (ended, ran) = exec::run_to_end(&tool, &argv, 4096).map_err(|e| e.to_string())?;
+    if !ended.exit.success() {
+        return Err(format!(
+            "{} {} failed: {}; it said: {}",
+            tool.display(),
+            target.node.display(),
+            ended.exit.describe(),
+            ran.stderr.tail.last_lines(3)
+        ));
     }
     // Mark it as bootmark's, so a later boot may format it again.
     mount::mount_dev(&target.node, Path::new(TARGET_MOUNT), fs, "")?;
@@ -49,7 +54,9 @@ pub fn format_target(target: &BlockDev, fs: &str, serial: &mut Option<Serial>) -
 /// What an mkfs program says its version is (`mke2fs -V`, `mkfs.xfs -V`),
 /// first line; for the record of how the target was made.
 fn mkfs_version(tool: &Path) -> String {
-    let out = std::process::Command::new(tool).arg("-V").output();
-    let text = out.map(|o| [o.stdout, o.stderr].concat()).unwrap_or_default();
-    String::from_utf8_lossy(&text).lines().next().unwrap_or("version unknown").trim().to_string()
+    let text = match exec::run_to_end(tool, &["-V".to_string()], 4096) {
+        Ok((_, ran)) => ran.stdout.tail.text() + &ran.stderr.tail.text(),
+        Err(_) => String::new(),
+    };
+    text.lines().next().unwrap_or("version unknown").trim().to_string()
 }

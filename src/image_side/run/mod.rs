@@ -381,6 +381,7 @@ impl Runner<'_> {
                 progress: &self.progress,
                 mem_total: self.mem_total,
                 keep: opts.keep,
+                deadline_ns: None, // set by observe when the worker starts
             },
             probe_dir: self.probe_dir.clone(),
             probe_interval_ns: plan.probe.interval_ms * 1_000_000,
@@ -428,6 +429,11 @@ fn build_record(
     let (status, error, times, written, read, latency, details) = match observed.outcome {
         Ok(o) => {
             notes.extend(o.notes);
+            let (status, error) = match o.failed {
+                None => (Status::Ok, None),
+                Some(f) if f.timed_out => (Status::Timeout, Some(f.message)),
+                Some(f) => (Status::Error, Some(f.message)),
+            };
             let times = Times {
                 wall_s: o.times.wall_s,
                 user_s,
@@ -440,7 +446,7 @@ fn build_record(
                 write: Histogram::from_sparse(&o.write_latency).summary(),
                 read: Histogram::from_sparse(&o.read_latency).summary(),
             };
-            (Status::Ok, None, times, o.bytes_written, o.bytes_read, latency, o.details)
+            (status, error, times, o.bytes_written, o.bytes_read, latency, o.details)
         }
         Err(e) => {
             let status = if observed.timed_out { Status::Timeout } else { Status::Error };

@@ -101,7 +101,7 @@ struct Watch<'a> {
     tracing: Option<tracing::Session>,
 }
 
-pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
+pub fn observe(mut setup: Setup) -> Result<Observed, Interrupted> {
     let now = mono_ns();
     let mut notes = Vec::new();
     let probe = match &setup.probe_dir {
@@ -143,6 +143,7 @@ pub fn observe(setup: Setup) -> Result<Observed, Interrupted> {
     let start_ns = mono_ns();
     watch.started = start_ns;
     let spec = setup.spec.clone();
+    setup.context.deadline_ns = Some(start_ns.saturating_add(setup.deadline_ns));
     let context = &setup.context;
     let child = process::spawn("bootmark-work", move |out| {
         // Its own process group, so a watchdog kill reaches instance children too.

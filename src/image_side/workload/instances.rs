@@ -65,8 +65,14 @@ pub fn run(p: &Params, ctx: &Context) -> std::io::Result<Outcome> {
         let shared = dir.clone();
         let mut start_rx = start_rx.try_clone()?;
         let spec = (*p.workload).clone();
-        let child_ctx =
-            Context { dir, shared_dir: shared, progress: ctx.progress, mem_total: ctx.mem_total, keep: ctx.keep };
+        let child_ctx = Context {
+            dir,
+            shared_dir: shared,
+            progress: ctx.progress,
+            mem_total: ctx.mem_total,
+            keep: ctx.keep,
+            deadline_ns: ctx.deadline_ns,
+        };
         children.push(process::spawn(&format!("bootmark-i{i}"), move |out| {
             // Close our copy of the write end, or the pipe never reaches EOF.
             // SAFETY: the fd is this process's inherited copy, used nowhere else here.
@@ -87,7 +93,10 @@ pub fn run(p: &Params, ctx: &Context) -> std::io::Result<Outcome> {
     let mut failures = Vec::new();
     for (i, child) in children.into_iter().enumerate() {
         let (bytes, exit) = process::collect_report(child)?;
-        match super::receive_outcome(&bytes, &exit.describe()) {
+        // An instance that ran and failed (a program's exit status) fails the whole.
+        let outcome = super::receive_outcome(&bytes, &exit.describe())
+            .and_then(|o| o.failed.as_ref().map_or(Ok(()), |f| Err(f.message.clone())).map(|()| o));
+        match outcome {
             Ok(o) => {
                 write.merge(&Histogram::from_sparse(&o.write_latency));
                 read.merge(&Histogram::from_sparse(&o.read_latency));

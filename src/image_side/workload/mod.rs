@@ -7,6 +7,7 @@
 //! from outside, with wait4, so workloads do not measure themselves.
 
 pub mod cache;
+pub mod command;
 pub mod idle;
 pub mod instances;
 pub mod io;
@@ -31,9 +32,10 @@ pub enum WorkloadSpec {
     Sort(sort::Params),
     Instances(instances::Params),
     Idle(idle::Params),
+    Command(command::Params),
 }
 
-pub const NAMES: [&str; 6] = ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle"];
+pub const NAMES: [&str; 7] = ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle", "command"];
 
 /// Where a workload may write and how it reports progress.
 pub struct Context<'a> {
@@ -46,6 +48,9 @@ pub struct Context<'a> {
     pub mem_total: u64,
     /// Leave the files in place after the run (`--keep`), for inspection.
     pub keep: bool,
+    /// CLOCK_MONOTONIC ns when the run's watchdog kills the worker, if it
+    /// will: a workload that can stop early (`command`) stops before it.
+    pub deadline_ns: Option<u64>,
 }
 
 /// What a workload reports about itself.
@@ -62,6 +67,18 @@ pub struct Outcome {
     /// Workload-specific facts (cache state, sort check, per-instance figures).
     pub details: serde_json::Value,
     pub notes: Vec<String>,
+    /// The workload ran and failed (a program's non-zero exit, its time
+    /// limit): the record is not ok, and keeps these figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<Failed>,
+}
+
+/// Why a workload that ran to an end failed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Failed {
+    pub message: String,
+    /// Stopped at a time limit (status "timeout"), not failed by itself ("error").
+    pub timed_out: bool,
 }
 
 /// Seconds from the start of the timed part to each milestone.
@@ -104,6 +121,7 @@ impl WorkloadSpec {
             WorkloadSpec::Sort(_) => "sort",
             WorkloadSpec::Instances(_) => "instances",
             WorkloadSpec::Idle(_) => "idle",
+            WorkloadSpec::Command(_) => "command",
         }
     }
 
@@ -115,6 +133,7 @@ impl WorkloadSpec {
             WorkloadSpec::Sort(p) => serde_json::to_value(p),
             WorkloadSpec::Instances(p) => serde_json::to_value(p),
             WorkloadSpec::Idle(p) => serde_json::to_value(p),
+            WorkloadSpec::Command(p) => serde_json::to_value(p),
         };
         v.expect("params always serialize")
     }
@@ -132,6 +151,7 @@ impl WorkloadSpec {
             "sort" => WorkloadSpec::Sort(parse(name, params)?),
             "instances" => WorkloadSpec::Instances(parse(name, params)?),
             "idle" => WorkloadSpec::Idle(parse(name, params)?),
+            "command" => WorkloadSpec::Command(parse(name, params)?),
             other => {
                 return Err(format!("unknown workload '{other}': known workloads are {}", NAMES.join(", ")));
             }
@@ -146,6 +166,7 @@ impl WorkloadSpec {
             WorkloadSpec::Sort(p) => p.validate(),
             WorkloadSpec::Instances(p) => p.validate(),
             WorkloadSpec::Idle(p) => p.validate(),
+            WorkloadSpec::Command(p) => p.validate(),
         }
         .map_err(|e| format!("workload '{}': {e}", self.name()))
     }
@@ -157,7 +178,7 @@ impl WorkloadSpec {
             WorkloadSpec::Seqread(p) => p.footprint(),
             WorkloadSpec::Sort(p) => p.footprint(mem_total),
             WorkloadSpec::Instances(p) => p.footprint(mem_total),
-            WorkloadSpec::Idle(_) => Footprint::default(),
+            WorkloadSpec::Idle(_) | WorkloadSpec::Command(_) => Footprint::default(),
         }
     }
 
@@ -169,7 +190,7 @@ impl WorkloadSpec {
             WorkloadSpec::Seqread(p) => p.size.0,
             WorkloadSpec::Sort(p) => p.input_size(mem_total).saturating_mul(4),
             WorkloadSpec::Instances(p) => (p.count as u64).saturating_mul(p.workload.expected_bytes(mem_total)),
-            WorkloadSpec::Idle(_) => 0,
+            WorkloadSpec::Idle(_) | WorkloadSpec::Command(_) => 0,
         }
     }
 
@@ -182,6 +203,7 @@ impl WorkloadSpec {
             WorkloadSpec::Sort(p) => sort::run(p, ctx),
             WorkloadSpec::Instances(p) => instances::run(p, ctx),
             WorkloadSpec::Idle(p) => idle::run(p, ctx),
+            WorkloadSpec::Command(p) => command::run(p, ctx),
         }
     }
 }
