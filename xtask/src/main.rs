@@ -36,6 +36,9 @@ enum Task {
         #[arg(long, value_enum, default_value_t = build::arch::Arch::X86_64)]
         arch: build::arch::Arch,
     },
+    /// Build an example program for `command` workloads (image/programs/NAME.c) static
+    /// with musl; prints its path, for `cargo xtask image --include`.
+    Program(build::program::Args),
     /// LAVA job definitions from a built image: one per boot entry, for LAVA's qemu device
     /// type and for physical x86 servers booting over the network (docs/lava.md).
     Lava(build::lava::Args),
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Task::Image(args) => build::image::run(&args),
         Task::Kernel(args) => build::kernel_src::run(&args),
         Task::Static { arch } => build::static_binary::build(arch).map(|path| println!("{}", path.display())),
+        Task::Program(args) => build::program::run_args(&args),
         Task::Lava(args) => build::lava::run(&args),
         Task::Qemu(args) => boot::qemu::run(&args),
         Task::Demo(args) => boot::demo::run(&args),

@@ -7,4 +7,5 @@ pub mod image;
 pub mod kernel;
 pub mod kernel_src;
 pub mod lava;
+pub mod program;
 pub mod static_binary;

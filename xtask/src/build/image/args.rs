@@ -84,6 +84,11 @@ pub struct Args {
     /// the host's programs (x86_64 images, kernels 3.2+)
     #[arg(long, value_delimiter = ',', value_name = "FS,…")]
     pub mkfs: Vec<String>,
+    /// A file of yours into the image at DEST (default /usr/local/bin/NAME): the static
+    /// program a plan's `command` workload runs, or a file it reads (repeatable). A
+    /// program the plan runs is refused unless it is a static ELF for the image's kernels.
+    #[arg(long = "include", value_name = "SRC[:DEST]")]
+    pub includes: Vec<String>,
     /// Stick image size in MiB (default: contents plus 128 MiB).
     #[arg(long)]
     pub size: Option<u64>,

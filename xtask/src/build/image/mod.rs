@@ -15,6 +15,7 @@ pub mod cmdline;
 pub mod compressed;
 pub mod cpio;
 pub mod deb;
+pub mod include;
 pub mod initramfs;
 pub mod iso;
 pub mod manifest;
@@ -88,6 +89,7 @@ fn common_archives(b: &Build) -> Result<BTreeMap<Arch, (Vec<u8>, String)>> {
         };
         let mut extra = mkfs::files(&b.mkfs, arch, b.install_deps)?;
         extra.extend(b.plan.file.iter().map(|(path, bytes)| (path.clone(), bytes.clone(), 0o644)));
+        extra.extend(include::files(&b.includes)?);
         let common = initramfs::common_archive(&bin, b.mtime, &extra)?;
         eprintln!("image: common initramfs for {arch}: {} gzip", bootmark::size::human(common.len() as u64));
         commons.insert(arch, (common, fs::sha256_file(&bin)?));
@@ -301,6 +303,34 @@ mod tests {
             ..Args::default()
         };
         (build(&args).unwrap(), base)
+    }
+
+    /// `--include`: the program the plan runs lands in the entry's
+    /// initramfs whole, at /usr/local/bin; without it the build stops before
+    /// anything is made, naming what to add.
+    #[test]
+    fn an_included_program_is_in_the_initramfs_and_a_plan_without_it_is_refused() {
+        let base = project_root().join(format!("target/imagetest-include-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        let program = crate::build::program::build("seedwrite", Arch::X86_64, false).unwrap();
+        let args = Args {
+            kernels: vec![fake_kernel(&base)],
+            out: base.join("out"),
+            plan: "seed-program".into(),
+            target: Some("LABEL=SCRATCH".into()),
+            bootmark_binary: Some(static_binary()),
+            ..Args::default()
+        };
+        let refused = build(&args).unwrap_err();
+        assert!(refused.contains("runs program 'seedwrite', which no --include provides"), "{refused}");
+        assert!(!base.join("out").exists() && !base.join("out.tmp").exists());
+        let out = build(&Args { includes: vec![program.display().to_string()], ..args }).unwrap();
+        let initrd = std::fs::read(out.join("pxe/boot/k0/initrd.gz")).unwrap();
+        let mut archive = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&initrd[..]), &mut archive).unwrap();
+        let has = |needle: &[u8]| archive.windows(needle.len()).any(|w| w == needle);
+        assert!(has(b"usr/local/bin/seedwrite\0") && has(&std::fs::read(&program).unwrap()));
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub(crate) struct Build {
     pub serial: (u32, u32),
     /// Filesystems the initramfs carries a mkfs for (--mkfs and --sequence-fs).
     pub mkfs: Vec<String>,
+    /// The user's files (--include), checked against the plan's programs.
+    pub includes: Vec<super::include::Include>,
     /// An unattended sequence on the stick: (repetitions, filesystems).
     pub sequence: Option<(u32, Vec<String>)>,
     /// Required modules a kernel may lack (--allow-missing).
@@ -97,6 +99,11 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Build> {
     if args.default >= entries.len() {
         return Err(format!("--default {} but there are only {} entries", args.default, entries.len()));
     }
+    let includes = super::include::parse_all(&args.includes)?;
+    let mut arches: Vec<Arch> = kernels.iter().map(|k| k.arch).collect();
+    arches.sort();
+    arches.dedup();
+    super::include::check_plan(&plan.plan, &includes, &arches)?;
     let mut mkfs = args.mkfs.clone();
     mkfs.extend(args.sequence_fs.iter().filter(|f| !args.mkfs.contains(f)).cloned());
     Ok(Build {
@@ -107,6 +114,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Build> {
         default: args.default,
         serial: cmdline::serial_unit(&args.serial)?,
         mkfs,
+        includes,
         sequence: args.sequence.map(|repeat| (repeat, args.sequence_fs.clone())),
         allow_missing: args.allow_missing.clone(),
         bootmark_binary: args.bootmark_binary.clone(),

@@ -82,7 +82,7 @@ static inline int register_printf_function(int s, printf_function *f, printf_arg
 ";
 
 /// Install (or name) what building for `arch` needs.
-fn ensure_build_tools(arch: Arch, install_deps: bool) -> Result<()> {
+pub(crate) fn ensure_build_tools(arch: Arch, install_deps: bool) -> Result<()> {
     tools::ensure(&BUILD_TOOLS, install_deps, "--install-deps")?;
     if arch != Arch::I686 {
         return Ok(());

@@ -1,0 +1,325 @@
+//! `--include SRC[:DEST]`: the user's own files in the image — the static
+//! program a `command` workload runs, an input or job file it reads — put
+//! into the common archive of every entry.
+//!
+//! Checked here, at build time, because at boot there is no one to ask: a
+//! program the plan runs must be provided by an `--include`, and must be a
+//! static ELF the image's kernels can run. A dynamic one would fail at boot
+//! with "No such file or directory" (its interpreter is not in the image),
+//! so the build names the interpreter and libraries instead.
+
+use crate::build::arch::Arch;
+use crate::host::project::Result;
+use bootmark::plan::Plan;
+use bootmark::workload::WorkloadSpec;
+use std::path::{Component, Path, PathBuf};
+
+/// One `--include`: a file on this machine and where it goes in the image.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Include {
+    pub src: PathBuf,
+    /// Absolute path inside the image.
+    pub dest: String,
+}
+
+/// Paths of the image that an include must not replace.
+const RESERVED: [&str; 4] = ["/init", "/etc/bootmark", "/dev", "/lib/modules"];
+
+/// `SRC` or `SRC:DEST`; DEST defaults to /usr/local/bin/NAME, where a
+/// `command` workload's bare program name is looked for first.
+pub fn parse(arg: &str) -> Result<Include> {
+    let (src, dest) = match arg.rsplit_once(':') {
+        Some((src, dest)) if dest.starts_with('/') => (src, dest.to_string()),
+        _ => {
+            let name = Path::new(arg)
+                .file_name()
+                .ok_or_else(|| format!("--include {arg}: names no file"))?
+                .to_string_lossy()
+                .into_owned();
+            (arg, format!("/usr/local/bin/{name}"))
+        }
+    };
+    if !Path::new(&dest).components().skip(1).all(|c| matches!(c, Component::Normal(_))) || dest.ends_with('/') {
+        return Err(format!(
+            "--include {arg}: {dest} must be a plain absolute path to a file (no '..', no trailing '/')"
+        ));
+    }
+    if let Some(r) = RESERVED.iter().find(|r| dest == **r || dest.starts_with(&format!("{r}/"))) {
+        return Err(format!("--include {arg}: {dest} would replace the image's own {r}; choose another DEST"));
+    }
+    let meta = std::fs::metadata(src).map_err(|e| format!("--include {arg}: {src}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("--include {arg}: {src} is not a file (give each file of a directory its own --include)"));
+    }
+    Ok(Include { src: PathBuf::from(src), dest })
+}
+
+/// Parse every `--include`, refusing two that go to one place.
+pub fn parse_all(args: &[String]) -> Result<Vec<Include>> {
+    let mut out: Vec<Include> = Vec::new();
+    for arg in args {
+        let inc = parse(arg)?;
+        if let Some(other) = out.iter().find(|o| o.dest == inc.dest) {
+            return Err(format!(
+                "--include {arg}: {} already goes to {} (from {}); give one of them another :DEST",
+                inc.src.display(),
+                inc.dest,
+                other.src.display()
+            ));
+        }
+        out.push(inc);
+    }
+    Ok(out)
+}
+
+/// What the ELF header and program headers say about a program.
+#[derive(Debug, PartialEq)]
+pub struct Elf {
+    /// e_machine: 62 x86-64, 3 i386, 183 AArch64.
+    pub machine: u16,
+    pub class64: bool,
+    /// PT_INTERP: the dynamic loader it asks for.
+    pub interpreter: Option<String>,
+    /// DT_NEEDED: the shared libraries it links.
+    pub needed: Vec<String>,
+}
+
+/// Read an ELF file's facts; Err for anything that is not an ELF executable.
+pub fn elf(bytes: &[u8]) -> std::result::Result<Elf, String> {
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
+        let what = if bytes.starts_with(b"#!") {
+            "a script (the image has no interpreter for it)"
+        } else {
+            "not an ELF program"
+        };
+        return Err(what.into());
+    }
+    let class64 = match bytes[4] {
+        1 => false,
+        2 => true,
+        c => return Err(format!("an ELF file of unknown class {c}")),
+    };
+    if bytes[5] != 1 {
+        return Err("a big-endian ELF file".into());
+    }
+    let u16_at = |o: usize| bytes.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u32_at = |o: usize| bytes.get(o..o + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as u64);
+    let u64_at = |o: usize| bytes.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+    let word = |o: usize| if class64 { u64_at(o) } else { u32_at(o) };
+    let truncated = || "a truncated ELF file".to_string();
+    let e_type = u16_at(16).ok_or_else(truncated)?;
+    if e_type != 2 && e_type != 3 {
+        return Err(format!("an ELF file that is not a program (e_type {e_type}: an object file or core dump)"));
+    }
+    let machine = u16_at(18).ok_or_else(truncated)?;
+    let (phoff, phentsize, phnum) =
+        if class64 { (u64_at(32), u16_at(54), u16_at(56)) } else { (u32_at(28), u16_at(42), u16_at(44)) };
+    let (phoff, phentsize, phnum) = (
+        phoff.ok_or_else(truncated)? as usize,
+        phentsize.ok_or_else(truncated)? as usize,
+        phnum.ok_or_else(truncated)?,
+    );
+    // (p_type, p_offset, p_vaddr, p_filesz) of each program header.
+    let mut headers = Vec::new();
+    for i in 0..phnum as usize {
+        let h = phoff + i * phentsize;
+        let fields = if class64 {
+            (u32_at(h), u64_at(h + 8), u64_at(h + 16), u64_at(h + 32))
+        } else {
+            (u32_at(h), u32_at(h + 4), u32_at(h + 8), u32_at(h + 16))
+        };
+        match fields {
+            (Some(t), Some(off), Some(vaddr), Some(size)) => headers.push((t, off, vaddr, size)),
+            _ => return Err(truncated()),
+        }
+    }
+    let slice = |off: u64, size: u64| bytes.get(off as usize..(off.saturating_add(size)) as usize);
+    let c_str = |b: &[u8]| String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or_default()).into_owned();
+    let interpreter = headers.iter().find(|h| h.0 == 3).and_then(|&(_, off, _, size)| slice(off, size)).map(c_str);
+    // DT_NEEDED names are offsets into DT_STRTAB, a virtual address: find
+    // the PT_LOAD that maps it to reach the file.
+    let to_file = |vaddr: u64| {
+        headers
+            .iter()
+            .find(|&&(t, _, va, size)| t == 1 && (va..va + size).contains(&vaddr))
+            .map(|&(_, off, va, _)| off + (vaddr - va))
+    };
+    let mut needed_offsets = Vec::new();
+    let mut strtab = None;
+    if let Some(&(_, off, _, size)) = headers.iter().find(|h| h.0 == 2) {
+        let entry = if class64 { 16 } else { 8 };
+        for e in (off..off + size).step_by(entry) {
+            let (Some(tag), Some(val)) = (word(e as usize), word(e as usize + entry / 2)) else { break };
+            match tag {
+                0 => break,
+                1 => needed_offsets.push(val),
+                5 => strtab = to_file(val),
+                _ => {}
+            }
+        }
+    }
+    let needed = match strtab {
+        Some(base) => needed_offsets.iter().filter_map(|o| bytes.get((base + o) as usize..)).map(c_str).collect(),
+        None => Vec::new(),
+    };
+    Ok(Elf { machine, class64, interpreter, needed })
+}
+
+/// Whether a kernel of `arch` runs a program built for `machine`.
+fn runs_on(machine: u16, class64: bool, arch: Arch) -> bool {
+    match arch {
+        Arch::X86_64 => machine == 62 && class64,
+        Arch::I686 => machine == 3 && !class64,
+    }
+}
+
+fn machine_name(machine: u16) -> String {
+    match machine {
+        3 => "i386".into(),
+        62 => "x86_64".into(),
+        183 => "aarch64 (arm64)".into(),
+        40 => "arm (32-bit)".into(),
+        m => format!("machine {m}"),
+    }
+}
+
+/// Refuse `bytes` unless it is a static program every `arches` kernel runs.
+pub fn check_program(what: &str, bytes: &[u8], arches: &[Arch]) -> Result<()> {
+    let e = elf(bytes).map_err(|why| format!("{what} is {why}: a command workload runs a static ELF program"))?;
+    if let Some(a) = arches.iter().find(|a| !runs_on(e.machine, e.class64, **a)) {
+        return Err(format!(
+            "{what} is built for {}, and the image has {a} kernels: build it for {a} (an image's kernels must share one architecture to share a program)",
+            machine_name(e.machine)
+        ));
+    }
+    if e.interpreter.is_some() || !e.needed.is_empty() {
+        let interp = e.interpreter.as_deref().unwrap_or("none");
+        let libs = if e.needed.is_empty() { "none".into() } else { e.needed.join(", ") };
+        return Err(format!(
+            "{what} is dynamically linked (interpreter {interp}; libraries {libs}), and the image has neither: link it statically (musl-gcc -static, or gcc -static; `cargo xtask program` builds ours)"
+        ));
+    }
+    Ok(())
+}
+
+/// The `command` workloads of a plan, nested ones too.
+fn programs_of(plan: &Plan) -> Vec<&bootmark::workload::command::Params> {
+    fn walk<'a>(w: &'a WorkloadSpec, out: &mut Vec<&'a bootmark::workload::command::Params>) {
+        match w {
+            WorkloadSpec::Command(p) => out.push(p),
+            WorkloadSpec::Instances(i) => walk(&i.workload, out),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for w in &plan.workloads {
+        walk(w, &mut out);
+    }
+    out
+}
+
+/// Every program the plan runs is included, static, for the image's arches.
+pub fn check_plan(plan: &Plan, includes: &[Include], arches: &[Arch]) -> Result<()> {
+    for p in programs_of(plan) {
+        let candidates = p.candidates();
+        let found = candidates.iter().find_map(|c| includes.iter().find(|i| Path::new(&i.dest) == c));
+        let Some(inc) = found else {
+            let looked: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+            return Err(format!(
+                "plan '{}' runs program '{}', which no --include provides (looked for {}): add --include PATH/TO/{}",
+                plan.name,
+                p.program,
+                looked.join(", "),
+                Path::new(&p.program).file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+            ));
+        };
+        let bytes = std::fs::read(&inc.src).map_err(|e| format!("--include {}: {e}", inc.src.display()))?;
+        check_program(
+            &format!("--include {} (the plan's program '{}')", inc.src.display(), p.program),
+            &bytes,
+            arches,
+        )?;
+    }
+    Ok(())
+}
+
+/// The archive entries: (path without the leading '/', content, mode).
+/// Programs the plan runs, and files that are executable here, get 0755.
+pub fn files(includes: &[Include]) -> Result<super::mkfs::Files> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    for inc in includes {
+        let data = std::fs::read(&inc.src).map_err(|e| format!("--include {}: {e}", inc.src.display()))?;
+        let executable = std::fs::metadata(&inc.src).map(|m| m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+        let mode = if executable || data.starts_with(b"\x7fELF") { 0o755 } else { 0o644 };
+        out.push((inc.dest.trim_start_matches('/').to_string(), data, mode));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("bootmark-include-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn dest_defaults_to_usr_local_bin_and_reserved_places_are_refused() {
+        let dir = scratch("parse");
+        let prog = dir.join("loadgen");
+        std::fs::write(&prog, b"x").unwrap();
+        let p = prog.display().to_string();
+        assert_eq!(parse(&p).unwrap().dest, "/usr/local/bin/loadgen");
+        assert_eq!(parse(&format!("{p}:/opt/jobs/a.fio")).unwrap().dest, "/opt/jobs/a.fio");
+        assert!(parse(&format!("{p}:/init")).unwrap_err().contains("the image's own /init"));
+        assert!(parse(&format!("{p}:/etc/bootmark/plans/x.json")).unwrap_err().contains("/etc/bootmark"));
+        assert!(parse(&format!("{p}:/opt/../init")).unwrap_err().contains("no '..'"));
+        assert!(parse(&format!("{}/missing", dir.display())).unwrap_err().contains("No such file"));
+        assert!(parse(&dir.display().to_string()).unwrap_err().contains("not a file"));
+        let twice = parse_all(&[p.clone(), format!("{p}:/usr/local/bin/loadgen")]).unwrap_err();
+        assert!(twice.contains("already goes to /usr/local/bin/loadgen"), "{twice}");
+    }
+
+    /// The host's own programs: dynamic x86_64 glibc binaries.
+    #[test]
+    fn a_dynamic_program_is_refused_naming_its_interpreter_and_libraries() {
+        let bytes = std::fs::read("/bin/ls").unwrap();
+        let e = elf(&bytes).unwrap();
+        assert_eq!((e.machine, e.class64), (62, true));
+        assert!(e.interpreter.as_deref().unwrap().contains("ld-linux-x86-64"), "{e:?}");
+        assert!(e.needed.iter().any(|l| l.starts_with("libc.so")), "{e:?}");
+        let err = check_program("ls", &bytes, &[Arch::X86_64]).unwrap_err();
+        assert!(err.contains("dynamically linked") && err.contains("libc.so.6") && err.contains("ld-linux"), "{err}");
+        let err = check_program("ls", &bytes, &[Arch::I686]).unwrap_err();
+        assert!(err.contains("built for x86_64, and the image has i686 kernels"), "{err}");
+    }
+
+    #[test]
+    fn scripts_and_other_files_are_not_programs() {
+        assert!(check_program("s", b"#!/bin/sh\necho hi\n", &[Arch::X86_64]).unwrap_err().contains("a script"));
+        assert!(check_program("t", &[b'x'; 100], &[Arch::X86_64]).unwrap_err().contains("not an ELF program"));
+        let mut object = std::fs::read("/bin/ls").unwrap();
+        object[16] = 1; // ET_REL
+        assert!(check_program("o", &object, &[Arch::X86_64]).unwrap_err().contains("not a program"));
+        assert!(check_program("cut", &std::fs::read("/bin/ls").unwrap()[..40], &[Arch::X86_64]).is_err());
+    }
+
+    #[test]
+    fn a_plan_naming_a_program_no_include_provides_is_refused() {
+        let plan = Plan::from_json(
+            r#"{"name":"mine","workloads":[{"name":"instances","params":{"count":2,
+                "workload":{"name":"command","params":{"program":"loadgen"}}}}]}"#,
+        )
+        .unwrap();
+        let err = check_plan(&plan, &[], &[Arch::X86_64]).unwrap_err();
+        assert!(err.contains("program 'loadgen', which no --include provides"), "{err}");
+        assert!(err.contains("/usr/local/bin/loadgen") && err.contains("--include PATH/TO/loadgen"), "{err}");
+        let dynamic = Include { src: "/bin/ls".into(), dest: "/usr/local/bin/loadgen".into() };
+        assert!(check_plan(&plan, &[dynamic], &[Arch::X86_64]).unwrap_err().contains("dynamically linked"));
+    }
+}
