@@ -101,6 +101,32 @@ fn write_record(out: &mut Vec<u8>, name: &str, ino: u32, mode: u32, mtime: u32, 
 
 /// gzip with a fixed header (mtime 0, no name): the same bytes in, the same bytes out.
 /// gzip because 2.6 kernels accept nothing else for an initramfs.
+/// The smallest gzip stream we can make, for the common initramfs and its
+/// 1 MiB budget: zopfli, which every gzip reader (the 2.6.9 kernel's
+/// inflate too) decodes, 3.2 % smaller than `gzip -9` on /init (1,012,653
+/// bytes against 1,046,470, 2026-12-04) at 5 iterations, in about 5 s.
+/// Cached by content in target/cache/zopfli/, since most images of a run
+/// share their common archive; the output depends on the input alone.
+pub fn gzip_smallest(data: &[u8]) -> crate::host::project::Result<Vec<u8>> {
+    use sha2::{Digest, Sha256};
+    let key: String = Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect();
+    let dir = crate::host::project::project_root().join("target/cache/zopfli");
+    let cached = dir.join(format!("{key}.gz"));
+    if let Ok(bytes) = std::fs::read(&cached) {
+        return Ok(bytes);
+    }
+    let options = zopfli::Options { iteration_count: std::num::NonZeroU64::new(5).unwrap(), ..Default::default() };
+    let mut out = Vec::new();
+    zopfli::compress(options, zopfli::Format::Gzip, data, &mut out).map_err(|e| format!("zopfli: {e}"))?;
+    // Written aside and renamed: two lanes may make the same archive at once.
+    crate::host::fs::create_dir_all(&dir)?;
+    let tmp = dir.join(format!("{key}.{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, &out).is_ok() {
+        let _ = std::fs::rename(&tmp, &cached);
+    }
+    Ok(out)
+}
+
 pub fn gzip(data: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut enc = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::best());

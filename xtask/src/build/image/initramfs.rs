@@ -1,5 +1,6 @@
 //! The initramfs of an entry: a common archive per architecture (the
-//! static /init, device nodes old kernels need, the plans, mkfs programs)
+//! static /init, device nodes old kernels need, the plans it does not have
+//! compiled in, mkfs programs, the user's --include files)
 //! and a per-kernel archive of modules with /etc/bootmark/modules.json,
 //! concatenated (the kernel unpacks gzip'ed newc archives one after another).
 
@@ -23,12 +24,16 @@ pub fn common_archive(binary: &Path, mtime: u32, extra: &mkfs::Files) -> Result<
     for d in ["proc", "sys", "mnt", "results", "tmp"] {
         a.dir(d);
     }
+    // The plans /init does not have compiled in (the demo's, the examples).
     let plans = project_root().join("image/plans");
+    let in_init: Vec<String> = bootmark::plan::in_init().map(|n| format!("{n}.json")).collect();
     for e in fs::read_dir(&plans)?.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        a.file(&format!("etc/bootmark/plans/{name}"), fs::read(e.path())?, 0o644);
+        if !in_init.contains(&name) {
+            a.file(&format!("etc/bootmark/plans/{name}"), fs::read(e.path())?, 0o644);
+        }
     }
-    Ok(cpio::gzip(&a.to_bytes()))
+    cpio::gzip_smallest(&a.to_bytes())
 }
 
 /// The modules archive of one kernel: the closure of image/modules/*.list,
