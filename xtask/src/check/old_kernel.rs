@@ -215,6 +215,12 @@ pub fn harness() -> Result<()> {
         }
     }
     for arch in Arch::ALL {
+        report(
+            &format!("the {arch} binary running a static program (command workload) on simulated Linux 2.6.9"),
+            check_command(LINUX_2_6_9, arch),
+        );
+    }
+    for arch in Arch::ALL {
         for fs in ["ext3", "reiserfs"] {
             report(
                 &format!("the image's static {arch} mkfs formatting {fs} on simulated Linux 2.6.9"),
@@ -250,6 +256,48 @@ fn check_quick_plan(kernel: OldKernel, binary: &Path) -> Result<String> {
         return Err(format!("exit status {status:#x}; records so far:\n{text}"));
     }
     check_records(&text, usage, wall)
+}
+
+/// A `command` workload under the old kernel's syscall surface: /init
+/// forks, execs and follows the seed's program (static musl, as
+/// `cargo xtask program` builds it) to an ok record with its output; the
+/// host's glibc `true`, run the same way, must fail there, or the filter
+/// would not be simulating the old kernel.
+fn check_command(kernel: OldKernel, arch: Arch) -> Result<String> {
+    let binary = static_binary::build(arch)?;
+    let seedwrite = crate::build::program::build("seedwrite", arch, crate::host::deps::can_install())?;
+    let dir = project_root().join(format!("target/oldkernel-command-{arch}-{}", std::process::id()));
+    let work = dir.join("work");
+    fs::create_dir_all(&work)?;
+    let plan = dir.join("command.json");
+    let workload = |program: &Path, args: &[&str]| serde_json::json!({"name": "command", "params": {"program": program, "args": args}});
+    let json = serde_json::json!({"name": "old-command", "probe": {"baseline_s": 0.2, "recovery_deadline_s": 5},
+        "workloads": [workload(&seedwrite, &["20", "256"]), workload(Path::new("/bin/true"), &[])]});
+    fs::write(&plan, serde_json::to_string(&json).unwrap())?;
+    let out = dir.join("records.jsonl");
+    let sh = shell()?;
+    let mut child =
+        spawn_under(kernel, cmd!(sh, "{binary} run --plan {plan} --quiet --dir {work} --out {out}"), Streams::null())?;
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    let records: Vec<Record> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let [ours, host] = records.as_slice() else {
+        return Err(format!("expected two records, got:\n{text}"));
+    };
+    let said = ours.details["stdout"].as_str().unwrap_or_default();
+    if ours.status != Status::Ok || !said.starts_with("seedwrite: 20 files x 256 KiB") {
+        return Err(format!("seedwrite: {:?} {:?}, stdout {said:?}", ours.status, ours.error));
+    }
+    if host.status == Status::Ok {
+        return Err("the host's glibc /bin/true ran under the filter: the simulation is too lenient".into());
+    }
+    Ok(format!(
+        "\"{}\", {} written; the host's glibc program fails there: {}",
+        said.trim(),
+        bootmark::size::human(ours.bytes_written),
+        host.error.as_deref().unwrap_or_default()
+    ))
 }
 
 /// The mkfs program `--mkfs FS` puts in the image formats a file under the

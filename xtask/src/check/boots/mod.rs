@@ -9,6 +9,7 @@ pub mod bisect_git;
 pub mod bisect_ladder;
 pub mod boot_ways;
 pub mod built_image;
+pub mod command;
 pub mod failing_disk;
 pub mod generations;
 pub mod hostile_disks;

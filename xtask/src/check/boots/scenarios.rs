@@ -8,9 +8,9 @@
 
 use super::testbed::Testbed;
 use super::{
-    bisect_ladder, boot_ways, built_image, failing_disk, generations, hostile_disks, i686, iso, kernel_rpm, lab_ipmi,
-    lab_qemu, lab_redfish, lava, lvm_on_md, md_layouts, mechanisms, nvme, old_machine, resets, secure_boot, sequence,
-    sweep, watch, write_log,
+    bisect_ladder, boot_ways, built_image, command, failing_disk, generations, hostile_disks, i686, iso, kernel_rpm,
+    lab_ipmi, lab_qemu, lab_redfish, lava, lvm_on_md, md_layouts, mechanisms, nvme, old_machine, resets, secure_boot,
+    sequence, sweep, watch, write_log,
 };
 use crate::host::project::Result;
 
@@ -243,6 +243,14 @@ pub const SCENARIOS: &[Scenario] = &[
         groups: &[E2e],
         lane: Beside,
         run: |b| sweep::test(b.package()?, &b.base),
+    },
+    Scenario {
+        name: "command",
+        title: "your own program",
+        about: "The seed's C program, built static and put in the image with --include, run by a `command` workload beside manyfiles; a bad argument's error record",
+        groups: &[E2e],
+        lane: Beside,
+        run: |b| command::test(b.package()?, &b.base),
     },
     Scenario {
         name: "mechanisms",

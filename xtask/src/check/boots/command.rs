@@ -1,0 +1,113 @@
+//! Your own program in QEMU: the seed's C program (image/programs/seedwrite.c,
+//! built static by `cargo xtask program`) put into an image with `--include`
+//! and run by a `command` workload beside its built-in twin, `manyfiles`,
+//! under Debian's kernel. Its records must be ok with the program's own
+//! output, its exact bytes and the SHA-256 of the program that ran, the
+//! probe's waits beside them; a bad argument must give an error record
+//! quoting the program's stderr; serial and stick must agree; the report
+//! must show the program's row.
+
+use super::support::{results, serial_documents, stick_documents, test_boot, test_image};
+use crate::boot::disks::scratch_disk;
+use crate::boot::qemu;
+use crate::build::arch::Arch;
+use crate::build::image;
+use crate::host::fs;
+use crate::host::project::Result;
+use bootmark::record::{Record, Status};
+use std::path::Path;
+
+/// 64 files of 512 KiB: the seed's shape, small enough for a TCG boot.
+const PLAN: &str = r#"{
+  "name": "command-check",
+  "description": "cargo xtask check command: seedwrite as a command workload beside manyfiles",
+  "probe": { "interval_ms": 100, "baseline_s": 1.0, "recovery_deadline_s": 10 },
+  "workload_deadline_s": 240,
+  "workloads": [
+    { "name": "command", "params": { "program": "seedwrite", "args": ["64", "512"], "final_sync": true } },
+    { "name": "manyfiles", "params": { "files": 64, "file_size": "512KiB", "sync": "end" } },
+    { "name": "command", "params": { "program": "seedwrite", "args": ["3", "x"] } }
+  ]
+}"#;
+
+pub fn test(package: &str, base: &Path) -> Result<()> {
+    let program = crate::build::program::build("seedwrite", Arch::X86_64, crate::host::deps::can_install())?;
+    let plan = base.join("command-check.json");
+    fs::write(&plan, PLAN)?;
+    let image_args = image::Args {
+        plan: plan.display().to_string(),
+        includes: vec![program.display().to_string()],
+        ..test_image(vec![package.into()], base.join("image-command"), None)
+    };
+    let out = image::build(&image_args)?;
+    let disk = base.join("scratch-command.img");
+    scratch_disk(&disk, "ext3", 512)?;
+    let stick_before = stick_documents(&out.join("usb.img"))?;
+    let booted = qemu::boot(&test_boot(out.clone(), disk, base.join("serial-command.log")))?;
+    let serial = serial_documents(&booted.serial);
+    let stick: Vec<_> =
+        stick_documents(&out.join("usb.img"))?.into_iter().filter(|d| !stick_before.contains(d)).collect();
+    let records = results(&serial);
+    let tail = || qemu::tail(&booted.serial, 25);
+    let [ours, twin, bad] = records.as_slice() else {
+        return Err(format!("expected three records, got {}\n{}", records.len(), tail()));
+    };
+    let said = check_program_record(ours, &fs::sha256_file(&program)?)?;
+    if twin.status != Status::Ok {
+        return Err(format!("manyfiles: {:?}", twin.error));
+    }
+    let error = bad.error.as_deref().unwrap_or_default();
+    if bad.status != Status::Error
+        || !error.contains("exited with code 1")
+        || !error.contains("SIZE_KIB must be a positive number, not 'x'")
+    {
+        return Err(format!("a bad argument should be an error record quoting seedwrite's stderr: {error:?}"));
+    }
+    if stick != serial {
+        return Err(format!(
+            "the stick got {} new documents that differ from the {} on serial",
+            stick.len(),
+            serial.len()
+        ));
+    }
+    let report = bootmark::report::report(records.iter().copied(), bootmark::report::Options::default())?;
+    if !report.rows.iter().any(|r| r.workload.starts_with("command")) {
+        let rows: Vec<&str> = report.rows.iter().map(|r| r.workload.as_str()).collect();
+        return Err(format!("the report has no row for the program: {rows:?}"));
+    }
+    let p99 = |r: &Record| r.responsiveness.as_ref().map_or(f64::NAN, |x| x.p99_ms);
+    println!(
+        "e2e: command: {package}, seedwrite (static, --include) as a command workload: \"{said}\", {:.2} s to durable, probe p99 {:.1} ms; manyfiles on the same files {:.2} s, probe p99 {:.1} ms; a bad argument an error record quoting its stderr; serial and stick agree ({:.1} s)",
+        ours.times.durable_s.unwrap_or(f64::NAN),
+        p99(ours),
+        twin.times.durable_s.unwrap_or(twin.times.wall_s),
+        p99(twin),
+        booted.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The program's record: ok, its output, its bytes, its SHA-256, the probe
+/// and its CPU. Returns what it printed.
+fn check_program_record(r: &Record, sha256: &str) -> Result<String> {
+    let d = &r.details;
+    let said = d["stdout"].as_str().unwrap_or_default().trim().to_string();
+    if r.status != Status::Ok || !said.starts_with("seedwrite: 64 files x 512 KiB in ") {
+        return Err(format!("seedwrite: {:?} {:?}, stdout {said:?}, stderr {:?}", r.status, r.error, d["stderr"]));
+    }
+    if d["program"] != "/usr/local/bin/seedwrite" || d["program_sha256"] != sha256 {
+        return Err(format!("the record names another program: {} {}", d["program"], d["program_sha256"]));
+    }
+    // What it passed to write(), from the kernel's task I/O counters.
+    if r.bytes_written != 64 * 512 * 1024 {
+        return Err(format!("seedwrite wrote 32 MiB, the record says {} ({})", r.bytes_written, d["io"]));
+    }
+    let durable = r.times.durable_s.unwrap_or(0.0);
+    if durable < r.times.wall_s || r.times.user_s + r.times.sys_s <= 0.0 {
+        return Err(format!("times: {:?}", r.times));
+    }
+    if r.responsiveness.as_ref().is_none_or(|x| x.samples == 0) {
+        return Err("no probe samples beside the program".into());
+    }
+    Ok(said)
+}
