@@ -1,6 +1,6 @@
 //! `--include SRC[:DEST]`: the user's own files in the image — the static
-//! program a `command` workload runs, an input or job file it reads — put
-//! into the common archive of every entry.
+//! program a `command` workload runs, an input or job file it reads — in an
+//! archive of their own in every entry's initramfs (`initramfs.rs`).
 //!
 //! Checked here, at build time, because at boot there is no one to ask: a
 //! program the plan runs must be provided by an `--include`, and must be a

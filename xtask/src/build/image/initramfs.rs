@@ -1,8 +1,10 @@
 //! The initramfs of an entry: a common archive per architecture (the
 //! static /init, device nodes old kernels need, the plans it does not have
-//! compiled in, mkfs programs, the user's --include files)
-//! and a per-kernel archive of modules with /etc/bootmark/modules.json,
-//! concatenated (the kernel unpacks gzip'ed newc archives one after another).
+//! compiled in, mkfs programs), the user's --include files in an archive of
+//! their own (a program of theirs may be megabytes: the common archive has a
+//! 1 MiB budget), and a per-kernel archive of modules with
+//! /etc/bootmark/modules.json, concatenated (the kernel unpacks gzip'ed newc
+//! archives one after another).
 
 use super::sources::Kernel;
 use super::{cpio, mkfs, modules};
@@ -34,6 +36,18 @@ pub fn common_archive(binary: &Path, mtime: u32, extra: &mkfs::Files) -> Result<
         }
     }
     cpio::gzip_smallest(&a.to_bytes())
+}
+
+/// The --include files' archive, shared by every entry; empty without any.
+pub fn included_archive(includes: &[super::include::Include], mtime: u32) -> Result<Vec<u8>> {
+    if includes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut a = cpio::Archive::new(mtime);
+    for (path, data, mode) in super::include::files(includes)? {
+        a.file(&path, data, mode);
+    }
+    Ok(cpio::gzip(&a.to_bytes()))
 }
 
 /// The modules archive of one kernel: the closure of image/modules/*.list,

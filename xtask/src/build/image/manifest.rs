@@ -68,6 +68,14 @@ pub struct InitramfsSizes {
     pub common_gzip_bytes: usize,
     /// The entry's own modules archive, appended to the common one.
     pub modules_gzip_bytes: usize,
+    /// The user's files (`--include`), an archive of their own between the
+    /// two, outside the common archive's 1 MiB budget; 0 without any.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub included_gzip_bytes: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Manifest {

@@ -5,8 +5,8 @@
 //! every kernel found and checked, with --secure-boot every kernel's
 //! signature and Debian's signed chain, the plan, every entry's command
 //! line — and `assemble` below makes the outputs from the `Build` alone:
-//! static /init per arch → initramfs (common archive + per-kernel modules
-//! archive, concatenated) → staged files → usb.img → pxe/ → bootmark.iso →
+//! static /init per arch → initramfs (common archive, the --include files'
+//! archive, per-kernel modules archive, concatenated) → staged files → usb.img → pxe/ → bootmark.iso →
 //! manifest. Everything is made in OUT.tmp and renamed to OUT at the end.
 
 pub mod args;
@@ -89,7 +89,6 @@ fn common_archives(b: &Build) -> Result<BTreeMap<Arch, (Vec<u8>, String)>> {
         };
         let mut extra = mkfs::files(&b.mkfs, arch, b.install_deps)?;
         extra.extend(b.plan.file.iter().map(|(path, bytes)| (path.clone(), bytes.clone(), 0o644)));
-        extra.extend(include::files(&b.includes)?);
         let common = initramfs::common_archive(&bin, b.mtime, &extra)?;
         eprintln!("image: common initramfs for {arch}: {} gzip", bootmark::size::human(common.len() as u64));
         commons.insert(arch, (common, fs::sha256_file(&bin)?));
@@ -167,6 +166,10 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
 /// under boot/kN/; the manifest's facts of every entry that boots it.
 fn stage_kernels(b: &Build, stage: &Path) -> Result<Vec<manifest::Entry>> {
     let commons = common_archives(b)?;
+    let included = initramfs::included_archive(&b.includes, b.mtime)?;
+    if !included.is_empty() {
+        eprintln!("image: --include files: {} gzip", bootmark::size::human(included.len() as u64));
+    }
     let mut entry_facts = Vec::new();
     for (i, k) in b.kernels.iter().enumerate() {
         let kdir = resolve::kernel_dir(i);
@@ -177,6 +180,7 @@ fn stage_kernels(b: &Build, stage: &Path) -> Result<Vec<manifest::Entry>> {
         let (common, bin_sha) = &commons[&k.arch];
         eprintln!("image: {kdir}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
         let mut initrd = common.clone();
+        initrd.extend_from_slice(&included);
         initrd.extend_from_slice(&mods);
         fs::write(dir.join("initrd.gz"), &initrd)?;
         let config_sha256 = k.config.as_ref().map(|c| fs::sha256_file(&c.path)).transpose()?;
@@ -197,7 +201,11 @@ fn stage_kernels(b: &Build, stage: &Path) -> Result<Vec<manifest::Entry>> {
                     .and_then(|c| c.path.file_name())
                     .map(|n| n.to_string_lossy().into_owned()),
                 kernel_config_sha256: config_sha256.clone(),
-                initramfs: manifest::InitramfsSizes { common_gzip_bytes: common.len(), modules_gzip_bytes: mods.len() },
+                initramfs: manifest::InitramfsSizes {
+                    common_gzip_bytes: common.len(),
+                    modules_gzip_bytes: mods.len(),
+                    included_gzip_bytes: included.len(),
+                },
                 bootmark_binary_sha256: bin_sha.clone(),
             });
         }
@@ -330,7 +338,15 @@ mod tests {
         std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&initrd[..]), &mut archive).unwrap();
         let has = |needle: &[u8]| archive.windows(needle.len()).any(|w| w == needle);
         assert!(has(b"usr/local/bin/seedwrite\0") && has(&std::fs::read(&program).unwrap()));
+        // In an archive of its own: the common one, with its budget, is the same with or without it.
+        let sizes = &manifest::Manifest::read(&out).unwrap().entries[0].initramfs;
+        let (common, included) = (sizes.common_gzip_bytes, sizes.included_gzip_bytes);
+        let (without, base_without) = build_test_image("include-none");
+        let plain = &manifest::Manifest::read(&without).unwrap().entries[0].initramfs;
+        assert!(included > 10_000 && plain.included_gzip_bytes == 0, "{included}");
+        assert_eq!(common, plain.common_gzip_bytes);
         std::fs::remove_dir_all(&base).unwrap();
+        std::fs::remove_dir_all(&base_without).unwrap();
     }
 
     #[test]
