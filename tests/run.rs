@@ -262,8 +262,8 @@ fn bad_input_gets_one_clear_error_and_writes_nothing() {
     let unknown_param =
         write_plan(&sibling(&dir, "b"), r#"{"name":"x","workloads":[{"name":"seqwrite","params":{"bs":"16k"}}]}"#);
     refused(&["run", "--plan", unknown_param.to_str().unwrap(), "--dir", d], &dir, "unknown field `bs`");
-    let unknown_workload = write_plan(&sibling(&dir, "c"), r#"{"name":"x","workloads":[{"name":"fio"}]}"#);
-    refused(&["run", "--plan", unknown_workload.to_str().unwrap(), "--dir", d], &dir, "unknown workload 'fio'");
+    let unknown_workload = write_plan(&sibling(&dir, "c"), r#"{"name":"x","workloads":[{"name":"iozone"}]}"#);
+    refused(&["run", "--plan", unknown_workload.to_str().unwrap(), "--dir", d], &dir, "unknown workload 'iozone'");
     let huge = write_plan(
         &sibling(&dir, "d"),
         r#"{"name":"huge","workloads":[{"name":"seqwrite","params":{"size":"900TiB"}}]}"#,

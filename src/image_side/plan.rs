@@ -248,6 +248,7 @@ mod tests {
             let base = match name {
                 "instances" => serde_json::json!({"workload": {"name": "idle"}}),
                 "command" => serde_json::json!({"program": "true"}),
+                "fio" => serde_json::json!({"job": "[x]"}),
                 _ => serde_json::json!({}),
             };
             let spec = WorkloadSpec::from_parts(name, base.clone()).unwrap();
@@ -259,7 +260,10 @@ mod tests {
             // params_json: the workload must still take them (unknown ones are errors).
             for p in listed.iter().filter(|p| !defaults.iter().any(|d| d == *p)) {
                 let mut given = base.clone();
-                given[*p] = if *p == "cwd" { serde_json::json!("sub") } else { serde_json::json!(1048576) };
+                given[*p] = match *p {
+                    "cwd" | "job" | "job_file" => serde_json::json!("/a/string"),
+                    _ => serde_json::json!(1048576),
+                };
                 assert!(WorkloadSpec::from_parts(name, given).is_ok(), "docs/plans.md lists {name}'s param {p}");
             }
         }

@@ -74,6 +74,18 @@ impl Histogram {
         self.max_ns = self.max_ns.max(ns);
     }
 
+    /// `n` values of `ns` at once (another tool's histogram bins).
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.counts[bucket_index(ns)] += n;
+        self.count += n;
+        self.sum_ns += ns as u128 * n as u128;
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
     pub fn count(&self) -> u64 {
         self.count
     }

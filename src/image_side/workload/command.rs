@@ -101,10 +101,7 @@ impl Params {
     /// The directory names a plan's programs are found in, for the image
     /// builder's check that an `--include` provides each.
     pub fn candidates(&self) -> Vec<PathBuf> {
-        if self.program.starts_with('/') {
-            return vec![PathBuf::from(&self.program)];
-        }
-        DEFAULT_PATH.split(':').map(|d| Path::new(d).join(&self.program)).collect()
+        candidates(&self.program)
     }
 }
 
@@ -119,6 +116,14 @@ fn task_io() -> Option<(BTreeMap<String, i64>, u64)> {
         counters.insert(k.trim().to_string(), v.trim().parse().ok()?);
     }
     Some((counters, text.len() as u64))
+}
+
+/// Where an image must hold `program` for a workload to find it.
+pub fn candidates(program: &str) -> Vec<PathBuf> {
+    if program.starts_with('/') {
+        return vec![PathBuf::from(program)];
+    }
+    DEFAULT_PATH.split(':').map(|d| Path::new(d).join(program)).collect()
 }
 
 /// The program's path: as given when absolute, else the first match in PATH.

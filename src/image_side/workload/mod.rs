@@ -8,6 +8,7 @@
 
 pub mod cache;
 pub mod command;
+pub mod fio;
 pub mod idle;
 pub mod instances;
 pub mod io;
@@ -33,9 +34,10 @@ pub enum WorkloadSpec {
     Instances(instances::Params),
     Idle(idle::Params),
     Command(command::Params),
+    Fio(fio::Params),
 }
 
-pub const NAMES: [&str; 7] = ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle", "command"];
+pub const NAMES: [&str; 8] = ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle", "command", "fio"];
 
 /// Where a workload may write and how it reports progress.
 pub struct Context<'a> {
@@ -122,6 +124,7 @@ impl WorkloadSpec {
             WorkloadSpec::Instances(_) => "instances",
             WorkloadSpec::Idle(_) => "idle",
             WorkloadSpec::Command(_) => "command",
+            WorkloadSpec::Fio(_) => "fio",
         }
     }
 
@@ -134,6 +137,7 @@ impl WorkloadSpec {
             WorkloadSpec::Instances(p) => serde_json::to_value(p),
             WorkloadSpec::Idle(p) => serde_json::to_value(p),
             WorkloadSpec::Command(p) => serde_json::to_value(p),
+            WorkloadSpec::Fio(p) => serde_json::to_value(p),
         };
         v.expect("params always serialize")
     }
@@ -152,6 +156,7 @@ impl WorkloadSpec {
             "instances" => WorkloadSpec::Instances(parse(name, params)?),
             "idle" => WorkloadSpec::Idle(parse(name, params)?),
             "command" => WorkloadSpec::Command(parse(name, params)?),
+            "fio" => WorkloadSpec::Fio(parse(name, params)?),
             other => {
                 return Err(format!("unknown workload '{other}': known workloads are {}", NAMES.join(", ")));
             }
@@ -167,6 +172,7 @@ impl WorkloadSpec {
             WorkloadSpec::Instances(p) => p.validate(),
             WorkloadSpec::Idle(p) => p.validate(),
             WorkloadSpec::Command(p) => p.validate(),
+            WorkloadSpec::Fio(p) => p.validate(),
         }
         .map_err(|e| format!("workload '{}': {e}", self.name()))
     }
@@ -178,7 +184,7 @@ impl WorkloadSpec {
             WorkloadSpec::Seqread(p) => p.footprint(),
             WorkloadSpec::Sort(p) => p.footprint(mem_total),
             WorkloadSpec::Instances(p) => p.footprint(mem_total),
-            WorkloadSpec::Idle(_) | WorkloadSpec::Command(_) => Footprint::default(),
+            WorkloadSpec::Idle(_) | WorkloadSpec::Command(_) | WorkloadSpec::Fio(_) => Footprint::default(),
         }
     }
 
@@ -190,7 +196,7 @@ impl WorkloadSpec {
             WorkloadSpec::Seqread(p) => p.size.0,
             WorkloadSpec::Sort(p) => p.input_size(mem_total).saturating_mul(4),
             WorkloadSpec::Instances(p) => (p.count as u64).saturating_mul(p.workload.expected_bytes(mem_total)),
-            WorkloadSpec::Idle(_) | WorkloadSpec::Command(_) => 0,
+            WorkloadSpec::Idle(_) | WorkloadSpec::Command(_) | WorkloadSpec::Fio(_) => 0,
         }
     }
 
@@ -204,6 +210,7 @@ impl WorkloadSpec {
             WorkloadSpec::Instances(p) => instances::run(p, ctx),
             WorkloadSpec::Idle(p) => idle::run(p, ctx),
             WorkloadSpec::Command(p) => command::run(p, ctx),
+            WorkloadSpec::Fio(p) => fio::run(p, ctx),
         }
     }
 }
