@@ -72,8 +72,9 @@ pub struct Glance<'a> {
     pub kernel_events: Option<KernelEvents<'a>>,
     #[serde(default)]
     sources: Map<Str, Str>,
-    /// Any JSON: a workload's own facts.
-    details: IgnoredAny,
+    /// Any JSON: a workload's own facts; of them, fio's per-job figures are kept.
+    #[serde(default)]
+    pub details: Details,
     #[serde(borrow)]
     pub notes: Vec<Text<'a>>,
     /// Where the whole record is: the bytes glanced at, or a record already parsed.
@@ -83,6 +84,103 @@ pub struct Glance<'a> {
     /// findings keep is parsed once).
     #[serde(skip)]
     parsed: OnceCell<Box<Record>>,
+}
+
+/// `details` at a glance: what a `fio` workload measured per job, when it
+/// ran; any other workload's facts (any JSON) are skipped unbuilt.
+#[derive(Debug, Default)]
+pub struct Details {
+    pub fio: Vec<FioJob>,
+}
+
+/// One fio job's figures (`details.fio.jobs[]`), a direction where it did I/O.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct FioJob {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub read: Option<FioDirection>,
+    #[serde(default)]
+    pub write: Option<FioDirection>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct FioDirection {
+    #[serde(default)]
+    pub bw_bytes: f64,
+    #[serde(default)]
+    pub iops: f64,
+    #[serde(default)]
+    pub clat: FioClat,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct FioClat {
+    #[serde(default)]
+    pub p99_ms: Option<f64>,
+}
+
+#[derive(Default, Deserialize)]
+struct FioJobs {
+    #[serde(default)]
+    jobs: Vec<FioJob>,
+}
+
+impl Details {
+    /// From a whole record's `details`.
+    fn of(details: &Value) -> Details {
+        let jobs = details.get("fio").and_then(|f| serde_json::from_value::<FioJobs>(f.clone()).ok());
+        Details { fio: jobs.map(|j| j.jobs).unwrap_or_default() }
+    }
+}
+
+impl<'de> Deserialize<'de> for Details {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Details;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Details, A::Error> {
+                let mut out = Details::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if key == "fio" {
+                        out.fio = map.next_value::<FioJobs>()?.jobs;
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(out)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Details, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Details::default())
+            }
+            fn visit_unit<E>(self) -> Result<Details, E> {
+                Ok(Details::default())
+            }
+            fn visit_none<E>(self) -> Result<Details, E> {
+                Ok(Details::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Details, E> {
+                Ok(Details::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Details, E> {
+                Ok(Details::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Details, E> {
+                Ok(Details::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Details, E> {
+                Ok(Details::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Details, E> {
+                Ok(Details::default())
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// `counters` (`record::Counters`): the disk's request counts kept (the
@@ -493,7 +591,7 @@ impl<'a> Glance<'a> {
                 ..KernelEvents::default()
             }),
             sources: Map::default(),
-            details: IgnoredAny,
+            details: Details::of(&r.details),
             notes: r.notes.iter().map(|n| Cow::Borrowed(n.as_str())).collect(),
             whole: Whole::Record(r),
             parsed: OnceCell::new(),
@@ -526,6 +624,24 @@ impl<'a> Glance<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `details` is any JSON: only fio's jobs are kept, from a glance at
+    /// the bytes as from a whole record.
+    #[test]
+    fn details_keep_fios_jobs_and_skip_anything_else() {
+        let from_bytes = |text: &str| serde_json::from_str::<Details>(text).unwrap().fio;
+        for other in ["null", "[1,{\"a\":2}]", "3", "\"x\"", "{\"files\":1000,\"instances\":[{\"index\":0}]}"] {
+            assert!(from_bytes(other).is_empty(), "{other}");
+        }
+        let fio = json!({"exit": "exited with code 0", "fio": {"version": "fio-3.33", "jobs": [
+            {"name": "reader", "error": 0, "read": {"io_bytes": 4096, "bw_bytes": 8192.0, "iops": 2.0, "clat": {"p99_ms": 77.0}}},
+            {"name": "writer", "write": {"bw_bytes": 1048576.0, "iops": 64.0, "clat": {}}}]}});
+        for jobs in [from_bytes(&fio.to_string()), Details::of(&fio).fio] {
+            assert_eq!(jobs.len(), 2);
+            assert_eq!((jobs[0].name.as_str(), jobs[0].read.as_ref().unwrap().clat.p99_ms), ("reader", Some(77.0)));
+            assert!(jobs[0].write.is_none() && jobs[1].write.as_ref().unwrap().clat.p99_ms.is_none());
+        }
+    }
 
     /// Every leaf of real records, one at a time, made the wrong type: the
     /// glance refuses exactly what the whole schema refuses (so collect,

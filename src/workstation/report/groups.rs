@@ -12,6 +12,14 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 
+/// One fio job's direction over a group's runs.
+struct FioFigures {
+    stream: String,
+    mib_s: Vec<f64>,
+    iops: Vec<f64>,
+    clat_p99_ms: Vec<f64>,
+}
+
 /// The figures of a group's ok runs, in the order seen.
 #[derive(Default)]
 struct Figures {
@@ -28,6 +36,8 @@ struct Figures {
     device_read_p50: Vec<f64>,
     stalls: Vec<f64>,
     recovery: Vec<f64>,
+    /// fio's figures per job and direction ("reader read"), a run each.
+    fio: Vec<FioFigures>,
     /// The average write request the device got, KiB (diskstats' sectors per write).
     write_request_kib: Vec<f64>,
     /// The target queue's max_sectors_kb of each run, each value once.
@@ -120,6 +130,24 @@ impl Group {
         if let Some(d) = r.counters.disk_delta.as_ref().filter(|d| d.writes > 0) {
             f.write_request_kib.push(d.sectors_written as f64 / 2.0 / d.writes as f64);
         }
+        for job in &r.details.fio {
+            for (dir, d) in [("read", &job.read), ("write", &job.write)] {
+                let Some(d) = d else { continue };
+                let stream = format!("{} {dir}", job.name);
+                let at = match f.fio.iter().position(|x| x.stream == stream) {
+                    Some(i) => i,
+                    None => {
+                        let empty = FioFigures { stream, mib_s: vec![], iops: vec![], clat_p99_ms: vec![] };
+                        f.fio.push(empty);
+                        f.fio.len() - 1
+                    }
+                };
+                let x = &mut f.fio[at];
+                x.mib_s.push(d.bw_bytes / (1 << 20) as f64);
+                x.iops.push(d.iops);
+                x.clat_p99_ms.extend(d.clat.p99_ms);
+            }
+        }
         if let Some(kb) = r.storage.queue.get("queue/max_sectors_kb")
             && !f.max_sectors_kb.iter().any(|k| k == kb)
         {
@@ -169,6 +197,16 @@ impl Group {
             recovery_s: stats::summarize(&f.recovery),
             write_request_kib: stats::summarize(&f.write_request_kib),
             max_sectors_kb: f.max_sectors_kb.clone(),
+            fio: f
+                .fio
+                .iter()
+                .map(|x| super::FioRow {
+                    stream: x.stream.clone(),
+                    mib_s: stats::summarize(&x.mib_s),
+                    iops: stats::summarize(&x.iops),
+                    clat_p99_ms: stats::summarize(&x.clat_p99_ms),
+                })
+                .collect(),
             speedup: None,
             significant: false,
             baseline: false,

@@ -144,11 +144,39 @@ pub struct Row {
     /// each value its runs recorded; empty for records from before it was recorded.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub max_sectors_kb: Vec<String>,
+    /// fio's own figures, per job and direction, for a `fio` workload's rows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fio: Vec<FioRow>,
     /// Against the baseline row of the same workload: baseline mean real / this mean real.
     pub speedup: Option<f64>,
     pub significant: bool,
     pub baseline: bool,
     pub notes: Vec<String>,
+}
+
+/// One fio job's direction over a row's runs: what fio measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct FioRow {
+    /// The job's name and the direction: "reader read".
+    pub stream: String,
+    pub mib_s: Option<Summary>,
+    pub iops: Option<Summary>,
+    /// fio's completion-latency p99.
+    pub clat_p99_ms: Option<Summary>,
+}
+
+impl FioRow {
+    /// "fio reader read: 25 IOPS, 0.1 MiB/s, clat p99 2.5 ms" (medians).
+    pub fn line(&self) -> String {
+        let m = |s: &Option<Summary>, d: usize| s.as_ref().map_or("-".into(), |s| format!("{:.d$}", s.median));
+        format!(
+            "fio {}: {} IOPS, {} MiB/s, clat p99 {} ms",
+            self.stream,
+            m(&self.iops, 0),
+            m(&self.mib_s, 1),
+            m(&self.clat_p99_ms, 2)
+        )
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -480,7 +508,8 @@ pub fn cells(r: &Row) -> Vec<String> {
     cells.push(cell(&r.stalls_over_1s, 0));
     cells.push(cell(&r.recovery_s, 1));
     cells.push(versus(r));
-    cells.push(r.notes.join("; "));
+    let fio = r.fio.iter().map(FioRow::line);
+    cells.push(fio.chain(r.notes.iter().cloned()).collect::<Vec<_>>().join("; "));
     cells
 }
 

@@ -66,6 +66,9 @@ fn table(rows: &[Row], by: &[String]) -> String {
             r.max_stall_ms.map_or("-".into(), |m| format!("{m:.0}")),
             versus(r)
         );
+        for f in &r.fio {
+            out += &wrap(&f.line(), "    ", "      ");
+        }
     }
     out + "Medians over the runs; n! some runs not ok; ns: not significant (the 95 %\nintervals of the mean real times overlap).\n"
 }

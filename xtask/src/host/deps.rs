@@ -21,6 +21,7 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("/usr/include/linux/major.h", "linux-libc-dev"), // the static mkreiserfs
     ("curl", "curl"),                                 // its pinned e2fsprogs source
     ("git", "git"), // tests/bisect.rs's histories; `bootmark bisect git` and check bisect-git
+    ("fio", "fio"), // tests/fio.rs: Debian's fio under `bootmark run`; `cargo xtask bench`
     ("make", "make"),
     ("strip", "binutils"),
     ("g++", "g++"),                     // libFuzzer (cargo fuzz) is C++
@@ -163,7 +164,6 @@ mod tests {
         ("reiserfsck", "reiserfsprogs, listed as mkfs.reiserfs"),
         ("debugreiserfs", "reiserfsprogs, listed as mkfs.reiserfs"),
         ("grub-mknetdir", "grub-common, listed as grub-mkstandalone"),
-        ("fio", "only `cargo xtask bench`, which names its package when fio is missing"),
     ];
 
     fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
