@@ -89,6 +89,10 @@ pub struct Args {
     /// program the plan runs is refused unless it is a static ELF for the image's kernels.
     #[arg(long = "include", value_name = "SRC[:DEST]")]
     pub includes: Vec<String>,
+    /// Put a static fio (built from Debian 12's fio 3.33 source with musl, cached) in the
+    /// image at /usr/local/bin/fio, for the plan's `fio` workloads (x86_64 images).
+    #[arg(long)]
+    pub fio: bool,
     /// Stick image size in MiB (default: contents plus 128 MiB).
     #[arg(long)]
     pub size: Option<u64>,

@@ -202,11 +202,13 @@ pub fn check_program(what: &str, bytes: &[u8], arches: &[Arch]) -> Result<()> {
     Ok(())
 }
 
-/// The `command` workloads of a plan, nested ones too.
-fn programs_of(plan: &Plan) -> Vec<&bootmark::workload::command::Params> {
-    fn walk<'a>(w: &'a WorkloadSpec, out: &mut Vec<&'a bootmark::workload::command::Params>) {
+/// What a plan's workloads need from the image: (the workload, the
+/// program it runs, a job file it reads), nested ones too.
+fn needs_of(plan: &Plan) -> Vec<(&'static str, &str, Option<&str>)> {
+    fn walk<'a>(w: &'a WorkloadSpec, out: &mut Vec<(&'static str, &'a str, Option<&'a str>)>) {
         match w {
-            WorkloadSpec::Command(p) => out.push(p),
+            WorkloadSpec::Command(p) => out.push(("command", &p.program, None)),
+            WorkloadSpec::Fio(p) => out.push(("fio", &p.program, p.job_file.as_deref())),
             WorkloadSpec::Instances(i) => walk(&i.workload, out),
             _ => {}
         }
@@ -218,27 +220,37 @@ fn programs_of(plan: &Plan) -> Vec<&bootmark::workload::command::Params> {
     out
 }
 
-/// Every program the plan runs is included, static, for the image's arches.
+/// Every program the plan runs is included, static, for the image's arches;
+/// every job file it reads is included.
 pub fn check_plan(plan: &Plan, includes: &[Include], arches: &[Arch]) -> Result<()> {
-    for p in programs_of(plan) {
-        let candidates = p.candidates();
+    for (workload, program, job_file) in needs_of(plan) {
+        let candidates = bootmark::workload::command::candidates(program);
         let found = candidates.iter().find_map(|c| includes.iter().find(|i| Path::new(&i.dest) == c));
         let Some(inc) = found else {
             let looked: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+            let add = match workload {
+                "fio" if program == "fio" => "add --fio (a static fio built from Debian's source)".to_string(),
+                _ => format!(
+                    "add --include PATH/TO/{}",
+                    Path::new(program).file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+                ),
+            };
             return Err(format!(
-                "plan '{}' runs program '{}', which no --include provides (looked for {}): add --include PATH/TO/{}",
+                "plan '{}' runs program '{program}', which no --include provides (looked for {}): {add}",
                 plan.name,
-                p.program,
-                looked.join(", "),
-                Path::new(&p.program).file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+                looked.join(", ")
             ));
         };
         let bytes = std::fs::read(&inc.src).map_err(|e| format!("--include {}: {e}", inc.src.display()))?;
-        check_program(
-            &format!("--include {} (the plan's program '{}')", inc.src.display(), p.program),
-            &bytes,
-            arches,
-        )?;
+        check_program(&format!("--include {} (the plan's program '{program}')", inc.src.display()), &bytes, arches)?;
+        if let Some(job) = job_file
+            && !includes.iter().any(|i| i.dest == job)
+        {
+            return Err(format!(
+                "plan '{}' runs fio on job_file {job}, which no --include provides: add --include PATH/TO/JOB.fio:{job}, or give the job inline (\"job\")",
+                plan.name
+            ));
+        }
     }
     Ok(())
 }
@@ -318,6 +330,11 @@ mod tests {
         .unwrap();
         let err = check_plan(&plan, &[], &[Arch::X86_64]).unwrap_err();
         assert!(err.contains("program 'loadgen', which no --include provides"), "{err}");
+        let fio = Plan::from_json(r#"{"name":"f","workloads":[{"name":"fio","params":{"job_file":"/etc/seed.fio"}}]}"#)
+            .unwrap();
+        assert!(check_plan(&fio, &[], &[Arch::X86_64]).unwrap_err().contains("add --fio"));
+        let fake_fio = Include { src: "/bin/ls".into(), dest: "/usr/local/bin/fio".into() };
+        assert!(check_plan(&fio, &[fake_fio], &[Arch::X86_64]).unwrap_err().contains("dynamically linked"));
         assert!(err.contains("/usr/local/bin/loadgen") && err.contains("--include PATH/TO/loadgen"), "{err}");
         let dynamic = Include { src: "/bin/ls".into(), dest: "/usr/local/bin/loadgen".into() };
         assert!(check_plan(&plan, &[dynamic], &[Arch::X86_64]).unwrap_err().contains("dynamically linked"));

@@ -27,6 +27,7 @@ pub mod rpm;
 pub mod secure_boot;
 pub mod sequence;
 pub mod sources;
+pub mod static_fio;
 pub mod static_mkfs;
 pub mod usb;
 

@@ -99,10 +99,22 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Build> {
     if args.default >= entries.len() {
         return Err(format!("--default {} but there are only {} entries", args.default, entries.len()));
     }
-    let includes = super::include::parse_all(&args.includes)?;
+    let mut includes = super::include::parse_all(&args.includes)?;
     let mut arches: Vec<Arch> = kernels.iter().map(|k| k.arch).collect();
     arches.sort();
     arches.dedup();
+    if args.fio {
+        let dest = super::static_fio::IN_IMAGE.to_string();
+        if let Some(i) = includes.iter().find(|i| i.dest == dest) {
+            return Err(format!("--fio and --include {} both go to {dest}: give one of them", i.src.display()));
+        }
+        for arch in &arches {
+            includes.push(super::include::Include {
+                src: super::static_fio::fio(*arch, args.install_deps)?,
+                dest: dest.clone(),
+            });
+        }
+    }
     super::include::check_plan(&plan.plan, &includes, &arches)?;
     let mut mkfs = args.mkfs.clone();
     mkfs.extend(args.sequence_fs.iter().filter(|f| !args.mkfs.contains(f)).cloned());

@@ -141,14 +141,14 @@ fn build(arch: Arch, install_deps: bool) -> Result<PathBuf> {
     Ok(dir)
 }
 
-fn unpack(tarball: &Path, into: &Path) -> Result<PathBuf> {
+pub(crate) fn unpack(tarball: &Path, into: &Path) -> Result<PathBuf> {
     fs::create_dir_all(into)?;
     let sh = shell()?;
     run(cmd!(sh, "tar xzf {tarball} -C {into} --strip-components=1"))?;
     Ok(into.to_path_buf())
 }
 
-fn jobs() -> String {
+pub(crate) fn jobs() -> String {
     format!("-j{}", std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
@@ -230,14 +230,14 @@ fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()
 }
 
 /// Strip a built program into the cache and check it needs no loader.
-fn install_program(built: &Path, to: &Path) -> Result<()> {
+pub(crate) fn install_program(built: &Path, to: &Path) -> Result<()> {
     let sh = shell()?;
     run(cmd!(sh, "strip -o {to} {built}"))?;
     check_static(to)
 }
 
 /// Download `source` into `dir` (once) and check its SHA-256.
-fn fetch(source: &Source, dir: &Path) -> Result<PathBuf> {
+pub(crate) fn fetch(source: &Source, dir: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let file = dir.join(source.url.rsplit('/').next().unwrap_or("source.tar.gz"));
     if !file.exists() {

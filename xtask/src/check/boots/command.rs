@@ -5,7 +5,9 @@
 //! output, its exact bytes and the SHA-256 of the program that ran, the
 //! probe's waits beside them; a bad argument must give an error record
 //! quoting the program's stderr; serial and stick must agree; the report
-//! must show the program's row.
+//! must show the program's row. Then the image's static fio (`--fio`) runs
+//! the seed's question as a fio job — a big buffered writer and a small
+//! random reader — to a record with fio's figures per job beside the probe's.
 
 use super::support::{results, serial_documents, stick_documents, test_boot, test_image};
 use crate::boot::disks::scratch_disk;
@@ -26,7 +28,8 @@ const PLAN: &str = r#"{
   "workloads": [
     { "name": "command", "params": { "program": "seedwrite", "args": ["64", "512"], "final_sync": true } },
     { "name": "manyfiles", "params": { "files": 64, "file_size": "512KiB", "sync": "end" } },
-    { "name": "command", "params": { "program": "seedwrite", "args": ["3", "x"] } }
+    { "name": "command", "params": { "program": "seedwrite", "args": ["3", "x"] } },
+    { "name": "fio", "params": { "job": "[global]\nioengine=psync\n\n[writer]\nrw=write\nbs=16k\nsize=48m\nend_fsync=1\n\n[reader]\nrw=randread\nbs=4k\nsize=4m\nruntime=4\ntime_based=1\nrate_iops=25\n" } }
   ]
 }"#;
 
@@ -37,6 +40,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     let image_args = image::Args {
         plan: plan.display().to_string(),
         includes: vec![program.display().to_string()],
+        fio: true,
         ..test_image(vec![package.into()], base.join("image-command"), None)
     };
     let out = image::build(&image_args)?;
@@ -49,9 +53,10 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         stick_documents(&out.join("usb.img"))?.into_iter().filter(|d| !stick_before.contains(d)).collect();
     let records = results(&serial);
     let tail = || qemu::tail(&booted.serial, 25);
-    let [ours, twin, bad] = records.as_slice() else {
-        return Err(format!("expected three records, got {}\n{}", records.len(), tail()));
+    let [ours, twin, bad, fio] = records.as_slice() else {
+        return Err(format!("expected four records, got {}\n{}", records.len(), tail()));
     };
+    let reader_p99 = check_fio_record(fio)?;
     let said = check_program_record(ours, &fs::sha256_file(&program)?)?;
     if twin.status != Status::Ok {
         return Err(format!("manyfiles: {:?}", twin.error));
@@ -71,17 +76,20 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         ));
     }
     let report = bootmark::report::report(records.iter().copied(), bootmark::report::Options::default())?;
-    if !report.rows.iter().any(|r| r.workload.starts_with("command")) {
-        let rows: Vec<&str> = report.rows.iter().map(|r| r.workload.as_str()).collect();
-        return Err(format!("the report has no row for the program: {rows:?}"));
+    for workload in ["command", "fio"] {
+        if !report.rows.iter().any(|r| r.workload == workload) {
+            let rows: Vec<&str> = report.rows.iter().map(|r| r.workload.as_str()).collect();
+            return Err(format!("the report has no {workload} row: {rows:?}"));
+        }
     }
     let p99 = |r: &Record| r.responsiveness.as_ref().map_or(f64::NAN, |x| x.p99_ms);
     println!(
-        "e2e: command: {package}, seedwrite (static, --include) as a command workload: \"{said}\", {:.2} s to durable, probe p99 {:.1} ms; manyfiles on the same files {:.2} s, probe p99 {:.1} ms; a bad argument an error record quoting its stderr; serial and stick agree ({:.1} s)",
+        "e2e: command: {package}, seedwrite (static, --include) as a command workload: \"{said}\", {:.2} s to durable, probe p99 {:.1} ms; manyfiles on the same files {:.2} s, probe p99 {:.1} ms; a bad argument an error record quoting its stderr; the image's static fio: a 48 MiB writer beside a reader at 25 IOPS, the reader's completion p99 {reader_p99:.1} ms, probe p99 {:.1} ms; serial and stick agree ({:.1} s)",
         ours.times.durable_s.unwrap_or(f64::NAN),
         p99(ours),
         twin.times.durable_s.unwrap_or(twin.times.wall_s),
         p99(twin),
+        p99(fio),
         booted.elapsed.as_secs_f64()
     );
     Ok(())
@@ -110,4 +118,26 @@ fn check_program_record(r: &Record, sha256: &str) -> Result<String> {
         return Err("no probe samples beside the program".into());
     }
     Ok(said)
+}
+
+/// The fio record: ok, both jobs with fio's figures, the reader's
+/// completion latencies as the record's read latencies. Returns the
+/// reader's p99 in ms.
+fn check_fio_record(r: &Record) -> Result<f64> {
+    if r.status != Status::Ok {
+        return Err(format!("fio: {:?} {:?}, stderr {}", r.status, r.error, r.details["stderr"]));
+    }
+    let jobs = &r.details["fio"]["jobs"];
+    let (writer, reader) = (&jobs[0]["write"], &jobs[1]["read"]);
+    if jobs[0]["name"] != "writer" || writer["io_bytes"] != 48 << 20 || jobs[1]["name"] != "reader" {
+        return Err(format!("fio's jobs: {jobs}"));
+    }
+    let p99 = reader["clat"]["p99_ms"].as_f64().ok_or_else(|| format!("no reader p99: {reader}"))?;
+    if reader["clat"]["count"].as_u64() != Some(r.latency.read.count) || r.latency.read.count < 20 {
+        return Err(format!("the record's read latencies are not the reader's: {:?} against {reader}", r.latency.read));
+    }
+    if r.details["fio"]["version"] != "fio-3.33" || r.responsiveness.as_ref().is_none_or(|x| x.samples == 0) {
+        return Err(format!("fio {} without the probe beside it", r.details["fio"]["version"]));
+    }
+    Ok(p99)
 }
