@@ -15,8 +15,6 @@
 
 use super::static_mkfs::{self, Source};
 use crate::build::arch::Arch;
-use crate::host::fs;
-use crate::host::fs::Context as _;
 use crate::host::process::{cmd, run, shell_in};
 use crate::host::project::{Result, project_root};
 use std::path::{Path, PathBuf};
@@ -78,15 +76,7 @@ pub fn fio(arch: Arch, install_deps: bool) -> Result<PathBuf> {
 /// configure and make, with the kernel's UAPI headers that musl-gcc leaves
 /// out of its include path (fio includes linux/*.h).
 fn build(src: &Path, shim: &Path, arch: Arch) -> Result<()> {
-    fs::create_dir_all(shim)?;
-    for (name, target) in [
-        ("linux", "/usr/include/linux"),
-        ("asm-generic", "/usr/include/asm-generic"),
-        ("asm", "/usr/include/x86_64-linux-gnu/asm"),
-    ] {
-        std::os::unix::fs::symlink(target, shim.join(name))
-            .with_context(|| format!("cannot link {}", shim.join(name).display()))?;
-    }
+    static_mkfs::link_uapi_headers(shim)?;
     let cc = format!("--cc={}", arch.musl_cc());
     let include = format!("--extra-cflags=-I{}", shim.display());
     let sh = shell_in(src)?;

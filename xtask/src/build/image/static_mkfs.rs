@@ -192,14 +192,7 @@ fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()
     write("printf.h", PRINTF_H)?;
     // Included by code mkreiserfs does not use; nothing of libacl is needed.
     write("sys/acl.h", "/* empty: see bootmark's static_mkfs.rs */\n")?;
-    for (name, target) in [
-        ("linux", "/usr/include/linux"),
-        ("asm-generic", "/usr/include/asm-generic"),
-        ("asm", "/usr/include/x86_64-linux-gnu/asm"),
-    ] {
-        std::os::unix::fs::symlink(target, shim.join(name))
-            .with_context(|| format!("cannot link {}", shim.join(name).display()))?;
-    }
+    link_uapi_headers(shim)?;
     let et = e2fs.join("lib/et");
     let lib = e2fs.join("lib");
     let cflags = format!(
@@ -226,6 +219,22 @@ fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()
     // libtool links programs statically only when told -all-static.
     let all_static = format!("LDFLAGS=-all-static {ldflags}");
     run(cmd!(sh, "make -C mkreiserfs {all_static}"))?;
+    Ok(())
+}
+
+/// Link the kernel's UAPI headers (linux/, asm/, asm-generic/) into
+/// `shim`, an include directory: musl-gcc leaves /usr/include out of its
+/// path, and mkreiserfs and fio include linux/*.h.
+pub(crate) fn link_uapi_headers(shim: &Path) -> Result<()> {
+    fs::create_dir_all(shim)?;
+    for (name, target) in [
+        ("linux", "/usr/include/linux"),
+        ("asm-generic", "/usr/include/asm-generic"),
+        ("asm", "/usr/include/x86_64-linux-gnu/asm"),
+    ] {
+        std::os::unix::fs::symlink(target, shim.join(name))
+            .with_context(|| format!("cannot link {}", shim.join(name).display()))?;
+    }
     Ok(())
 }
 
