@@ -48,12 +48,13 @@ use testbed::Testbed;
 /// one fails (a failure is named at the end), and one whose boot stalled
 /// before /init is tried once more.
 ///
-/// On two lanes when the host has a core to spare: the first lane takes
-/// the scenarios in order; once `second_lane()` says so (the suite: when
-/// the kernel it builds beside the boots is done; `check`: at once on a
-/// host with two cores or more), a second lane takes the `Beside` ones that
-/// have not started, one after another. An `Alone` scenario waits for the
-/// other lane's to end, and nothing starts beside it.
+/// On two lanes when the host has a core to spare: once `second_lane()`
+/// says so (the suite: when the kernel it builds beside the boots is done;
+/// `check`: at once on a host with two cores or more), a second lane takes
+/// the `Beside` ones that have not started, one after another. An `Alone`
+/// scenario waits for the other lane's to end, and nothing starts beside
+/// it. Which scenario the first lane takes next is [`first_lane_takes`]'s
+/// choice: the `Alone` ones while the second lane is still to come.
 pub fn run_group(group: Group, kills: usize, second_lane: &(dyn Fn() -> bool + Sync)) -> Result<()> {
     let started = std::time::Instant::now();
     let base = project_root().join(group.fresh_dir().unwrap_or("target/e2e"));
@@ -78,12 +79,7 @@ pub fn run_group(group: Group, kills: usize, second_lane: &(dyn Fn() -> bool + S
         let attempted = support::attempt(scenario.title, || (scenario.run)(&testbed));
         tally.lock().unwrap_or_else(|e| e.into_inner()).record(scenario.title, attempted);
     };
-    // The first lane takes the scenarios in order; the second only `Beside` ones.
-    let next = |lane: usize| {
-        let mut queue = queue.lock().unwrap_or_else(|e| e.into_inner());
-        let at = queue.iter().position(|s| lane == 1 || s.lane == Lane::Beside)?;
-        queue.remove(at)
-    };
+    let next = |lane: usize| take_next(&mut queue.lock().unwrap_or_else(|e| e.into_inner()), lane, second_lane());
     std::thread::scope(|scope| {
         scope.spawn(|| {
             // Until the host has a core to spare, or nothing is left for this lane.
@@ -105,9 +101,84 @@ pub fn run_group(group: Group, kills: usize, second_lane: &(dyn Fn() -> bool + S
     tally.into_inner().unwrap_or_else(|e| e.into_inner()).finish(group.title())
 }
 
+/// The scenario `lane` takes next, out of the queue: the second lane only
+/// `Beside` ones; the first lane the first kind it has left of those
+/// [`first_lane_takes`] lists, each kind in the table's order.
+fn take_next<'a>(queue: &mut VecDeque<&'a Scenario>, lane: usize, second_lane_open: bool) -> Option<&'a Scenario> {
+    let kinds: &[Lane] = match lane {
+        1 => first_lane_takes(second_lane_open),
+        _ => &[Lane::Beside],
+    };
+    let at = kinds.iter().find_map(|kind| queue.iter().position(|s| s.lane == *kind))?;
+    queue.remove(at)
+}
+
+/// The kinds of scenario the first lane takes, in preference. While the
+/// second lane is still to come, the `Alone` ones: what runs beside them
+/// then is the suite's kernel build at nice 19, which yields its core to a
+/// boot. What is left for two lanes is then `Main` ones on this lane beside
+/// `Beside` ones on the other; `Alone` ones left go last, as nothing can
+/// run beside them. (In the table's order, the suite ran the `Beside` ones
+/// while the kernel built and then every `Alone` one with a core idle.)
+fn first_lane_takes(second_lane_open: bool) -> &'static [Lane] {
+    match second_lane_open {
+        false => &[Lane::Alone, Lane::Main, Lane::Beside],
+        true => &[Lane::Main, Lane::Beside, Lane::Alone],
+    }
+}
+
 /// One scenario alone, in target/e2e (the e2e image there is reused, or built).
 pub fn run_one(scenario: &Scenario, kills: usize) -> Result<()> {
     let base = project_root().join("target/e2e");
     fs::create_dir_all(&base)?;
     (scenario.run)(&Testbed::new(base, kills))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(title: &'static str, lane: Lane) -> Scenario {
+        Scenario { name: title, title, about: "", groups: &[], lane, run: |_| Ok(()) }
+    }
+
+    /// The order two lanes take a table in, `open` after `opens_after` takes.
+    fn schedule(table: &[Scenario], opens_after: usize) -> Vec<(usize, &str)> {
+        let mut queue: VecDeque<&Scenario> = table.iter().collect();
+        let mut taken = Vec::new();
+        while !queue.is_empty() {
+            let open = taken.len() >= opens_after;
+            for lane in if open { vec![1, 2] } else { vec![1] } {
+                if let Some(s) = take_next(&mut queue, lane, open) {
+                    taken.push((lane, s.title));
+                }
+            }
+        }
+        taken
+    }
+
+    #[test]
+    fn alone_ones_go_first_while_the_second_lane_is_to_come_then_main_pairs_with_beside() {
+        use Lane::{Alone, Beside, Main};
+        let table = [
+            scenario("m1", Main),
+            scenario("b1", Beside),
+            scenario("a1", Alone),
+            scenario("m2", Main),
+            scenario("b2", Beside),
+            scenario("a2", Alone),
+            scenario("a3", Alone),
+        ];
+        let taken = schedule(&table, 2);
+        let expected = [(1, "a1"), (1, "a2"), (1, "m1"), (2, "b1"), (1, "m2"), (2, "b2"), (1, "a3")];
+        assert_eq!(taken, expected);
+        // A second lane from the start (`check` on two cores): pairs first, `Alone` ones last.
+        let taken = schedule(&table, 0);
+        let expected = [(1, "m1"), (2, "b1"), (1, "m2"), (2, "b2"), (1, "a1"), (1, "a2"), (1, "a3")];
+        assert_eq!(taken, expected);
+        // One core: the second lane never opens, and every scenario still runs once.
+        let taken = schedule(&table, usize::MAX);
+        assert_eq!(taken.len(), table.len());
+        assert!(taken.iter().all(|(lane, _)| *lane == 1));
+    }
 }
