@@ -118,3 +118,27 @@ fn fio_stopped_at_its_limit_keeps_its_figures_so_far() {
     assert!(f(&slow["runtime_ms"]) >= 1000.0 && f(&slow["runtime_ms"]) < 3500.0, "{slow}");
     assert!(r["bytes_read"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn a_job_that_logs_its_latency_has_it_over_time_in_the_record() {
+    let job = "[reader]\nrw=randread\nbs=4k\nsize=4m\nruntime=3\ntime_based=1\nrate_iops=50\nwrite_lat_log=reader\nlog_avg_msec=1000\n";
+    let r = run("logged", serde_json::json!({"job": job}));
+    assert_eq!(r["status"], "ok", "{}", r["error"]);
+    let logs = r["details"]["fio"]["logs"].as_array().unwrap_or_else(|| panic!("no logs: {}", r["details"]));
+    let files: Vec<&str> = logs.iter().map(|l| l["file"].as_str().unwrap()).collect();
+    // A sync engine has no submission latency: fio's slat log is empty, and gives no series.
+    assert_eq!(files, ["reader_clat.1.log", "reader_lat.1.log"]);
+    let clat = &logs[0];
+    assert_eq!((clat["log"].as_str(), clat["direction"].as_str()), (Some("clat"), Some("read")));
+    assert_eq!((clat["unit"].as_str(), clat["bucket_s"].as_u64()), (Some("ms"), Some(1)));
+    // log_avg_msec=1000: a line a second of a 3 s job, at its 1st, 2nd and 3rd second.
+    let t: Vec<u64> = clat["t_s"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
+    assert!(t.len() >= 2 && t.windows(2).all(|w| w[0] < w[1]) && *t.last().unwrap() <= 3, "{t:?}");
+    // The seconds' means are fio's own completion latencies: about its mean over the job.
+    let means: Vec<f64> = clat["mean"].as_array().unwrap().iter().map(f).collect();
+    let whole = f(&r["details"]["fio"]["jobs"][0]["read"]["clat"]["mean_ms"]);
+    let average = means.iter().sum::<f64>() / means.len() as f64;
+    assert!(average > whole * 0.5 && average < whole * 2.0, "per-second means {means:?} against fio's mean {whole}");
+    let maxima = clat["max"].as_array().unwrap().iter().map(f);
+    assert!(maxima.zip(&means).all(|(max, mean)| max >= *mean), "{clat}");
+}

@@ -13,7 +13,7 @@
 //! fio's json+ bins (fio's buckets are ≤ 0.78 % wide, ours ≤ 0.4 %; fio
 //! puts everything above 2^34 ns ≈ 17 s into its last bucket).
 
-use super::{Context, Outcome, command};
+use super::{Context, Outcome, command, fio_log};
 use crate::image_side::measure::histogram::Histogram;
 use crate::size::Bytes;
 use serde::{Deserialize, Serialize};
@@ -109,7 +109,24 @@ pub fn run(p: &Params, ctx: &Context) -> io::Result<Outcome> {
         }
         None => {}
     }
+    take_logs(&ctx.dir, &mut outcome);
     Ok(outcome)
+}
+
+/// The logs over time the job asked fio for, as `details.fio.logs` (fio
+/// writes them when a job ends: a job stopped at its limit leaves none).
+fn take_logs(dir: &Path, outcome: &mut Outcome) {
+    let (logs, notes) = fio_log::read_dir(dir);
+    outcome.notes.extend(notes);
+    if logs.is_empty() {
+        return;
+    }
+    let logs = serde_json::to_value(logs).unwrap_or_default();
+    let Some(details) = outcome.details.as_object_mut() else { return };
+    match details.get_mut("fio").and_then(Value::as_object_mut) {
+        Some(fio) => drop(fio.insert("logs".into(), logs)),
+        None => drop(details.insert("fio".into(), json!({ "logs": logs }))),
+    }
 }
 
 /// The last complete JSON document of fio's output: one a second with

@@ -9,6 +9,7 @@
 pub mod cache;
 pub mod command;
 pub mod fio;
+pub mod fio_log;
 pub mod idle;
 pub mod instances;
 pub mod io;

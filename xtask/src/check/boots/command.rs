@@ -29,7 +29,7 @@ const PLAN: &str = r#"{
     { "name": "command", "params": { "program": "seedwrite", "args": ["64", "512"], "final_sync": true } },
     { "name": "manyfiles", "params": { "files": 64, "file_size": "512KiB", "sync": "end" } },
     { "name": "command", "params": { "program": "seedwrite", "args": ["3", "x"] } },
-    { "name": "fio", "params": { "job": "[global]\nioengine=psync\n\n[writer]\nrw=write\nbs=16k\nsize=48m\nend_fsync=1\n\n[reader]\nrw=randread\nbs=4k\nsize=4m\nruntime=4\ntime_based=1\nrate_iops=25\n" } }
+    { "name": "fio", "params": { "job": "[global]\nioengine=psync\n\n[writer]\nrw=write\nbs=16k\nsize=48m\nend_fsync=1\n\n[reader]\nrw=randread\nbs=4k\nsize=4m\nruntime=4\ntime_based=1\nrate_iops=25\nwrite_lat_log=reader\nlog_avg_msec=1000\n" } }
   ]
 }"#;
 
@@ -56,7 +56,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     let [ours, twin, bad, fio] = records.as_slice() else {
         return Err(format!("expected four records, got {}\n{}", records.len(), tail()));
     };
-    let reader_p99 = check_fio_record(fio)?;
+    let (reader_p99, per_second) = check_fio_record(fio)?;
     let said = check_program_record(ours, &fs::sha256_file(&program)?)?;
     if twin.status != Status::Ok {
         return Err(format!("manyfiles: {:?}", twin.error));
@@ -84,7 +84,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     }
     let p99 = |r: &Record| r.responsiveness.as_ref().map_or(f64::NAN, |x| x.p99_ms);
     println!(
-        "e2e: command: {package}, seedwrite (static, --include) as a command workload: \"{said}\", {:.2} s to durable, probe p99 {:.1} ms; manyfiles on the same files {:.2} s, probe p99 {:.1} ms; a bad argument an error record quoting its stderr; the image's static fio: a 48 MiB writer beside a reader at 25 IOPS, the reader's completion p99 {reader_p99:.1} ms, probe p99 {:.1} ms; serial and stick agree ({:.1} s)",
+        "e2e: command: {package}, seedwrite (static, --include) as a command workload: \"{said}\", {:.2} s to durable, probe p99 {:.1} ms; manyfiles on the same files {:.2} s, probe p99 {:.1} ms; a bad argument an error record quoting its stderr; the image's static fio: a 48 MiB writer beside a reader at 25 IOPS, the reader's completion p99 {reader_p99:.1} ms (a second's mean from its write_lat_log: {per_second}), probe p99 {:.1} ms; serial and stick agree ({:.1} s)",
         ours.times.durable_s.unwrap_or(f64::NAN),
         p99(ours),
         twin.times.durable_s.unwrap_or(twin.times.wall_s),
@@ -121,9 +121,9 @@ fn check_program_record(r: &Record, sha256: &str) -> Result<String> {
 }
 
 /// The fio record: ok, both jobs with fio's figures, the reader's
-/// completion latencies as the record's read latencies. Returns the
-/// reader's p99 in ms.
-fn check_fio_record(r: &Record) -> Result<f64> {
+/// completion latencies as the record's read latencies, its latency over
+/// time. Returns the reader's p99 in ms, and its seconds' means.
+fn check_fio_record(r: &Record) -> Result<(f64, String)> {
     if r.status != Status::Ok {
         return Err(format!("fio: {:?} {:?}, stderr {}", r.status, r.error, r.details["stderr"]));
     }
@@ -139,5 +139,27 @@ fn check_fio_record(r: &Record) -> Result<f64> {
     if r.details["fio"]["version"] != "fio-3.33" || r.responsiveness.as_ref().is_none_or(|x| x.samples == 0) {
         return Err(format!("fio {} without the probe beside it", r.details["fio"]["version"]));
     }
-    Ok(p99)
+    let per_second = check_latency_log(&r.details["fio"]["logs"], reader)?;
+    Ok((p99, per_second))
+}
+
+/// The reader's `write_lat_log` over time: a point a second of its 4 s
+/// (log_avg_msec=1000), each a second's mean, none above fio's own largest
+/// completion latency. Returns the means: "6.0, 3.4, 1.3, 1.8 ms".
+fn check_latency_log(logs: &serde_json::Value, reader: &serde_json::Value) -> Result<String> {
+    let logs = logs.as_array().ok_or("the reader's write_lat_log is not in the record's details.fio.logs")?;
+    // fio numbers a log by its job's place in the job file: the reader is the second.
+    let clat = logs.iter().find(|l| l["file"] == "reader_clat.2.log" && l["direction"] == "read");
+    let clat = clat.ok_or_else(|| format!("no reader_clat.2.log read series in {logs:?}"))?;
+    let numbers =
+        |key: &str| -> Vec<f64> { clat[key].as_array().into_iter().flatten().filter_map(|v| v.as_f64()).collect() };
+    let (t, max) = (numbers("t_s"), numbers("max"));
+    let fio_max = reader["clat"]["max_ms"].as_f64().unwrap_or(0.0);
+    if t.len() < 3 || t.len() > 5 || max.len() != t.len() || max.iter().any(|m| *m <= 0.0 || *m > fio_max * 1.001) {
+        return Err(format!(
+            "the reader's latency over time is not a second's mean each (fio's max {fio_max} ms): {clat}"
+        ));
+    }
+    let means: Vec<String> = numbers("mean").iter().map(|m| format!("{m:.1}")).collect();
+    Ok(format!("{} ms", means.join(", ")))
 }
