@@ -5,20 +5,13 @@
 //! through in memory that grows with groups × runs, not with the records.
 
 use super::findings::Evidence;
+use super::fio::{FioRow, FioRun};
 use super::{Row, stats};
 use crate::schema::record::Status;
 use crate::workstation::glance::Glance;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
-
-/// One fio job's direction over a group's runs.
-struct FioFigures {
-    stream: String,
-    mib_s: Vec<f64>,
-    iops: Vec<f64>,
-    clat_p99_ms: Vec<f64>,
-}
 
 /// The figures of a group's ok runs, in the order seen.
 #[derive(Default)]
@@ -37,7 +30,7 @@ struct Figures {
     stalls: Vec<f64>,
     recovery: Vec<f64>,
     /// fio's figures per job and direction ("reader read"), a run each.
-    fio: Vec<FioFigures>,
+    fio: Vec<(String, Vec<FioRun>)>,
     /// The average write request the device got, KiB (diskstats' sectors per write).
     write_request_kib: Vec<f64>,
     /// The target queue's max_sectors_kb of each run, each value once.
@@ -134,18 +127,15 @@ impl Group {
             for (dir, d) in [("read", &job.read), ("write", &job.write)] {
                 let Some(d) = d else { continue };
                 let stream = format!("{} {dir}", job.name);
-                let at = match f.fio.iter().position(|x| x.stream == stream) {
+                let at = match f.fio.iter().position(|(s, _)| *s == stream) {
                     Some(i) => i,
                     None => {
-                        let empty = FioFigures { stream, mib_s: vec![], iops: vec![], clat_p99_ms: vec![] };
-                        f.fio.push(empty);
+                        f.fio.push((stream, Vec::new()));
                         f.fio.len() - 1
                     }
                 };
-                let x = &mut f.fio[at];
-                x.mib_s.push(d.bw_bytes / (1 << 20) as f64);
-                x.iops.push(d.iops);
-                x.clat_p99_ms.extend(d.clat.p99_ms);
+                let mib_s = d.bw_bytes / (1 << 20) as f64;
+                f.fio[at].1.push(FioRun { boot, mib_s, iops: d.iops, clat_p99_ms: d.clat.p99_ms });
             }
         }
         if let Some(kb) = r.storage.queue.get("queue/max_sectors_kb")
@@ -197,16 +187,7 @@ impl Group {
             recovery_s: stats::summarize(&f.recovery),
             write_request_kib: stats::summarize(&f.write_request_kib),
             max_sectors_kb: f.max_sectors_kb.clone(),
-            fio: f
-                .fio
-                .iter()
-                .map(|x| super::FioRow {
-                    stream: x.stream.clone(),
-                    mib_s: stats::summarize(&x.mib_s),
-                    iops: stats::summarize(&x.iops),
-                    clat_p99_ms: stats::summarize(&x.clat_p99_ms),
-                })
-                .collect(),
+            fio: f.fio.iter().map(|(stream, runs)| FioRow::of_runs(stream.clone(), runs.clone())).collect(),
             speedup: None,
             significant: false,
             baseline: false,

@@ -5,6 +5,7 @@
 
 mod attribution;
 pub mod findings;
+pub mod fio;
 mod groups;
 pub mod html;
 mod mechanism;
@@ -146,37 +147,12 @@ pub struct Row {
     pub max_sectors_kb: Vec<String>,
     /// fio's own figures, per job and direction, for a `fio` workload's rows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub fio: Vec<FioRow>,
+    pub fio: Vec<fio::FioRow>,
     /// Against the baseline row of the same workload: baseline mean real / this mean real.
     pub speedup: Option<f64>,
     pub significant: bool,
     pub baseline: bool,
     pub notes: Vec<String>,
-}
-
-/// One fio job's direction over a row's runs: what fio measured.
-#[derive(Clone, Debug, Serialize)]
-pub struct FioRow {
-    /// The job's name and the direction: "reader read".
-    pub stream: String,
-    pub mib_s: Option<Summary>,
-    pub iops: Option<Summary>,
-    /// fio's completion-latency p99.
-    pub clat_p99_ms: Option<Summary>,
-}
-
-impl FioRow {
-    /// "fio reader read: 25 IOPS, 0.1 MiB/s, clat p99 2.5 ms" (medians).
-    pub fn line(&self) -> String {
-        let m = |s: &Option<Summary>, d: usize| s.as_ref().map_or("-".into(), |s| format!("{:.d$}", s.median));
-        format!(
-            "fio {}: {} IOPS, {} MiB/s, clat p99 {} ms",
-            self.stream,
-            m(&self.iops, 0),
-            m(&self.mib_s, 1),
-            m(&self.clat_p99_ms, 2)
-        )
-    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -445,6 +421,14 @@ fn mark_baselines(rows: &mut [Row], groups: &[groups::Group], baseline: Option<&
         for &i in same {
             baseline_of[i] = Some(b);
             rows[i].baseline = b == i;
+            if b != i {
+                let versus: Vec<_> = rows[i]
+                    .fio
+                    .iter()
+                    .map(|f| rows[b].fio.iter().find(|g| g.stream == f.stream).map(|g| fio::compare(f, g)))
+                    .collect();
+                rows[i].fio.iter_mut().zip(versus).for_each(|(f, v)| f.versus = v);
+            }
             if let (Some(this), Some(base)) = (&rows[i].real_s, &rows[b].real_s)
                 && b != i
                 && this.mean > 0.0
@@ -508,7 +492,7 @@ pub fn cells(r: &Row) -> Vec<String> {
     cells.push(cell(&r.stalls_over_1s, 0));
     cells.push(cell(&r.recovery_s, 1));
     cells.push(versus(r));
-    let fio = r.fio.iter().map(FioRow::line);
+    let fio = r.fio.iter().map(fio::FioRow::line);
     cells.push(fio.chain(r.notes.iter().cloned()).collect::<Vec<_>>().join("; "));
     cells
 }
@@ -623,6 +607,44 @@ mod tests {
             writes: requests,
         });
         r
+    }
+
+    /// A fio run of the seed's job: the writer's 48 MiB and the reader's p99, in boot `boot`.
+    fn fio_rec(kernel: &str, boot: u32, reader_p99_ms: f64) -> Record {
+        let mut r = rec(kernel, 4.0, boot);
+        r.run_id = format!("{kernel}-boot{boot}");
+        r.workload.name = "fio".into();
+        r.workload.params = json!({"job": "[writer]..."});
+        let direction = |mib: f64, iops: f64, p99: f64| json!({"io_bytes": 1, "bw_bytes": mib * 1048576.0, "iops": iops, "runtime_ms": 4000, "clat": {"count": 100, "p99_ms": p99}});
+        r.details = json!({"fio": {"version": "fio-3.33", "jobs": [
+            {"name": "writer", "error": 0, "write": direction(12.0, 768.0, 2.0)},
+            {"name": "reader", "error": 0, "read": direction(0.1, 25.0, reader_p99_ms)}]}});
+        r
+    }
+
+    #[test]
+    fn a_fio_readers_p99_that_differs_across_boots_is_in_the_verdict_and_under_its_row() {
+        let mut records = Vec::new();
+        for (boot, (old, new)) in [(11.0, 34.0), (12.0, 36.0), (10.5, 33.0), (11.5, 35.5)].into_iter().enumerate() {
+            records.push(fio_rec("6.1.0-57-amd64", boot as u32, old));
+            records.push(fio_rec("6.12.118+deb13-amd64", 10 + boot as u32, new));
+        }
+        let r = report(&records, Options::default()).unwrap();
+        let v = &r.verdict[0];
+        // The real time is the job file's (4 s each): fio's streams are the comparison.
+        assert!(v.starts_with("6.12.118+deb13-amd64 against 6.1.0-57-amd64: fio the same time"), "{v}");
+        assert!(
+            v.contains("; fio reader read clat p99 11.2 → 34.8 ms (significant across 4 vs 4 boots, p 0.03)"),
+            "{v}"
+        );
+        assert!(!v.contains("writer write"), "the writer did not change: {v}");
+        let new = r.rows.iter().find(|row| row.key[0].starts_with("6.12")).unwrap();
+        let reader = new.fio.iter().find(|f| f.stream == "reader read").unwrap();
+        let p99 = reader.versus.as_ref().unwrap().clat_p99_ms.as_ref().unwrap();
+        assert!(p99.significant && (p99.ratio - 34.75 / 11.25).abs() < 1e-9, "{p99:?}");
+        assert!(r.rows.iter().find(|row| row.baseline).unwrap().fio.iter().all(|f| f.versus.is_none()));
+        let md = markdown(&r.rows, &r.by);
+        assert!(md.contains("clat p99 34.75 ms; against the baseline: clat p99 3.09× (significant"), "{md}");
     }
 
     #[test]

@@ -181,7 +181,12 @@ fn against_baseline(
         } else {
             String::new()
         };
-        if change.abs() < SAME_WITHIN && probe.is_empty() && stall_text.is_empty() {
+        // A fio row's streams (fio's own p99 and bandwidth per job and
+        // direction): what differs of them, and whether significantly.
+        let fio: Vec<(String, bool)> = row.fio.iter().filter_map(|f| f.verdict()).collect();
+        let fio_significant = fio.iter().any(|(_, significant)| *significant);
+        let fio_text: String = fio.iter().map(|(said, _)| format!("; {said}")).collect();
+        if change.abs() < SAME_WITHIN && probe.is_empty() && stall_text.is_empty() && fio.is_empty() {
             parts.push(Part {
                 text: format!("{workload} the same ({weight})"),
                 differs: false,
@@ -199,9 +204,10 @@ fn against_baseline(
             format!("{:.2}× slower", 1.0 / speedup)
         };
         let time_borne_out = row.significant && change.abs() >= SAME_WITHIN;
-        borne_out |= time_borne_out || !probe.is_empty() || !stall_text.is_empty();
-        let text = format!("{workload} {how} ({weight}){probe}{stall_text}");
-        parts.push(Part { text, differs: true, significant: row.significant, size: change.abs() });
+        borne_out |= time_borne_out || !probe.is_empty() || !stall_text.is_empty() || fio_significant;
+        let text = format!("{workload} {how} ({weight}){probe}{stall_text}{fio_text}");
+        let significant = row.significant || fio_significant;
+        parts.push(Part { text, differs: true, significant, size: change.abs() });
         if let Some((said, _)) = request_cause(row, b, time_borne_out, !probe.is_empty()) {
             causes.push(format!("{workload}: its write requests were {said}"));
         }
