@@ -221,6 +221,12 @@ pub fn harness() -> Result<()> {
         );
     }
     for arch in Arch::ALL {
+        report(
+            &format!("the {arch} binary running the image's static fio (fio workload) on simulated Linux 2.6.9"),
+            check_fio(LINUX_2_6_9, arch),
+        );
+    }
+    for arch in Arch::ALL {
         for fs in ["ext3", "reiserfs"] {
             report(
                 &format!("the image's static {arch} mkfs formatting {fs} on simulated Linux 2.6.9"),
@@ -264,24 +270,10 @@ fn check_quick_plan(kernel: OldKernel, binary: &Path) -> Result<String> {
 /// host's glibc `true`, run the same way, must fail there, or the filter
 /// would not be simulating the old kernel.
 fn check_command(kernel: OldKernel, arch: Arch) -> Result<String> {
-    let binary = static_binary::build(arch)?;
     let seedwrite = crate::build::program::build("seedwrite", arch, crate::host::deps::can_install())?;
-    let dir = project_root().join(format!("target/oldkernel-command-{arch}-{}", std::process::id()));
-    let work = dir.join("work");
-    fs::create_dir_all(&work)?;
-    let plan = dir.join("command.json");
     let workload = |program: &Path, args: &[&str]| serde_json::json!({"name": "command", "params": {"program": program, "args": args}});
-    let json = serde_json::json!({"name": "old-command", "probe": {"baseline_s": 0.2, "recovery_deadline_s": 5},
-        "workloads": [workload(&seedwrite, &["20", "256"]), workload(Path::new("/bin/true"), &[])]});
-    fs::write(&plan, serde_json::to_string(&json).unwrap())?;
-    let out = dir.join("records.jsonl");
-    let sh = shell()?;
-    let mut child =
-        spawn_under(kernel, cmd!(sh, "{binary} run --plan {plan} --quiet --dir {work} --out {out}"), Streams::null())?;
-    let _ = child.wait();
-    let text = std::fs::read_to_string(&out).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&dir);
-    let records: Vec<Record> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let workloads = [workload(&seedwrite, &["20", "256"]), workload(Path::new("/bin/true"), &[])];
+    let (records, text) = run_workloads_under(kernel, arch, "command", &workloads)?;
     let [ours, host] = records.as_slice() else {
         return Err(format!("expected two records, got:\n{text}"));
     };
@@ -297,6 +289,57 @@ fn check_command(kernel: OldKernel, arch: Arch) -> Result<String> {
         said.trim(),
         bootmark::size::human(ours.bytes_written),
         host.error.as_deref().unwrap_or_default()
+    ))
+}
+
+/// `arch`'s static binary running a plan of `workloads` under `kernel`'s
+/// syscall surface, in a directory of its own under target/: the records it
+/// wrote, and their text for an error.
+fn run_workloads_under(
+    kernel: OldKernel,
+    arch: Arch,
+    name: &str,
+    workloads: &[serde_json::Value],
+) -> Result<(Vec<Record>, String)> {
+    let binary = static_binary::build(arch)?;
+    let dir = project_root().join(format!("target/oldkernel-{name}-{arch}-{}", std::process::id()));
+    let work = dir.join("work");
+    fs::create_dir_all(&work)?;
+    let plan = dir.join(format!("{name}.json"));
+    let json = serde_json::json!({"name": format!("old-{name}"), "probe": {"baseline_s": 0.2, "recovery_deadline_s": 5},
+        "workloads": workloads});
+    fs::write(&plan, serde_json::to_string(&json).unwrap())?;
+    let out = dir.join("records.jsonl");
+    let sh = shell()?;
+    let mut child =
+        spawn_under(kernel, cmd!(sh, "{binary} run --plan {plan} --quiet --dir {work} --out {out}"), Streams::null())?;
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok((text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect(), text))
+}
+
+/// A `fio` workload under the old kernel's syscall surface: the static fio
+/// `--fio` puts in the image (musl; its threads and shared memory on the
+/// futex ops and calls 2.6.9 has) runs a writer and a rate-limited reader
+/// to an ok record with fio's figures for both.
+fn check_fio(kernel: OldKernel, arch: Arch) -> Result<String> {
+    let fio = crate::build::image::static_fio::fio(arch, crate::host::deps::can_install())?;
+    let job = "[global]\nioengine=psync\n\n[writer]\nrw=write\nbs=16k\nsize=8m\nend_fsync=1\n\n[reader]\nrw=randread\nbs=4k\nsize=1m\nruntime=1\ntime_based=1\nrate_iops=50\n";
+    let workloads = [serde_json::json!({"name": "fio", "params": {"program": fio, "job": job}})];
+    let (records, text) = run_workloads_under(kernel, arch, "fio", &workloads)?;
+    let [r] = records.as_slice() else {
+        return Err(format!("expected one record, got:\n{text}"));
+    };
+    let jobs = &r.details["fio"]["jobs"];
+    if r.status != Status::Ok || jobs[0]["write"]["io_bytes"] != 8 << 20 || jobs[1]["read"]["iops"].as_f64().is_none() {
+        return Err(format!("fio: {:?} {:?}, stderr {}, jobs {jobs}", r.status, r.error, r.details["stderr"]));
+    }
+    Ok(format!(
+        "{} written by its writer, its reader at {:.0} IOPS with a completion p99 of {:.2} ms",
+        bootmark::size::human(r.bytes_written),
+        jobs[1]["read"]["iops"].as_f64().unwrap_or_default(),
+        jobs[1]["read"]["clat"]["p99_ms"].as_f64().unwrap_or(f64::NAN)
     ))
 }
 
