@@ -167,6 +167,7 @@ impl Group {
         Row {
             key: self.key.clone(),
             workload: self.workload.clone(),
+            name: self.workload.clone(),
             params: serde_json::from_str(&self.params).unwrap_or(Value::Null),
             n: self.n,
             not_ok: self.not_ok,

@@ -62,6 +62,44 @@ fn field_by_path(record: &Record, path: &str) -> Option<String> {
     tree.pointer(&pointer).filter(|v| !v.is_null()).map(label)
 }
 
+/// Names each row that shares its key and workload with another row of
+/// other params by the params that differ: "seqwrite size=1073741824",
+/// "fio job#3fa2c1" (a long or many-line value by a digest of its text).
+fn name_rows(rows: &mut [Row]) {
+    let mut alike: HashMap<(Vec<String>, String), Vec<usize>> = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        alike.entry((r.key.clone(), r.workload.clone())).or_default().push(i);
+    }
+    for same in alike.values().filter(|same| same.len() > 1) {
+        for &i in same {
+            let mine = &rows[i].params;
+            let differs: Vec<String> = match mine {
+                Value::Object(fields) => fields
+                    .iter()
+                    .filter(|(k, v)| same.iter().any(|&j| rows[j].params.get(k.as_str()) != Some(*v)))
+                    .map(|(k, v)| format!("{k}={}", short_label(v)))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let said = if differs.is_empty() { format!("params={}", short_label(mine)) } else { differs.join(" ") };
+            rows[i].name = format!("{} {said}", rows[i].workload);
+        }
+    }
+}
+
+/// `label`, or for text over 24 characters or of several lines (a fio job)
+/// "#" and six hex digits of its SHA-256: distinct, short, the same in
+/// every report of it.
+fn short_label(v: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let text = label(v);
+    if text.chars().count() <= 24 && !text.contains('\n') {
+        return text;
+    }
+    let d = Sha256::digest(text.as_bytes());
+    format!("#{:02x}{:02x}{:02x}", d[0], d[1], d[2])
+}
+
 /// A value as a row label: strings without quotes, an object as its
 /// `key=value` pairs ("block=16384 size=201326592"), not as JSON.
 fn label(v: &Value) -> String {
@@ -111,6 +149,10 @@ pub struct Row {
     /// Values of the --by dimensions, in order.
     pub key: Vec<String>,
     pub workload: String,
+    /// The workload as the table and the verdict name it: `workload`, and
+    /// where rows of one key share it, what of the params tells them apart.
+    #[serde(skip)]
+    pub name: String,
     pub params: Value,
     pub n: usize,
     pub not_ok: usize,
@@ -312,6 +354,7 @@ impl Builder {
         // Dimensions the user did not ask for are dropped where they do not
         // vary (said once above the table); asked-for ones stay.
         let (by, constant) = if default_grouping { drop_constant(&mut rows, by) } else { (by, Vec::new()) };
+        name_rows(&mut rows);
         let mut found = Vec::new();
         for (row, group) in rows.iter().zip(&self.groups) {
             found.extend(group.evidence.findings(&findings::subject(row)));
@@ -481,7 +524,7 @@ pub fn stands_out(r: &Row) -> bool {
 /// values, then one cell per entry of COLUMNS.
 pub fn cells(r: &Row) -> Vec<String> {
     let mut cells = r.key.clone();
-    cells.push(r.workload.clone());
+    cells.push(r.name.clone());
     cells.push(if r.not_ok > 0 { format!("{} ({} not ok)", r.n, r.not_ok) } else { r.n.to_string() });
     cells.push(cell(&r.real_s, 2));
     cells.push(cell(&r.user_s, 2));
@@ -645,6 +688,42 @@ mod tests {
         assert!(r.rows.iter().find(|row| row.baseline).unwrap().fio.iter().all(|f| f.versus.is_none()));
         let md = markdown(&r.rows, &r.by);
         assert!(md.contains("clat p99 34.75 ms; against the baseline: clat p99 3.09× (significant"), "{md}");
+    }
+
+    #[test]
+    fn rows_of_one_workload_with_other_params_are_named_by_what_differs() {
+        let (seed, mut reader) = (fio_rec("6.1.0-57-amd64", 1, 10.0), fio_rec("6.1.0-57-amd64", 1, 12.0));
+        reader.seq = 2;
+        reader.workload.params = json!({"job": "[reader]\nrw=randread\nbs=4k\n"});
+        let (gib, mut two) = (rec("6.1.0-57-amd64", 10.0, 3), rec("6.1.0-57-amd64", 20.0, 4));
+        two.workload.params = json!({"size": 2147483648u64});
+        let alone = {
+            let mut r = rec("6.1.0-57-amd64", 5.0, 5);
+            r.workload.name = "manyfiles".into();
+            r
+        };
+        let r = report([&seed, &reader, &gib, &two, &alone], Options::default()).unwrap();
+        let mut names: Vec<&str> = r.rows.iter().map(|row| row.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names.len(), 5);
+        // The reader's job is several lines: a digest of it; the other's is short enough to show.
+        assert!(names[0].starts_with("fio job=#") && names[0].len() == "fio job=#".len() + 6, "{names:?}");
+        assert_eq!(
+            names[1..],
+            ["fio job=[writer]...", "manyfiles", "seqwrite size=1073741824", "seqwrite size=2147483648"]
+        );
+        let text = text::render(&r);
+        for name in &names {
+            assert!(text.contains(name), "{name} not in\n{text}");
+        }
+        // The same job text gets the same name in any report.
+        let again = report([&reader], Options::default()).unwrap();
+        assert_eq!(again.rows[0].name, "fio", "a row alone keeps its workload's name");
+        let both = report([&reader, &seed], Options::default()).unwrap();
+        let named = |rep: &Report, p99: f64| {
+            rep.rows.iter().find(|row| row.fio[1].clat_p99_ms.as_ref().unwrap().median == p99).unwrap().name.clone()
+        };
+        assert_eq!(named(&both, 12.0), named(&r, 12.0));
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub fn render(report: &Report) -> String {
 
 /// The table: a line per value of the first dimensions, its workloads' rows under it.
 fn table(rows: &[Row], by: &[String]) -> String {
-    let name_width = rows.iter().map(|r| r.workload.len()).max().unwrap_or(8).clamp(8, 20);
+    let name_width = rows.iter().map(|r| r.name.len()).max().unwrap_or(8).clamp(8, 24);
     let header = format!(
         "  {:<name_width$} {:>3} {:>8} {:>7} {:>7} {:>8}  {}",
         "workload", "n", "real s", "MiB/s", "p99 ms", "stall ms", "vs baseline"
@@ -52,7 +52,7 @@ fn table(rows: &[Row], by: &[String]) -> String {
             out += &wrap(&r.key.join(" / "), "", "  ");
             current = Some(&r.key);
         }
-        let mut name = r.workload.clone();
+        let mut name = r.name.clone();
         if name.len() > name_width {
             name.truncate(name_width - 1);
             name.push('~');

@@ -148,8 +148,8 @@ fn against_baseline(
         let change = speedup - 1.0;
         // In a sweep across kernels, say which kernel (the key's other values).
         let workload = match row.key.get(1..).filter(|rest| !rest.is_empty()) {
-            Some(rest) => format!("{} on {}", row.workload, rest.join(" · ")),
-            None => row.workload.clone(),
+            Some(rest) => format!("{} on {}", row.name, rest.join(" · ")),
+            None => row.name.clone(),
         };
         let runs = row.real_s.as_ref().map_or(0, |s| s.n).min(b.real_s.as_ref().map_or(0, |s| s.n));
         let weight = match across_boots_said(row, b) {
