@@ -72,99 +72,6 @@ pub fn parse_all(args: &[String]) -> Result<Vec<Include>> {
     Ok(out)
 }
 
-/// What the ELF header and program headers say about a program.
-#[derive(Debug, PartialEq)]
-pub struct Elf {
-    /// e_machine: 62 x86-64, 3 i386, 183 AArch64.
-    pub machine: u16,
-    pub class64: bool,
-    /// PT_INTERP: the dynamic loader it asks for.
-    pub interpreter: Option<String>,
-    /// DT_NEEDED: the shared libraries it links.
-    pub needed: Vec<String>,
-}
-
-/// Read an ELF file's facts; Err for anything that is not an ELF executable.
-pub fn elf(bytes: &[u8]) -> std::result::Result<Elf, String> {
-    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
-        let what = if bytes.starts_with(b"#!") {
-            "a script (the image has no interpreter for it)"
-        } else {
-            "not an ELF program"
-        };
-        return Err(what.into());
-    }
-    let class64 = match bytes[4] {
-        1 => false,
-        2 => true,
-        c => return Err(format!("an ELF file of unknown class {c}")),
-    };
-    if bytes[5] != 1 {
-        return Err("a big-endian ELF file".into());
-    }
-    let u16_at = |o: usize| bytes.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u32_at = |o: usize| bytes.get(o..o + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()) as u64);
-    let u64_at = |o: usize| bytes.get(o..o + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
-    let word = |o: usize| if class64 { u64_at(o) } else { u32_at(o) };
-    let truncated = || "a truncated ELF file".to_string();
-    let e_type = u16_at(16).ok_or_else(truncated)?;
-    if e_type != 2 && e_type != 3 {
-        return Err(format!("an ELF file that is not a program (e_type {e_type}: an object file or core dump)"));
-    }
-    let machine = u16_at(18).ok_or_else(truncated)?;
-    let (phoff, phentsize, phnum) =
-        if class64 { (u64_at(32), u16_at(54), u16_at(56)) } else { (u32_at(28), u16_at(42), u16_at(44)) };
-    let (phoff, phentsize, phnum) = (
-        phoff.ok_or_else(truncated)? as usize,
-        phentsize.ok_or_else(truncated)? as usize,
-        phnum.ok_or_else(truncated)?,
-    );
-    // (p_type, p_offset, p_vaddr, p_filesz) of each program header.
-    let mut headers = Vec::new();
-    for i in 0..phnum as usize {
-        let h = phoff + i * phentsize;
-        let fields = if class64 {
-            (u32_at(h), u64_at(h + 8), u64_at(h + 16), u64_at(h + 32))
-        } else {
-            (u32_at(h), u32_at(h + 4), u32_at(h + 8), u32_at(h + 16))
-        };
-        match fields {
-            (Some(t), Some(off), Some(vaddr), Some(size)) => headers.push((t, off, vaddr, size)),
-            _ => return Err(truncated()),
-        }
-    }
-    let slice = |off: u64, size: u64| bytes.get(off as usize..(off.saturating_add(size)) as usize);
-    let c_str = |b: &[u8]| String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or_default()).into_owned();
-    let interpreter = headers.iter().find(|h| h.0 == 3).and_then(|&(_, off, _, size)| slice(off, size)).map(c_str);
-    // DT_NEEDED names are offsets into DT_STRTAB, a virtual address: find
-    // the PT_LOAD that maps it to reach the file.
-    let to_file = |vaddr: u64| {
-        headers
-            .iter()
-            .find(|&&(t, _, va, size)| t == 1 && (va..va + size).contains(&vaddr))
-            .map(|&(_, off, va, _)| off + (vaddr - va))
-    };
-    let mut needed_offsets = Vec::new();
-    let mut strtab = None;
-    if let Some(&(_, off, _, size)) = headers.iter().find(|h| h.0 == 2) {
-        let entry = if class64 { 16 } else { 8 };
-        for e in (off..off + size).step_by(entry) {
-            let (Some(tag), Some(val)) = (word(e as usize), word(e as usize + entry / 2)) else { break };
-            match tag {
-                0 => break,
-                1 => needed_offsets.push(val),
-                5 => strtab = to_file(val),
-                _ => {}
-            }
-        }
-    }
-    let needed = match strtab {
-        Some(base) => needed_offsets.iter().filter_map(|o| bytes.get((base + o) as usize..)).map(c_str).collect(),
-        None => Vec::new(),
-    };
-    Ok(Elf { machine, class64, interpreter, needed })
-}
-
 /// Whether a kernel of `arch` runs a program built for `machine`.
 fn runs_on(machine: u16, class64: bool, arch: Arch) -> bool {
     match arch {
@@ -185,7 +92,8 @@ fn machine_name(machine: u16) -> String {
 
 /// Refuse `bytes` unless it is a static program every `arches` kernel runs.
 pub fn check_program(what: &str, bytes: &[u8], arches: &[Arch]) -> Result<()> {
-    let e = elf(bytes).map_err(|why| format!("{what} is {why}: a command workload runs a static ELF program"))?;
+    let e = super::elf::read(bytes)
+        .map_err(|why| format!("{what} is {why}: a command workload runs a static ELF program"))?;
     if let Some(a) = arches.iter().find(|a| !runs_on(e.machine, e.class64, **a)) {
         return Err(format!(
             "{what} is built for {}, and the image has {a} kernels: build it for {a} (an image's kernels must share one architecture to share a program)",
@@ -301,7 +209,7 @@ mod tests {
     #[test]
     fn a_dynamic_program_is_refused_naming_its_interpreter_and_libraries() {
         let bytes = std::fs::read("/bin/ls").unwrap();
-        let e = elf(&bytes).unwrap();
+        let e = super::super::elf::read(&bytes).unwrap();
         assert_eq!((e.machine, e.class64), (62, true));
         assert!(e.interpreter.as_deref().unwrap().contains("ld-linux-x86-64"), "{e:?}");
         assert!(e.needed.iter().any(|l| l.starts_with("libc.so")), "{e:?}");

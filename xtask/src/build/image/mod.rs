@@ -15,6 +15,7 @@ pub mod cmdline;
 pub mod compressed;
 pub mod cpio;
 pub mod deb;
+pub mod elf;
 pub mod include;
 pub mod initramfs;
 pub mod iso;
