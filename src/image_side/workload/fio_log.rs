@@ -100,6 +100,8 @@ pub fn read_dir(dir: &Path) -> (Vec<Series>, Vec<String>) {
         .filter_map(|e| e.file_name().into_string().ok())
         .filter(|name| Kind::of_file(name).is_some())
         .collect();
+    // Names alone, sorted (a Vec<String> sort /init already has); each
+    // name's kind is read again below, rather than sorting (name, kind) pairs.
     files.sort();
     let mut notes = Vec::new();
     if files.len() > MAX_LOGS {

@@ -7,7 +7,7 @@
 //! A fio row's real time is the job file's (a `time_based` job runs as long
 //! as it is told), so for fio the streams are the comparison.
 
-use super::stats::{self, Summary};
+use super::stats::{self, Summary, boots_in_order};
 use serde::Serialize;
 
 /// A change under this share is "the same" (as for real time in the verdict).
@@ -157,7 +157,7 @@ impl FioVersus {
 
 /// `this` stream against the baseline's `base`.
 pub fn compare(this: &FioRow, base: &FioRow) -> FioVersus {
-    let boots = |r: &FioRow| distinct(r.runs.iter().map(|x| x.boot)).len();
+    let boots = |r: &FioRow| boots_in_order(r.runs.iter().map(|x| x.boot)).len();
     let by_boot = boots(this) >= 2 && boots(base) >= 2;
     let change = |value: fn(&FioRun) -> Option<f64>| {
         let (b, t) = (samples(&base.runs, by_boot, value), samples(&this.runs, by_boot, value));
@@ -184,21 +184,10 @@ fn samples(runs: &[FioRun], by_boot: bool, value: fn(&FioRun) -> Option<f64>) ->
     if !by_boot {
         return runs.iter().filter_map(value).collect();
     }
-    distinct(runs.iter().map(|r| r.boot))
+    boots_in_order(runs.iter().map(|r| r.boot))
         .into_iter()
         .filter_map(|boot| stats::median(&runs.iter().filter(|r| r.boot == boot).filter_map(value).collect::<Vec<_>>()))
         .collect()
-}
-
-/// Each value once, in the order first seen.
-fn distinct(values: impl Iterator<Item = u64>) -> Vec<u64> {
-    let mut out = Vec::new();
-    for v in values {
-        if !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -200,13 +200,7 @@ impl Group {
 /// Each boot's median real time and whether any of its runs stalled over
 /// 1 s, boots in the order first seen.
 fn per_boot(boot_of: &[u64], real: &[f64], stalled: &[bool]) -> Vec<(f64, bool)> {
-    let mut order: Vec<u64> = Vec::new();
-    for b in boot_of {
-        if !order.contains(b) {
-            order.push(*b);
-        }
-    }
-    order
+    stats::boots_in_order(boot_of.iter().copied())
         .iter()
         .map(|boot| {
             let runs = || boot_of.iter().zip(real.iter().zip(stalled)).filter(|(b, _)| *b == boot);

@@ -207,6 +207,18 @@ fn erfc(x: f64) -> f64 {
     if x >= 0.0 { r } else { 2.0 - r }
 }
 
+/// Each boot once, in the order its runs were first seen (the boots a
+/// row's runs came from, as a comparison across boots takes them).
+pub fn boots_in_order(boot_of: impl IntoIterator<Item = u64>) -> Vec<u64> {
+    let mut order = Vec::new();
+    for boot in boot_of {
+        if !order.contains(&boot) {
+            order.push(boot);
+        }
+    }
+    order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
