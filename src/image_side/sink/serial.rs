@@ -1,6 +1,7 @@
 //! The serial console sink: every record as framed lines (see `framing`)
 //! plus one human summary line, with the kernel's console loglevel lowered
-//! while a record is printed so printk output does not cut our lines.
+//! while a record is printed, and until the UART has sent it, so printk
+//! output does not cut our lines.
 
 use super::{Sink, lava};
 use crate::schema::framing;
@@ -57,10 +58,8 @@ impl Serial {
     /// Lines for machines (LAVA's monitors): each in one write() starting
     /// at column 0, with printk quieted so a kernel message cannot split it.
     fn quiet_lines(&mut self, lines: &[String]) -> io::Result<()> {
-        let quiet = QuietConsole::new();
-        let r = lines.iter().try_for_each(|l| self.out.write_all(format!("{l}\r\n").as_bytes()));
-        drop(quiet);
-        r
+        let text: String = lines.iter().map(|l| format!("{l}\r\n")).collect();
+        self.write_quietly(text.as_bytes())
     }
 
     pub fn line(&mut self, text: &str) -> io::Result<()> {
@@ -69,15 +68,28 @@ impl Serial {
 
     /// Print a framed document (a record or the run record) with printk quieted.
     pub fn framed(&mut self, run_id: &str, seq: u32, json: &[u8]) -> io::Result<()> {
-        let quiet = QuietConsole::new();
         let mut text = String::new();
         for l in framing::encode(run_id, seq, json) {
             text.push_str(&l);
             text.push_str("\r\n");
         }
-        let r = self.out.write_all(text.as_bytes());
+        self.write_quietly(text.as_bytes())
+    }
+
+    /// Write `bytes` with printk quieted until they have left the UART.
+    /// write() returns once the bytes are in the tty's buffer (4 KiB, a
+    /// third of a second at 115200 baud), but the kernel's console writes
+    /// go straight to the UART: a message printed while that buffer drains
+    /// lands inside our last lines and their checksums fail. A failing disk
+    /// prints dozens of such messages, so wait for the drain (tcdrain, the
+    /// TCSBRK ioctl every 2.6 kernel has) before letting printk back in.
+    fn write_quietly(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let quiet = QuietConsole::new();
+        let written = self.out.write_all(bytes);
+        // Not a terminal (tests write to a file): nothing to drain.
+        let _ = nix::sys::termios::tcdrain(&self.out);
         drop(quiet);
-        r
+        written
     }
 }
 
