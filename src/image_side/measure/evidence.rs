@@ -41,16 +41,11 @@ pub fn kernel() -> Kernel {
 
 pub fn host() -> Host {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let field = |name: &str| {
-        cpuinfo.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            (k.trim().eq_ignore_ascii_case(name)).then(|| v.trim().to_string())
-        })
-    };
+    let field = |name: &str| cpuinfo_field(&cpuinfo, name);
     let mem = procstat::meminfo();
     Host {
         hostname: nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned()),
-        cpu_model: field("model name"),
+        cpu_model: field("model name").or_else(|| arm_cpu_model(&field)),
         cpus: cpuinfo.lines().filter(|l| l.starts_with("processor")).count(),
         cpu_mhz: field("cpu MHz").and_then(|v| v.parse().ok()),
         bogomips: field("bogomips").and_then(|v| v.parse().ok()),
@@ -62,6 +57,43 @@ pub fn host() -> Host {
         dmi_asset_tag: read_trimmed("/sys/class/dmi/id/chassis_asset_tag"),
         firmware: Some(firmware(Path::new("/sys"))),
     }
+}
+
+/// The first value of `name` in /proc/cpuinfo's text (the first CPU's).
+fn cpuinfo_field(cpuinfo: &str, name: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim().eq_ignore_ascii_case(name)).then(|| v.trim().to_string())
+    })
+}
+
+/// An arm64 CPU as its /proc/cpuinfo says it: no "model name" there, only
+/// the MIDR's fields. Named for the cores servers use (Ampere Altra and
+/// Graviton 2 are Neoverse N1, Graviton 3 V1, Graviton 4 and Grace V2),
+/// with the raw fields always kept.
+fn arm_cpu_model(field: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let implementer = field("CPU implementer")?;
+    let part = field("CPU part")?;
+    let name = match (implementer.as_str(), part.as_str()) {
+        ("0x41", "0xd03") => Some("ARM Cortex-A53"),
+        ("0x41", "0xd07") => Some("ARM Cortex-A57"),
+        ("0x41", "0xd08") => Some("ARM Cortex-A72"),
+        ("0x41", "0xd0c") => Some("ARM Neoverse N1"),
+        ("0x41", "0xd40") => Some("ARM Neoverse V1"),
+        ("0x41", "0xd49") => Some("ARM Neoverse N2"),
+        ("0x41", "0xd4f") => Some("ARM Neoverse V2"),
+        ("0xc0", "0xac3") => Some("Ampere AmpereOne"),
+        _ => None,
+    };
+    let midr = format!(
+        "MIDR implementer {implementer} part {part} variant {} revision {}",
+        field("CPU variant").unwrap_or_else(|| "?".into()),
+        field("CPU revision").unwrap_or_else(|| "?".into())
+    );
+    Some(match name {
+        Some(name) => format!("{name} ({midr})"),
+        None => midr,
+    })
 }
 
 /// The GUID of the UEFI global variables (SecureBoot, SetupMode, …).
@@ -242,6 +274,23 @@ pub fn device_of(dev: u64, sys: &Path) -> Option<Device> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_arm64_cpu_is_named_from_its_midr_fields() {
+        // An Ampere Altra's first CPU, as Linux 6.1 prints it.
+        let altra = "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics\n\
+                     CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n";
+        let field = |n: &str| cpuinfo_field(altra, n);
+        assert_eq!(
+            arm_cpu_model(&field).as_deref(),
+            Some("ARM Neoverse N1 (MIDR implementer 0x41 part 0xd0c variant 0x3 revision 1)")
+        );
+        let unknown = altra.replace("0xd0c", "0xfff");
+        let field = |n: &str| cpuinfo_field(&unknown, n);
+        assert_eq!(arm_cpu_model(&field).as_deref(), Some("MIDR implementer 0x41 part 0xfff variant 0x3 revision 1"));
+        let x86 = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU 5160 @ 3.00GHz\n";
+        assert_eq!(arm_cpu_model(&|n: &str| cpuinfo_field(x86, n)), None);
+    }
+
     use super::*;
 
     #[test]

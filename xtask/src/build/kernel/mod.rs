@@ -2,5 +2,6 @@
 //! (`bzimage.rs`) and its build configuration (`config.rs`). A leaf under
 //! both the image builder (kernels in) and `kernel_src` (kernels built).
 
+pub mod arm64_image;
 pub mod bzimage;
 pub mod config;
