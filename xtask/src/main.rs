@@ -30,9 +30,10 @@ enum Task {
     /// Build a kernel from source with a config from kernel-configs/ (checked tarball,
     /// toolchain and options; incremental); prints the vmlinuz path last.
     Kernel(build::kernel_src::Args),
-    /// Build the static /init binary (musl, runs on Linux 2.6.9+); prints its path last.
+    /// Build the static /init binary (musl; x86 runs on Linux 2.6.9+, aarch64 on 3.7+); prints
+    /// its path last.
     Static {
-        /// Target architecture.
+        /// Target architecture (aarch64, alias arm64: the /init only, no image yet).
         #[arg(long, value_enum, default_value_t = build::arch::Arch::X86_64)]
         arch: build::arch::Arch,
     },
@@ -74,7 +75,10 @@ fn main() -> ExitCode {
     let result = match Cli::parse().task {
         Task::Image(args) => build::image::run(&args),
         Task::Kernel(args) => build::kernel_src::run(&args),
-        Task::Static { arch } => build::static_binary::build(arch).map(|path| println!("{}", path.display())),
+        Task::Static { arch } => build::static_binary::build(arch).map(|path| {
+            eprintln!("xtask: static /init for {arch}, meant for Linux {} and later", arch.oldest_kernel());
+            println!("{}", path.display())
+        }),
         Task::Program(args) => build::program::run_args(&args),
         Task::Lava(args) => build::lava::run(&args),
         Task::Qemu(args) => boot::qemu::run(&args),

@@ -1,8 +1,14 @@
-//! The two architectures bootmark images run on, and every name that
-//! differs between them: the Rust target of the static /init, the kernel's
-//! `ARCH=`, the C compiler for static mkfs, QEMU's binary and CPU model,
-//! Debian's kernel package. One place decides them, instead of string
+//! The architectures bootmark's /init is built for, and every name that
+//! differs between them: the Rust target of the static /init and its
+//! linker, the kernel's `ARCH=`, the C compiler for static mkfs, QEMU's
+//! binary and CPU model, Debian's kernel package, the oldest kernel the
+//! /init is meant for. One place decides them, instead of string
 //! comparisons wherever one of them is needed.
+//!
+//! aarch64 so far has its static /init only (`cargo xtask static --arch
+//! aarch64`, run under qemu-user by the tests): the image, its boot chain,
+//! the static C programs and the QEMU boot are x86 only, and refuse it
+//! through [`Arch::require_x86`].
 
 use crate::host::project::Result;
 
@@ -12,33 +18,62 @@ pub enum Arch {
     X86_64,
     #[value(name = "i686")]
     I686,
+    /// arm64 servers (Ampere, Graviton, Grace): UEFI only, Linux 3.7 and later.
+    #[value(name = "aarch64", alias = "arm64")]
+    Aarch64,
 }
 
 impl Arch {
-    pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::I686];
+    pub const ALL: [Arch; 3] = [Arch::X86_64, Arch::I686, Arch::Aarch64];
+    /// The architectures Linux 2.6 ran on, which the old-kernel harness
+    /// simulates (arm64 came with 3.7).
+    pub const X86: [Arch; 2] = [Arch::X86_64, Arch::I686];
 
     /// The name records, manifests and kernel-configs/ file names use.
     pub const fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::I686 => "i686",
+            Arch::Aarch64 => "aarch64",
         }
     }
 
-    /// `x86_64` or `i686`, as `name` writes them.
+    /// `x86_64`, `i686` or `aarch64`, as `name` writes them.
     pub fn parse(name: &str) -> Result<Arch> {
         Arch::ALL
             .into_iter()
             .find(|a| a.name() == name)
-            .ok_or_else(|| format!("unknown arch '{name}': use x86_64 or i686"))
+            .ok_or_else(|| format!("unknown arch '{name}': use x86_64, i686 or aarch64"))
     }
 
-    /// A package's architecture: Debian's `amd64`/`i386`, RPM's `x86_64`/`i386`…`athlon`.
+    /// A package's architecture: Debian's `amd64`/`i386`/`arm64`, RPM's
+    /// `x86_64`/`i386`…`athlon`/`aarch64`.
     pub fn of_package(arch: &str) -> Option<Arch> {
         match arch {
             "x86_64" | "amd64" => Some(Arch::X86_64),
             "i386" | "i486" | "i586" | "i686" | "athlon" => Some(Arch::I686),
+            "aarch64" | "arm64" => Some(Arch::Aarch64),
             _ => None,
+        }
+    }
+
+    /// The oldest kernel the static /init is meant for: 2.6.9 on x86 (the
+    /// seed's servers; simulated by the old-kernel harness), 3.7 on arm64,
+    /// the first kernel with the architecture.
+    pub fn oldest_kernel(self) -> &'static str {
+        match self {
+            Arch::X86_64 | Arch::I686 => "2.6.9",
+            Arch::Aarch64 => "3.7",
+        }
+    }
+
+    /// Refuse `what` for an architecture that has only its /init so far.
+    pub fn require_x86(self, what: &str) -> Result<()> {
+        match self {
+            Arch::X86_64 | Arch::I686 => Ok(()),
+            Arch::Aarch64 => Err(format!(
+                "{what} for aarch64: not yet. So far bootmark builds only the arm64 static /init (`cargo xtask static --arch aarch64`); the image, its GRUB, the static mkfs and fio, the kernel config and the QEMU boot are x86 only"
+            )),
         }
     }
 
@@ -47,6 +82,17 @@ impl Arch {
         match self {
             Arch::X86_64 => "x86_64-unknown-linux-musl",
             Arch::I686 => "i686-unknown-linux-musl",
+            Arch::Aarch64 => "aarch64-unknown-linux-musl",
+        }
+    }
+
+    /// The linker for the static /init, when not the host's `cc`: rustup's
+    /// rust-lld for aarch64, so no cross gcc is needed (the musl target is
+    /// self-contained: its crt objects and libc.a come with the target).
+    pub fn rust_linker(self) -> Option<&'static str> {
+        match self {
+            Arch::X86_64 | Arch::I686 => None,
+            Arch::Aarch64 => Some("rust-lld"),
         }
     }
 
@@ -55,6 +101,7 @@ impl Arch {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::I686 => "i386",
+            Arch::Aarch64 => "arm64",
         }
     }
 
@@ -62,21 +109,23 @@ impl Arch {
     /// for x86_64; for i686, gcc -m32 with musl's i386 specs (Debian's
     /// musl-dev:i386) and the 32-bit linker mode, which those specs' link
     /// line would otherwise drop.
-    pub fn musl_cc(self) -> &'static str {
+    pub fn musl_cc(self) -> Result<&'static str> {
         match self {
-            Arch::X86_64 => "musl-gcc",
-            Arch::I686 => "gcc -m32 -specs /usr/lib/i386-linux-musl/musl-gcc.specs -Wl,-melf_i386",
+            Arch::X86_64 => Ok("musl-gcc"),
+            Arch::I686 => Ok("gcc -m32 -specs /usr/lib/i386-linux-musl/musl-gcc.specs -Wl,-melf_i386"),
+            Arch::Aarch64 => Err(Arch::Aarch64.require_x86("a static C program (mke2fs, fio, --include)").unwrap_err()),
         }
     }
 
     /// QEMU's system emulator and CPU model. An Intel model for both:
     /// Linux before about 2.6.2x panics on QEMU's AMD-vendor default, and
     /// the i686 /init needs SSE2 (a Core Duo).
-    pub fn qemu(self) -> (&'static str, &'static str) {
-        match self {
-            Arch::X86_64 => ("qemu-system-x86_64", "qemu64,vendor=GenuineIntel"),
+    pub fn qemu(self) -> Result<(&'static str, &'static str)> {
+        self.require_x86("booting in QEMU")?;
+        Ok(match self {
             Arch::I686 => ("qemu-system-i386", "coreduo"),
-        }
+            _ => ("qemu-system-x86_64", "qemu64,vendor=GenuineIntel"),
+        })
     }
 }
 
@@ -96,9 +145,24 @@ mod tests {
             assert_eq!(Arch::parse(a.name()).unwrap(), a);
             assert_eq!(<Arch as clap::ValueEnum>::from_str(a.name(), false).unwrap(), a);
         }
-        assert!(Arch::parse("arm64").unwrap_err().contains("x86_64 or i686"));
+        assert!(Arch::parse("arm").unwrap_err().contains("x86_64, i686 or aarch64"));
+        assert_eq!(<Arch as clap::ValueEnum>::from_str("arm64", false).unwrap(), Arch::Aarch64);
         assert_eq!(Arch::of_package("amd64"), Some(Arch::X86_64));
         assert_eq!(Arch::of_package("athlon"), Some(Arch::I686));
+        assert_eq!(Arch::of_package("arm64"), Some(Arch::Aarch64));
+        assert_eq!(Arch::of_package("aarch64"), Some(Arch::Aarch64));
         assert_eq!(Arch::of_package("noarch"), None);
+    }
+
+    #[test]
+    fn aarch64_has_its_init_and_refuses_the_rest_by_name() {
+        assert_eq!(Arch::Aarch64.rust_target(), "aarch64-unknown-linux-musl");
+        assert_eq!(Arch::Aarch64.oldest_kernel(), "3.7");
+        assert!(Arch::X86.iter().all(|a| a.require_x86("x").is_ok() && a.oldest_kernel() == "2.6.9"));
+        let refused = Arch::Aarch64.qemu().unwrap_err();
+        assert!(
+            refused.contains("booting in QEMU for aarch64: not yet") && refused.contains("xtask static --arch aarch64")
+        );
+        assert!(Arch::Aarch64.musl_cc().unwrap_err().contains("static C program"));
     }
 }

@@ -53,7 +53,7 @@ pub fn build(name: &str, arch: Arch, install_deps: bool) -> Result<PathBuf> {
     let dir = project_root().join("target/programs").join(arch.name());
     fs::create_dir_all(&dir)?;
     let out = dir.join(name);
-    let mut cc = arch.musl_cc().split_whitespace();
+    let mut cc = arch.musl_cc()?.split_whitespace();
     let (compiler, cc_flags): (&str, Vec<&str>) = (cc.next().unwrap_or("musl-gcc"), cc.collect());
     // Made aside and renamed: a program being run (a test, a lane's image)
     // is never rewritten in place.

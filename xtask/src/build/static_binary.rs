@@ -2,7 +2,8 @@
 //!
 //! x86_64 is linked as a plain ET_EXEC (relocation-model=static), not
 //! static-pie, which was never tried on 2.6.9. i686 musl needs SSE2
-//! (Pentium 4 or later). Missing rustup targets are added.
+//! (Pentium 4 or later). aarch64 is linked by rustup's rust-lld, so no
+//! cross gcc is needed. Missing rustup targets are added.
 
 use crate::build::arch::Arch;
 use crate::host::process::{self, cmd, shell, shell_in};
@@ -36,12 +37,14 @@ pub fn build(arch: Arch) -> Result<PathBuf> {
     eprintln!("xtask: building static bootmark for {triple}");
     // Without the workstation features (collect, report): /init does not need them.
     let sh = shell_in(&project_root())?;
-    process::run_shown(
-        cmd!(sh, "cargo build --profile image --package bootmark --bin bootmark")
-            .args(["--no-default-features", "--target", triple])
-            .env("RUSTFLAGS", &flags),
-    )
-    .map_err(|e| format!("static build for {triple}: {e}"))?;
+    let mut build = cmd!(sh, "cargo build --profile image --package bootmark --bin bootmark")
+        .args(["--no-default-features", "--target", triple])
+        .env("RUSTFLAGS", &flags);
+    if let Some(linker) = arch.rust_linker() {
+        let var = format!("CARGO_TARGET_{}_LINKER", triple.to_uppercase().replace('-', "_"));
+        build = build.env(var, linker);
+    }
+    process::run_shown(build).map_err(|e| format!("static build for {triple}: {e}"))?;
     let path = binary_path(arch);
     if !path.exists() {
         return Err(format!("the build finished but {} is missing", path.display()));

@@ -146,7 +146,7 @@ pub fn resolve(args: &Args, arch: Arch) -> Result<Machine> {
     }
     let uefi = args.uefi || args.secure_boot;
     // A 32-bit image runs on a 32-bit machine (the i686 /init needs SSE2: a Core Duo).
-    let (qemu, cpu) = arch.qemu();
+    let (qemu, cpu) = arch.qemu()?;
     // q35 for today's servers (PCIe, the NVMe disks, SMM that Secure Boot
     // needs); i440FX for the 2006 machines (PIIX IDE).
     let chipset = match (old, args.secure_boot) {

@@ -77,6 +77,7 @@ fn runs_on(machine: u16, class64: bool, arch: Arch) -> bool {
     match arch {
         Arch::X86_64 => machine == 62 && class64,
         Arch::I686 => machine == 3 && !class64,
+        Arch::Aarch64 => machine == 183 && class64,
     }
 }
 

@@ -57,6 +57,9 @@ pub fn run(args: &Args) -> Result<()> {
 /// Build the image; returns the output directory. Everything is made in
 /// OUT.tmp and renamed to OUT at the end, so OUT is whole or untouched.
 pub fn build(args: &Args) -> Result<PathBuf> {
+    if let Some(arch) = args.arch {
+        arch.require_x86("a bootmark image")?;
+    }
     tools::ensure(&tools::IMAGE_TOOLS, args.install_deps, "--install-deps")?;
     tools::ensure(&iso::ISO_TOOLS, args.install_deps, "--install-deps")?;
     let started = std::time::Instant::now();

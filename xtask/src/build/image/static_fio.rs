@@ -74,7 +74,7 @@ pub fn fio(arch: Arch, install_deps: bool) -> Result<PathBuf> {
 /// out of its include path (fio includes linux/*.h).
 fn build(src: &Path, shim: &Path, arch: Arch) -> Result<()> {
     static_mkfs::link_uapi_headers(shim)?;
-    let cc = format!("--cc={}", arch.musl_cc());
+    let cc = format!("--cc={}", arch.musl_cc()?);
     let include = format!("--extra-cflags=-I{}", shim.display());
     let sh = shell_in(src)?;
     run(cmd!(sh, "./configure {cc} {include} --build-static {WITHOUT...}"))

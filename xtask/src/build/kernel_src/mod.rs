@@ -109,6 +109,7 @@ pub fn run(args: &Args) -> Result<()> {
 
 pub fn build(args: &Args) -> Result<Built> {
     let started = Instant::now();
+    args.arch.require_x86("`cargo xtask kernel`")?;
     crate::host::tools::ensure(&BUILD_TOOLS, args.install_deps, "--install-deps")?;
     let (source, line) = resolve_source(args)?;
     // Where sources are unpacked and built: under the chroot when there is one.
