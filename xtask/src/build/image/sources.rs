@@ -6,7 +6,7 @@
 use super::args::Args;
 use super::{deb, rpm};
 use crate::build::arch::Arch;
-use crate::build::kernel::{bzimage, config};
+use crate::build::kernel::{self, bzimage, config};
 use crate::build::kernel_src;
 use crate::host::apt_suite;
 use crate::host::fs;
@@ -65,7 +65,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         };
         let k = deb::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
         let data = fs::read(&k.vmlinuz)?;
-        let bz = bzimage::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
+        let bz = kernel::read_x86(&data, &k.vmlinuz.display().to_string())?;
         let config = config::find_beside(&k.vmlinuz, &k.release).map(|p| config::KernelConfig::read(&p)).transpose()?;
         check_config(config.as_ref(), name)?;
         kernels.push(Kernel {
@@ -81,7 +81,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     for (i, path) in args.kernel_rpms.iter().enumerate() {
         let k = rpm::unpack(path, &work.join(format!("rpm{i}")))?;
         let data = fs::read(&k.vmlinuz)?;
-        let bz = bzimage::parse_bzimage(&data, &k.vmlinuz.display().to_string())?;
+        let bz = kernel::read_x86(&data, &k.vmlinuz.display().to_string())?;
         let release = bzimage::release_of(&bz.version);
         let config = config::find_beside(&k.vmlinuz, &release).map(|p| config::KernelConfig::read(&p)).transpose()?;
         check_config(config.as_ref(), &path.display().to_string())?;
@@ -117,7 +117,7 @@ fn from_file(
     origin: Option<Value>,
 ) -> Result<Kernel> {
     let data = std::fs::read(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
-    let bz = bzimage::parse_bzimage(&data, &path.display().to_string())?;
+    let bz = kernel::read_x86(&data, &path.display().to_string())?;
     let release = bzimage::release_of(&bz.version);
     let config_path = config_path.or_else(|| config::find_beside(path, &release));
     let config = config_path.as_deref().map(config::KernelConfig::read).transpose()?;

@@ -26,6 +26,16 @@ pub struct Arm64Image {
     pub image_size: u64,
 }
 
+impl Arm64Image {
+    /// "Linux 6.1.0-50-arm64, 4K pages, EFI stub", for messages.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!("Linux {}", self.release.as_deref().unwrap_or("of unknown release"))];
+        parts.extend(self.page_size_kib.map(|k| format!("{k}K pages")));
+        parts.push(if self.efi_stub { "EFI stub" } else { "no EFI stub" }.into());
+        parts.join(", ")
+    }
+}
+
 /// Read and check the header.
 pub fn parse_arm64_image(data: &[u8], name: &str) -> Result<Arm64Image> {
     let not_kernel = |why: &str| format!("{name} is not an arm64 Linux kernel (Image): {why}");
@@ -95,6 +105,7 @@ mod tests {
                 image_size: 0x2c0_0000
             }
         );
+        assert_eq!(k.describe(), "Linux 6.1.0-50-arm64, 4K pages, EFI stub");
         let old = parse_arm64_image(&image(0, 0, ""), "Image").unwrap();
         assert_eq!((old.page_size_kib, old.release), (None, None), "before 3.17 the header cannot say");
         let mut no_stub = image(0b0110, 1, "");
