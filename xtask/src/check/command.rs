@@ -5,13 +5,14 @@
 
 use super::boots::scenarios::{self, Group, SCENARIOS};
 use super::boots::{self, bisect_git, kernel_from_source, resets};
-use super::{fake_boots, fuzz, kcidb, old_kernel, pictures};
+use super::{arm64_init, fake_boots, fuzz, kcidb, old_kernel, pictures};
 use crate::host::project::{Result, project_root};
 use clap::{Arg, ArgMatches, Command, FromArgMatches, Subcommand, value_parser};
 
 /// The parts of `cargo xtask test` that are no QEMU scenario.
-const PARTS: [(&str, &str); 7] = [
-    ("old-kernel", "The quick plan with both static binaries under simulated 2.6.9 and 2.6.16 syscall surfaces"),
+const PARTS: [(&str, &str); 8] = [
+    ("old-kernel", "The quick plan with both x86 static binaries under simulated 2.6.9 and 2.6.16 syscall surfaces"),
+    ("arm64-init", "The aarch64 static /init running the quick plan under qemu-user (qemu-aarch64)"),
     ("fake-boots", "/init as PID 1 in namespaces with loop devices: happy path, hostile command lines, refusals"),
     ("kcidb", "The KCIDB export against kcidb-io's validator"),
     ("pictures", "The report's figures screenshot in headless Chromium: every drawn panel shows colour"),
@@ -95,6 +96,7 @@ impl Subcommand for Check {
 pub fn run(check: Check) -> Result<()> {
     match check.name.as_str() {
         "old-kernel" => old_kernel::harness(),
+        "arm64-init" => arm64_init::check(),
         "fake-boots" => fake_boots::harness(),
         "kcidb" => kcidb::check(),
         "pictures" => pictures::check(),

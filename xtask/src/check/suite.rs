@@ -1,7 +1,7 @@
 //! `cargo xtask test`: the README's test command. Installs the host tools the
 //! tests use (as root on Debian/Ubuntu: `deps.rs`), builds what the tests
 //! need (static binaries, adding rustup targets), runs the workspace's tests,
-//! then the old-kernel harness, the fake boots of /init (root, loop devices)
+//! then the old-kernel harness, the aarch64 /init under qemu-user, the fake boots of /init (root, loop devices)
 //! and the QEMU boots of real images with Debian's kernels, a kernel built
 //! from Debian's source with kernel-configs/6.1 and booted, the report's
 //! pictures screenshot in headless Chromium, and 30 s of fuzzing (cargo-fuzz
@@ -10,7 +10,7 @@
 
 use super::boots::scenarios::Group;
 use super::boots::{self, kernel_from_source, resets};
-use super::{fake_boots, fuzz, kcidb, old_kernel, pictures};
+use super::{arm64_init, fake_boots, fuzz, kcidb, old_kernel, pictures};
 use crate::bench::report as bench_report;
 use crate::build::arch::Arch;
 use crate::build::static_binary;
@@ -35,6 +35,7 @@ pub fn run() -> Result<()> {
     parts.run("KCIDB schema", &mut kcidb::check);
     parts.run("the report's pictures in Chromium", &mut pictures::check);
     parts.run("old-kernel harness", &mut old_kernel::harness);
+    parts.run("arm64 /init under qemu-user", &mut arm64_init::check);
     parts.run("fake boots", &mut fake_boots::harness);
     // The kernel from source builds beside the QEMU boots, at nice 19: the
     // boots keep one core busy on average, the build takes what is left.

@@ -23,6 +23,7 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("git", "git"), // tests/bisect.rs's histories; `bootmark bisect git` and check bisect-git
     ("fio", "fio"), // tests/fio.rs: Debian's fio under `bootmark run`; `cargo xtask bench`
     ("make", "make"),
+    ("qemu-aarch64", "qemu-user"), // the aarch64 /init run in user mode
     ("strip", "binutils"),
     ("g++", "g++"),                     // libFuzzer (cargo fuzz) is C++
     ("setpriv", "util-linux"),          // a test runs as an unprivileged user

@@ -1,0 +1,84 @@
+//! The aarch64 static /init where no arm64 machine is: under qemu-user
+//! (`qemu-aarch64` runs the binary and hands each of its system calls to
+//! the host's kernel), the quick plan in a directory of its own under
+//! target/, every record checked.
+//!
+//! What this shows: the binary is a static aarch64 ELF, and our code and
+//! std work on arm64's system call set (no `open`, `stat`, `pipe` or
+//! `fork` there: musl uses `openat`, `fstatat`, `pipe2`, `clone`). What it
+//! cannot show: an arm64 kernel's own answers (qemu-user answers with the
+//! host's), which only a boot under qemu-system-aarch64 will.
+
+use crate::build::arch::Arch;
+use crate::build::image::elf;
+use crate::build::static_binary;
+use crate::host::fs;
+use crate::host::process::{self, cmd, shell};
+use crate::host::project::{Result, project_root};
+use bootmark::record::{Record, Status};
+use std::path::Path;
+
+/// `cargo xtask check arm64-init`.
+pub fn check() -> Result<()> {
+    let binary = static_binary::build(Arch::Aarch64)?;
+    let size = static_aarch64(&binary)?;
+    let dir = project_root().join(format!("target/arm64-init-{}", std::process::id()));
+    let work = dir.join("work");
+    fs::create_dir_all(&work)?;
+    let out = dir.join("records.jsonl");
+    let started = std::time::Instant::now();
+    let sh = shell()?;
+    let ran = process::run(cmd!(sh, "qemu-aarch64 {binary} run --plan quick --quiet --dir {work} --out {out}"));
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    ran.map_err(|e| format!("the aarch64 /init under qemu-aarch64: {e}; records so far:\n{text}"))?;
+    let names = check_records(&text)?;
+    println!(
+        "arm64 /init: a static aarch64 ELF of {}; the quick plan under qemu-aarch64 in {:.1} s: {} records ok ({}), each saying kernel.arch aarch64",
+        bootmark::size::human(size),
+        started.elapsed().as_secs_f64(),
+        names.len(),
+        names.join(", ")
+    );
+    Ok(())
+}
+
+/// The binary's size, once its ELF header says AArch64, 64-bit, no loader.
+fn static_aarch64(binary: &Path) -> Result<u64> {
+    let bytes = fs::read(binary)?;
+    let facts = elf::read(&bytes).map_err(|e| format!("{}: {e}", binary.display()))?;
+    if facts.machine != 183 || !facts.class64 || facts.interpreter.is_some() || !facts.needed.is_empty() {
+        return Err(format!("{} is not a static aarch64 program: {facts:?}", binary.display()));
+    }
+    Ok(bytes.len() as u64)
+}
+
+/// The quick plan's records, each ok and saying the architecture it ran
+/// on; returns the workloads' names in order.
+fn check_records(text: &str) -> Result<Vec<String>> {
+    let records: Vec<Record> = text
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| format!("not a {} record: {e}", bootmark::record::SCHEMA))?;
+    let names: Vec<String> = records.iter().map(|r| r.workload.name.clone()).collect();
+    if names != ["manyfiles", "seqwrite", "seqread", "sort", "instances", "idle"] {
+        return Err(format!("expected the quick plan's six records, got {names:?}"));
+    }
+    for r in &records {
+        let name = &r.workload.name;
+        if r.status != Status::Ok {
+            return Err(format!("{name}: status {} ({})", r.status.name(), r.error.as_deref().unwrap_or("")));
+        }
+        if r.kernel.arch.as_deref() != Some("aarch64") {
+            return Err(format!("{name}: kernel.arch {:?}, not aarch64", r.kernel.arch));
+        }
+        if r.responsiveness.as_ref().is_none_or(|p| p.baseline_samples == 0) {
+            return Err(format!("{name}: the probe took no samples"));
+        }
+    }
+    if records[0].bytes_written == 0 {
+        return Err("manyfiles wrote nothing".into());
+    }
+    Ok(names)
+}
