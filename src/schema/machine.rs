@@ -109,6 +109,12 @@ pub fn firmware_summary(boot_mode: Option<&str>, secure_boot: Option<bool>, lock
         let mode = match boot_mode {
             Some("uefi") => "UEFI",
             Some("bios") => "BIOS",
+            Some("devicetree") => {
+                return format!(
+                    "device tree, no UEFI{}",
+                    lockdown.map(|l| format!(", lockdown {l}")).unwrap_or_default()
+                );
+            }
             _ => return "unknown (sysfs not mounted)".into(),
         };
         let sb = match (mode, secure_boot) {

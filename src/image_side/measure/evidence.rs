@@ -108,7 +108,10 @@ pub fn firmware(sys: &Path) -> Firmware {
     }
     let efi = sys.join("firmware/efi");
     if !efi.is_dir() {
-        return Firmware { boot_mode: Some("bios".into()), secure_boot: Some(false), lockdown: lockdown(sys) };
+        // No UEFI: a PC's BIOS, or (arm64, other boards) a kernel handed a
+        // device tree by U-Boot or by QEMU's direct kernel boot.
+        let mode = if sys.join("firmware/devicetree").is_dir() { "devicetree" } else { "bios" };
+        return Firmware { boot_mode: Some(mode.into()), secure_boot: Some(false), lockdown: lockdown(sys) };
     }
     let efivarfs = std::fs::read(efi.join(format!("efivars/SecureBoot-{EFI_GLOBAL}"))).ok();
     let value = efivarfs
@@ -322,6 +325,11 @@ mod tests {
             firmware(&bios),
             Firmware { boot_mode: Some("bios".into()), secure_boot: Some(false), lockdown: None }
         );
+        let dt = sys("devicetree");
+        std::fs::create_dir_all(dt.join("firmware/devicetree/base")).unwrap();
+        let booted_by_dt = firmware(&dt);
+        assert_eq!(booted_by_dt.boot_mode.as_deref(), Some("devicetree"));
+        assert_eq!(booted_by_dt.summary(), "device tree, no UEFI");
         let on = sys("on");
         std::fs::create_dir_all(on.join("firmware/efi/efivars")).unwrap();
         std::fs::write(on.join(format!("firmware/efi/efivars/SecureBoot-{EFI_GLOBAL}")), [6, 0, 0, 0, 1]).unwrap();
