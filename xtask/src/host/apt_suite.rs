@@ -61,11 +61,34 @@ pub struct Suite {
     name: String,
     archive: Archive,
     dir: PathBuf,
+    /// Debian's names of the architectures its lists hold, the native one first.
+    architectures: &'static [&'static str],
 }
 
+/// An x86 state holds amd64 and i386 (linux-image-686 for i686 images);
+/// an arm64 state, in a directory of its own, only arm64: x86 suites do
+/// not download the arm64 lists they never use.
+const X86: &[&str] = &["amd64", "i386"];
+const ARM64: &[&str] = &["arm64"];
+
 impl Suite {
-    /// The state for `name` under `cache/<name>` (written, not yet updated).
+    /// The x86 state for `name` under `cache/<name>` (written, not yet updated).
     pub fn new(name: &str, archive: Archive, cache: &Path) -> Result<Suite> {
+        Suite::with_architectures(name, archive, cache.join(name), X86)
+    }
+
+    /// The arm64 state for `name`, in a directory of its own under
+    /// `cache/<name>-arm64` (written, not yet updated).
+    pub fn arm64(name: &str, archive: Archive, cache: &Path) -> Result<Suite> {
+        Suite::with_architectures(name, archive, cache.join(format!("{name}-arm64")), ARM64)
+    }
+
+    fn with_architectures(
+        name: &str,
+        archive: Archive,
+        dir: PathBuf,
+        architectures: &'static [&'static str],
+    ) -> Result<Suite> {
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
             return Err(format!("@{name}: a suite is a name such as bullseye, bookworm, trixie or bookworm-backports"));
         }
@@ -75,7 +98,7 @@ impl Suite {
                 archive.keyring.display()
             ));
         }
-        let suite = Suite { name: name.to_string(), archive, dir: cache.join(name) };
+        let suite = Suite { name: name.to_string(), archive, dir, architectures };
         suite.write_config()?;
         Ok(suite)
     }
@@ -103,8 +126,12 @@ impl Suite {
         .map(|(k, v)| format!("{k} \"{}\";\n", v.display()))
         .collect::<String>()
             // i686 images take linux-image-686 (arch i386) from the same lists.
-            + "APT::Architectures { \"amd64\"; \"i386\"; };\n\
-               Acquire::Languages \"none\";\n\
+            + &format!(
+                "APT::Architecture \"{}\";\nAPT::Architectures {{ {} }};\n",
+                self.architectures[0],
+                self.architectures.iter().map(|a| format!("\"{a}\";")).collect::<Vec<_>>().join(" ")
+            )
+            + "Acquire::Languages \"none\";\n\
                // The state is ours (under target/), which apt's _apt user may not write.\n\
                APT::Sandbox::User \"root\";\n";
         fs::write(self.dir.join("apt.conf"), conf)
@@ -195,7 +222,7 @@ impl Suite {
         if !versions.is_empty() {
             return Ok(Some((package.to_string(), versions)));
         }
-        if package.contains(':') {
+        if package.contains(':') || !self.architectures.contains(&"i386") {
             return Ok(None);
         }
         let i386 = format!("{package}:i386");
@@ -339,10 +366,14 @@ mod tests {
 
     /// A kernel package (or a meta package depending on `depends`) as a .deb.
     fn deb(dir: &Path, name: &str, version: &str, depends: Option<&str>) {
+        deb_for(dir, "amd64", name, version, depends)
+    }
+
+    fn deb_for(dir: &Path, arch: &str, name: &str, version: &str, depends: Option<&str>) {
         let root = dir.join(format!("build-{name}"));
         std::fs::create_dir_all(root.join("DEBIAN")).unwrap();
         let control = format!(
-            "Package: {name}\nVersion: {version}\nArchitecture: amd64\nMaintainer: test <t@example.org>\n{}Description: test\n",
+            "Package: {name}\nVersion: {version}\nArchitecture: {arch}\nMaintainer: test <t@example.org>\n{}Description: test\n",
             depends.map(|d| format!("Depends: {d}\n")).unwrap_or_default()
         );
         std::fs::write(root.join("DEBIAN/control"), control).unwrap();
@@ -352,7 +383,7 @@ mod tests {
         }
         let pool = dir.join("repo/pool/main");
         std::fs::create_dir_all(&pool).unwrap();
-        let (sh, deb) = (shell().unwrap(), pool.join(format!("{name}_{version}_amd64.deb")));
+        let (sh, deb) = (shell().unwrap(), pool.join(format!("{name}_{version}_{arch}.deb")));
         run(cmd!(sh, "dpkg-deb --build -Zgzip {root} {deb}")).unwrap();
     }
 
@@ -364,16 +395,21 @@ mod tests {
         deb(dir, "linux-image-9.8.0-3-amd64", "9.8.0-3", None);
         deb(dir, "linux-image-amd64", "9.9.9+1", Some("linux-image-9.9.9-1-amd64 (= 9.9.9-1)"));
         deb(dir, "linux-image-amd64", "9.8.0+3", Some("linux-image-9.8.0-3-amd64 (= 9.8.0-3)"));
+        deb_for(dir, "arm64", "linux-image-9.9.9-1-arm64", "9.9.9-1", None);
+        deb_for(dir, "arm64", "linux-image-arm64", "9.9.9+1", Some("linux-image-9.9.9-1-arm64 (= 9.9.9-1)"));
         let in_repo = shell_in(&repo).unwrap();
-        let packages = run(cmd!(in_repo, "dpkg-scanpackages -m pool")).unwrap();
-        let index = repo.join(format!("dists/{suite}/main/binary-amd64"));
-        std::fs::create_dir_all(&index).unwrap();
-        std::fs::write(index.join("Packages"), &packages).unwrap();
-        let sha = crate::host::fs::sha256_file(&index.join("Packages")).unwrap();
+        let mut sums = String::new();
+        for arch in ["amd64", "arm64"] {
+            let packages = run(cmd!(in_repo, "dpkg-scanpackages -m -a {arch} pool")).unwrap();
+            let index = repo.join(format!("dists/{suite}/main/binary-{arch}"));
+            std::fs::create_dir_all(&index).unwrap();
+            std::fs::write(index.join("Packages"), &packages).unwrap();
+            let sha = crate::host::fs::sha256_file(&index.join("Packages")).unwrap();
+            sums += &format!(" {sha} {} main/binary-{arch}/Packages\n", packages.len());
+        }
         let release = format!(
             "Origin: test\nSuite: {suite}\nCodename: {suite}\nDate: Wed, 02 Dec 2026 00:00:00 UTC\n\
-             Architectures: amd64\nComponents: main\nSHA256:\n {sha} {} main/binary-amd64/Packages\n",
-            packages.len()
+             Architectures: amd64 arm64\nComponents: main\nSHA256:\n{sums}"
         );
         let dists = repo.join(format!("dists/{suite}"));
         std::fs::write(dists.join("Release"), release).unwrap();
@@ -427,6 +463,20 @@ mod tests {
         let e = suite.download("linux-image-7.0.0-1-amd64").unwrap_err();
         assert!(e.contains("no package 'linux-image-7.0.0-1-amd64'"), "{e}");
         assert!(e.contains("linux-image-9.8.0-3-amd64, linux-image-9.9.9-1-amd64, linux-image-amd64"), "{e}");
+        // arm64's packages come only through an arm64 state of its own, whose
+        // lists hold nothing else; the x86 state does not see them.
+        let e = suite.download("linux-image-arm64").unwrap_err();
+        assert!(e.contains("no package 'linux-image-arm64'"), "{e}");
+        let arm64 = Suite::arm64("testsuite", archive.clone(), &cache).unwrap().download("linux-image-arm64").unwrap();
+        assert_eq!((arm64.package.as_str(), arm64.version.as_str()), ("linux-image-9.9.9-1-arm64", "9.9.9-1"));
+        assert!(arm64.deb.starts_with(cache.join("testsuite-arm64/debs")), "{}", arm64.deb.display());
+        let lists: Vec<String> = std::fs::read_dir(cache.join("testsuite-arm64/lists"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("_Packages"))
+            .collect();
+        assert!(!lists.is_empty() && lists.iter().all(|n| n.contains("binary-arm64")), "{lists:?}");
         // A suite the archive does not serve.
         let e = Suite::new("nosuch", archive.clone(), &cache).unwrap().download("linux-image-amd64").unwrap_err();
         assert!(e.contains("serves no suite 'nosuch'"), "{e}");
