@@ -112,11 +112,9 @@ pub fn unpack_deb(deb: &Path, dir: &Path) -> Result<DebKernel> {
     if modules_decompressed > 0 {
         eprintln!("image: {modules_decompressed} compressed modules of {package} decompressed");
     }
-    let arch = match deb_field(deb, "Architecture")?.as_str() {
-        "amd64" => Arch::X86_64,
-        "i386" => Arch::I686,
-        other => return Err(format!("{package} is for {other}; bootmark images are x86_64 or i686")),
-    };
+    let deb_arch = deb_field(deb, "Architecture")?;
+    let arch = Arch::of_package(&deb_arch)
+        .ok_or_else(|| format!("{package} is for {deb_arch}; bootmark runs on x86_64, i686 and aarch64"))?;
     Ok(DebKernel {
         version: deb_field(deb, "Version")?,
         package,
