@@ -186,10 +186,20 @@ fn boot_once(args: &Args, log: &Path) -> Result<()> {
     fs::create_dir_all(&work)?;
     let _ = std::fs::remove_file(log);
     let (program, argv) = qemu_argv(args, log, &work)?;
+    let ended = run_to_power_off(program, argv, log, args.timeout);
+    let _ = std::fs::remove_dir_all(&work);
+    ended
+}
+
+/// Run QEMU (`program` with `argv`, its serial console going to `log`)
+/// until the guest powers off; an error, with the console's tail, when it
+/// does not within `timeout` seconds, when it stalls before /init speaks, or
+/// when QEMU fails.
+pub fn run_to_power_off(program: &str, argv: Vec<std::ffi::OsString>, log: &Path, timeout: u64) -> Result<()> {
     let started = Instant::now();
     let streams = Streams::null().stderr(Stdio::piped());
     let mut child = crate::host::process::spawn(shell()?.cmd(program).args(argv), streams)?;
-    let limit = Duration::from_secs(args.timeout);
+    let limit = Duration::from_secs(timeout);
     let mut console = Growth::default();
     let status = loop {
         if let Some(st) = child.try_wait().context("waiting for QEMU")? {
@@ -203,7 +213,6 @@ fn boot_once(args: &Args, log: &Path) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(200));
     };
-    let _ = std::fs::remove_dir_all(&work);
     let serial = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
     match status {
         Ended::Stalled => {
@@ -220,7 +229,7 @@ fn boot_once(args: &Args, log: &Path) -> Result<()> {
         }
         Ended::TimedOut => Err(format!(
             "the guest did not power off within {} s ({}).\n--- serial tail ---\n{}",
-            args.timeout,
+            timeout,
             diagnose(&serial),
             tail(&serial, 30)
         )),
