@@ -5,6 +5,7 @@
 //! what they share. [`run_group`] runs a group of them (`check e2e`, part
 //! of `cargo xtask test`) on one lane or two, [`run_one`] one.
 
+pub mod arm64;
 pub mod bisect_git;
 pub mod bisect_ladder;
 pub mod boot_ways;

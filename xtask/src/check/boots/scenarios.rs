@@ -8,9 +8,9 @@
 
 use super::testbed::Testbed;
 use super::{
-    bisect_ladder, boot_ways, built_image, command, failing_disk, generations, hostile_disks, i686, iso, kernel_rpm,
-    lab_ipmi, lab_qemu, lab_redfish, lava, lvm_on_md, md_layouts, mechanisms, nvme, old_machine, resets, secure_boot,
-    sequence, sweep, watch, write_log,
+    arm64, bisect_ladder, boot_ways, built_image, command, failing_disk, generations, hostile_disks, i686, iso,
+    kernel_rpm, lab_ipmi, lab_qemu, lab_redfish, lava, lvm_on_md, md_layouts, mechanisms, nvme, old_machine, resets,
+    secure_boot, sequence, sweep, watch, write_log,
 };
 use crate::host::project::Result;
 
@@ -284,6 +284,15 @@ pub const SCENARIOS: &[Scenario] = &[
         groups: &[E2e, Generations],
         lane: Main,
         run: |b| generations::two_generations(&b.base),
+    },
+    Scenario {
+        name: "arm64",
+        title: "arm64",
+        about: "The aarch64 /init as PID 1 on Debian's arm64 kernel (linux-image-arm64@bookworm) under \
+                qemu-system-aarch64: NVMe target, USB stick, records on serial and stick",
+        groups: &[E2e],
+        lane: Beside,
+        run: |b| arm64::test(&b.base),
     },
     Scenario {
         name: "failing-disk",
