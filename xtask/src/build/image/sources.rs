@@ -65,7 +65,9 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         };
         let k = deb::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
         let data = fs::read(&k.vmlinuz)?;
-        let bz = kernel::read_x86(&data, &k.vmlinuz.display().to_string())?;
+        // Named by the package, not by the file unpacked in a directory of ours.
+        let file = k.vmlinuz.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let bz = kernel::read_x86(&data, &format!("{}'s {file}", k.package))?;
         let config = config::find_beside(&k.vmlinuz, &k.release).map(|p| config::KernelConfig::read(&p)).transpose()?;
         check_config(config.as_ref(), name)?;
         kernels.push(Kernel {
