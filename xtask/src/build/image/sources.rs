@@ -6,7 +6,7 @@
 use super::args::Args;
 use super::{deb, rpm};
 use crate::build::arch::Arch;
-use crate::build::kernel::{self, bzimage, config};
+use crate::build::kernel::{self, config};
 use crate::build::kernel_src;
 use crate::host::apt_suite;
 use crate::host::fs;
@@ -57,7 +57,12 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         let (deb, suite) = match apt_suite::split(name) {
             Some((package, suite)) => {
                 let apt_cache = project_root().join("target/cache/apt");
-                let got = apt_suite::Suite::new(suite, apt_suite::Archive::debian(), &apt_cache)?.download(package)?;
+                // arm64 packages come from an apt state of their own.
+                let state = match args.arch {
+                    Some(Arch::Aarch64) => apt_suite::Suite::arm64(suite, apt_suite::Archive::debian(), &apt_cache)?,
+                    _ => apt_suite::Suite::new(suite, apt_suite::Archive::debian(), &apt_cache)?,
+                };
+                let got = state.download(package)?;
                 eprintln!("image: {name} is {} {}", got.package, got.version);
                 (got.deb, Some(suite))
             }
@@ -67,13 +72,21 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         let data = fs::read(&k.vmlinuz)?;
         // Named by the package, not by the file unpacked in a directory of ours.
         let file = k.vmlinuz.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        let bz = kernel::read_x86(&data, &format!("{}'s {file}", k.package))?;
+        let read = kernel::read(&data, &format!("{}'s {file}", k.package))?;
+        if read.arch.is_some_and(|a| a != k.arch) {
+            return Err(format!(
+                "{} is a package for {}, but its {file} is for {}",
+                k.package,
+                k.arch,
+                read.arch.unwrap_or(k.arch)
+            ));
+        }
         let config = config::find_beside(&k.vmlinuz, &k.release).map(|p| config::KernelConfig::read(&p)).transpose()?;
         check_config(config.as_ref(), name)?;
         kernels.push(Kernel {
             vmlinuz: k.vmlinuz.clone(),
             release: k.release.clone(),
-            version: bz.version,
+            version: read.version,
             arch: k.arch,
             modules: Some(k.modules.clone()),
             config,
@@ -83,11 +96,11 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     for (i, path) in args.kernel_rpms.iter().enumerate() {
         let k = rpm::unpack(path, &work.join(format!("rpm{i}")))?;
         let data = fs::read(&k.vmlinuz)?;
-        let bz = kernel::read_x86(&data, &k.vmlinuz.display().to_string())?;
-        let release = bzimage::release_of(&bz.version);
+        let read = kernel::read(&data, &k.vmlinuz.display().to_string())?;
+        let release = read.release;
         let config = config::find_beside(&k.vmlinuz, &release).map(|p| config::KernelConfig::read(&p)).transpose()?;
         check_config(config.as_ref(), &path.display().to_string())?;
-        let arch = bz
+        let arch = read
             .arch
             .or_else(|| config.as_ref().and_then(|c| c.arch()))
             .or(k.arch)
@@ -98,7 +111,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         kernels.push(Kernel {
             vmlinuz: k.vmlinuz.clone(),
             release,
-            version: bz.version,
+            version: read.version,
             arch,
             modules: k.modules.clone(),
             config,
@@ -106,7 +119,35 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
                            "package_version": k.version, "rpm_sha256": crate::host::fs::sha256_file(path)?}),
         });
     }
+    refuse_other_arches(&kernels, args.arch)?;
     Ok(kernels)
+}
+
+/// `--arch` names the image's architecture where a kernel file cannot
+/// tell: a kernel that tells otherwise is refused by name, not put in an
+/// image for the other architecture.
+fn refuse_other_arches(kernels: &[Kernel], asked: Option<Arch>) -> Result<()> {
+    for k in kernels {
+        if let Some(asked) = asked.filter(|a| *a != k.arch) {
+            return Err(format!(
+                "{} is a kernel for {}, but --arch {asked} was given: leave --arch out, or give a kernel for {asked}",
+                k.named(),
+                k.arch
+            ));
+        }
+        k.arch.require_x86(&format!("an image of {}", k.named()))?;
+    }
+    Ok(())
+}
+
+impl Kernel {
+    /// How the user gave it: its package, else its file; with its release.
+    fn named(&self) -> String {
+        match self.origin.get("package").and_then(Value::as_str) {
+            Some(package) => format!("{package} ({})", self.release),
+            None => format!("{} ({})", self.vmlinuz.display(), self.release),
+        }
+    }
 }
 
 /// A kernel file (a bzImage) with its config and modules: given, or beside
@@ -119,23 +160,18 @@ fn from_file(
     origin: Option<Value>,
 ) -> Result<Kernel> {
     let data = std::fs::read(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
-    let bz = kernel::read_x86(&data, &path.display().to_string())?;
-    let release = bzimage::release_of(&bz.version);
+    let read = kernel::read(&data, &path.display().to_string())?;
+    let release = read.release.clone();
     let config_path = config_path.or_else(|| config::find_beside(path, &release));
     let config = config_path.as_deref().map(config::KernelConfig::read).transpose()?;
     check_config(config.as_ref(), &path.display().to_string())?;
-    let arch = bz
-        .arch
-        .or_else(|| config.as_ref().and_then(|c| c.arch()))
-        .or(arch)
-        .ok_or_else(|| {
-            format!(
-                "{}: boot protocol {}.{:02} does not say whether it is 64-bit and no kernel config was found: add --kernel-config FILE or --arch x86_64|i686",
-                path.display(),
-                bz.protocol.0,
-                bz.protocol.1
-            )
-        })?;
+    let (major, minor) = read.protocol.unwrap_or_default();
+    let arch = read.arch.or_else(|| config.as_ref().and_then(|c| c.arch())).or(arch).ok_or_else(|| {
+        format!(
+            "{}: boot protocol {major}.{minor:02} does not say whether it is 64-bit and no kernel config was found: add --kernel-config FILE or --arch x86_64|i686",
+            path.display()
+        )
+    })?;
     let modules = modules.or_else(|| config::modules_beside(path, &release));
     if let Some(m) = &modules
         && !m.join("kernel").is_dir()
@@ -152,7 +188,7 @@ fn from_file(
     if let (Some(Value::Object(more)), Some(o)) = (origin, file.as_object_mut()) {
         o.extend(more);
     }
-    Ok(Kernel { vmlinuz: path.to_path_buf(), release, version: bz.version, arch, modules, config, origin: file })
+    Ok(Kernel { vmlinuz: path.to_path_buf(), release, version: read.version, arch, modules, config, origin: file })
 }
 
 /// Refuse a kernel whose config says it cannot run the image; print what
@@ -171,4 +207,33 @@ fn check_config(config: Option<&config::KernelConfig>, kernel: &str) -> Result<(
         ),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(arch: Arch, origin: Value) -> Kernel {
+        Kernel {
+            vmlinuz: PathBuf::from("/boot/vmlinuz"),
+            release: "6.1.0-57".into(),
+            version: "6.1.0-57 #1".into(),
+            arch,
+            modules: None,
+            config: None,
+            origin,
+        }
+    }
+
+    #[test]
+    fn a_kernel_of_another_arch_than_asked_or_an_arm64_kernel_is_refused_by_name() {
+        let x86 = kernel(Arch::X86_64, json!({"package": "linux-image-6.1.0-57-amd64"}));
+        assert!(refuse_other_arches(std::slice::from_ref(&x86), None).is_ok());
+        assert!(refuse_other_arches(std::slice::from_ref(&x86), Some(Arch::X86_64)).is_ok());
+        let e = refuse_other_arches(std::slice::from_ref(&x86), Some(Arch::I686)).unwrap_err();
+        assert!(e.starts_with("linux-image-6.1.0-57-amd64 (6.1.0-57) is a kernel for x86_64, but --arch i686"), "{e}");
+        let arm64 = kernel(Arch::Aarch64, json!({"file": "/boot/vmlinuz"}));
+        let e = refuse_other_arches(&[x86, arm64], None).unwrap_err();
+        assert!(e.starts_with("an image of /boot/vmlinuz (6.1.0-57) for aarch64: not yet"), "{e}");
+    }
 }

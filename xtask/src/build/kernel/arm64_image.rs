@@ -18,6 +18,9 @@ const HEADER_LEN: usize = 64;
 pub struct Arm64Image {
     /// The "Linux version …" banner's release ("6.1.0-50-arm64"), when found.
     pub release: Option<String>,
+    /// The whole banner after "Linux version " (release, builder, compiler,
+    /// build number and date), as x86's header points at its like.
+    pub version: Option<String>,
     /// The kernel's page size, KiB (4, 16, 64); None when the header predates the field (3.17).
     pub page_size_kib: Option<u32>,
     /// A PE/COFF header ("MZ" at 0, "PE\0\0" where the header points): the EFI stub.
@@ -61,18 +64,25 @@ pub fn parse_arm64_image(data: &[u8], name: &str) -> Result<Arm64Image> {
     };
     let pe_at = u32::from_le_bytes(data[60..64].try_into().unwrap_or_default()) as usize;
     let efi_stub = data.starts_with(b"MZ") && data.get(pe_at..pe_at + 4) == Some(b"PE\0\0");
-    Ok(Arm64Image { release: release_in(data), page_size_kib, efi_stub, image_size })
+    let version = banner_in(data);
+    let release = version.as_deref().and_then(|v| v.split_whitespace().next()).map(str::to_string);
+    Ok(Arm64Image { release, version, page_size_kib, efi_stub, image_size })
 }
 
-/// The release in the kernel's "Linux version 6.1.0-50-arm64 (…) #1 SMP …"
-/// banner (an uncompressed Image carries it as text; arm64 has no
-/// boot-protocol field that points at it, as x86's header does).
-fn release_in(data: &[u8]) -> Option<String> {
+/// The kernel's "Linux version 6.1.0-50-arm64 (…) #1 SMP …" banner, after
+/// its first two words (an uncompressed Image carries it as text; arm64
+/// has no boot-protocol field that points at it, as x86's header does).
+fn banner_in(data: &[u8]) -> Option<String> {
     const BANNER: &[u8] = b"Linux version ";
     let at = data.windows(BANNER.len()).position(|w| w == BANNER)? + BANNER.len();
-    let release: String =
-        data[at..].iter().take_while(|&&b| b.is_ascii_graphic()).take(100).map(|&b| b as char).collect();
-    (!release.is_empty()).then_some(release)
+    let text: String = data[at..]
+        .iter()
+        .take_while(|&&b| b != 0 && b != b'\n' && (b == b' ' || b.is_ascii_graphic()))
+        .take(300)
+        .map(|&b| b as char)
+        .collect();
+    let text = text.trim().to_string();
+    (!text.is_empty() && !text.starts_with(' ')).then_some(text)
 }
 
 #[cfg(test)]
@@ -100,6 +110,9 @@ mod tests {
             k,
             Arm64Image {
                 release: Some("6.1.0-50-arm64".into()),
+                version: Some(
+                    "6.1.0-50-arm64 (debian-kernel@lists.debian.org) (gcc-12) #1 SMP Debian 6.1.176-1".into()
+                ),
                 page_size_kib: Some(4),
                 efi_stub: true,
                 image_size: 0x2c0_0000

@@ -10,18 +10,38 @@ pub mod config;
 use crate::build::arch::Arch;
 use crate::host::project::Result;
 
-/// Read a kernel file for an x86 image. An arm64 kernel is named as one
-/// (rather than "no boot sector signature"), and refused: images are x86
-/// only so far.
-pub fn read_x86(data: &[u8], name: &str) -> Result<bzimage::BzImage> {
-    bzimage::parse_bzimage(data, name).map_err(|not_bzimage| match arm64_image::parse_arm64_image(data, name) {
-        Ok(arm64) => format!(
-            "{name} is an arm64 kernel ({}), not an x86 bzImage; {}",
-            arm64.describe(),
-            Arch::Aarch64.require_x86("an image").err().unwrap_or_default()
-        ),
-        Err(_) => not_bzimage,
-    })
+/// What a kernel file says about itself, whichever architecture's it is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelFile {
+    /// The version string ("6.1.0-57-amd64 (debian-kernel@…) #1 SMP …").
+    pub version: String,
+    /// Its first word: "6.1.0-57-amd64".
+    pub release: String,
+    /// None for a bzImage whose boot protocol predates the 64-bit flag (2.12).
+    pub arch: Option<Arch>,
+    /// The x86 boot protocol (major, minor); None for arm64.
+    pub protocol: Option<(u8, u8)>,
+}
+
+/// Read a kernel file: an x86 bzImage, or an arm64 Image (with the EFI
+/// stub: UEFI servers start nothing else). Anything else is refused with
+/// what the bzImage reader found wrong.
+pub fn read(data: &[u8], name: &str) -> Result<KernelFile> {
+    let not_bzimage = match bzimage::parse_bzimage(data, name) {
+        Ok(bz) => {
+            let release = bzimage::release_of(&bz.version);
+            return Ok(KernelFile { version: bz.version, release, arch: bz.arch, protocol: Some(bz.protocol) });
+        }
+        Err(e) => e,
+    };
+    let Ok(arm64) = arm64_image::parse_arm64_image(data, name) else { return Err(not_bzimage) };
+    let (Some(version), Some(release)) = (arm64.version.clone(), arm64.release.clone()) else {
+        return Err(format!("{name} is an arm64 kernel ({}) without a \"Linux version\" banner", arm64.describe()));
+    };
+    if !arm64.efi_stub {
+        return Err(format!("{name} is an arm64 kernel ({}): UEFI cannot start it", arm64.describe()));
+    }
+    Ok(KernelFile { version, release, arch: Some(Arch::Aarch64), protocol: None })
 }
 
 #[cfg(test)]
@@ -29,17 +49,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_arm64_kernel_is_named_as_one_and_refused_for_an_x86_image() {
+    fn both_architectures_kernels_are_read_and_anything_else_refused() {
         let mut arm64 = vec![0u8; 0x1000];
         arm64[..2].copy_from_slice(b"MZ");
         arm64[56..60].copy_from_slice(b"ARM\x64");
-        let banner = b"Linux version 6.1.0-50-arm64 (debian-kernel@lists.debian.org)";
+        arm64[60..64].copy_from_slice(&0x40u32.to_le_bytes());
+        arm64[0x40..0x44].copy_from_slice(b"PE\0\0");
+        let banner = b"Linux version 6.1.0-57-arm64 (debian-kernel@lists.debian.org) #1 SMP Debian 6.1.192-3\n";
         arm64[0x800..0x800 + banner.len()].copy_from_slice(banner);
-        let refused = read_x86(&arm64, "vmlinuz-6.1.0-50-arm64").unwrap_err();
-        assert!(refused.starts_with("vmlinuz-6.1.0-50-arm64 is an arm64 kernel (Linux 6.1.0-50-arm64"), "{refused}");
-        assert!(refused.contains("an image for aarch64: not yet"), "{refused}");
-        let text =
-            read_x86(b"just some notes, long enough to be read as a header of a kernel.", "notes.txt").unwrap_err();
+        let k = read(&arm64, "vmlinuz-6.1.0-57-arm64").unwrap();
+        assert_eq!((k.release.as_str(), k.arch, k.protocol), ("6.1.0-57-arm64", Some(Arch::Aarch64), None));
+        assert!(k.version.ends_with("Debian 6.1.192-3"), "{}", k.version);
+        arm64[..2].copy_from_slice(b"\0\0");
+        assert!(read(&arm64, "Image").unwrap_err().contains("UEFI cannot start it"));
+        let text = read(b"just some notes, long enough to be read as a header of a kernel.", "notes.txt").unwrap_err();
         assert!(text.contains("notes.txt is not a Linux x86 kernel (bzImage)"), "{text}");
     }
 }
