@@ -45,7 +45,8 @@ pub struct Args {
     /// results stick: results then come over the serial console only).
     #[arg(long, value_delimiter = ',', value_name = "MODULE,…")]
     pub allow_missing: Vec<String>,
-    /// Architecture of --kernel images whose header cannot tell (boot protocol < 2.12).
+    /// Architecture of --kernel images whose header cannot tell (boot protocol < 2.12); a kernel
+    /// whose file or package says another architecture is refused.
     #[arg(long, value_enum)]
     pub arch: Option<Arch>,
     /// Output directory.
