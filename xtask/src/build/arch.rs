@@ -110,11 +110,11 @@ impl Arch {
     /// musl-dev:i386) and the 32-bit linker mode, which those specs' link
     /// line would otherwise drop.
     pub fn musl_cc(self) -> Result<&'static str> {
-        match self {
-            Arch::X86_64 => Ok("musl-gcc"),
-            Arch::I686 => Ok("gcc -m32 -specs /usr/lib/i386-linux-musl/musl-gcc.specs -Wl,-melf_i386"),
-            Arch::Aarch64 => Err(Arch::Aarch64.require_x86("a static C program (mke2fs, fio, --include)").unwrap_err()),
-        }
+        self.require_x86("a static C program (mke2fs, fio, --include)")?;
+        Ok(match self {
+            Arch::I686 => "gcc -m32 -specs /usr/lib/i386-linux-musl/musl-gcc.specs -Wl,-melf_i386",
+            _ => "musl-gcc",
+        })
     }
 
     /// QEMU's system emulator and CPU model. An Intel model for both:
