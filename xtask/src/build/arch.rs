@@ -119,12 +119,18 @@ impl Arch {
 
     /// QEMU's system emulator and CPU model. An Intel model for both:
     /// Linux before about 2.6.2x panics on QEMU's AMD-vendor default, and
-    /// the i686 /init needs SSE2 (a Core Duo).
+    /// the i686 /init needs SSE2 (a Core Duo). Both with RDRAND, as every
+    /// server since 2012: the kernel then seeds its random pool before the
+    /// second CPU starts. Without it, 6.x seeds it mid-run from interrupts
+    /// and flips the `crng_is_ready` static key, patching its own text
+    /// while the other CPU runs, and QEMU's TCG can livelock there (CI saw
+    /// a 261 s soft lockup at that key's site in `add_timer_randomness`
+    /// and no power-off).
     pub fn qemu(self) -> Result<(&'static str, &'static str)> {
         self.require_x86("booting in QEMU")?;
         Ok(match self {
-            Arch::I686 => ("qemu-system-i386", "coreduo"),
-            _ => ("qemu-system-x86_64", "qemu64,vendor=GenuineIntel"),
+            Arch::I686 => ("qemu-system-i386", "coreduo,+rdrand"),
+            _ => ("qemu-system-x86_64", "qemu64,vendor=GenuineIntel,+rdrand"),
         })
     }
 }

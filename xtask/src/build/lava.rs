@@ -334,9 +334,11 @@ fn qemu_job(args: &Args, meta: &Meta, a: &Artifacts, scratch: (&str, &str), line
     let x86_64 = meta.entry.arch == "x86_64";
     let mut extra = vec!["-no-reboot".to_string(), "-device ahci,id=ahci".to_string()];
     if args.tcg {
-        // A software CPU: the template's `-cpu host -enable-kvm` is off (no_kvm).
+        // A software CPU: the template's `-cpu host -enable-kvm` is off
+        // (no_kvm). RDRAND as in `Arch::qemu`: the kernel seeds its random
+        // pool before SMP, patching no text under TCG later.
         if x86_64 {
-            extra.extend(["-machine pc", "-cpu qemu64,vendor=GenuineIntel", "-accel tcg"].map(String::from));
+            extra.extend(["-machine pc", "-cpu qemu64,vendor=GenuineIntel,+rdrand", "-accel tcg"].map(String::from));
         } else {
             extra.push("-accel tcg".into());
         }
