@@ -3,25 +3,27 @@
 //! --secure-boot), and the PXE/TFTP tree (pxelinux for BIOS, GRUB's
 //! netboot core or the signed chain for UEFI) with its dnsmasq lines.
 
-use super::{menu, secure_boot};
+use super::{grub_platform, menu, secure_boot};
 use crate::host::fs;
 use crate::host::fs::write_creating_dirs as write;
 use crate::host::process::{cmd, shell};
 use crate::host::project::Result;
 use std::path::Path;
 
-/// GRUB as a standalone EFI binary with a tiny config that finds the image
-/// (stick or ISO) by its id file. `iso9660` lets it read a CD.
-pub fn grub_efi(out: &Path, work: &Path, id: &str) -> Result<()> {
+/// GRUB as a standalone EFI binary for `platform`, with a tiny config that
+/// finds the image (stick or ISO) by its id file. `iso9660` lets it read a
+/// CD.
+pub fn grub_efi(out: &Path, work: &Path, id: &str, platform: &grub_platform::Platform) -> Result<()> {
     fs::create_dir_all(out.parent().unwrap())?;
     let embedded = work.join("grub-embedded.cfg");
     write(&embedded, menu::grub_finder(id))?;
     let modules =
         "part_msdos part_gpt fat iso9660 search search_fs_file serial terminal linux normal efi_gop echo configfile";
+    let (name, dir) = (platform.name, &platform.modules);
     let sh = shell()?;
     crate::host::process::run(cmd!(
         sh,
-        "grub-mkstandalone -O x86_64-efi --locales= --themes= --fonts= --modules={modules} -o {out} boot/grub/grub.cfg={embedded}"
+        "grub-mkstandalone -O {name} -d {dir} --locales= --themes= --fonts= --modules={modules} -o {out} boot/grub/grub.cfg={embedded}"
     ))?;
     Ok(())
 }

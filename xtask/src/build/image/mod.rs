@@ -16,6 +16,7 @@ pub mod compressed;
 pub mod cpio;
 pub mod deb;
 pub mod elf;
+pub mod grub_platform;
 pub mod include;
 pub mod initramfs;
 pub mod iso;
@@ -124,13 +125,15 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
     let id = stage_menus(&m, &stage)?;
     stage_results_files(b, &entries, &stage)?;
     // The unsigned GRUB, for the stick and the ISO, or the signed chain.
-    let grub_efi = work.join("BOOTX64.EFI");
+    let x86 = grub_platform::for_arch(Arch::X86_64)?;
+    let grub_efi = work.join(x86.removable);
     match &b.signed {
         Some((chain, _)) => bootloaders::signed_esp(&stage, chain, &id)?,
         None => {
-            bootloaders::grub_efi(&grub_efi, work, &id)?;
+            bootloaders::grub_efi(&grub_efi, work, &id, &x86)?;
+            eprintln!("image: GRUB {} from {}", x86.name, x86.package);
             fs::create_dir_all(stage.join("EFI/BOOT"))?;
-            fs::copy(&grub_efi, stage.join("EFI/BOOT/BOOTX64.EFI"))?;
+            fs::copy(&grub_efi, stage.join("EFI/BOOT").join(x86.removable))?;
         }
     }
     set_mtimes(&stage, b.mtime)?;
