@@ -14,11 +14,31 @@ pub fn syslinux_set_default(text: &str, label: &str) -> String {
         .collect()
 }
 
-/// Point GRUB's `set default=` at entry `index`.
-pub fn grub_set_default(text: &str, index: usize) -> String {
+/// The `--id` of each GRUB menuentry, in the order the file has them.
+pub fn grub_ids(grub_cfg: &str) -> Vec<String> {
+    grub_cfg.lines().filter_map(grub_entry_id).map(str::to_string).collect()
+}
+
+/// The `--id` of a line that starts a menuentry.
+fn grub_entry_id(line: &str) -> Option<&str> {
+    line.starts_with("menuentry ").then(|| line.split_whitespace().skip_while(|w| *w != "--id").nth(1)).flatten()
+}
+
+/// Point GRUB's `set default=` at the entry whose id is `label`. By id, not
+/// by number: an image for two architectures has a block of entries per
+/// architecture, and GRUB numbers only the block it runs. On the other
+/// architecture the id is not in the menu and GRUB boots its first entry.
+pub fn grub_set_default(text: &str, label: &str) -> String {
     text.lines()
-        .map(|l| if l.starts_with("set default=") { format!("set default={index}\n") } else { format!("{l}\n") })
+        .map(|l| if l.starts_with("set default=") { format!("set default={label}\n") } else { format!("{l}\n") })
         .collect()
+}
+
+/// Which of the two menus list `label`: (syslinux's, GRUB's). An x86 entry
+/// is in both, an arm64 entry in GRUB's only (arm64 boots UEFI only).
+fn menus_listing(syslinux: Option<&str>, grub: Option<&str>, label: &str) -> (bool, bool) {
+    let has = |list: Vec<String>| list.iter().any(|l| l == label);
+    (syslinux.is_some_and(|s| has(labels(s))), grub.is_some_and(|g| has(grub_ids(g))))
 }
 
 /// The kernel parameter that gives one boot its settings (`bootmark bisect settings`).
@@ -34,9 +54,7 @@ pub fn syslinux_with_set(text: &str, label: &str, set: Option<&str>) -> String {
 
 /// The same for GRUB: the `linux` line of the menuentry whose `--id` is `label`.
 pub fn grub_with_set(text: &str, label: &str, set: Option<&str>) -> String {
-    let entry = |l: &str| {
-        l.starts_with("menuentry ").then(|| l.split_whitespace().skip_while(|w| *w != "--id").nth(1) == Some(label))
-    };
+    let entry = |l: &str| l.starts_with("menuentry ").then(|| grub_entry_id(l) == Some(label));
     with_set_on_kernel_line(text, entry, "linux", set)
 }
 
@@ -65,18 +83,28 @@ fn with_set_on_kernel_line(
     out
 }
 
-/// Both menus under `root` (the stick's FAT root): make `label` the default.
+/// The menus under `root` (the stick's FAT root) that list `label`: make it
+/// their default.
 pub fn set_default(root: &std::path::Path, label: &str) -> Result<(), String> {
     let sys_path = root.join("syslinux.cfg");
     let grub_path = root.join("boot/grub/grub.cfg");
-    let sys = std::fs::read_to_string(&sys_path).map_err(|e| format!("{}: {e}", sys_path.display()))?;
-    let index =
-        labels(&sys).iter().position(|l| l == label).ok_or_else(|| format!("the boot menu has no entry {label}"))?;
-    write_synced(&sys_path, &syslinux_set_default(&sys, label))?;
-    if let Ok(grub) = std::fs::read_to_string(&grub_path) {
-        write_synced(&grub_path, &grub_set_default(&grub, index))?;
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let (sys, grub) = (read(&sys_path), read(&grub_path));
+    match menus_listing(sys.as_deref().ok(), grub.as_deref().ok(), label) {
+        (false, false) => match (sys, grub) {
+            (Err(e), Err(_)) => Err(e),
+            _ => Err(format!("the boot menu has no entry {label}")),
+        },
+        (in_sys, in_grub) => {
+            if let (true, Ok(sys)) = (in_sys, &sys) {
+                write_synced(&sys_path, &syslinux_set_default(sys, label))?;
+            }
+            if let (true, Ok(grub)) = (in_grub, &grub) {
+                write_synced(&grub_path, &grub_set_default(grub, label))?;
+            }
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 /// Replace a file's content durably: temp file, fsync, rename, fsync dir.
@@ -140,10 +168,10 @@ pub fn iso_menus_set_default(
     if !sys.starts_with("# bootmark boot menu (BIOS)") || !grub.starts_with("# bootmark boot menu (UEFI)") {
         return Err("the ISO's menus are not where the manifest says: not this image's ISO".into());
     }
-    let index = labels(&sys)
-        .iter()
-        .position(|l| l == label)
-        .ok_or_else(|| format!("the ISO's boot menu has no entry {label}"))?;
+    let (in_sys, in_grub) = menus_listing(Some(&sys), Some(&grub), label);
+    if !in_sys && !in_grub {
+        return Err(format!("the ISO's boot menu has no entry {label}"));
+    }
     let fit = |changed: String, len: usize| -> Result<Vec<u8>, String> {
         let body = changed.trim_end_matches('\n');
         if body.len() + 1 > len {
@@ -151,10 +179,11 @@ pub fn iso_menus_set_default(
         }
         Ok(format!("{body}{}", "\n".repeat(len - body.len())).into_bytes())
     };
-    Ok((
-        fit(syslinux_with_set(&syslinux_set_default(&sys, label), label, set), syslinux.len())?,
-        fit(grub_with_set(&grub_set_default(&grub, index), label, set), grub.len())?,
-    ))
+    // A menu that does not list the entry stays as it is.
+    let (sys_len, grub_len) = (syslinux.len(), grub.len());
+    let sys = if in_sys { syslinux_with_set(&syslinux_set_default(&sys, label), label, set) } else { sys };
+    let grub = if in_grub { grub_with_set(&grub_set_default(&grub, label), label, set) } else { grub };
+    Ok((fit(sys, sys_len)?, fit(grub, grub_len)?))
 }
 
 #[cfg(test)]
@@ -170,8 +199,12 @@ mod tests {
         let changed = syslinux_set_default(SYS, "k1");
         assert_eq!(changed, SYS.replace("DEFAULT k0", "DEFAULT k1"));
         assert_eq!(
-            grub_set_default("set timeout=3\nset default=0\nmenuentry 'a' {\n}\n", 1),
-            "set timeout=3\nset default=1\nmenuentry 'a' {\n}\n"
+            grub_set_default("set timeout=3\nset default=k0\nmenuentry 'a' --id k0 {\n}\n", "k1"),
+            "set timeout=3\nset default=k1\nmenuentry 'a' --id k0 {\n}\n"
+        );
+        assert_eq!(
+            grub_ids("menuentry 'a' --id k0 {\n}\nif x; then\nmenuentry 'b c' --id k1-v {\n}\nfi\n"),
+            ["k0", "k1-v"]
         );
     }
 
@@ -195,10 +228,17 @@ mod tests {
         let root = std::env::temp_dir().join(format!("bootmark-menu-{}", std::process::id()));
         std::fs::create_dir_all(root.join("boot/grub")).unwrap();
         std::fs::write(root.join("syslinux.cfg"), SYS).unwrap();
-        std::fs::write(root.join("boot/grub/grub.cfg"), "set default=0\n").unwrap();
+        let grub =
+            "set default=k0\nmenuentry 'a' --id k0 {\n}\nmenuentry 'b' --id k1 {\n}\nmenuentry 'arm64' --id k2 {\n}\n";
+        std::fs::write(root.join("boot/grub/grub.cfg"), grub).unwrap();
         set_default(&root, "k1").unwrap();
         assert!(std::fs::read_to_string(root.join("syslinux.cfg")).unwrap().contains("DEFAULT k1"));
-        assert_eq!(std::fs::read_to_string(root.join("boot/grub/grub.cfg")).unwrap(), "set default=1\n");
+        let read_grub = || std::fs::read_to_string(root.join("boot/grub/grub.cfg")).unwrap();
+        assert_eq!(read_grub(), grub.replace("default=k0", "default=k1"));
+        // An arm64 entry is GRUB's alone: syslinux keeps its own default.
+        set_default(&root, "k2").unwrap();
+        assert!(std::fs::read_to_string(root.join("syslinux.cfg")).unwrap().contains("DEFAULT k1"));
+        assert_eq!(read_grub(), grub.replace("default=k0", "default=k2"));
         assert!(set_default(&root, "k7").unwrap_err().contains("no entry k7"));
         crate::fsutil::remove_tree(&root).unwrap();
     }
@@ -206,12 +246,14 @@ mod tests {
     #[test]
     fn iso_menus_change_their_default_and_keep_their_length() {
         let sys = with_room(&format!("# bootmark boot menu (BIOS).\n{SYS}\nLABEL k1-a-long-variant-name\n"));
-        let grub = with_room("# bootmark boot menu (UEFI).\nset timeout=0\nset default=0\n");
+        let grub = with_room(
+            "# bootmark boot menu (UEFI).\nset timeout=0\nset default=k0\nmenuentry 'a' --id k0 {\n}\nmenuentry 'b' --id k1-a-long-variant-name {\n}\n",
+        );
         let (s, g) = iso_menus_set_default(sys.as_bytes(), grub.as_bytes(), "k1-a-long-variant-name", None).unwrap();
         assert_eq!((s.len(), g.len()), (sys.len(), grub.len()));
         let (s, g) = (String::from_utf8(s).unwrap(), String::from_utf8(g).unwrap());
         assert!(s.contains("\nDEFAULT k1-a-long-variant-name\n") && !s.contains("DEFAULT k0"), "{s}");
-        assert!(g.contains("set default=2\n"), "{g}");
+        assert!(g.contains("set default=k1-a-long-variant-name\n"), "{g}");
         // And back: the room is not used up by changing the default again.
         let (s2, _) = iso_menus_set_default(s.as_bytes(), g.as_bytes(), "k0", None).unwrap();
         assert_eq!(String::from_utf8(s2).unwrap(), sys);

@@ -64,7 +64,9 @@ mod tests {
     /// An "ISO": bytes around two menus at known places, as xorriso lays files out.
     fn fake_iso(dir: &Path) -> (PathBuf, IsoMenus, Vec<u8>) {
         let sys = bootmenu::with_room("# bootmark boot menu (BIOS).\nDEFAULT k0\n\nLABEL k0\n\nLABEL k1\n");
-        let grub = bootmenu::with_room("# bootmark boot menu (UEFI).\nset default=0\nmenuentry 'a' --id k0 {\n}\n");
+        let grub = bootmenu::with_room(
+            "# bootmark boot menu (UEFI).\nset default=k0\nmenuentry 'a' --id k0 {\n}\nmenuentry 'b' --id k1 {\n}\n",
+        );
         let mut bytes = vec![0xee; 6144];
         bytes[2048..2048 + sys.len()].copy_from_slice(sys.as_bytes());
         bytes[4096..4096 + grub.len()].copy_from_slice(grub.as_bytes());
@@ -92,7 +94,7 @@ mod tests {
         let inside = |i: &usize, s: Span| (s.offset..s.offset + s.len).contains(&(*i as u64));
         assert!(!differ.is_empty() && differ.iter().all(|i| inside(i, menus.syslinux) || inside(i, menus.grub)));
         let text = String::from_utf8_lossy(&after);
-        assert!(text.contains("DEFAULT k1\n") && text.contains("set default=1\n"));
+        assert!(text.contains("DEFAULT k1\n") && text.contains("set default=k1\n"));
         // Another image's ISO (nothing at the spans) is refused, and no half file is left.
         std::fs::write(&iso, vec![0u8; 6144]).unwrap();
         let e = publish(&iso, &menus, ("k0", None), &www, "dl140").unwrap_err();

@@ -94,16 +94,31 @@ pub fn point_at(tftp_root: &Path, mac: &str, entry: &str, set: Option<&str>) -> 
     let [syslinux_mac, grub_mac] = config_paths(tftp_root, mac);
     let syslinux =
         std::fs::read_to_string(&shared[0]).map_err(|e| format!("cannot read {}: {e}", shared[0].display()))?;
-    let labels = bootmenu::labels(&syslinux);
-    let index = labels.iter().position(|l| l == entry).ok_or_else(|| {
-        format!("{} has no entry {entry} (it has {}): is it this image's tree?", shared[0].display(), labels.join(", "))
-    })?;
-    // No wait at the menu: nobody is there to choose.
-    let text = with_line(&bootmenu::syslinux_set_default(&syslinux, entry), "TIMEOUT ", "TIMEOUT 1");
-    let text = bootmenu::syslinux_with_set(&text, entry, set);
-    bootmenu::write_synced(&syslinux_mac, &text)?;
-    if let Ok(grub) = std::fs::read_to_string(&shared[1]) {
-        let text = with_line(&bootmenu::grub_set_default(&grub, index), "set timeout=", "set timeout=0");
+    let grub = std::fs::read_to_string(&shared[1]).ok();
+    let in_sys = bootmenu::labels(&syslinux).iter().any(|l| l == entry);
+    let in_grub = grub.as_deref().is_some_and(|g| bootmenu::grub_ids(g).iter().any(|l| l == entry));
+    if !in_sys && !in_grub {
+        let mut all = bootmenu::labels(&syslinux);
+        for id in grub.as_deref().map(bootmenu::grub_ids).unwrap_or_default() {
+            if !all.contains(&id) {
+                all.push(id);
+            }
+        }
+        return Err(format!(
+            "{} has no entry {entry} (it has {}): is it this image's tree?",
+            shared[0].display(),
+            all.join(", ")
+        ));
+    }
+    // No wait at the menu: nobody is there to choose. An arm64 entry is in
+    // GRUB's menu only (arm64 boots UEFI only).
+    if in_sys {
+        let text = with_line(&bootmenu::syslinux_set_default(&syslinux, entry), "TIMEOUT ", "TIMEOUT 1");
+        let text = bootmenu::syslinux_with_set(&text, entry, set);
+        bootmenu::write_synced(&syslinux_mac, &text)?;
+    }
+    if let (true, Some(grub)) = (in_grub, grub) {
+        let text = with_line(&bootmenu::grub_set_default(&grub, entry), "set timeout=", "set timeout=0");
         let text = bootmenu::grub_with_set(&text, entry, set);
         bootmenu::write_synced(&grub_mac, &text)?;
     }
@@ -120,7 +135,7 @@ mod tests {
     use super::*;
 
     const SYSLINUX: &str = "SERIAL 0 115200\nPROMPT 1\nTIMEOUT 30\nDEFAULT k0\n\nLABEL k0\n  KERNEL boot/k0/vmlinuz\n\nLABEL k1\n  KERNEL boot/k1/vmlinuz\n";
-    const GRUB: &str = "set timeout=3\nset default=0\n\nmenuentry 'a' --id k0 {\n}\nmenuentry 'b' --id k1 {\n}\n";
+    const GRUB: &str = "set timeout=3\nset default=k0\n\nmenuentry 'a' --id k0 {\n}\nmenuentry 'b' --id k1 {\n}\n";
 
     fn tree(name: &str) -> (PathBuf, PathBuf) {
         let base = std::env::temp_dir().join(format!("bootmark-lab-pxe-{name}-{}", std::process::id()));
@@ -153,7 +168,7 @@ mod tests {
             "{text}"
         );
         let grub = std::fs::read_to_string(&uefi).unwrap();
-        assert!(grub.contains("set default=1\n") && grub.contains("set timeout=0\n"), "{grub}");
+        assert!(grub.contains("set default=k1\n") && grub.contains("set timeout=0\n"), "{grub}");
         assert_eq!(
             std::fs::read_to_string(root.join("pxelinux.cfg/default")).unwrap(),
             SYSLINUX,

@@ -117,7 +117,7 @@ pub fn compare(args: &Args) -> Result<Compared> {
     })?;
     let stick = image_dir.join("usb.img");
     let logs = boot_every_entry(args, &image_dir, &out)?;
-    usb::set_default_entry(&stick, 0, None)?;
+    usb::set_default_entry(&stick, "k0", None)?;
 
     // Results: from the serial logs and from the stick, which must agree.
     let from_serial = bootmark::collect::collect(&logs);

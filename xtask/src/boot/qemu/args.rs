@@ -8,7 +8,12 @@ pub struct Args {
     /// Image directory made by `cargo xtask image`.
     #[arg(long, default_value = "target/image")]
     pub image: PathBuf,
-    /// Boot this menu entry (0-based); it becomes the stick's default.
+    /// The machine's architecture: x86_64 and i686 boot a PC (q35, or the
+    /// 2006 i440FX), aarch64 (arm64) QEMU's virt machine under AAVMF's UEFI
+    /// with NVMe disks. Default: the booted entry's, else the default entry's.
+    #[arg(long, value_enum)]
+    pub arch: Option<crate::build::arch::Arch>,
+    /// Boot this menu entry (0-based, in the image's manifest order); it becomes the stick's default.
     #[arg(long)]
     pub entry: Option<usize>,
     /// Boot the entry with this label (k0, k1, k0-rt…: what a `[server.qemu]` lab

@@ -18,13 +18,19 @@ const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
 const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
 const OVMF_SECBOOT_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.secboot.fd";
 const OVMF_MS_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd";
+/// AAVMF, OVMF built for arm64 (Debian's qemu-efi-aarch64): the UEFI of
+/// QEMU's virt machine, as arm64 servers boot UEFI only.
+const AAVMF_CODE: &str = "/usr/share/AAVMF/AAVMF_CODE.fd";
+const AAVMF_VARS: &str = "/usr/share/AAVMF/AAVMF_VARS.fd";
 
 /// One boot's machine, every flag resolved.
 #[derive(Debug, PartialEq)]
 pub struct Machine {
-    /// `qemu-system-x86_64` or `qemu-system-i386`, by the image's architecture.
+    /// `qemu-system-x86_64`, `qemu-system-i386` or `qemu-system-aarch64`, by the architecture.
     pub qemu: &'static str,
-    /// `pc` (i440FX, the 2006 machines), `q35`, or q35 with SMM for Secure Boot.
+    pub arch: Arch,
+    /// `pc` (i440FX, the 2006 machines), `q35`, q35 with SMM for Secure
+    /// Boot, or `virt` (arm64).
     pub chipset: &'static str,
     pub cpu: &'static str,
     pub shape: Shape,
@@ -72,7 +78,7 @@ pub struct Disk {
     pub bus: String,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Firmware {
     Bios,
     Uefi { secure_boot: bool },
@@ -144,18 +150,25 @@ pub fn resolve(args: &Args, arch: Arch) -> Result<Machine> {
     if args.cdrom && !iso.exists() {
         return Err(format!("{}: no such ISO (build the image again)", iso.display()));
     }
-    let uefi = args.uefi || args.secure_boot;
+    let arm64 = arch == Arch::Aarch64;
+    if arm64 {
+        refuse_for_arm64(args)?;
+    }
+    // arm64 servers boot UEFI only.
+    let uefi = args.uefi || args.secure_boot || arm64;
     // A 32-bit image runs on a 32-bit machine (the i686 /init needs SSE2: a Core Duo).
-    let (qemu, cpu) = arch.qemu()?;
+    let (qemu, cpu) = arch.qemu();
     // q35 for today's servers (PCIe, the NVMe disks, SMM that Secure Boot
-    // needs); i440FX for the 2006 machines (PIIX IDE).
-    let chipset = match (old, args.secure_boot) {
-        (true, _) => "pc",
-        (false, false) => "q35",
-        (false, true) => "q35,smm=on",
+    // needs); i440FX for the 2006 machines (PIIX IDE); virt for arm64's.
+    let chipset = match (arm64, old, args.secure_boot) {
+        (true, _, _) => "virt",
+        (false, true, _) => "pc",
+        (false, false, false) => "q35",
+        (false, false, true) => "q35,smm=on",
     };
     Ok(Machine {
         qemu,
+        arch,
         chipset,
         cpu,
         shape: Shape::of(args),
@@ -171,7 +184,7 @@ pub fn resolve(args: &Args, arch: Arch) -> Result<Machine> {
         // a bus the firmware boots from (q35: the ICH9 AHCI's ports ide.0-5).
         cdrom: args.cdrom.then_some(Cdrom { iso, bus: if old { "ide.1,unit=1" } else { "ide.5" } }),
         pxe: args.pxe.then(|| pxe(args, uefi)),
-        disks: disks(args, old)?,
+        disks: disks(args, old, arm64)?,
         firmware: if uefi { Firmware::Uefi { secure_boot: args.secure_boot } } else { Firmware::Bios },
     })
 }
@@ -189,8 +202,29 @@ fn pxe(args: &Args, uefi: bool) -> Pxe {
     Pxe { tftp_root, bootfile, nic, mac: args.mac.clone() }
 }
 
-fn disks(args: &Args, old: bool) -> Result<Vec<Disk>> {
-    let default_bus = if old { "scsi" } else { "sata" };
+/// What an arm64 machine cannot be: the 2006 PCs, a BIOS, KVM on this x86
+/// host; and what is not built for arm64 yet.
+fn refuse_for_arm64(args: &Args) -> Result<()> {
+    let refused = [
+        (args.machine != "modern", "--machine old and dl140 are 2006 x86 PCs: an arm64 machine is QEMU's virt"),
+        (args.kvm, "--kvm needs a host of the guest's architecture: an arm64 guest here runs under TCG"),
+        (args.secure_boot, "--secure-boot for arm64: not yet (the image's signed chain is x86_64's)"),
+        (args.pxe, "--pxe for arm64: not yet in `xtask qemu` (pxe/ has GRUB's arm64 netboot core for real servers)"),
+        (args.cdrom, "--cdrom for arm64: not yet in `xtask qemu` (bootmark.iso carries BOOTAA64.EFI for real servers)"),
+    ];
+    match refused.iter().find(|(refuse, _)| *refuse) {
+        Some((_, why)) => Err((*why).into()),
+        None => Ok(()),
+    }
+}
+
+fn disks(args: &Args, old: bool, arm64: bool) -> Result<Vec<Disk>> {
+    // arm64 servers' disks are NVMe.
+    let default_bus = match (old, arm64) {
+        (_, true) => "nvme",
+        (true, false) => "scsi",
+        (false, false) => "sata",
+    };
     let mut out = Vec::new();
     for (i, d) in args.disks.iter().enumerate() {
         let bus = args.disk_buses.get(i).map_or(default_bus, String::as_str);
@@ -254,8 +288,10 @@ impl Machine {
             }
         }
         self.add_disks(&mut c);
-        if let Firmware::Uefi { secure_boot } = self.firmware {
-            add_ovmf(&mut c, secure_boot, work)?;
+        match (self.firmware, self.arch) {
+            (Firmware::Uefi { .. }, Arch::Aarch64) => add_aavmf(&mut c, work)?,
+            (Firmware::Uefi { secure_boot }, _) => add_ovmf(&mut c, secure_boot, work)?,
+            (Firmware::Bios, _) => {}
         }
         Ok(c.0)
     }
@@ -335,6 +371,15 @@ fn add_ovmf(c: &mut Argv, secure_boot: bool, work: &Path) -> Result<()> {
     Ok(())
 }
 
+/// AAVMF as two flash chips, as OVMF: its code read-only, its variables a copy for this boot.
+fn add_aavmf(c: &mut Argv, work: &Path) -> Result<()> {
+    let vars = work.join("AAVMF_VARS.fd");
+    std::fs::copy(AAVMF_VARS, &vars).map_err(|e| format!("{AAVMF_VARS}: {e} (apt-get install qemu-efi-aarch64)"))?;
+    c.arg("-drive").arg(format!("if=pflash,format=raw,readonly=on,file={AAVMF_CODE}"));
+    c.arg("-drive").arg(format!("if=pflash,format=raw,file={}", vars.display()));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,12 +402,34 @@ mod tests {
         }
         let mut argv = vec!["qemu".to_string(), "--image".into(), dir.display().to_string()];
         argv.extend(flags.iter().map(|f| f.replace("DIR", &dir.display().to_string())));
-        (resolve(&Cli::try_parse_from(&argv).unwrap().args, Arch::X86_64), dir)
+        let args = Cli::try_parse_from(&argv).unwrap().args;
+        (resolve(&args, args.arch.unwrap_or(Arch::X86_64)), dir)
     }
 
     fn command_line(m: &Machine, dir: &Path) -> String {
         let sh = crate::host::process::shell().unwrap();
         crate::host::process::shown(sh.cmd(m.qemu).args(m.argv(&dir.join("serial.log"), dir).unwrap()))
+    }
+
+    #[test]
+    fn an_arm64_machine_is_virt_under_aavmf_with_nvme_and_refuses_what_it_lacks() {
+        let (m, dir) = resolved(&["--arch", "aarch64", "--disk", "DIR/d0.img"]);
+        let m = m.unwrap();
+        assert_eq!((m.qemu, m.chipset, m.cpu), ("qemu-system-aarch64", "virt", "cortex-a72"));
+        assert_eq!((m.firmware, m.usb), (Firmware::Uefi { secure_boot: false }, "qemu-xhci"));
+        let line = command_line(&m, &dir);
+        assert!(line.contains("nvme,serial=bootmark0,drive=d0") && line.contains("AAVMF_CODE.fd"), "{line}");
+        assert!(!line.contains("OVMF") && !line.contains("ahci"), "{line}");
+        for (flag, said) in [
+            ("--machine=dl140", "2006 x86 PCs"),
+            ("--kvm", "an arm64 guest here runs under TCG"),
+            ("--secure-boot", "--secure-boot for arm64: not yet"),
+            ("--cdrom", "--cdrom for arm64: not yet"),
+        ] {
+            let e = resolved(&["--arch", "aarch64", flag]).0.unwrap_err();
+            assert!(e.contains(said), "{flag}: {e}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -91,26 +91,41 @@ pub fn command_line(args: &Args) -> Result<String> {
 
 /// The flags resolved into a machine (`machine.rs`), then its program and arguments.
 fn qemu_argv(args: &Args, log: &Path, work: &Path) -> Result<(&'static str, Vec<std::ffi::OsString>)> {
-    let machine = machine::resolve(args, image_arch(&args.image)?)?;
+    let machine = machine::resolve(args, machine_arch(args)?)?;
     Ok((machine.qemu, machine.argv(log, work)?))
 }
 
-/// The entry to boot, by --entry or --entry-label (None: the stick's default).
-fn entry_index(args: &Args) -> Result<Option<usize>> {
-    let Some(label) = &args.entry_label else { return Ok(args.entry) };
+/// The label of the entry to boot, by --entry (its number in the image's
+/// manifest) or --entry-label; None: the stick's default.
+fn entry_label(args: &Args) -> Result<Option<String>> {
+    if args.entry.is_none() && args.entry_label.is_none() {
+        return Ok(None);
+    }
     let manifest = crate::build::image::manifest::Manifest::read(&args.image)?;
     let labels: Vec<&str> = manifest.entries.iter().map(|e| e.label.as_str()).collect();
-    labels
-        .iter()
-        .position(|l| l == label)
-        .map(Some)
-        .ok_or_else(|| format!("--entry-label {label}: the image has {}", labels.join(", ")))
+    match (&args.entry_label, args.entry) {
+        (Some(label), _) if labels.contains(&label.as_str()) => Ok(Some(label.clone())),
+        (Some(label), _) => Err(format!("--entry-label {label}: the image has {}", labels.join(", "))),
+        (None, Some(n)) => labels.get(n).map(|l| Some(l.to_string())).ok_or_else(|| {
+            format!("--entry {n}: the image has {} entries, numbered from 0 ({})", labels.len(), labels.join(", "))
+        }),
+        (None, None) => Ok(None),
+    }
 }
 
-/// The default entry's architecture, from the image's manifest.json.
-fn image_arch(image: &Path) -> Result<Arch> {
-    let manifest = crate::build::image::manifest::Manifest::read(image).ok();
-    manifest.as_ref().and_then(|m| m.default_entry()).map_or(Ok(Arch::X86_64), |e| Arch::parse(&e.arch))
+/// The machine's architecture: --arch, else the booted entry's, else the
+/// default entry's (from the image's manifest.json), else x86_64.
+fn machine_arch(args: &Args) -> Result<Arch> {
+    if let Some(arch) = args.arch {
+        return Ok(arch);
+    }
+    let Ok(manifest) = crate::build::image::manifest::Manifest::read(&args.image) else { return Ok(Arch::X86_64) };
+    let chosen = entry_label(args)?;
+    let entry = match &chosen {
+        Some(label) => manifest.entries.iter().find(|e| &e.label == label),
+        None => manifest.default_entry(),
+    };
+    entry.map_or(Ok(Arch::X86_64), |e| Arch::parse(&e.arch))
 }
 
 /// Boot and wait for power-off; a timeout or a crash is an error with the
@@ -119,8 +134,8 @@ fn image_arch(image: &Path) -> Result<Arch> {
 pub fn boot(args: &Args) -> Result<Booted> {
     tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
     let set = args.set.as_deref().filter(|s| !s.is_empty());
-    if let Some(n) = entry_index(args)? {
-        crate::build::image::usb::set_default_entry(&args.image.join("usb.img"), n, set)?;
+    if let Some(label) = entry_label(args)? {
+        crate::build::image::usb::set_default_entry(&args.image.join("usb.img"), &label, set)?;
     } else if set.is_some() {
         return Err("--set needs the entry it is for: --entry-label LABEL or --entry N".into());
     }

@@ -66,9 +66,16 @@ pub struct Args {
     /// Entry booted by default (0-based).
     #[arg(long, default_value_t = 0)]
     pub default: usize,
-    /// Serial console as DEVICE,BAUD.
+    /// Serial console of x86 kernels as DEVICE,BAUD (ttyS<N>: GRUB and
+    /// syslinux drive it too).
     #[arg(long, default_value = "ttyS0,115200")]
     pub serial: String,
+    /// Serial console of arm64 kernels as DEVICE,BAUD: ttyAMA0 is the PL011
+    /// of most arm64 servers (an SBSA UART) and of QEMU's virt machine; some
+    /// (Graviton bare metal) have a 16550, ttyS0. GRUB uses the firmware's
+    /// console there.
+    #[arg(long, default_value = "ttyAMA0,115200")]
+    pub serial_arm64: String,
     /// Put an unattended sequence on the stick: every entry, this many times
     /// (× every --sequence-fs); each boot runs one step and reboots into the next.
     #[arg(long, value_name = "REPEAT")]

@@ -4,6 +4,7 @@
 //! netboot core or the signed chain for UEFI) with its dnsmasq lines.
 
 use super::{grub_platform, menu, secure_boot};
+use crate::build::arch::Arch;
 use crate::host::fs;
 use crate::host::fs::write_creating_dirs as write;
 use crate::host::process::{cmd, shell};
@@ -59,34 +60,49 @@ pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chain: Option<&secure_
         }
     }
     write(pxe.join("pxelinux.cfg/default"), m.syslinux(""))?;
-    let sh = shell()?;
-    let uefi = crate::host::process::run(cmd!(
-        sh,
-        "grub-mknetdir --net-directory={pxe} --subdir=grub -d /usr/lib/grub/x86_64-efi"
-    ));
-    let uefi_line = match (uefi, chain) {
-        (_, Some(chain)) => {
+    let uefi_lines = match chain {
+        Some(chain) => {
             // shim loads grubx64.efi from its own TFTP directory; the signed
             // netboot GRUB's prefix is (tftp)/grub.
             copy(&chain.shim, &pxe.join(secure_boot::PXE_SHIM))?;
             copy(&chain.grub_net, &pxe.join("grubx64.efi"))?;
             write(pxe.join("grub/grub.cfg"), m.grub("(tftp)"))?;
-            "dhcp-match=set:efi64,option:client-arch,7\ndhcp-boot=tag:efi64,shimx64.efi\n"
+            "dhcp-match=set:efi64,option:client-arch,7\ndhcp-boot=tag:efi64,shimx64.efi\n".to_string()
         }
-        (Ok(_), None) => {
-            write(pxe.join("grub/grub.cfg"), m.grub("(tftp)"))?;
-            "dhcp-match=set:efi64,option:client-arch,7\ndhcp-boot=tag:efi64,grub/x86_64-efi/core.efi\n"
-        }
-        (Err(e), None) => {
-            eprintln!("image: no UEFI network boot in pxe/ ({e})");
-            ""
-        }
+        None => grub_netboot(pxe, m)?,
     };
     write(
         pxe.join("README.txt"),
         format!(
             "Serve this directory over TFTP and point DHCP at it. With dnsmasq:\n\n  enable-tftp\n  tftp-root=/path/to/this/pxe\n  dhcp-boot=pxelinux.0\n{}\nOver PXE there is no results stick: results come from the serial console only.\nA LAVA lab boots these files with the jobs `cargo xtask lava` writes.\n",
-            uefi_line.lines().map(|l| format!("  {l}\n")).collect::<String>()
+            uefi_lines.lines().map(|l| format!("  {l}\n")).collect::<String>()
         ),
     )
+}
+
+/// GRUB's netboot core for each platform the menu needs, under grub/ with
+/// the one grub.cfg they share (its blocks per architecture), and the
+/// dnsmasq lines that send each UEFI client architecture (RFC 4578: 7 is
+/// x86-64, 11 is ARM64) to its core. A platform GRUB cannot be made for is
+/// said and left out.
+fn grub_netboot(pxe: &Path, m: &menu::Menu) -> Result<String> {
+    let sh = shell()?;
+    let mut lines = String::new();
+    for arch in m.grub_platforms() {
+        let platform = grub_platform::for_arch(arch)?;
+        let (name, dir) = (platform.name, &platform.modules);
+        match crate::host::process::run(cmd!(sh, "grub-mknetdir --net-directory={pxe} --subdir=grub -d {dir}")) {
+            Ok(_) => {
+                let (tag, client_arch) = if arch == Arch::Aarch64 { ("efiarm64", 11) } else { ("efi64", 7) };
+                lines += &format!(
+                    "dhcp-match=set:{tag},option:client-arch,{client_arch}\ndhcp-boot=tag:{tag},grub/{name}/core.efi\n"
+                );
+            }
+            Err(e) => eprintln!("image: no UEFI network boot for {name} in pxe/ ({e})"),
+        }
+    }
+    if !lines.is_empty() {
+        write(pxe.join("grub/grub.cfg"), m.grub("(tftp)"))?;
+    }
+    Ok(lines)
 }

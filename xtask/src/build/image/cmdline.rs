@@ -3,17 +3,21 @@
 //! and the serial console for the bootloaders.
 
 use super::args::Args;
+use crate::build::arch::Arch;
 use crate::host::project::Result;
 use bootmark::plan::Plan;
 
-/// The command line every entry boots with (before its `bootmark.entry=`).
-pub(crate) fn cmdline(args: &Args, plan: &str) -> Result<String> {
+/// The command line every entry of an `arch` kernel boots with (before its
+/// `bootmark.entry=`): the console is `--serial` on x86, `--serial-arm64`
+/// on arm64 (a PL011, ttyAMA0, on most arm64 servers and QEMU's virt).
+pub(crate) fn cmdline(args: &Args, plan: &str, arch: Arch) -> Result<String> {
     if !args.sequence_fs.is_empty() && (args.target.is_none() || args.format_confirm != args.target) {
         return Err(
             "--sequence-fs formats the target: add --target SPEC and --format-confirm with the same SPEC".into()
         );
     }
-    let (dev, baud) = args.serial.split_once(',').unwrap_or((&args.serial, "115200"));
+    let serial = if arch == Arch::Aarch64 { &args.serial_arm64 } else { &args.serial };
+    let (dev, baud) = serial.split_once(',').unwrap_or((serial, "115200"));
     // The tracepoints /init reads, switched on before the other CPUs start
     // (switching them at run time patches kernel text on every CPU).
     let events = bootmark::measure::tracing::boot_parameters();

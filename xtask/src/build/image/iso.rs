@@ -6,8 +6,9 @@
 //! MBR and GPT that let the same file be written to a stick):
 //! - BIOS: El Torito boots ISOLINUX with the stick's menu;
 //! - UEFI: a second El Torito entry, a small FAT image (efiboot.img) with
-//!   the same EFI loaders as the stick's ESP (GRUB, or shim + Debian's
-//!   signed GRUB for CDs), whose config finds the ISO by its id file;
+//!   the same EFI loaders as the stick's ESP (GRUB for each architecture,
+//!   or shim + Debian's signed GRUB for CDs), whose config finds the ISO by
+//!   its id file;
 //! - MBR + GPT (isohybrid), so `dd` to a stick boots too.
 //!
 //! Its two menus are stored once each with blank lines at their end, and
@@ -48,8 +49,9 @@ pub struct Contents<'a> {
     pub id: &'a str,
     /// Debian's signed chain, for an image built with --secure-boot.
     pub chain: Option<&'a secure_boot::Chain>,
-    /// The unsigned standalone GRUB otherwise (the stick's BOOTX64.EFI).
-    pub grub_efi: &'a Path,
+    /// The unsigned standalone GRUB of each platform otherwise (the stick's
+    /// EFI/BOOT/BOOTX64.EFI, BOOTAA64.EFI): (file name, built file).
+    pub efi_loaders: &'a [(&'static str, std::path::PathBuf)],
     /// SOURCE_DATE_EPOCH: the time stamped on every file and on the volume.
     pub mtime: u32,
 }
@@ -109,7 +111,11 @@ fn efi_image(img: &Path, work: &Path, c: &Contents) -> Result<()> {
             // that is this FAT image rather than the ISO, find the ISO.
             write(tree.join("boot/grub/grub.cfg"), menu::grub_finder(c.id))?;
         }
-        None => copy(c.grub_efi, &tree.join("EFI/BOOT/BOOTX64.EFI"))?,
+        None => {
+            for (name, built) in c.efi_loaders {
+                copy(built, &tree.join("EFI/BOOT").join(name))?;
+            }
+        }
     }
     let bytes: u64 = walk_files(&tree)?.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
     let kib = (bytes / 1024) * 11 / 10 + 512; // FAT's own tables and slack

@@ -1,6 +1,10 @@
-//! Boot menus: one entry per kernel, the same entries for syslinux (BIOS,
-//! PXE) and GRUB (UEFI, UEFI PXE). Plain files on the FAT partition, so the
-//! default entry can be changed later without rebuilding anything.
+//! Boot menus: one entry per kernel, the x86 entries for syslinux (BIOS,
+//! PXE) and every entry for GRUB (UEFI, UEFI PXE), in a block per GRUB
+//! platform when the image holds two, so that each architecture's GRUB lists
+//! only its own kernels. Plain files on the FAT partition, so the default
+//! entry can be changed later without rebuilding anything.
+
+use crate::build::arch::Arch;
 
 /// One boot entry.
 #[derive(Clone, Debug)]
@@ -13,6 +17,8 @@ pub struct Entry {
     pub title: String,
     /// Kernel command line, complete.
     pub cmdline: String,
+    /// The kernel's architecture: which bootloaders list the entry.
+    pub arch: Arch,
 }
 
 pub struct Menu<'a> {
@@ -25,17 +31,26 @@ pub struct Menu<'a> {
 }
 
 impl Menu<'_> {
+    /// The entries syslinux boots: the x86 ones (arm64 boots UEFI only).
+    fn bios_entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(|e| e.arch != Arch::Aarch64)
+    }
+
     /// syslinux.cfg / pxelinux.cfg/default; `root` is the path prefix of boot/
-    /// ("/" on the stick, "" over TFTP).
+    /// ("/" on the stick, "" over TFTP). Its DEFAULT is the image's default
+    /// entry, or its first x86 entry when the default is arm64's.
     pub fn syslinux(&self, root: &str) -> String {
+        let default = Some(&self.entries[self.default])
+            .filter(|e| e.arch != Arch::Aarch64)
+            .or_else(|| self.bios_entries().next())
+            .map_or("none", |e| e.label.as_str());
         let mut s = format!(
-            "# bootmark boot menu (BIOS). DEFAULT names the entry that boots.\nSERIAL {} {}\nPROMPT 1\nTIMEOUT {}\nDEFAULT {}\n",
+            "# bootmark boot menu (BIOS). DEFAULT names the entry that boots.\nSERIAL {} {}\nPROMPT 1\nTIMEOUT {}\nDEFAULT {default}\n",
             self.serial_unit,
             self.serial_speed,
             self.timeout_s * 10,
-            self.entries[self.default].label
         );
-        for e in self.entries {
+        for e in self.bios_entries() {
             s += &format!(
                 "\nLABEL {l}\n  MENU LABEL {t}\n  KERNEL {root}boot/{d}/vmlinuz\n  INITRD {root}boot/{d}/initrd.gz\n  APPEND {c}\n",
                 l = e.label,
@@ -48,23 +63,66 @@ impl Menu<'_> {
     }
 
     /// grub.cfg; `root` is "" on the stick (files relative to $root) or
-    /// "(tftp)" for network boot.
+    /// "(tftp)" for network boot. `set default` names an entry by its id:
+    /// on the architecture that lacks it GRUB boots its own first entry.
     pub fn grub(&self, root: &str) -> String {
         let mut s = format!(
-            "# bootmark boot menu (UEFI). `set default` names the entry that boots.\nserial --unit={} --speed={}\nterminal_input serial console\nterminal_output serial console\nset timeout={}\nset default={}\n",
-            self.serial_unit, self.serial_speed, self.timeout_s, self.default
+            "# bootmark boot menu (UEFI). `set default` names the entry that boots.\nset timeout={}\nset default={}\n",
+            self.timeout_s, self.entries[self.default].label
         );
-        for e in self.entries {
-            s += &format!(
-                "\nmenuentry '{t}' --id {l} {{\n  linux {root}/boot/{d}/vmlinuz {c}\n  initrd {root}/boot/{d}/initrd.gz\n}}\n",
-                l = e.label,
-                d = e.dir,
-                t = e.title.replace('\'', ""),
-                c = e.cmdline
-            );
+        let platforms = self.grub_platforms();
+        for platform in &platforms {
+            let blocks = platforms.len() > 1;
+            if blocks {
+                s += &format!("\nif [ \"$grub_cpu\" = \"{}\" ]; then\n", grub_cpu(*platform));
+            }
+            if *platform != Arch::Aarch64 {
+                // x86 servers' consoles are 16550 UARTs GRUB drives itself;
+                // arm64's UEFI console already is the serial port.
+                s += &format!(
+                    "serial --unit={} --speed={}\nterminal_input serial console\nterminal_output serial console\n",
+                    self.serial_unit, self.serial_speed
+                );
+            }
+            for e in self.entries.iter().filter(|e| grub_platform_of(e.arch) == *platform) {
+                s += &format!(
+                    "\nmenuentry '{t}' --id {l} {{\n  linux {root}/boot/{d}/vmlinuz {c}\n  initrd {root}/boot/{d}/initrd.gz\n}}\n",
+                    l = e.label,
+                    d = e.dir,
+                    t = e.title.replace('\'', ""),
+                    c = e.cmdline
+                );
+            }
+            if blocks {
+                s += "fi\n";
+            }
         }
         s
     }
+
+    /// The GRUB platforms the entries need, in the order they first appear:
+    /// x86_64 (for x86_64 and i686 kernels) and arm64.
+    pub fn grub_platforms(&self) -> Vec<Arch> {
+        let mut out = Vec::new();
+        for e in self.entries {
+            let p = grub_platform_of(e.arch);
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
+    }
+}
+
+/// The GRUB that boots `arch`'s kernels: x86_64's for i686 too (servers
+/// that boot UEFI are 64-bit).
+pub fn grub_platform_of(arch: Arch) -> Arch {
+    if arch == Arch::Aarch64 { Arch::Aarch64 } else { Arch::X86_64 }
+}
+
+/// GRUB's `$grub_cpu` on that platform.
+fn grub_cpu(platform: Arch) -> &'static str {
+    if platform == Arch::Aarch64 { "arm64" } else { "x86_64" }
 }
 
 /// The image's id: the same menus give the same id. GRUB finds the
@@ -103,12 +161,14 @@ mod tests {
                 dir: "k0".into(),
                 title: "Linux 6.1".into(),
                 cmdline: "console=ttyS0,115200 bootmark.plan=quick".into(),
+                arch: Arch::X86_64,
             },
             Entry {
                 label: "k1".into(),
                 dir: "k1".into(),
                 title: "Linux 6.1 rt".into(),
                 cmdline: "console=ttyS0,115200 bootmark.plan=seed".into(),
+                arch: Arch::X86_64,
             },
         ];
         let m = Menu { entries: &entries, default: 1, serial_unit: 0, serial_speed: 115200, timeout_s: 3 };
@@ -119,10 +179,43 @@ mod tests {
         );
         let grub = m.grub("");
         assert!(
-            grub.contains("set default=1")
+            grub.contains("set default=k1\n")
                 && grub.contains("linux /boot/k1/vmlinuz console=ttyS0,115200 bootmark.plan=seed")
         );
         assert!(m.grub("(tftp)").contains("initrd (tftp)/boot/k0/initrd.gz"));
         assert!(m.syslinux("").contains("KERNEL boot/k0/vmlinuz"));
+    }
+
+    /// A stick for both architectures: syslinux lists the x86 kernels, and
+    /// each GRUB sees a block of its own kernels only, the default by id.
+    #[test]
+    fn each_architecture_lists_only_its_own_kernels() {
+        let entry = |n: usize, arch: Arch, console: &str| Entry {
+            label: format!("k{n}"),
+            dir: format!("k{n}"),
+            title: format!("Linux ({arch})"),
+            cmdline: format!("console={console},115200 bootmark.entry=k{n}"),
+            arch,
+        };
+        let entries =
+            [entry(0, Arch::Aarch64, "ttyAMA0"), entry(1, Arch::X86_64, "ttyS0"), entry(2, Arch::I686, "ttyS0")];
+        let m = Menu { entries: &entries, default: 0, serial_unit: 0, serial_speed: 115200, timeout_s: 3 };
+        assert_eq!(m.grub_platforms(), [Arch::Aarch64, Arch::X86_64]);
+        let sys = m.syslinux("/");
+        assert_eq!(bootmark::bootmenu::labels(&sys), ["k1", "k2"]);
+        assert!(sys.contains("DEFAULT k1\n") && !sys.contains("ttyAMA0"), "{sys}");
+        let grub = m.grub("");
+        assert_eq!(bootmark::bootmenu::grub_ids(&grub), ["k0", "k1", "k2"]);
+        let arm = grub.split("if [ \"$grub_cpu\" = \"arm64\" ]; then\n").nth(1).unwrap().split("fi\n").next().unwrap();
+        let x86 = grub.split("if [ \"$grub_cpu\" = \"x86_64\" ]; then\n").nth(1).unwrap().split("fi\n").next().unwrap();
+        assert_eq!(
+            (bootmark::bootmenu::grub_ids(arm), bootmark::bootmenu::grub_ids(x86)),
+            (vec!["k0".to_string()], vec!["k1".to_string(), "k2".to_string()])
+        );
+        assert!(x86.starts_with("serial --unit=0 --speed=115200\n") && !arm.contains("serial"), "{grub}");
+        assert!(grub.contains("set default=k0\n"), "{grub}");
+        // One architecture: no blocks, the menu as it always was.
+        let one = Menu { entries: &entries[1..], ..m };
+        assert!(!one.grub("").contains("grub_cpu") && one.grub("").contains("serial --unit=0"));
     }
 }

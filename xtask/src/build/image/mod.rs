@@ -58,9 +58,6 @@ pub fn run(args: &Args) -> Result<()> {
 /// Build the image; returns the output directory. Everything is made in
 /// OUT.tmp and renamed to OUT at the end, so OUT is whole or untouched.
 pub fn build(args: &Args) -> Result<PathBuf> {
-    if let Some(arch) = args.arch {
-        arch.require_x86("a bootmark image")?;
-    }
     tools::ensure(&tools::IMAGE_TOOLS, args.install_deps, "--install-deps")?;
     tools::ensure(&iso::ISO_TOOLS, args.install_deps, "--install-deps")?;
     let started = std::time::Instant::now();
@@ -118,24 +115,21 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
             dir: resolve::kernel_dir(e.kernel),
             title: e.title.clone(),
             cmdline: e.cmdline.clone(),
+            arch: b.kernels[e.kernel].arch,
         })
         .collect();
     let (serial_unit, serial_speed) = b.serial;
     let m = menu::Menu { entries: &entries, default: b.default, serial_unit, serial_speed, timeout_s: 3 };
     let id = stage_menus(&m, &stage)?;
     stage_results_files(b, &entries, &stage)?;
-    // The unsigned GRUB, for the stick and the ISO, or the signed chain.
-    let x86 = grub_platform::for_arch(Arch::X86_64)?;
-    let grub_efi = work.join(x86.removable);
-    match &b.signed {
-        Some((chain, _)) => bootloaders::signed_esp(&stage, chain, &id)?,
-        None => {
-            bootloaders::grub_efi(&grub_efi, work, &id, &x86)?;
-            eprintln!("image: GRUB {} from {}", x86.name, x86.package);
-            fs::create_dir_all(stage.join("EFI/BOOT"))?;
-            fs::copy(&grub_efi, stage.join("EFI/BOOT").join(x86.removable))?;
+    // The unsigned GRUB of each platform, for the stick and the ISO, or the signed chain.
+    let efi_loaders = match &b.signed {
+        Some((chain, _)) => {
+            bootloaders::signed_esp(&stage, chain, &id)?;
+            Vec::new()
         }
-    }
+        None => stage_grub_efi(&m, work, &id, &stage)?,
+    };
     set_mtimes(&stage, b.mtime)?;
 
     let staged_mib = dir_size(&stage) >> 20;
@@ -149,7 +143,7 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
     let chain = b.signed.as_ref().map(|(c, _)| c);
     bootloaders::pxe_tree(&out.join("pxe"), &stage, &m, chain)?;
     eprintln!("image: writing {}", iso::FILE);
-    let contents = iso::Contents { stage: &stage, menu: &m, id: &id, chain, grub_efi: &grub_efi, mtime: b.mtime };
+    let contents = iso::Contents { stage: &stage, menu: &m, id: &id, chain, efi_loaders: &efi_loaders, mtime: b.mtime };
     let iso_menus = iso::build(&out.join(iso::FILE), work, &contents)?;
     fs::remove_dir_all(work)?;
     let manifest = manifest::Manifest {
@@ -168,6 +162,24 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
         outputs: manifest::outputs(out)?,
     };
     write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest).unwrap())
+}
+
+/// GRUB as a standalone EFI binary for each platform the menu needs, under
+/// EFI/BOOT/ by the name UEFI firmware starts from removable media
+/// (BOOTX64.EFI, BOOTAA64.EFI): one stick boots x86 and arm64 servers.
+/// Returns each (file name, built file), for the ISO.
+fn stage_grub_efi(m: &menu::Menu, work: &Path, id: &str, stage: &Path) -> Result<Vec<(&'static str, PathBuf)>> {
+    let mut loaders = Vec::new();
+    for arch in m.grub_platforms() {
+        let platform = grub_platform::for_arch(arch)?;
+        let built = work.join(platform.removable);
+        bootloaders::grub_efi(&built, work, id, &platform)?;
+        eprintln!("image: GRUB {} from {}", platform.name, platform.package);
+        fs::create_dir_all(stage.join("EFI/BOOT"))?;
+        fs::copy(&built, stage.join("EFI/BOOT").join(platform.removable))?;
+        loaders.push((platform.removable, built));
+    }
+    Ok(loaders)
 }
 
 /// Each kernel's vmlinuz and initrd (the common archive, then its modules)

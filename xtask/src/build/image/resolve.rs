@@ -83,10 +83,10 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Build> {
     let kernels = sources::resolve(args, work)?;
     let signed = signed_chain(args.secure_boot, &kernels)?;
     let plan = cmdline::resolve_plan(&args.plan)?;
-    let line = cmdline::cmdline(args, &plan.name)?;
     let per_kernel = cmdline::entries_for_plan(&plan.plan)?;
     let mut entries = Vec::new();
     for (i, k) in kernels.iter().enumerate() {
+        let line = cmdline::cmdline(args, &plan.name, k.arch)?;
         for (suffix, variant, extra) in &per_kernel {
             let label = format!("{}{suffix}", kernel_dir(i));
             let cmdline = format!("{line}{extra} bootmark.entry={label}");
@@ -175,15 +175,23 @@ fn signed_chain(secure_boot: bool, kernels: &[Kernel]) -> Result<Option<(secure_
         let all_signed = by_dir.iter().all(|(_, v)| {
             std::fs::read(v).is_ok_and(|d| matches!(secure_boot::signature(&d), secure_boot::Signature::Signed(_)))
         });
-        if all_signed {
+        // Said where --secure-boot can follow: the signed chain is x86_64's.
+        if all_signed && kernels.iter().all(|k| k.arch == Arch::X86_64) {
             eprintln!("image: every kernel is signed: add --secure-boot for servers with Secure Boot on");
         }
         return Ok(None);
     }
-    if kernels.iter().any(|k| k.arch != Arch::X86_64) {
-        return Err(
-            "--secure-boot: Debian's signed shim and GRUB are for x86_64 UEFI; this image has an i686 kernel".into()
-        );
+    if let Some(k) = kernels.iter().find(|k| k.arch != Arch::X86_64) {
+        return Err(match k.arch {
+            Arch::Aarch64 => format!(
+                "--secure-boot for arm64: not yet (the image has {}). So far the signed chain is Debian's for x86_64: \
+                 build the arm64 image without --secure-boot and turn Secure Boot off on the server",
+                k.named()
+            ),
+            _ => {
+                "--secure-boot: Debian's signed shim and GRUB are for x86_64 UEFI; this image has an i686 kernel".into()
+            }
+        });
     }
     let signers = secure_boot::check_kernels(&by_dir)?;
     Ok(Some((secure_boot::chain()?, signers)))

@@ -58,9 +58,10 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             Some((package, suite)) => {
                 let apt_cache = project_root().join("target/cache/apt");
                 // arm64 packages come from an apt state of their own.
-                let state = match args.arch {
-                    Some(Arch::Aarch64) => apt_suite::Suite::arm64(suite, apt_suite::Archive::debian(), &apt_cache)?,
-                    _ => apt_suite::Suite::new(suite, apt_suite::Archive::debian(), &apt_cache)?,
+                let (package, arm64) = deb_package(package, args.arch);
+                let state = match arm64 {
+                    true => apt_suite::Suite::arm64(suite, apt_suite::Archive::debian(), &apt_cache)?,
+                    false => apt_suite::Suite::new(suite, apt_suite::Archive::debian(), &apt_cache)?,
                 };
                 let got = state.download(package)?;
                 eprintln!("image: {name} is {} {}", got.package, got.version);
@@ -125,7 +126,8 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
 
 /// `--arch` names the image's architecture where a kernel file cannot
 /// tell: a kernel that tells otherwise is refused by name, not put in an
-/// image for the other architecture.
+/// image for the other architecture. Without `--arch` an image may hold
+/// kernels of several architectures (x86 and arm64 on one stick).
 fn refuse_other_arches(kernels: &[Kernel], asked: Option<Arch>) -> Result<()> {
     for k in kernels {
         if let Some(asked) = asked.filter(|a| *a != k.arch) {
@@ -135,14 +137,23 @@ fn refuse_other_arches(kernels: &[Kernel], asked: Option<Arch>) -> Result<()> {
                 k.arch
             ));
         }
-        k.arch.require_x86(&format!("an image of {}", k.named()))?;
     }
     Ok(())
 }
 
+/// `--kernel-deb`'s PACKAGE (from PACKAGE@SUITE) and whether it comes
+/// from the arm64 lists: `PACKAGE:arm64`, as apt names another
+/// architecture's package, or any package with `--arch aarch64`.
+fn deb_package(package: &str, asked: Option<Arch>) -> (&str, bool) {
+    match package.strip_suffix(":arm64") {
+        Some(name) => (name, true),
+        None => (package, asked == Some(Arch::Aarch64)),
+    }
+}
+
 impl Kernel {
     /// How the user gave it: its package, else its file; with its release.
-    fn named(&self) -> String {
+    pub(crate) fn named(&self) -> String {
         match self.origin.get("package").and_then(Value::as_str) {
             Some(package) => format!("{package} ({})", self.release),
             None => format!("{} ({})", self.vmlinuz.display(), self.release),
@@ -226,14 +237,18 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_of_another_arch_than_asked_or_an_arm64_kernel_is_refused_by_name() {
+    fn a_kernel_of_another_arch_than_asked_is_refused_by_name() {
         let x86 = kernel(Arch::X86_64, json!({"package": "linux-image-6.1.0-57-amd64"}));
         assert!(refuse_other_arches(std::slice::from_ref(&x86), None).is_ok());
         assert!(refuse_other_arches(std::slice::from_ref(&x86), Some(Arch::X86_64)).is_ok());
         let e = refuse_other_arches(std::slice::from_ref(&x86), Some(Arch::I686)).unwrap_err();
         assert!(e.starts_with("linux-image-6.1.0-57-amd64 (6.1.0-57) is a kernel for x86_64, but --arch i686"), "{e}");
         let arm64 = kernel(Arch::Aarch64, json!({"file": "/boot/vmlinuz"}));
-        let e = refuse_other_arches(&[x86, arm64], None).unwrap_err();
-        assert!(e.starts_with("an image of /boot/vmlinuz (6.1.0-57) for aarch64: not yet"), "{e}");
+        assert!(refuse_other_arches(&[x86.clone(), arm64.clone()], None).is_ok(), "two architectures, one stick");
+        let e = refuse_other_arches(&[x86, arm64], Some(Arch::X86_64)).unwrap_err();
+        assert!(e.starts_with("/boot/vmlinuz (6.1.0-57) is a kernel for aarch64, but --arch x86_64"), "{e}");
+        assert_eq!(deb_package("linux-image-arm64:arm64", None), ("linux-image-arm64", true));
+        assert_eq!(deb_package("linux-image-arm64", Some(Arch::Aarch64)), ("linux-image-arm64", true));
+        assert_eq!(deb_package("linux-image-amd64", None), ("linux-image-amd64", false));
     }
 }

@@ -103,23 +103,27 @@ pub fn list(img: &Path, dir: &str) -> Result<Vec<String>> {
         .collect())
 }
 
-/// Make entry `n` (0-based) the default of both menus on the stick image:
-/// `DEFAULT kN` in syslinux.cfg and `set default=N` in boot/grub/grub.cfg,
-/// with `set` its settings (`bootmark.set=`; None: none, an earlier boot's removed).
+/// Make the entry `label` the default of the menus that list it on the
+/// stick image: `DEFAULT LABEL` in syslinux.cfg (x86 entries) and `set
+/// default=LABEL` in boot/grub/grub.cfg (every entry), with `set` its
+/// settings (`bootmark.set=`; None: none, an earlier boot's removed).
 /// Plain text edits of files on the FAT partition (what /init does too).
-pub fn set_default_entry(img: &Path, n: usize, set: Option<&str>) -> Result<()> {
+pub fn set_default_entry(img: &Path, label: &str, set: Option<&str>) -> Result<()> {
     let target = image_arg(img);
     let sh = mtools()?;
     let read = |f: &str| run(cmd!(sh, "mtype -i {target} ::{f}"));
-    let syslinux = read("syslinux.cfg")?;
-    let label = bootmark::bootmenu::labels(&syslinux)
-        .into_iter()
-        .nth(n)
-        .ok_or_else(|| format!("the image has no entry {n} (entries are numbered from 0)"))?;
-    let syslinux = bootmark::bootmenu::syslinux_set_default(&syslinux, &label);
-    let syslinux = bootmark::bootmenu::syslinux_with_set(&syslinux, &label, set);
-    let grub = bootmark::bootmenu::grub_set_default(&read("boot/grub/grub.cfg")?, n);
-    let grub = bootmark::bootmenu::grub_with_set(&grub, &label, set);
+    let (syslinux, grub) = (read("syslinux.cfg")?, read("boot/grub/grub.cfg")?);
+    let in_grub = bootmark::bootmenu::grub_ids(&grub).iter().any(|l| l == label);
+    if !in_grub {
+        return Err(format!("{}: the boot menu has no entry {label}", img.display()));
+    }
+    let syslinux = if bootmark::bootmenu::labels(&syslinux).iter().any(|l| l == label) {
+        bootmark::bootmenu::syslinux_with_set(&bootmark::bootmenu::syslinux_set_default(&syslinux, label), label, set)
+    } else {
+        syslinux
+    };
+    let grub = bootmark::bootmenu::grub_set_default(&grub, label);
+    let grub = bootmark::bootmenu::grub_with_set(&grub, label, set);
     // A directory of this call's own: two lanes of the suite change menus at once in one process.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
