@@ -11,6 +11,7 @@
 //! `files/`, and the jobs fetch `<--url-base>/files/…`: the whole `--out`
 //! directory is what gets published at `--url-base`.
 
+use crate::build::arch::Arch;
 use crate::build::image::manifest::{self, Manifest};
 use crate::host::fs;
 use crate::host::fs::Context as _;
@@ -127,7 +128,16 @@ pub fn write_jobs(args: &Args) -> Result<Vec<Job>> {
     };
     let mut jobs = Vec::new();
     let mut scratch: Option<(String, String)> = None;
-    for entry in &m.entries {
+    // arm64 entries get no job yet: said, and refused when nothing else is left.
+    let (arm64, entries): (Vec<_>, Vec<_>) = m.entries.iter().partition(|e| e.arch == "aarch64");
+    if let Some(first) = arm64.first() {
+        let why = Arch::Aarch64.require_x86(&format!("LAVA jobs (entry {}, {})", first.label, first.kernel_release));
+        match entries.is_empty() {
+            true => return why.map(|_| Vec::new()),
+            false => eprintln!("lava: no jobs for the arm64 entries ({} of {}): not yet", arm64.len(), m.entries.len()),
+        }
+    }
+    for entry in entries {
         let line = entry_cmdline(&entry.cmdline, &args.append)?;
         let settings = bootmark::contract::cmdline::parse(&line).map_err(|e| format!("entry {}: {e}", entry.label))?;
         let mut planned = plan.clone();

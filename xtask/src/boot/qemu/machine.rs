@@ -55,6 +55,9 @@ pub struct Stick {
     pub boots: bool,
 }
 
+/// The CD's "bus" on arm64: a USB CD on the machine's xHCI.
+const USB_CD: &str = "usb";
+
 #[derive(Debug, PartialEq)]
 pub struct Cdrom {
     pub iso: PathBuf,
@@ -181,8 +184,16 @@ pub fn resolve(args: &Args, arch: Arch) -> Result<Machine> {
             boots: !(args.pxe || args.cdrom),
         }),
         // The chipset's own IDE/SATA port, as a BMC's virtual CD appears on
-        // a bus the firmware boots from (q35: the ICH9 AHCI's ports ide.0-5).
-        cdrom: args.cdrom.then_some(Cdrom { iso, bus: if old { "ide.1,unit=1" } else { "ide.5" } }),
+        // a bus the firmware boots from (q35: the ICH9 AHCI's ports ide.0-5);
+        // on arm64 (virt has no IDE) a USB CD, as arm64 BMCs present theirs.
+        cdrom: args.cdrom.then_some(Cdrom {
+            iso,
+            bus: match (arm64, old) {
+                (true, _) => USB_CD,
+                (false, true) => "ide.1,unit=1",
+                (false, false) => "ide.5",
+            },
+        }),
         pxe: args.pxe.then(|| pxe(args, uefi)),
         disks: disks(args, old, arm64)?,
         firmware: if uefi { Firmware::Uefi { secure_boot: args.secure_boot } } else { Firmware::Bios },
@@ -210,7 +221,6 @@ fn refuse_for_arm64(args: &Args) -> Result<()> {
         (args.kvm, "--kvm needs a host of the guest's architecture: an arm64 guest here runs under TCG"),
         (args.secure_boot, "--secure-boot for arm64: not yet (the image's signed chain is x86_64's)"),
         (args.pxe, "--pxe for arm64: not yet in `xtask qemu` (pxe/ has GRUB's arm64 netboot core for real servers)"),
-        (args.cdrom, "--cdrom for arm64: not yet in `xtask qemu` (bootmark.iso carries BOOTAA64.EFI for real servers)"),
     ];
     match refused.iter().find(|(refuse, _)| *refuse) {
         Some((_, why)) => Err((*why).into()),
@@ -275,7 +285,11 @@ impl Machine {
         }
         if let Some(cd) = &self.cdrom {
             c.arg("-drive").arg(format!("if=none,id=cd,media=cdrom,format=raw,readonly=on,file={}", cd.iso.display()));
-            c.args(["-device", &format!("ide-cd,drive=cd,bus={},bootindex=0", cd.bus)]);
+            match cd.bus {
+                // usb-storage presents a CD-ROM drive as a USB CD.
+                USB_CD => c.args(["-device", "usb-storage,bus=usbhc.0,drive=cd,bootindex=0"]),
+                bus => c.args(["-device", &format!("ide-cd,drive=cd,bus={bus},bootindex=0")]),
+            };
         }
         match &self.pxe {
             Some(p) => {
@@ -424,7 +438,7 @@ mod tests {
             ("--machine=dl140", "2006 x86 PCs"),
             ("--kvm", "an arm64 guest here runs under TCG"),
             ("--secure-boot", "--secure-boot for arm64: not yet"),
-            ("--cdrom", "--cdrom for arm64: not yet"),
+            ("--pxe", "--pxe for arm64: not yet"),
         ] {
             let e = resolved(&["--arch", "aarch64", flag]).0.unwrap_err();
             assert!(e.contains(said), "{flag}: {e}");

@@ -18,8 +18,9 @@ pub fn grub_efi(out: &Path, work: &Path, id: &str, platform: &grub_platform::Pla
     fs::create_dir_all(out.parent().unwrap())?;
     let embedded = work.join("grub-embedded.cfg");
     write(&embedded, menu::grub_finder(id))?;
-    let modules =
-        "part_msdos part_gpt fat iso9660 search search_fs_file serial terminal linux normal efi_gop echo configfile";
+    // `test` for `[ "$grub_cpu" = … ]`, the blocks of a menu for two architectures.
+    let modules = "part_msdos part_gpt fat iso9660 search search_fs_file serial terminal linux normal efi_gop echo \
+                   configfile test";
     let (name, dir) = (platform.name, &platform.modules);
     let sh = shell()?;
     crate::host::process::run(cmd!(

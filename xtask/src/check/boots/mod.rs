@@ -6,6 +6,7 @@
 //! of `cargo xtask test`) on one lane or two, [`run_one`] one.
 
 pub mod arm64;
+pub mod arm64_image;
 pub mod bisect_git;
 pub mod bisect_ladder;
 pub mod boot_ways;

@@ -8,9 +8,9 @@
 
 use super::testbed::Testbed;
 use super::{
-    arm64, bisect_ladder, boot_ways, built_image, command, failing_disk, generations, hostile_disks, i686, iso,
-    kernel_rpm, lab_ipmi, lab_qemu, lab_redfish, lava, lvm_on_md, md_layouts, mechanisms, nvme, old_machine, resets,
-    secure_boot, sequence, sweep, watch, write_log,
+    arm64, arm64_image, bisect_ladder, boot_ways, built_image, command, failing_disk, generations, hostile_disks, i686,
+    iso, kernel_rpm, lab_ipmi, lab_qemu, lab_redfish, lava, lvm_on_md, md_layouts, mechanisms, nvme, old_machine,
+    resets, secure_boot, sequence, sweep, watch, write_log,
 };
 use crate::host::project::Result;
 
@@ -293,6 +293,14 @@ pub const SCENARIOS: &[Scenario] = &[
         groups: &[E2e],
         lane: Beside,
         run: |b| arm64::test(&b.base),
+    },
+    Scenario {
+        name: "arm64-image",
+        title: "arm64 image",
+        about: "One image for x86 and arm64 (Debian's kernels of both): its stick under AAVMF and under OVMF, each GRUB listing its own kernels; its ISO as arm64's USB CD",
+        groups: &[E2e],
+        lane: Beside,
+        run: |b| arm64_image::test(b.package()?, &b.base),
     },
     Scenario {
         name: "failing-disk",
