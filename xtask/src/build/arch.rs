@@ -72,7 +72,7 @@ impl Arch {
         match self {
             Arch::X86_64 | Arch::I686 => Ok(()),
             Arch::Aarch64 => Err(format!(
-                "{what} for aarch64: not yet. So far arm64 has the static /init, the image (stick, ISO, pxe/ with GRUB for arm64) and its QEMU boot; the static C programs (mke2fs, fio, --include), kernels built from source, Secure Boot and LAVA jobs are x86 only"
+                "{what} for aarch64: not yet. So far arm64 has the static /init, the image (stick, ISO, pxe/ with GRUB for arm64, Secure Boot) and its QEMU boot; the static C programs (mke2fs, fio, --include), kernels built from source and LAVA jobs are x86 only"
             )),
         }
     }

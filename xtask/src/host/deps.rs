@@ -54,7 +54,8 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("/usr/lib/ISOLINUX/isolinux.bin", "isolinux"),      // …its BIOS boot
     ("sbattach", "sbsigntool"),                          // a kernel with its signature removed
     ("qemu-system-x86_64", "qemu-system-x86"),           // the boot tests (also qemu-system-i386)
-    ("qemu-system-aarch64", "qemu-system-arm"),          // the arm64 boot
+    ("qemu-system-aarch64", "qemu-system-arm"),          // the arm64 boots
+    ("/usr/share/AAVMF/AAVMF_CODE.fd", "qemu-efi-aarch64"), // …under UEFI (and .ms.fd: Secure Boot on)
     ("cryptsetup", "cryptsetup-bin"),                    // formatting refusals: a LUKS partition
     ("pvcreate", "lvm2"),                                // formatting refusals: an LVM2 physical volume
     ("mdadm", "mdadm"),                                  // the LVM-on-RAID boot: its helper boot makes the array

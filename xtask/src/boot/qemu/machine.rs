@@ -22,6 +22,9 @@ const OVMF_MS_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.ms.fd";
 /// QEMU's virt machine, as arm64 servers boot UEFI only.
 const AAVMF_CODE: &str = "/usr/share/AAVMF/AAVMF_CODE.fd";
 const AAVMF_VARS: &str = "/usr/share/AAVMF/AAVMF_VARS.fd";
+/// AAVMF with Microsoft's keys enrolled and Secure Boot on (as OVMF's .ms).
+const AAVMF_MS_CODE: &str = "/usr/share/AAVMF/AAVMF_CODE.ms.fd";
+const AAVMF_MS_VARS: &str = "/usr/share/AAVMF/AAVMF_VARS.ms.fd";
 
 /// One boot's machine, every flag resolved.
 #[derive(Debug, PartialEq)]
@@ -194,22 +197,26 @@ pub fn resolve(args: &Args, arch: Arch) -> Result<Machine> {
                 (false, false) => "ide.5",
             },
         }),
-        pxe: args.pxe.then(|| pxe(args, uefi)),
+        pxe: args.pxe.then(|| pxe(args, uefi, arch)),
         disks: disks(args, old, arm64)?,
         firmware: if uefi { Firmware::Uefi { secure_boot: args.secure_boot } } else { Firmware::Bios },
     })
 }
 
-fn pxe(args: &Args, uefi: bool) -> Pxe {
+fn pxe(args: &Args, uefi: bool, arch: Arch) -> Pxe {
     let tftp_root = args.tftp_root.clone().unwrap_or_else(|| args.image.join("pxe"));
-    let bootfile = match (uefi, secure_boot::in_pxe(&tftp_root)) {
-        (false, _) => "pxelinux.0",
-        (true, false) => "grub/x86_64-efi/core.efi",
-        (true, true) => secure_boot::PXE_SHIM,
+    let arm64 = arch == Arch::Aarch64;
+    let bootfile = match (uefi, arm64, secure_boot::in_pxe(&tftp_root, arch)) {
+        (false, _, _) => "pxelinux.0",
+        (true, false, false) => "grub/x86_64-efi/core.efi",
+        (true, true, false) => "grub/arm64-efi/core.efi",
+        (true, false, true) => secure_boot::PXE_SHIM,
+        (true, true, true) => secure_boot::PXE_SHIM_AA64,
     };
     // Under Secure Boot the firmware refuses QEMU's unsigned iPXE option
     // ROM: a virtio NIC without one is driven by OVMF's own signed driver.
-    let nic = if args.secure_boot { "virtio-net-pci,romfile=" } else { "e1000" };
+    // arm64: QEMU's iPXE ROMs are x86 code; AAVMF drives virtio itself.
+    let nic = if args.secure_boot || arm64 { "virtio-net-pci,romfile=" } else { "e1000" };
     Pxe { tftp_root, bootfile, nic, mac: args.mac.clone() }
 }
 
@@ -219,8 +226,6 @@ fn refuse_for_arm64(args: &Args) -> Result<()> {
     let refused = [
         (args.machine != "modern", "--machine old and dl140 are 2006 x86 PCs: an arm64 machine is QEMU's virt"),
         (args.kvm, "--kvm needs a host of the guest's architecture: an arm64 guest here runs under TCG"),
-        (args.secure_boot, "--secure-boot for arm64: not yet (the image's signed chain is x86_64's)"),
-        (args.pxe, "--pxe for arm64: not yet in `xtask qemu` (pxe/ has GRUB's arm64 netboot core for real servers)"),
     ];
     match refused.iter().find(|(refuse, _)| *refuse) {
         Some((_, why)) => Err((*why).into()),
@@ -303,7 +308,7 @@ impl Machine {
         }
         self.add_disks(&mut c);
         match (self.firmware, self.arch) {
-            (Firmware::Uefi { .. }, Arch::Aarch64) => add_aavmf(&mut c, work)?,
+            (Firmware::Uefi { secure_boot }, Arch::Aarch64) => add_aavmf(&mut c, secure_boot, work)?,
             (Firmware::Uefi { secure_boot }, _) => add_ovmf(&mut c, secure_boot, work)?,
             (Firmware::Bios, _) => {}
         }
@@ -385,11 +390,14 @@ fn add_ovmf(c: &mut Argv, secure_boot: bool, work: &Path) -> Result<()> {
     Ok(())
 }
 
-/// AAVMF as two flash chips, as OVMF: its code read-only, its variables a copy for this boot.
-fn add_aavmf(c: &mut Argv, work: &Path) -> Result<()> {
+/// AAVMF as two flash chips, as OVMF: its code read-only, its variables a
+/// copy for this boot. Secure Boot needs no SMM here: virt has no x86
+/// system management mode, and QEMU's arm64 flash is not guarded.
+fn add_aavmf(c: &mut Argv, secure_boot: bool, work: &Path) -> Result<()> {
+    let (code, template) = if secure_boot { (AAVMF_MS_CODE, AAVMF_MS_VARS) } else { (AAVMF_CODE, AAVMF_VARS) };
     let vars = work.join("AAVMF_VARS.fd");
-    std::fs::copy(AAVMF_VARS, &vars).map_err(|e| format!("{AAVMF_VARS}: {e} (apt-get install qemu-efi-aarch64)"))?;
-    c.arg("-drive").arg(format!("if=pflash,format=raw,readonly=on,file={AAVMF_CODE}"));
+    std::fs::copy(template, &vars).map_err(|e| format!("{template}: {e} (apt-get install qemu-efi-aarch64)"))?;
+    c.arg("-drive").arg(format!("if=pflash,format=raw,readonly=on,file={code}"));
     c.arg("-drive").arg(format!("if=pflash,format=raw,file={}", vars.display()));
     Ok(())
 }
@@ -434,12 +442,21 @@ mod tests {
         let line = command_line(&m, &dir);
         assert!(line.contains("nvme,serial=bootmark0,drive=d0") && line.contains("AAVMF_CODE.fd"), "{line}");
         assert!(!line.contains("OVMF") && !line.contains("ahci"), "{line}");
-        for (flag, said) in [
-            ("--machine=dl140", "2006 x86 PCs"),
-            ("--kvm", "an arm64 guest here runs under TCG"),
-            ("--secure-boot", "--secure-boot for arm64: not yet"),
-            ("--pxe", "--pxe for arm64: not yet"),
-        ] {
+        let (m, dir2) = resolved(&["--arch", "aarch64", "--secure-boot", "--pxe"]);
+        let m = m.unwrap();
+        let pxe = m.pxe.as_ref().unwrap();
+        assert_eq!((pxe.bootfile, pxe.nic), ("grub/arm64-efi/core.efi", "virtio-net-pci,romfile="));
+        let line = command_line(&m, &dir2);
+        assert!(
+            line.contains("AAVMF_CODE.ms.fd") && !line.contains("smm") && !line.contains("secure,value=on"),
+            "{line}"
+        );
+        std::fs::write(dir2.join("pxe").join(secure_boot::PXE_SHIM_AA64), b"shim").unwrap();
+        let tftp = format!("{}/pxe", dir2.display());
+        let (m, _) = resolved(&["--arch", "aarch64", "--secure-boot", "--pxe", "--tftp-root", &tftp]);
+        assert_eq!(m.unwrap().pxe.unwrap().bootfile, "shimaa64.efi");
+        std::fs::remove_dir_all(dir2).unwrap();
+        for (flag, said) in [("--machine=dl140", "2006 x86 PCs"), ("--kvm", "an arm64 guest here runs under TCG")] {
             let e = resolved(&["--arch", "aarch64", flag]).0.unwrap_err();
             assert!(e.contains(said), "{flag}: {e}");
         }

@@ -22,6 +22,18 @@ use std::time::{Duration, Instant};
 
 pub const QEMU_TOOLS: [(&str, &str); 3] =
     [("qemu-system-x86_64", "qemu-system-x86"), ("/usr/share/OVMF/OVMF_CODE_4M.fd", "ovmf"), ("mcopy", "mtools")];
+/// What an arm64 machine needs besides: its emulator and AAVMF.
+pub const QEMU_ARM64_TOOLS: [(&str, &str); 2] =
+    [("qemu-system-aarch64", "qemu-system-arm"), ("/usr/share/AAVMF/AAVMF_CODE.fd", "qemu-efi-aarch64")];
+
+/// The host tools a boot with these flags needs, installed when asked.
+fn ensure_tools(args: &Args) -> Result<()> {
+    tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
+    if machine_arch(args)? == Arch::Aarch64 {
+        tools::ensure(&QEMU_ARM64_TOOLS, args.install_deps, "--install-deps")?;
+    }
+    Ok(())
+}
 
 /// A boot whose console has not grown for this long before /init spoke
 /// is cut as stalled: the kernel prints from its first second, and under
@@ -132,7 +144,7 @@ fn machine_arch(args: &Args) -> Result<Arch> {
 /// serial tail and a guess at the cause. With `sequence`, boots again after
 /// every reboot (and after a hang) into one combined serial log.
 pub fn boot(args: &Args) -> Result<Booted> {
-    tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
+    ensure_tools(args)?;
     let set = args.set.as_deref().filter(|s| !s.is_empty());
     if let Some(label) = entry_label(args)? {
         crate::build::image::usb::set_default_entry(&args.image.join("usb.img"), &label, set)?;
@@ -186,7 +198,7 @@ pub fn boot(args: &Args) -> Result<Booted> {
 /// Start QEMU for one boot with serial to `log`, and leave it running (the
 /// reset campaign kills it). `work` holds per-boot files (UEFI variables).
 pub fn spawn(args: &Args, log: &Path, work: &Path) -> Result<std::process::Child> {
-    tools::ensure(&QEMU_TOOLS, args.install_deps, "--install-deps")?;
+    ensure_tools(args)?;
     let _ = std::fs::remove_file(log);
     let (program, argv) = qemu_argv(args, log, work)?;
     crate::host::process::spawn(shell()?.cmd(program).args(argv), Streams::null())

@@ -30,25 +30,28 @@ pub fn grub_efi(out: &Path, work: &Path, id: &str, platform: &grub_platform::Pla
     Ok(())
 }
 
-/// Debian's signed chain on the stick's ESP: shim as the removable-media
-/// loader, the signed disk GRUB and MokManager beside it, and the config
-/// where that GRUB looks first (its prefix, EFI/debian), which finds the
-/// menu by the id file.
-pub fn signed_esp(stage: &Path, chain: &secure_boot::Chain, id: &str) -> Result<()> {
+/// Debian's signed chain of each architecture on the stick's ESP: shim as
+/// the removable-media loader, the signed disk GRUB and MokManager beside
+/// it, and the config where that GRUB looks first (its prefix,
+/// EFI/debian, shared by both architectures), which finds the menu by the
+/// id file.
+pub fn signed_esp(stage: &Path, chains: &[secure_boot::Chain], id: &str) -> Result<()> {
     let copy = |from: &Path, to: &str| -> Result<()> {
-        let to = stage.join(to);
+        let to = stage.join("EFI/BOOT").join(to);
         std::fs::create_dir_all(to.parent().unwrap()).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
         std::fs::copy(from, &to).map(|_| ()).map_err(|e| format!("cannot copy {}: {e}", from.display()))
     };
-    copy(&chain.shim, "EFI/BOOT/BOOTX64.EFI")?;
-    copy(&chain.grub_disk, "EFI/BOOT/grubx64.efi")?;
-    copy(&chain.mok_manager, "EFI/BOOT/mmx64.efi")?;
+    for chain in chains {
+        copy(&chain.shim, chain.names.removable)?;
+        copy(&chain.grub_disk, chain.names.grub)?;
+        copy(&chain.mok_manager, chain.names.mok_manager)?;
+    }
     write(stage.join(secure_boot::GRUB_DISK_PREFIX).join("grub.cfg"), menu::grub_finder(id))
 }
 
 /// The TFTP tree: pxelinux for BIOS, GRUB's netboot core for UEFI (or,
 /// with `chain`, shim and Debian's signed netboot GRUB), the same entries.
-pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chain: Option<&secure_boot::Chain>) -> Result<()> {
+pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chains: Option<&[secure_boot::Chain]>) -> Result<()> {
     let copy = |from: &Path, to: &Path| -> Result<()> {
         fs::create_dir_all(to.parent().unwrap())?;
         std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("{}: {e}", from.display()))
@@ -61,14 +64,19 @@ pub fn pxe_tree(pxe: &Path, stage: &Path, m: &menu::Menu, chain: Option<&secure_
         }
     }
     write(pxe.join("pxelinux.cfg/default"), m.syslinux(""))?;
-    let uefi_lines = match chain {
-        Some(chain) => {
-            // shim loads grubx64.efi from its own TFTP directory; the signed
-            // netboot GRUB's prefix is (tftp)/grub.
-            copy(&chain.shim, &pxe.join(secure_boot::PXE_SHIM))?;
-            copy(&chain.grub_net, &pxe.join("grubx64.efi"))?;
+    let uefi_lines = match chains {
+        Some(chains) => {
+            // shim loads grubx64.efi (grubaa64.efi) from its own TFTP
+            // directory; the signed netboot GRUB's prefix is (tftp)/grub.
+            let mut lines = String::new();
+            for chain in chains {
+                let n = chain.names;
+                copy(&chain.shim, &pxe.join(n.pxe_shim))?;
+                copy(&chain.grub_net, &pxe.join(n.grub))?;
+                lines += &dhcp_lines(n.dhcp_client_arch, n.pxe_shim);
+            }
             write(pxe.join("grub/grub.cfg"), m.grub("(tftp)"))?;
-            "dhcp-match=set:efi64,option:client-arch,7\ndhcp-boot=tag:efi64,shimx64.efi\n".to_string()
+            lines
         }
         None => grub_netboot(pxe, m)?,
     };
@@ -93,12 +101,7 @@ fn grub_netboot(pxe: &Path, m: &menu::Menu) -> Result<String> {
         let platform = grub_platform::for_arch(arch)?;
         let (name, dir) = (platform.name, &platform.modules);
         match crate::host::process::run(cmd!(sh, "grub-mknetdir --net-directory={pxe} --subdir=grub -d {dir}")) {
-            Ok(_) => {
-                let (tag, client_arch) = if arch == Arch::Aarch64 { ("efiarm64", 11) } else { ("efi64", 7) };
-                lines += &format!(
-                    "dhcp-match=set:{tag},option:client-arch,{client_arch}\ndhcp-boot=tag:{tag},grub/{name}/core.efi\n"
-                );
-            }
+            Ok(_) => lines += &dhcp_lines(if arch == Arch::Aarch64 { 11 } else { 7 }, &format!("grub/{name}/core.efi")),
             Err(e) => eprintln!("image: no UEFI network boot for {name} in pxe/ ({e})"),
         }
     }
@@ -106,4 +109,11 @@ fn grub_netboot(pxe: &Path, m: &menu::Menu) -> Result<String> {
         write(pxe.join("grub/grub.cfg"), m.grub("(tftp)"))?;
     }
     Ok(lines)
+}
+
+/// dnsmasq's lines that send UEFI clients of one architecture (RFC 4578's
+/// client-arch: 7 x86-64, 11 ARM64) to `bootfile`.
+fn dhcp_lines(client_arch: u32, bootfile: &str) -> String {
+    let tag = if client_arch == 11 { "efiarm64" } else { "efi64" };
+    format!("dhcp-match=set:{tag},option:client-arch,{client_arch}\ndhcp-boot=tag:{tag},{bootfile}\n")
 }

@@ -47,8 +47,8 @@ pub struct Contents<'a> {
     pub menu: &'a menu::Menu<'a>,
     /// The image's id (menu::image_id), for the id file GRUB searches.
     pub id: &'a str,
-    /// Debian's signed chain, for an image built with --secure-boot.
-    pub chain: Option<&'a secure_boot::Chain>,
+    /// Debian's signed chain of each architecture, for an image built with --secure-boot.
+    pub chains: Option<&'a [secure_boot::Chain]>,
     /// The unsigned standalone GRUB of each platform otherwise (the stick's
     /// EFI/BOOT/BOOTX64.EFI, BOOTAA64.EFI): (file name, built file).
     pub efi_loaders: &'a [(&'static str, std::path::PathBuf)],
@@ -102,13 +102,16 @@ fn span_of(iso: &[u8], file: &str, out: &Path) -> Result<Span> {
 fn efi_image(img: &Path, work: &Path, c: &Contents) -> Result<()> {
     let tree = work.join("efiboot");
     let _ = std::fs::remove_dir_all(&tree);
-    match c.chain {
-        Some(chain) => {
-            copy(&chain.shim, &tree.join("EFI/BOOT/BOOTX64.EFI"))?;
-            copy(&chain.grub_cd, &tree.join("EFI/BOOT/grubx64.efi"))?;
-            copy(&chain.mok_manager, &tree.join("EFI/BOOT/mmx64.efi"))?;
-            // gcdx64's prefix is /boot/grub on the device it came from: if
-            // that is this FAT image rather than the ISO, find the ISO.
+    match c.chains {
+        Some(chains) => {
+            for chain in chains {
+                let n = chain.names;
+                copy(&chain.shim, &tree.join("EFI/BOOT").join(n.removable))?;
+                copy(&chain.grub_cd, &tree.join("EFI/BOOT").join(n.grub))?;
+                copy(&chain.mok_manager, &tree.join("EFI/BOOT").join(n.mok_manager))?;
+            }
+            // gcdx64's (gcdaa64's) prefix is /boot/grub on the device it came
+            // from: if that is this FAT image rather than the ISO, find the ISO.
             write(tree.join("boot/grub/grub.cfg"), menu::grub_finder(c.id))?;
         }
         None => {

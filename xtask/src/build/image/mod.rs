@@ -124,8 +124,8 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
     stage_results_files(b, &entries, &stage)?;
     // The unsigned GRUB of each platform, for the stick and the ISO, or the signed chain.
     let efi_loaders = match &b.signed {
-        Some((chain, _)) => {
-            bootloaders::signed_esp(&stage, chain, &id)?;
+        Some((chains, _)) => {
+            bootloaders::signed_esp(&stage, chains, &id)?;
             Vec::new()
         }
         None => stage_grub_efi(&m, work, &id, &stage)?,
@@ -140,10 +140,11 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
     eprintln!("image: assembling usb.img ({size} MiB)");
     usb::build(&out.join("usb.img"), &stage, size, 0x0b00_7a00 ^ b.mtime)?;
     eprintln!("image: writing pxe/");
-    let chain = b.signed.as_ref().map(|(c, _)| c);
-    bootloaders::pxe_tree(&out.join("pxe"), &stage, &m, chain)?;
+    let chains = b.signed.as_ref().map(|(c, _)| c.as_slice());
+    bootloaders::pxe_tree(&out.join("pxe"), &stage, &m, chains)?;
     eprintln!("image: writing {}", iso::FILE);
-    let contents = iso::Contents { stage: &stage, menu: &m, id: &id, chain, efi_loaders: &efi_loaders, mtime: b.mtime };
+    let contents =
+        iso::Contents { stage: &stage, menu: &m, id: &id, chains, efi_loaders: &efi_loaders, mtime: b.mtime };
     let iso_menus = iso::build(&out.join(iso::FILE), work, &contents)?;
     fs::remove_dir_all(work)?;
     let manifest = manifest::Manifest {
@@ -154,10 +155,10 @@ fn assemble(b: &Build, out: &Path, work: &Path) -> Result<()> {
         plan_definition: Some(b.plan.plan.clone()),
         default_entry: b.default,
         entries: entry_facts,
-        secure_boot: b
-            .signed
-            .as_ref()
-            .map(|(chain, signers)| secure_boot::Facts { kernel_signers: signers.clone(), ..chain.facts.clone() }),
+        secure_boot: b.signed.as_ref().map(|(chains, signers)| secure_boot::Facts {
+            kernel_signers: signers.clone(),
+            ..secure_boot::Facts::merged(chains)
+        }),
         iso_menus: Some(iso_menus),
         outputs: manifest::outputs(out)?,
     };

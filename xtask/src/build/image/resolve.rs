@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 /// Everything an image is made of, decided.
 pub(crate) struct Build {
     pub kernels: Vec<Kernel>,
-    /// With --secure-boot: Debian's signed chain and each kernel's signers.
-    pub signed: Option<(secure_boot::Chain, secure_boot::Signers)>,
+    /// With --secure-boot: Debian's signed chain for each architecture
+    /// (x86_64's, arm64's) and each kernel's signers.
+    pub signed: Option<(Vec<secure_boot::Chain>, secure_boot::Signers)>,
     pub plan: ImagePlan,
     /// Every boot entry, in menu order (kernel by kernel).
     pub entries: Vec<PlannedEntry>,
@@ -168,31 +169,30 @@ fn check_flags(args: &Args) -> Result<()> {
 /// With --secure-boot: every kernel signed (checked before anything is
 /// built) and Debian's signed chain; each kernel's signers by its boot
 /// directory. Without it, a hint when every kernel would have passed.
-fn signed_chain(secure_boot: bool, kernels: &[Kernel]) -> Result<Option<(secure_boot::Chain, secure_boot::Signers)>> {
+fn signed_chain(
+    secure_boot: bool,
+    kernels: &[Kernel],
+) -> Result<Option<(Vec<secure_boot::Chain>, secure_boot::Signers)>> {
     let by_dir: Vec<(String, PathBuf)> =
         kernels.iter().enumerate().map(|(i, k)| (kernel_dir(i), k.vmlinuz.clone())).collect();
     if !secure_boot {
         let all_signed = by_dir.iter().all(|(_, v)| {
             std::fs::read(v).is_ok_and(|d| matches!(secure_boot::signature(&d), secure_boot::Signature::Signed(_)))
         });
-        // Said where --secure-boot can follow: the signed chain is x86_64's.
-        if all_signed && kernels.iter().all(|k| k.arch == Arch::X86_64) {
+        if all_signed {
             eprintln!("image: every kernel is signed: add --secure-boot for servers with Secure Boot on");
         }
         return Ok(None);
     }
-    if let Some(k) = kernels.iter().find(|k| k.arch != Arch::X86_64) {
-        return Err(match k.arch {
-            Arch::Aarch64 => format!(
-                "--secure-boot for arm64: not yet (the image has {}). So far the signed chain is Debian's for x86_64: \
-                 build the arm64 image without --secure-boot and turn Secure Boot off on the server",
-                k.named()
-            ),
-            _ => {
-                "--secure-boot: Debian's signed shim and GRUB are for x86_64 UEFI; this image has an i686 kernel".into()
-            }
-        });
+    if kernels.iter().any(|k| k.arch == Arch::I686) {
+        return Err(
+            "--secure-boot: Debian's signed shim and GRUB are for 64-bit UEFI; this image has an i686 kernel".into()
+        );
     }
     let signers = secure_boot::check_kernels(&by_dir)?;
-    Ok(Some((secure_boot::chain()?, signers)))
+    let mut platforms: Vec<Arch> = kernels.iter().map(|k| k.arch).collect();
+    platforms.sort();
+    platforms.dedup();
+    let chains = platforms.into_iter().map(secure_boot::chain).collect::<Result<Vec<_>>>()?;
+    Ok(Some((chains, signers)))
 }

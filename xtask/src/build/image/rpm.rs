@@ -140,7 +140,7 @@ pub fn unpack(path: &Path, dir: &Path) -> Result<RpmKernel> {
         "" => None,
         other => Some(
             Arch::of_package(other)
-                .ok_or_else(|| format!("{name} is for {other}; bootmark images are x86_64 or i686"))?,
+                .ok_or_else(|| format!("{name} is for {other}; bootmark images are x86_64, i686 or aarch64"))?,
         ),
     };
     Ok(RpmKernel {

@@ -5,7 +5,8 @@
 //! CA, which server firmware trusts) as `EFI/BOOT/BOOTX64.EFI`, GRUB
 //! signed by Debian beside it as `grubx64.efi` (shim loads that name from
 //! its own directory), and MokManager (`mmx64.efi`) for enrolling a key of
-//! one's own. GRUB then asks shim to verify the kernel: Debian's kernels
+//! one's own; for arm64 the same packages' arm64 builds (`BOOTAA64.EFI`,
+//! `grubaa64.efi`, `mmaa64.efi`), one stick carrying both. GRUB then asks shim to verify the kernel: Debian's kernels
 //! are signed; others must be (sbsign, mokutil). The initramfs is not
 //! checked by anything, so ours goes in unsigned.
 //!
@@ -15,25 +16,83 @@
 //! reinstall the build machine's own bootloader.
 
 use super::deb;
+use crate::build::arch::Arch;
+use crate::host::apt_suite::{Archive, Suite};
 use crate::host::process::{cmd, shell};
 use crate::host::project::{Result, project_root};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// The signed binaries: (package, path inside it).
-const SHIM: (&str, &str) = ("shim-signed", "usr/lib/shim/shimx64.efi.signed");
-const MOK_MANAGER: (&str, &str) = ("shim-helpers-amd64-signed", "usr/lib/shim/mmx64.efi.signed");
-/// GRUB for disks (prefix /EFI/debian), CDs (prefix /boot/grub) and the network (prefix /grub).
-const GRUB_DISK: (&str, &str) = ("grub-efi-amd64-signed", "usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed");
-const GRUB_CD: (&str, &str) = ("grub-efi-amd64-signed", "usr/lib/grub/x86_64-efi-signed/gcdx64.efi.signed");
-const GRUB_NET: (&str, &str) = ("grub-efi-amd64-signed", "usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed");
+/// One architecture's signed binaries, each as (package, path inside it),
+/// and the names the firmware and shim look for.
+struct Packaged {
+    shim: (&'static str, &'static str),
+    mok_manager: (&'static str, &'static str),
+    /// GRUB for disks (prefix /EFI/debian), CDs (prefix /boot/grub) and the network (prefix /grub).
+    grub_disk: (&'static str, &'static str),
+    grub_cd: (&'static str, &'static str),
+    grub_net: (&'static str, &'static str),
+    names: Names,
+}
+
+/// The names of a chain's files where they are put.
+#[derive(Clone, Copy, Debug)]
+pub struct Names {
+    /// The removable-media loader under EFI/BOOT/: shim.
+    pub removable: &'static str,
+    /// GRUB beside shim: shim loads it by this name from its own directory.
+    pub grub: &'static str,
+    pub mok_manager: &'static str,
+    /// shim in pxe/: DHCP's boot file for this architecture's UEFI clients.
+    pub pxe_shim: &'static str,
+    /// The DHCP client architecture (RFC 4578) of those clients.
+    pub dhcp_client_arch: u32,
+}
+
+const X86_64: Packaged = Packaged {
+    shim: ("shim-signed", "usr/lib/shim/shimx64.efi.signed"),
+    mok_manager: ("shim-helpers-amd64-signed", "usr/lib/shim/mmx64.efi.signed"),
+    grub_disk: ("grub-efi-amd64-signed", "usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed"),
+    grub_cd: ("grub-efi-amd64-signed", "usr/lib/grub/x86_64-efi-signed/gcdx64.efi.signed"),
+    grub_net: ("grub-efi-amd64-signed", "usr/lib/grub/x86_64-efi-signed/grubnetx64.efi.signed"),
+    names: Names {
+        removable: "BOOTX64.EFI",
+        grub: "grubx64.efi",
+        mok_manager: "mmx64.efi",
+        pxe_shim: PXE_SHIM,
+        dhcp_client_arch: 7,
+    },
+};
+
+/// arm64's, the same packages built for arm64: shim signed by Microsoft's
+/// UEFI CA as on x86, GRUB by Debian.
+const AARCH64: Packaged = Packaged {
+    shim: ("shim-signed", "usr/lib/shim/shimaa64.efi.signed"),
+    mok_manager: ("shim-helpers-arm64-signed", "usr/lib/shim/mmaa64.efi.signed"),
+    grub_disk: ("grub-efi-arm64-signed", "usr/lib/grub/arm64-efi-signed/grubaa64.efi.signed"),
+    grub_cd: ("grub-efi-arm64-signed", "usr/lib/grub/arm64-efi-signed/gcdaa64.efi.signed"),
+    grub_net: ("grub-efi-arm64-signed", "usr/lib/grub/arm64-efi-signed/grubnetaa64.efi.signed"),
+    names: Names {
+        removable: "BOOTAA64.EFI",
+        grub: "grubaa64.efi",
+        mok_manager: "mmaa64.efi",
+        pxe_shim: PXE_SHIM_AA64,
+        dhcp_client_arch: 11,
+    },
+};
+
+/// Where arm64's signed chain comes from (an apt state of its own for
+/// arm64): Debian's stable release, as arm64's unsigned GRUB.
+const ARM64_SUITE: &str = "bookworm";
 
 /// Where Debian's signed disk GRUB looks for its config, relative to the
 /// partition it was loaded from.
 pub const GRUB_DISK_PREFIX: &str = "EFI/debian";
-/// shim's name in pxe/ (DHCP's boot file for UEFI clients); the signed
+/// x86_64's shim in pxe/ (DHCP's boot file for UEFI clients); the signed
 /// netboot GRUB beside it, as `grubx64.efi`, reads `(tftp)/grub/grub.cfg`.
 pub const PXE_SHIM: &str = "shimx64.efi";
+/// arm64's shim in pxe/, beside its signed netboot GRUB as `grubaa64.efi`.
+pub const PXE_SHIM_AA64: &str = "shimaa64.efi";
 
 /// The subject names of the certificates that signed Debian's own kernels
 /// chain up to this CA, which Debian's shim carries built in.
@@ -42,13 +101,14 @@ const DEBIAN_CA: &str = "Debian Secure Boot CA";
 /// Each kernel's certificate names, by its boot directory (k0, k1, …).
 pub type Signers = std::collections::BTreeMap<String, Vec<String>>;
 
-/// The signed chain, as files on this machine.
+/// One architecture's signed chain, as files on this machine.
 pub struct Chain {
     pub shim: PathBuf,
     pub mok_manager: PathBuf,
     pub grub_disk: PathBuf,
     pub grub_cd: PathBuf,
     pub grub_net: PathBuf,
+    pub names: Names,
     /// For the manifest: each package and the SHA-256 of each file taken.
     pub facts: Facts,
 }
@@ -56,7 +116,7 @@ pub struct Chain {
 /// manifest.json's `secure_boot`: where the chain came from and who signed each kernel.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Facts {
-    /// Package → its version.
+    /// Package → its version (an arm64 package as `NAME:arm64`).
     pub packages: std::collections::BTreeMap<String, String>,
     /// File in the chain → SHA-256.
     pub files: std::collections::BTreeMap<String, String>,
@@ -64,20 +124,38 @@ pub struct Facts {
     pub kernel_signers: Signers,
 }
 
-/// Find or fetch the signed chain.
-pub fn chain() -> Result<Chain> {
+impl Facts {
+    /// The facts of several chains as one.
+    pub fn merged<'a>(chains: impl IntoIterator<Item = &'a Chain>) -> Facts {
+        let mut all = Facts::default();
+        for c in chains {
+            all.packages.extend(c.facts.packages.clone());
+            all.files.extend(c.facts.files.clone());
+        }
+        all
+    }
+}
+
+/// Find or fetch the signed chain that boots `platform`'s kernels (x86_64
+/// or aarch64: i686 kernels have none).
+pub fn chain(platform: Arch) -> Result<Chain> {
+    let (packaged, arm64) = match platform {
+        Arch::Aarch64 => (&AARCH64, true),
+        _ => (&X86_64, false),
+    };
     let mut facts = Facts::default();
     let mut get = |(package, inside): (&str, &str)| -> Result<PathBuf> {
-        let (path, version) = locate(package, inside)?;
-        facts.packages.insert(package.to_string(), version);
+        let (path, version) = if arm64 { locate_arm64(package, inside)? } else { locate(package, inside)? };
+        let key = if arm64 { format!("{package}:arm64") } else { package.to_string() };
+        facts.packages.insert(key, version);
         facts
             .files
             .insert(inside.rsplit('/').next().unwrap_or(inside).to_string(), crate::host::fs::sha256_file(&path)?);
         Ok(path)
     };
-    let (shim, mok_manager) = (get(SHIM)?, get(MOK_MANAGER)?);
-    let (grub_disk, grub_cd, grub_net) = (get(GRUB_DISK)?, get(GRUB_CD)?, get(GRUB_NET)?);
-    Ok(Chain { shim, mok_manager, grub_disk, grub_cd, grub_net, facts })
+    let (shim, mok_manager) = (get(packaged.shim)?, get(packaged.mok_manager)?);
+    let (grub_disk, grub_cd, grub_net) = (get(packaged.grub_disk)?, get(packaged.grub_cd)?, get(packaged.grub_net)?);
+    Ok(Chain { shim, mok_manager, grub_disk, grub_cd, grub_net, names: packaged.names, facts })
 }
 
 /// A file of `package`: installed, or from its .deb unpacked under target/cache.
@@ -93,8 +171,24 @@ fn locate(package: &str, inside: &str) -> Result<(PathBuf, String)> {
     let deb = deb::fetch_deb(package, &cache.join("debs")).map_err(|e| {
         format!("--secure-boot needs Debian's signed {package}: {e}\nOn Debian/Ubuntu: apt-get update, or install {package}.")
     })?;
+    let version = deb.file_stem().and_then(|s| s.to_str()).and_then(|s| s.split('_').nth(1)).unwrap_or("").to_string();
+    Ok((unpacked(&deb, inside)?, version))
+}
+
+/// A file of arm64's `package`, from its .deb fetched through the arm64
+/// apt state (this machine's apt lists only its own architecture).
+fn locate_arm64(package: &str, inside: &str) -> Result<(PathBuf, String)> {
+    let cache = project_root().join("target/cache");
+    let got = Suite::arm64(ARM64_SUITE, Archive::debian(), &cache.join("apt"))?
+        .download(package)
+        .map_err(|e| format!("--secure-boot for arm64 needs Debian's signed {package} for arm64: {e}"))?;
+    Ok((unpacked(&got.deb, inside)?, got.version))
+}
+
+/// `inside` of `deb`, unpacked once under target/cache/secure-boot/.
+fn unpacked(deb: &Path, inside: &str) -> Result<PathBuf> {
     let stem = deb.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let dir = cache.join("secure-boot").join(&stem);
+    let dir = project_root().join("target/cache/secure-boot").join(&stem);
     if !dir.join(inside).is_file() {
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let sh = shell()?;
@@ -104,8 +198,7 @@ fn locate(package: &str, inside: &str) -> Result<(PathBuf, String)> {
     if !path.is_file() {
         return Err(format!("{} holds no {inside}: not the package bootmark knows", deb.display()));
     }
-    let version = stem.split('_').nth(1).unwrap_or("").to_string();
-    Ok((path, version))
+    Ok(path)
 }
 
 /// What a kernel's Authenticode signature says: the certificate names in
@@ -217,9 +310,9 @@ pub fn check_kernels(kernels: &[(String, PathBuf)]) -> Result<Signers> {
     ))
 }
 
-/// Does this pxe/ tree carry shim (an image built with --secure-boot)?
-pub fn in_pxe(pxe: &Path) -> bool {
-    pxe.join(PXE_SHIM).is_file()
+/// Does this pxe/ tree carry `arch`'s shim (an image built with --secure-boot)?
+pub fn in_pxe(pxe: &Path, arch: Arch) -> bool {
+    pxe.join(if arch == Arch::Aarch64 { PXE_SHIM_AA64 } else { PXE_SHIM }).is_file()
 }
 
 #[cfg(test)]

@@ -6,10 +6,11 @@
 //! records on serial and on the stick must agree, each ok and saying what
 //! ran it: arm64's kernel, the CPU by its MIDR, a device tree and no UEFI.
 //!
-//! What this does not boot yet: GRUB for arm64 under AAVMF (UEFI), the
-//! stick image `cargo xtask image` makes, the ISO, Secure Boot. It is the
-//! first boot of arm64's chain: the /init against an arm64 kernel's own
-//! answers, which qemu-user (`check arm64-init`) cannot give.
+//! The boot without firmware, as U-Boot and QEMU's direct kernel boot
+//! start arm64 kernels: the /init against an arm64 kernel's own answers
+//! (which qemu-user, `check arm64-init`, cannot give) with a device tree.
+//! The image's own boots, GRUB under AAVMF, are `check arm64-image` and
+//! `check arm64-secure-boot`.
 
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;

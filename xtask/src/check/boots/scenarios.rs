@@ -8,9 +8,9 @@
 
 use super::testbed::Testbed;
 use super::{
-    arm64, arm64_image, bisect_ladder, boot_ways, built_image, command, failing_disk, generations, hostile_disks, i686,
-    iso, kernel_rpm, lab_ipmi, lab_qemu, lab_redfish, lava, lvm_on_md, md_layouts, mechanisms, nvme, old_machine,
-    resets, secure_boot, sequence, sweep, watch, write_log,
+    arm64, arm64_image, arm64_secure_boot, bisect_ladder, boot_ways, built_image, command, failing_disk, generations,
+    hostile_disks, i686, iso, kernel_rpm, lab_ipmi, lab_qemu, lab_redfish, lava, lvm_on_md, md_layouts, mechanisms,
+    nvme, old_machine, resets, secure_boot, sequence, sweep, watch, write_log,
 };
 use crate::host::project::Result;
 
@@ -301,6 +301,15 @@ pub const SCENARIOS: &[Scenario] = &[
         groups: &[E2e],
         lane: Beside,
         run: |b| arm64_image::test(b.package()?, &b.base),
+    },
+    Scenario {
+        name: "arm64-secure-boot",
+        title: "arm64 Secure Boot",
+        about: "One image for x86 and arm64 with Debian's signed chain of each: its stick under AAVMF and OVMF with \
+                Microsoft's keys and Secure Boot on, and arm64 over PXE through shimaa64.efi",
+        groups: &[E2e, TodaysServers],
+        lane: Beside,
+        run: |b| arm64_secure_boot::test(b.package()?, &b.base),
     },
     Scenario {
         name: "failing-disk",
