@@ -27,6 +27,8 @@ use std::path::Path;
 
 /// Debian's arm64 kernel, by apt's name for another architecture's package.
 pub const ARM64_KERNEL: &str = "linux-image-arm64:arm64@bookworm";
+/// The target of these boots.
+const DISK: &str = "scratch-two-arch.img";
 
 pub fn test(package: &str, base: &Path) -> Result<()> {
     let started = std::time::Instant::now();
@@ -35,22 +37,19 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     let mut said = Vec::new();
     for arch in [Arch::Aarch64, Arch::X86_64] {
         let log = base.join(format!("serial-two-arch-{arch}.log"));
-        let args = qemu::Args { arch: Some(arch), uefi: true, ..boot(&out, base, &log)? };
+        let args = qemu::Args { arch: Some(arch), uefi: true, ..boot(&out, base.join(DISK), &log)? };
         let seconds = boot_and_check(&args, package).map_err(|e| format!("the stick under {arch}'s UEFI: {e}"))?;
         let serial = String::from_utf8_lossy(&fs::read(&log)?).into_owned();
         check_grub_menu(&serial, arch)?;
-        check_arch(&serial, arch)?;
+        check_arch(&serial, arch, false)?;
         said.push(format!("{arch} {seconds:.1} s"));
     }
     let log = base.join("serial-two-arch-cd.log");
-    let args = qemu::Args { arch: Some(Arch::Aarch64), cdrom: true, no_stick: true, ..boot(&out, base, &log)? };
+    let args =
+        qemu::Args { arch: Some(Arch::Aarch64), cdrom: true, no_stick: true, ..boot(&out, base.join(DISK), &log)? };
     let booted = qemu::boot(&args).map_err(|e| format!("the ISO as arm64's CD: {e}"))?;
-    let docs = serial_documents(&booted.serial);
-    let ok = run_record(&docs).is_some_and(|r| r.status == Status::Ok);
-    if !ok || results(&docs).len() != 6 {
-        return Err(format!("the ISO as arm64's CD: no ok run of 6 records\n{}", qemu::tail(&booted.serial, 25)));
-    }
-    check_arch(&booted.serial, Arch::Aarch64)?;
+    check_serial_run(&booted, "the ISO as arm64's CD")?;
+    check_arch(&booted.serial, Arch::Aarch64, false)?;
     println!(
         "e2e: arm64 image: {package} and {ARM64_KERNEL} on one stick (built in {built_s:.1} s), each GRUB listing its own: \
          6 ok records under AAVMF and OVMF alike, serial and stick agreeing ({}); the ISO as arm64's USB CD with no stick \
@@ -73,15 +72,26 @@ pub fn check_grub_menu(serial: &str, arch: Arch) -> Result<()> {
     Ok(())
 }
 
-/// A UEFI boot of `image` from a fresh ext3 target, serial to `log`.
-fn boot(image: &Path, base: &Path, log: &Path) -> Result<qemu::Args> {
-    let disk = base.join("scratch-two-arch.img");
+/// A boot of `image` from a fresh ext3 target `disk`, serial to `log`.
+pub fn boot(image: &Path, disk: std::path::PathBuf, log: &Path) -> Result<qemu::Args> {
     scratch_disk(&disk, "ext3", 512)?;
     Ok(test_boot(image.to_path_buf(), disk, log.to_path_buf()))
 }
 
-/// Every record of the boot says `arch` and UEFI; arm64's say the Cortex-A72.
-fn check_arch(serial: &str, arch: Arch) -> Result<()> {
+/// A boot whose records come from serial alone (no stick): an ok run of
+/// the quick plan's six records.
+pub fn check_serial_run(booted: &qemu::Booted, what: &str) -> Result<()> {
+    let docs = serial_documents(&booted.serial);
+    if !run_record(&docs).is_some_and(|r| r.status == Status::Ok) || results(&docs).len() != 6 {
+        return Err(format!("{what}: no ok run of 6 records\n{}", qemu::tail(&booted.serial, 25)));
+    }
+    Ok(())
+}
+
+/// Every record of the boot says `arch` (arm64's the Cortex-A72 too) and
+/// UEFI, with Secure Boot on and the kernel locked down (`integrity`, as
+/// Debian's kernels lock themselves) or off as `secure_boot` says.
+pub fn check_arch(serial: &str, arch: Arch, secure_boot: bool) -> Result<()> {
     let docs = serial_documents(serial);
     for r in results(&docs) {
         let cpu = r.host.cpu_model.as_deref().unwrap_or_default();
@@ -92,8 +102,15 @@ fn check_arch(serial: &str, arch: Arch) -> Result<()> {
         }
     }
     let fw = firmware_in_records(serial)?;
-    if fw.boot_mode.as_deref() != Some("uefi") || fw.secure_boot != Some(false) {
-        return Err(format!("{arch}: the records say {fw:?}, not UEFI with Secure Boot off"));
+    let locked = secure_boot.then_some("integrity");
+    if fw.boot_mode.as_deref() != Some("uefi")
+        || fw.secure_boot != Some(secure_boot)
+        || (secure_boot && fw.lockdown.as_deref() != locked)
+    {
+        return Err(format!(
+            "{arch}: the records say {fw:?}, not UEFI with Secure Boot {}",
+            if secure_boot { "on and lockdown integrity" } else { "off" }
+        ));
     }
     Ok(())
 }
