@@ -126,6 +126,10 @@ mod tests {
         assert!(matches("usb:v0781p5406d0[0-1]*dc*", "usb:v0781p5406d0100dc00"));
         assert!(!matches("usb:v0781p5406d0[0-1]*dc*", "usb:v0781p5406d0200dc00"));
         assert!(matches("virtio:d00000002v*", "virtio:d00000002v00001AF4"));
+        // arm64 servers' SoC controllers, as ACPI and a device tree describe them.
+        assert!(matches("acpi*:APMC0D0D:*", "acpi:APMC0D0D:") && matches("acpi*:PNP0D10:*", "acpi:PNP0D10:PNP0D10:"));
+        assert!(matches("acpi*:010601:*", "acpi:LNRO001E:010601:") && !matches("acpi*:PNP0D10:*", "acpi:PNP0D1:"));
+        assert!(matches("of:N*T*Cgeneric-xhciC*", "of:NusbT(null)Cgeneric-xhciCxhci-platform"));
         assert!(matches("a[!b]c", "axc") && !matches("a[!b]c", "abc"));
         assert!(matches("a[]]c", "a]c"), "a ] first in a set is a member");
         assert!(!matches("abc", "abcd") && !matches("abcd", "abc") && matches("ab*", "ab"));

@@ -268,9 +268,11 @@ pub fn missing_error(release: &str, tree: &Path, missing: &[(String, String)]) -
 }
 
 /// Buses whose devices the firmware enumerates before any driver is loaded
-/// (PCI) or that a loaded PCI driver brings up (virtio): their drivers are
-/// loaded only when a matching device is present.
-const DEVICE_BUSES: [&str; 2] = ["pci:", "virtio:"];
+/// (PCI; ACPI's devices, as arm64 servers describe their SoC's AHCI and
+/// xHCI; a device tree's, `of:`) or that a loaded PCI driver brings up
+/// (virtio): their drivers are loaded only when a matching device is
+/// present. ACPI aliases are written `acpi*:ID:*`.
+const DEVICE_BUSES: [&str; 4] = ["pci:", "virtio:", "acpi", "of:"];
 
 /// When /init loads a module, and the aliases it is matched by. `listed`:
 /// named in image/modules (else it is only a dependency); `library`: some
@@ -406,6 +408,10 @@ mod tests {
         assert_eq!(when_to_load(&ahci, true, false), (When::Device, ahci.aliases.clone()));
         let virtio_blk = at("/m/kernel/drivers/block/virtio_blk.ko", &["virtio:d00000002v*"]);
         assert_eq!(when_to_load(&virtio_blk, true, false).0, When::Device);
+        // An arm64 SoC's AHCI: found by its ACPI id or device-tree node, not on PCI.
+        let xgene =
+            at("/m/kernel/drivers/ata/ahci_xgene.ko", &["acpi*:APMC0D0D:*", "of:N*T*Capm,xgene-ahci", "platform:x"]);
+        assert_eq!(when_to_load(&xgene, true, false), (When::Device, xgene.aliases[..2].to_vec()));
         let sd = at("/m/kernel/drivers/scsi/sd_mod.ko", &["scsi:t-0x00*", "scsi:t-0x0e*"]);
         assert_eq!(when_to_load(&sd, true, false), (When::Always, vec![]), "old kernels give disks no modalias");
         let usb_storage = at("/m/kernel/drivers/usb/storage/usb-storage.ko", &["usb:v*p*d*dc*dsc*dp*ic08isc06ip50in*"]);
