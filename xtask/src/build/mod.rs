@@ -7,5 +7,6 @@ pub mod image;
 pub mod kernel;
 pub mod kernel_src;
 pub mod lava;
+pub mod musl_arm64;
 pub mod program;
 pub mod static_binary;

@@ -16,7 +16,8 @@ pub struct Args {
     /// Architecture to build for.
     #[arg(long, value_enum, default_value_t = Arch::X86_64)]
     pub arch: Arch,
-    /// Install the missing compilers (musl-tools; for i686 musl-dev:i386) with apt-get.
+    /// Install the missing compilers (musl-tools; for i686 musl-dev:i386; for aarch64
+    /// gcc-aarch64-linux-gnu, with arm64's musl fetched from Debian) with apt-get.
     #[arg(long)]
     pub install_deps: bool,
 }
@@ -53,7 +54,8 @@ pub fn build(name: &str, arch: Arch, install_deps: bool) -> Result<PathBuf> {
     let dir = project_root().join("target/programs").join(arch.name());
     fs::create_dir_all(&dir)?;
     let out = dir.join(name);
-    let mut cc = arch.musl_cc()?.split_whitespace();
+    let cc = arch.musl_cc(install_deps)?;
+    let mut cc = cc.split_whitespace();
     let (compiler, cc_flags): (&str, Vec<&str>) = (cc.next().unwrap_or("musl-gcc"), cc.collect());
     // Made aside and renamed: a program being run (a test, a lane's image)
     // is never rewritten in place.

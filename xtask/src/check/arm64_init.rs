@@ -41,7 +41,37 @@ pub fn check() -> Result<()> {
         names.len(),
         names.join(", ")
     );
+    println!("arm64 /init: {}", your_own_program()?);
     Ok(())
+}
+
+/// The seed's C program (`cargo xtask program seedwrite --arch aarch64`:
+/// the cross gcc with arm64's musl) is a static aarch64 program the image
+/// builder takes for arm64 kernels and refuses for x86's, and under
+/// qemu-aarch64 it writes the files it names.
+fn your_own_program() -> Result<String> {
+    let program = crate::build::program::build("seedwrite", Arch::Aarch64, crate::host::deps::can_install())?;
+    let bytes = fs::read(&program)?;
+    crate::build::image::include::check_program("seedwrite", &bytes, &[Arch::Aarch64])?;
+    if crate::build::image::include::check_program("seedwrite", &bytes, &[Arch::X86_64]).is_ok() {
+        return Err("the image builder would put the aarch64 seedwrite in an x86_64 image".into());
+    }
+    let dir = project_root().join(format!("target/arm64-seedwrite-{}", std::process::id()));
+    fs::create_dir_all(&dir)?;
+    let sh = crate::host::process::shell_in(&dir)?;
+    let said = process::run(cmd!(sh, "qemu-aarch64 {program} 3 40 16"));
+    let sizes: Vec<u64> =
+        (0..3).map(|i| std::fs::metadata(dir.join(format!("f{i:06}"))).map_or(0, |m| m.len())).collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    let said = said.map_err(|e| format!("the aarch64 seedwrite under qemu-aarch64: {e}"))?;
+    if sizes != [40 * 1024; 3] {
+        return Err(format!("the aarch64 seedwrite said {said:?} but wrote files of {sizes:?} bytes"));
+    }
+    Ok(format!(
+        "seedwrite, cross-built static with arm64's musl ({}), taken for aarch64 images only; under qemu-aarch64: {}",
+        bootmark::size::human(bytes.len() as u64),
+        said.trim()
+    ))
 }
 
 /// The binary's size, once its ELF header says AArch64, 64-bit, no loader.

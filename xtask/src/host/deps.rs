@@ -24,6 +24,7 @@ pub const TEST_TOOLS: &[(&str, &str)] = &[
     ("fio", "fio"), // tests/fio.rs: Debian's fio under `bootmark run`; `cargo xtask bench`
     ("make", "make"),
     ("qemu-aarch64", "qemu-user"), // the aarch64 /init run in user mode
+    ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"), // C programs for arm64 (with arm64's musl)
     ("strip", "binutils"),
     ("g++", "g++"),                     // libFuzzer (cargo fuzz) is C++
     ("setpriv", "util-linux"),          // a test runs as an unprivileged user

@@ -50,6 +50,8 @@ const WITHOUT: [&str; 13] = [
 
 /// The static fio for `arch`, built if not cached.
 pub fn fio(arch: Arch, install_deps: bool) -> Result<PathBuf> {
+    // Its cross build (configure for arm64, arm64's kernel headers) is not made yet.
+    arch.require_x86("the static fio (--fio)")?;
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let cache = project_root().join("target/cache/static-fio");
@@ -74,7 +76,7 @@ pub fn fio(arch: Arch, install_deps: bool) -> Result<PathBuf> {
 /// out of its include path (fio includes linux/*.h).
 fn build(src: &Path, shim: &Path, arch: Arch) -> Result<()> {
     static_mkfs::link_uapi_headers(shim)?;
-    let cc = format!("--cc={}", arch.musl_cc()?);
+    let cc = format!("--cc={}", arch.musl_cc(false)?);
     let include = format!("--extra-cflags=-I{}", shim.display());
     let sh = shell_in(src)?;
     run(cmd!(sh, "./configure {cc} {include} --build-static {WITHOUT...}"))

@@ -1,0 +1,68 @@
+//! Static musl C programs for arm64, built on this x86 machine: Debian's
+//! cross gcc (`gcc-aarch64-linux-gnu`) with musl's arm64 headers, start
+//! files and libc from Debian's `musl-dev` for arm64. That package comes
+//! through the arm64 apt state (this machine's apt lists only its own
+//! architecture), unpacked under target/cache/musl-arm64/; its own
+//! `musl-gcc.specs` names /usr/lib/aarch64-linux-musl, so a copy of it is
+//! written with the unpacked tree's paths, and gcc is pointed at that.
+
+use crate::host::apt_suite::{Archive, Suite};
+use crate::host::fs;
+use crate::host::process::{cmd, run, shell};
+use crate::host::project::{Result, project_root};
+use crate::host::tools;
+
+/// The cross compiler and its Debian package.
+pub const CROSS_GCC: (&str, &str) = ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu");
+/// Where arm64's musl comes from: Debian's stable release, as arm64's GRUB.
+const SUITE: &str = "bookworm";
+/// musl-dev's directory of libraries (and of its specs file).
+const LIB: &str = "usr/lib/aarch64-linux-musl";
+const INCLUDE: &str = "usr/include/aarch64-linux-musl";
+
+/// The C compiler command for static musl arm64 programs, the cross gcc
+/// installed (with `install_deps`) or named, musl fetched once.
+pub fn cc(install_deps: bool) -> Result<String> {
+    tools::ensure(&[CROSS_GCC], install_deps, "--install-deps")?;
+    let cache = project_root().join("target/cache");
+    let got = Suite::arm64(SUITE, Archive::debian(), &cache.join("apt"))?.download("musl-dev")?;
+    let root = cache.join("musl-arm64").join(got.version.replace(':', "_"));
+    let specs = root.join("musl-gcc.specs");
+    if !specs.is_file() {
+        let _ = std::fs::remove_dir_all(&root);
+        fs::create_dir_all(&root)?;
+        let (sh, deb) = (shell()?, &got.deb);
+        run(cmd!(sh, "dpkg-deb -x {deb} {root}"))?;
+        let theirs = root.join(LIB).join("musl-gcc.specs");
+        let text = std::fs::read_to_string(&theirs)
+            .map_err(|e| format!("{}: {e} (not the musl-dev bootmark knows)", theirs.display()))?;
+        fs::write(&specs, relocated(&text, &root.display().to_string()))?;
+    }
+    Ok(format!("{} -specs {}", CROSS_GCC.0, specs.display()))
+}
+
+/// musl-gcc.specs with its absolute paths (/usr/lib/aarch64-linux-musl,
+/// /usr/include/aarch64-linux-musl) under `root`.
+fn relocated(specs: &str, root: &str) -> String {
+    specs
+        .replace(&format!("/{LIB}"), &format!("{root}/{LIB}"))
+        .replace(&format!("/{INCLUDE}"), &format!("{root}/{INCLUDE}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_specs_paths_move_under_the_unpacked_tree() {
+        let theirs = "*cpp_options:\n-nostdinc -isystem /usr/include/aarch64-linux-musl -isystem include%s %(old_cpp_options)\n\n\
+                      *link_libgcc:\n-L/usr/lib/aarch64-linux-musl -L .%s\n\n*startfile:\n%{!shared: /usr/lib/aarch64-linux-musl/Scrt1.o}\n";
+        let ours = relocated(theirs, "/t/musl");
+        assert!(ours.contains("-isystem /t/musl/usr/include/aarch64-linux-musl "), "{ours}");
+        assert!(
+            ours.contains("-L/t/musl/usr/lib/aarch64-linux-musl ")
+                && ours.contains(" /t/musl/usr/lib/aarch64-linux-musl/Scrt1.o")
+        );
+        assert!(!ours.contains(" /usr/"), "{ours}");
+    }
+}
