@@ -72,7 +72,7 @@ impl Arch {
         match self {
             Arch::X86_64 | Arch::I686 => Ok(()),
             Arch::Aarch64 => Err(format!(
-                "{what} for aarch64: not yet. So far arm64 has the static /init, the image (stick, ISO, pxe/ with GRUB for arm64, Secure Boot) and its QEMU boot; the static mkfs programs and fio, kernels built from source and LAVA jobs are x86 only"
+                "{what} for aarch64: not yet. arm64 has the static /init, its images (stick, ISO, pxe/, Secure Boot), their QEMU boots and the static C programs (mkfs, fio, your own); kernels built from source and LAVA jobs are x86 only so far"
             )),
         }
     }

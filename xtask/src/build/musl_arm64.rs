@@ -5,10 +5,10 @@
 //! architecture), unpacked under target/cache/musl-arm64/; its own
 //! `musl-gcc.specs` names /usr/lib/aarch64-linux-musl, so a copy of it is
 //! written with the unpacked tree's paths, and gcc is pointed at that.
+//! The kernel's headers for arm64 come the same way (linux-libc-dev).
 
 use crate::host::apt_suite::{Archive, Suite};
 use crate::host::fs;
-use crate::host::process::{cmd, run, shell};
 use crate::host::project::{Result, project_root};
 use crate::host::tools;
 
@@ -26,19 +26,27 @@ pub fn cc(install_deps: bool) -> Result<String> {
     tools::ensure(&[CROSS_GCC], install_deps, "--install-deps")?;
     let cache = project_root().join("target/cache");
     let got = Suite::arm64(SUITE, Archive::debian(), &cache.join("apt"))?.download("musl-dev")?;
-    let root = cache.join("musl-arm64").join(got.version.replace(':', "_"));
-    let specs = root.join("musl-gcc.specs");
+    let root = got.unpacked_into(
+        &cache.join("musl-arm64").join(got.version.replace(':', "_")),
+        &format!("{LIB}/musl-gcc.specs"),
+    )?;
+    let specs = root.join("bootmark-musl-gcc.specs");
     if !specs.is_file() {
-        let _ = std::fs::remove_dir_all(&root);
-        fs::create_dir_all(&root)?;
-        let (sh, deb) = (shell()?, &got.deb);
-        run(cmd!(sh, "dpkg-deb -x {deb} {root}"))?;
         let theirs = root.join(LIB).join("musl-gcc.specs");
-        let text = std::fs::read_to_string(&theirs)
-            .map_err(|e| format!("{}: {e} (not the musl-dev bootmark knows)", theirs.display()))?;
+        let text = std::fs::read_to_string(&theirs).map_err(|e| format!("{}: {e}", theirs.display()))?;
         fs::write(&specs, relocated(&text, &root.display().to_string()))?;
     }
     Ok(format!("{} -specs {}", CROSS_GCC.0, specs.display()))
+}
+
+/// The kernel's UAPI headers for arm64 (Debian's linux-libc-dev for arm64,
+/// unpacked once): the include directory holding linux/, asm-generic/ and
+/// aarch64-linux-gnu/asm/, for the static mkfs programs and fio.
+pub fn uapi_headers() -> Result<std::path::PathBuf> {
+    let cache = project_root().join("target/cache");
+    let got = Suite::arm64(SUITE, Archive::debian(), &cache.join("apt"))?.download("linux-libc-dev")?;
+    let dir = cache.join("linux-libc-dev-arm64").join(got.version.replace(':', "_"));
+    Ok(got.unpacked_into(&dir, "usr/include/aarch64-linux-gnu/asm/unistd.h")?.join("usr/include"))
 }
 
 /// musl-gcc.specs with its absolute paths (/usr/lib/aarch64-linux-musl,

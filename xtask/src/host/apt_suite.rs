@@ -50,6 +50,24 @@ pub struct Downloaded {
     pub version: String,
 }
 
+impl Downloaded {
+    /// The package's files unpacked into `dir` (`dpkg-deb -x`), once: while
+    /// `marker`, a file the package holds (relative to `dir`), is there, the
+    /// unpacked tree is taken as it is. Returns `dir`.
+    pub fn unpacked_into(&self, dir: &Path, marker: &str) -> Result<PathBuf> {
+        if !dir.join(marker).is_file() {
+            let _ = std::fs::remove_dir_all(dir);
+            fs::create_dir_all(dir)?;
+            let (sh, deb) = (shell()?, &self.deb);
+            crate::host::process::run(cmd!(sh, "dpkg-deb -x {deb} {dir}"))?;
+            if !dir.join(marker).is_file() {
+                return Err(format!("{} holds no {marker}: not the package bootmark knows", deb.display()));
+            }
+        }
+        Ok(dir.to_path_buf())
+    }
+}
+
 /// `PACKAGE@SUITE` split, or None for a plain name or path.
 pub fn split(spec: &str) -> Option<(&str, &str)> {
     let (package, suite) = spec.rsplit_once('@')?;

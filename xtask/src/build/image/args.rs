@@ -98,7 +98,8 @@ pub struct Args {
     #[arg(long = "include", value_name = "SRC[:DEST]")]
     pub includes: Vec<String>,
     /// Put a static fio (built from Debian 12's fio 3.33 source with musl, cached) in the
-    /// image at /usr/local/bin/fio, for the plan's `fio` workloads (x86_64 and i686; runs on 2.6.9+).
+    /// image at /usr/local/bin/fio, for the plan's `fio` workloads (x86_64 and i686, running on
+    /// 2.6.9+; aarch64, cross-built).
     #[arg(long)]
     pub fio: bool,
     /// Stick image size in MiB (default: contents plus 128 MiB).

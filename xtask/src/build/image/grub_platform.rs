@@ -10,8 +10,6 @@
 
 use crate::build::arch::Arch;
 use crate::host::apt_suite::{Archive, Suite};
-use crate::host::fs;
-use crate::host::process::{cmd, run, shell};
 use crate::host::project::{Result, project_root};
 use std::path::PathBuf;
 
@@ -55,15 +53,6 @@ fn arm64_modules() -> Result<(PathBuf, String)> {
     let cache = project_root().join("target/cache");
     let got = Suite::arm64(ARM64_SUITE, Archive::debian(), &cache.join("apt"))?.download(ARM64_PACKAGE)?;
     let dir = cache.join("grub").join(format!("arm64-efi-{}", got.version.replace(':', "_")));
-    let modules = dir.join("usr/lib/grub/arm64-efi");
-    if !modules.join("linux.mod").is_file() {
-        let _ = std::fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir)?;
-        let (sh, deb) = (shell()?, &got.deb);
-        run(cmd!(sh, "dpkg-deb -x {deb} {dir}"))?;
-        if !modules.join("linux.mod").is_file() {
-            return Err(format!("{} holds no usr/lib/grub/arm64-efi/linux.mod", deb.display()));
-        }
-    }
+    let modules = got.unpacked_into(&dir, "usr/lib/grub/arm64-efi/linux.mod")?.join("usr/lib/grub/arm64-efi");
     Ok((modules, format!("{} {}", got.package, got.version)))
 }

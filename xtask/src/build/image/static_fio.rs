@@ -10,9 +10,10 @@
 //! numa, rdma, …): the engines are the ones libc gives — psync, sync,
 //! pvsync, posixaio, mmap, io_uring where the kernel has it. Without
 //! timerfd (`without_timerfd`), so that it runs on 2.6.9 as /init does.
-//! x86_64 1.7 MB stripped (420 KB gzip), i686 1.5 MB (480 KB), in the
-//! --include archive (outside the common archive's budget). Cached in
-//! target/cache/static-fio/ (a build takes a minute or two).
+//! x86_64 1.7 MB stripped (420 KB gzip), i686 1.5 MB (480 KB), aarch64
+//! 1.7 MB (cross-built, `musl_arm64.rs`), in the --include archive (outside
+//! the common archive's budget). Cached in target/cache/static-fio/ (a
+//! build takes a minute or two).
 
 use super::static_mkfs::{self, Source};
 use crate::build::arch::Arch;
@@ -50,8 +51,6 @@ const WITHOUT: [&str; 13] = [
 
 /// The static fio for `arch`, built if not cached.
 pub fn fio(arch: Arch, install_deps: bool) -> Result<PathBuf> {
-    // Its cross build (configure for arm64, arm64's kernel headers) is not made yet.
-    arch.require_x86("the static fio (--fio)")?;
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let cache = project_root().join("target/cache/static-fio");
@@ -67,7 +66,7 @@ pub fn fio(arch: Arch, install_deps: bool) -> Result<PathBuf> {
     let src = static_mkfs::unpack(&static_mkfs::fetch(&FIO, &cache)?, &work.join("fio"))?;
     eprintln!("image: building a static {arch} fio {} with musl", FIO.version);
     build(&src, &work.join("shim"), arch)?;
-    static_mkfs::install_program(&src.join("fio"), &program)?;
+    static_mkfs::install_program(&src.join("fio"), &program, arch)?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(program)
 }
@@ -75,7 +74,7 @@ pub fn fio(arch: Arch, install_deps: bool) -> Result<PathBuf> {
 /// configure and make, with the kernel's UAPI headers that musl-gcc leaves
 /// out of its include path (fio includes linux/*.h).
 fn build(src: &Path, shim: &Path, arch: Arch) -> Result<()> {
-    static_mkfs::link_uapi_headers(shim)?;
+    static_mkfs::link_uapi_headers(shim, arch)?;
     let cc = format!("--cc={}", arch.musl_cc(false)?);
     let include = format!("--extra-cflags=-I{}", shim.display());
     let sh = shell_in(src)?;

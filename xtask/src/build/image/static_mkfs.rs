@@ -9,7 +9,8 @@
 //! Sources come from Debian's archive (a package registry this project may
 //! reach), checked against SHA-256s pinned here; both programs are built
 //! together and cached per architecture in target/cache/static-mkfs/
-//! (about a minute the first time).
+//! (about a minute the first time). arm64's are cross builds: Debian's
+//! cross gcc with arm64's musl and kernel headers (`musl_arm64.rs`).
 
 use crate::build::arch::Arch;
 use crate::host::fs;
@@ -84,8 +85,10 @@ static inline int register_printf_function(int s, printf_function *f, printf_arg
 /// Install (or name) what building for `arch` needs.
 pub(crate) fn ensure_build_tools(arch: Arch, install_deps: bool) -> Result<()> {
     tools::ensure(&BUILD_TOOLS, install_deps, "--install-deps")?;
-    if arch != Arch::I686 {
-        return Ok(());
+    match arch {
+        Arch::X86_64 => return Ok(()),
+        Arch::Aarch64 => return tools::ensure(&[crate::build::musl_arm64::CROSS_GCC], install_deps, "--install-deps"),
+        Arch::I686 => {}
     }
     // gcc -m32 links with the 32-bit libgcc of the host's gcc version.
     let sh = shell()?;
@@ -118,8 +121,6 @@ fn build(arch: Arch, install_deps: bool) -> Result<PathBuf> {
     // once, and the sources' tarballs are fetched into one cache.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    // Their cross builds (configure --host, arm64's kernel headers) are not made yet.
-    arch.require_x86("the static mke2fs and mkreiserfs (--mkfs, --format)")?;
     let cc = &arch.musl_cc(install_deps)?;
     let cache = project_root().join("target/cache/static-mkfs");
     let dir = cache.join(format!(
@@ -135,10 +136,10 @@ fn build(arch: Arch, install_deps: bool) -> Result<PathBuf> {
     let e2fs = unpack(&fetch(&E2FSPROGS, &cache)?, &work.join("e2fsprogs"))?;
     let reiserfs = unpack(&fetch(&REISERFSPROGS, &cache)?, &work.join("reiserfsprogs"))?;
     eprintln!("image: building static {arch} mke2fs and mkreiserfs with musl");
-    build_mke2fs(&e2fs, cc)?;
-    install_program(&e2fs.join("misc/mke2fs"), &dir.join("mke2fs"))?;
-    build_mkreiserfs(&reiserfs, &e2fs, &work.join("shim"), cc)?;
-    install_program(&reiserfs.join("mkreiserfs/mkreiserfs"), &dir.join("mkreiserfs"))?;
+    build_mke2fs(&e2fs, cc, arch)?;
+    install_program(&e2fs.join("misc/mke2fs"), &dir.join("mke2fs"), arch)?;
+    build_mkreiserfs(&reiserfs, &e2fs, &work.join("shim"), cc, arch)?;
+    install_program(&reiserfs.join("mkreiserfs/mkreiserfs"), &dir.join("mkreiserfs"), arch)?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(dir)
 }
@@ -156,7 +157,7 @@ pub(crate) fn jobs() -> String {
 
 /// e2fsprogs' libraries and mke2fs: no NLS (no locale files in the
 /// image), nothing that needs more than libc.
-fn build_mke2fs(src: &Path, cc: &str) -> Result<()> {
+fn build_mke2fs(src: &Path, cc: &str, arch: Arch) -> Result<()> {
     let configure = [
         "--disable-nls",
         "--disable-fuse2fs",
@@ -175,7 +176,8 @@ fn build_mke2fs(src: &Path, cc: &str) -> Result<()> {
     sh.set_var("CC", cc);
     sh.set_var("LDFLAGS", "-static");
     let jobs = jobs();
-    run(cmd!(sh, "./configure --quiet {configure...}"))?;
+    let host = configure_host(arch);
+    run(cmd!(sh, "./configure --quiet {host...} {configure...}"))?;
     run(cmd!(sh, "make {jobs} libs"))?;
     run(cmd!(sh, "make {jobs} -C misc mke2fs"))?;
     Ok(())
@@ -184,7 +186,7 @@ fn build_mke2fs(src: &Path, cc: &str) -> Result<()> {
 /// reiserfsprogs' libraries and mkreiserfs, against e2fsprogs' com_err and
 /// uuid (built in `e2fs`), with the compatibility headers in `shim` and
 /// the kernel's UAPI headers (musl-gcc leaves /usr/include out).
-fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()> {
+fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str, arch: Arch) -> Result<()> {
     let write = |rel: &str, text: &str| -> Result<()> {
         let p = shim.join(rel);
         fs::create_dir_all(p.parent().unwrap())?;
@@ -194,7 +196,7 @@ fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()
     write("printf.h", PRINTF_H)?;
     // Included by code mkreiserfs does not use; nothing of libacl is needed.
     write("sys/acl.h", "/* empty: see bootmark's static_mkfs.rs */\n")?;
-    link_uapi_headers(shim)?;
+    link_uapi_headers(shim, arch)?;
     let et = e2fs.join("lib/et");
     let lib = e2fs.join("lib");
     let cflags = format!(
@@ -213,7 +215,8 @@ fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()
     sh.set_var("_ET_DIR_OVERRIDE", &et);
     let ldflags = format!("-L{}", lib.display());
     let static_ldflags = format!("-static {ldflags}");
-    run(cmd!(sh, "./configure --quiet --disable-shared --enable-static").env("LDFLAGS", static_ldflags))?;
+    let host = configure_host(arch);
+    run(cmd!(sh, "./configure --quiet {host...} --disable-shared --enable-static").env("LDFLAGS", static_ldflags))?;
     let jobs = jobs();
     for dir in ["lib", "reiserfscore"] {
         run(cmd!(sh, "make {jobs} -C {dir}"))?;
@@ -224,26 +227,41 @@ fn build_mkreiserfs(src: &Path, e2fs: &Path, shim: &Path, cc: &str) -> Result<()
     Ok(())
 }
 
-/// Link the kernel's UAPI headers (linux/, asm/, asm-generic/) into
-/// `shim`, an include directory: musl-gcc leaves /usr/include out of its
-/// path, and mkreiserfs and fio include linux/*.h.
-pub(crate) fn link_uapi_headers(shim: &Path) -> Result<()> {
+/// configure's `--host` where the build is a cross build: arm64 programs
+/// made on this x86 machine (its helpers still built for the build machine).
+pub(crate) fn configure_host(arch: Arch) -> Vec<&'static str> {
+    match arch {
+        Arch::Aarch64 => vec!["--host=aarch64-linux-gnu"],
+        Arch::X86_64 | Arch::I686 => Vec::new(),
+    }
+}
+
+/// Link the kernel's UAPI headers (linux/, asm/, asm-generic/) for `arch`
+/// into `shim`, an include directory: musl-gcc leaves /usr/include out of
+/// its path, and mkreiserfs and fio include linux/*.h. arm64's are Debian's
+/// linux-libc-dev for arm64.
+pub(crate) fn link_uapi_headers(shim: &Path, arch: Arch) -> Result<()> {
     fs::create_dir_all(shim)?;
-    for (name, target) in [
-        ("linux", "/usr/include/linux"),
-        ("asm-generic", "/usr/include/asm-generic"),
-        ("asm", "/usr/include/x86_64-linux-gnu/asm"),
-    ] {
-        std::os::unix::fs::symlink(target, shim.join(name))
+    let include = match arch {
+        Arch::Aarch64 => crate::build::musl_arm64::uapi_headers()?,
+        Arch::X86_64 | Arch::I686 => PathBuf::from("/usr/include"),
+    };
+    let asm = if arch == Arch::Aarch64 { "aarch64-linux-gnu/asm" } else { "x86_64-linux-gnu/asm" };
+    for (name, target) in
+        [("linux", include.join("linux")), ("asm-generic", include.join("asm-generic")), ("asm", include.join(asm))]
+    {
+        std::os::unix::fs::symlink(&target, shim.join(name))
             .with_context(|| format!("cannot link {}", shim.join(name).display()))?;
     }
     Ok(())
 }
 
-/// Strip a built program into the cache and check it needs no loader.
-pub(crate) fn install_program(built: &Path, to: &Path) -> Result<()> {
+/// Strip a built program into the cache (with the cross binutils' strip for
+/// arm64) and check it needs no loader.
+pub(crate) fn install_program(built: &Path, to: &Path, arch: Arch) -> Result<()> {
+    let strip = if arch == Arch::Aarch64 { "aarch64-linux-gnu-strip" } else { "strip" };
     let sh = shell()?;
-    run(cmd!(sh, "strip -o {to} {built}"))?;
+    run(cmd!(sh, "{strip} -o {to} {built}"))?;
     check_static(to)
 }
 

@@ -20,7 +20,7 @@ use bootmark::record::{Record, Status};
 use std::path::Path;
 
 /// 64 files of 512 KiB: the seed's shape, small enough for a TCG boot.
-const PLAN: &str = r#"{
+pub(super) const PLAN: &str = r#"{
   "name": "command-check",
   "description": "cargo xtask check command: seedwrite as a command workload beside manyfiles",
   "probe": { "interval_ms": 100, "baseline_s": 1.0, "recovery_deadline_s": 10 },
@@ -97,7 +97,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
 
 /// The program's record: ok, its output, its bytes, its SHA-256, the probe
 /// and its CPU. Returns what it printed.
-fn check_program_record(r: &Record, sha256: &str) -> Result<String> {
+pub(super) fn check_program_record(r: &Record, sha256: &str) -> Result<String> {
     let d = &r.details;
     let said = d["stdout"].as_str().unwrap_or_default().trim().to_string();
     if r.status != Status::Ok || !said.starts_with("seedwrite: 64 files x 512 KiB in ") {
@@ -123,7 +123,7 @@ fn check_program_record(r: &Record, sha256: &str) -> Result<String> {
 /// The fio record: ok, both jobs with fio's figures, the reader's
 /// completion latencies as the record's read latencies, its latency over
 /// time. Returns the reader's p99 in ms, and its seconds' means.
-fn check_fio_record(r: &Record) -> Result<(f64, String)> {
+pub(super) fn check_fio_record(r: &Record) -> Result<(f64, String)> {
     if r.status != Status::Ok {
         return Err(format!("fio: {:?} {:?}, stderr {}", r.status, r.error, r.details["stderr"]));
     }

@@ -7,6 +7,7 @@
 
 pub mod arm64;
 pub mod arm64_image;
+pub mod arm64_programs;
 pub mod arm64_secure_boot;
 pub mod bisect_git;
 pub mod bisect_ladder;

@@ -8,9 +8,9 @@
 
 use super::testbed::Testbed;
 use super::{
-    arm64, arm64_image, arm64_secure_boot, bisect_ladder, boot_ways, built_image, command, failing_disk, generations,
-    hostile_disks, i686, iso, kernel_rpm, lab_ipmi, lab_qemu, lab_redfish, lava, lvm_on_md, md_layouts, mechanisms,
-    nvme, old_machine, resets, secure_boot, sequence, sweep, watch, write_log,
+    arm64, arm64_image, arm64_programs, arm64_secure_boot, bisect_ladder, boot_ways, built_image, command,
+    failing_disk, generations, hostile_disks, i686, iso, kernel_rpm, lab_ipmi, lab_qemu, lab_redfish, lava, lvm_on_md,
+    md_layouts, mechanisms, nvme, old_machine, resets, secure_boot, sequence, sweep, watch, write_log,
 };
 use crate::host::project::Result;
 
@@ -310,6 +310,15 @@ pub const SCENARIOS: &[Scenario] = &[
         groups: &[E2e, TodaysServers],
         lane: Beside,
         run: |b| arm64_secure_boot::test(b.package()?, &b.base),
+    },
+    Scenario {
+        name: "arm64-programs",
+        title: "arm64 programs",
+        about: "seedwrite (--include), fio (--fio), mke2fs and mkreiserfs (--sequence-fs) cross-built for aarch64 \
+                and run by Debian's arm64 kernel: a two-step sequence formatting the NVMe target ext4, then reiserfs",
+        groups: &[E2e],
+        lane: Beside,
+        run: |b| arm64_programs::test(&b.base),
     },
     Scenario {
         name: "failing-disk",

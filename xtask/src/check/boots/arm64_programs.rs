@@ -1,0 +1,82 @@
+//! The static C programs an arm64 image carries, cross-built here with
+//! Debian's cross gcc and arm64's musl, run by Debian's arm64 kernel: an
+//! arm64 image with the seed's program (`--include`), the static fio
+//! (`--fio`) and the static mke2fs and mkreiserfs (`--sequence-fs`), booted
+//! as a two-step sequence under AAVMF. Each step formats the NVMe target
+//! (ext4, then reiserfs) with the arm64 mkfs and runs the plan of
+//! `check command`: seedwrite as a command workload, its built-in twin, a
+//! bad argument's error record, and a fio job, each record checked as the
+//! x86 boot's are.
+
+use super::command::{PLAN, check_fio_record, check_program_record};
+use super::support::{results, serial_documents, test_image};
+use crate::boot::qemu;
+use crate::build::arch::Arch;
+use crate::build::image;
+use crate::host::fs;
+use crate::host::project::Result;
+use bootmark::record::Status;
+use std::path::Path;
+
+/// The filesystems of the sequence's steps, each made by the image's arm64 mkfs.
+const FILESYSTEMS: [&str; 2] = ["ext4", "reiserfs"];
+
+pub fn test(base: &Path) -> Result<()> {
+    let started = std::time::Instant::now();
+    let program = crate::build::program::build("seedwrite", Arch::Aarch64, crate::host::deps::can_install())?;
+    let plan = base.join("arm64-programs.json");
+    fs::write(&plan, PLAN)?;
+    let out = image::build(&image::Args {
+        arch: Some(Arch::Aarch64),
+        plan: plan.display().to_string(),
+        includes: vec![program.display().to_string()],
+        fio: true,
+        sequence_fs: FILESYSTEMS.map(String::from).to_vec(),
+        format_confirm: Some("LABEL=SCRATCH".into()),
+        ..test_image(vec![super::arm64_image::ARM64_KERNEL.into()], base.join("image-arm64-programs"), Some(1))
+    })?;
+    let built_s = started.elapsed().as_secs_f64();
+    let log = base.join("serial-arm64-programs.log");
+    let args =
+        qemu::Args { sequence: true, ..super::arm64_image::boot(&out, base.join("scratch-arm64-programs.img"), &log)? };
+    let booted = qemu::boot(&args)?;
+    let docs = serial_documents(&booted.serial);
+    let records = results(&docs);
+    let tail = || qemu::tail(&booted.serial, 25);
+    if records.len() != 4 * FILESYSTEMS.len() {
+        return Err(format!(
+            "expected {} records from the sequence, got {}\n{}",
+            4 * FILESYSTEMS.len(),
+            records.len(),
+            tail()
+        ));
+    }
+    let sha256 = fs::sha256_file(&program)?;
+    let mut said = Vec::new();
+    for (step, fs_type) in records.chunks(4).zip(FILESYSTEMS) {
+        let [ours, twin, bad, fio] = step else { unreachable!("chunks of 4") };
+        if let Some(r) = step
+            .iter()
+            .find(|r| r.storage.fs.as_deref() != Some(fs_type) || r.kernel.arch.as_deref() != Some("aarch64"))
+        {
+            return Err(format!(
+                "{}: on {:?} under {:?}, not {fs_type} under aarch64",
+                r.workload.name, r.storage.fs, r.kernel.arch
+            ));
+        }
+        let program_said = check_program_record(ours, &sha256)?;
+        if twin.status != Status::Ok || bad.status != Status::Error {
+            return Err(format!("{fs_type}: manyfiles {:?}, the bad argument's record {:?}", twin.status, bad.status));
+        }
+        let (reader_p99, _) = check_fio_record(fio)?;
+        said.push(format!("{fs_type}: \"{program_said}\", fio's reader p99 {reader_p99:.1} ms"));
+    }
+    println!(
+        "e2e: arm64 programs: seedwrite, fio, mke2fs and mkreiserfs cross-built static for aarch64 (image in {built_s:.1} s), \
+         run by {} on a two-step sequence, the target formatted by each step ({}; {:.1} s of boots)",
+        super::arm64_image::ARM64_KERNEL,
+        said.join("; "),
+        booted.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
