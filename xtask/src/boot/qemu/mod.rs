@@ -47,6 +47,13 @@ pub const STALLED: &str = "stalled before /init";
 /// its CPU for many seconds (a soft lockup, an RCU stall): under TCG that
 /// is the host's load, not the kernel under test, and a runner may try once more.
 pub const STARVED: &str = "the guest was starved of CPU";
+/// How a diagnosis begins when the guest's kernel panicked before /init ran
+/// (its initramfs found): nothing of bootmark's had run in the guest yet.
+/// Under TCG a kernel patching its own text while another CPU runs can die
+/// so (a CI run: trixie's 6.12, "Fatal exception in interrupt" at a jump
+/// label's NOP in `sched_clock_cpu`, 1.5 s in), and a runner may try once
+/// more; a kernel that panics there for real panics again.
+pub const PANICKED_BEFORE_INIT: &str = "the kernel panicked before /init ran";
 
 /// The line where a guest's kernel says it was kept off its CPU, if any.
 pub fn starved(serial: &str) -> Option<&str> {
@@ -336,6 +343,9 @@ pub fn diagnose(serial: &str) -> String {
         if serial.contains("VFS: Unable to mount root") || serial.contains("No working init found") {
             return "kernel panic: the initramfs was not found or not unpacked (bad initrd path, or compression the kernel lacks)".into();
         }
+        if !init_spoke(serial) {
+            return format!("{PANICKED_BEFORE_INIT} (see the tail)");
+        }
         return "kernel panic (see the tail)".into();
     }
     if !serial.contains("Linux version") {
@@ -379,6 +389,10 @@ mod tests {
         std::fs::remove_file(&log).unwrap();
         assert!(diagnose(kernel).starts_with("the kernel never printed its banner"));
         assert!(diagnose(&format!("Linux version 6.1\n{kernel}")).contains("/init never spoke"));
+        let panic = "Linux version 6.12\nRIP: 0010:sched_clock_cpu+0x9/0x1d0\nKernel panic - not syncing: Fatal exception in interrupt\n";
+        assert!(diagnose(panic).starts_with(PANICKED_BEFORE_INIT), "{}", diagnose(panic));
+        let after_init = format!("Linux version 6.12\nbootmark: bring-up: mounted proc\n{}", &panic[19..]);
+        assert_eq!(diagnose(&after_init), "kernel panic (see the tail)", "after /init ran, a panic is the run's");
     }
 
     #[test]

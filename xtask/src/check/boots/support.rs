@@ -84,7 +84,7 @@ pub fn test_boot(image: std::path::PathBuf, disk: std::path::PathBuf, log: std::
 #[derive(Default)]
 pub struct Tally {
     passed: usize,
-    /// Scenarios that passed on their second try after a boot stalled before /init.
+    /// Scenarios that passed on their second try after a boot stalled, starved or panicked before /init.
     retried: Vec<String>,
     /// Each failed scenario and the first line of why.
     failed: Vec<(String, String)>,
@@ -117,7 +117,7 @@ impl Tally {
         let retried = match self.retried.len() {
             0 => String::new(),
             _ => format!(
-                " ({} of them on a second try after a boot stalled before /init: {})",
+                " ({} of them on a second try after a boot stalled, starved or panicked before /init: {})",
                 self.retried.len(),
                 self.retried.join(", ")
             ),
@@ -146,14 +146,15 @@ pub struct Attempted {
     pub seconds: f64,
 }
 
-/// Run a scenario; when one of its boots stalled before /init or its guest
-/// was starved of CPU (the host, not bootmark: see `qemu::STALLED` and
-/// `qemu::STARVED`), run it once more, counted apart. Any other failure
-/// counts at once.
+/// Run a scenario; when one of its boots stalled before /init, its guest
+/// was starved of CPU, or its kernel panicked before /init ran (the host
+/// or TCG, not bootmark: see `qemu::STALLED`, `qemu::STARVED` and
+/// `qemu::PANICKED_BEFORE_INIT`), run it once more, counted apart. Any
+/// other failure counts at once.
 pub fn attempt(name: &str, mut scenario: impl FnMut() -> Result<()>) -> Attempted {
     let started = std::time::Instant::now();
     let (outcome, retried) = match scenario() {
-        Err(e) if e.contains(qemu::STALLED) || e.contains(qemu::STARVED) => {
+        Err(e) if [qemu::STALLED, qemu::STARVED, qemu::PANICKED_BEFORE_INIT].iter().any(|m| e.contains(m)) => {
             println!("e2e: RETRY {name}: a boot {}", first_line(&e));
             (scenario(), true)
         }
@@ -341,6 +342,14 @@ mod tests {
         });
         tally.record("stalls once", attempted);
         assert_eq!((calls, tally.passed, tally.retried.len()), (2, 1, 1));
+        let mut calls = 0;
+        let attempted = attempt("panics once", || {
+            calls += 1;
+            let e = format!("no run record on the serial log ({} (see the tail))", qemu::PANICKED_BEFORE_INIT);
+            if calls == 1 { Err(e) } else { Ok(()) }
+        });
+        tally.record("panics once", attempted);
+        assert_eq!((calls, tally.passed, tally.retried.len()), (2, 2, 2), "a kernel's panic before /init: once more");
         let mut calls = 0;
         let attempted = attempt("bootmark fails", || {
             calls += 1;
