@@ -7,15 +7,13 @@
 //! written with the unpacked tree's paths, and gcc is pointed at that.
 //! The kernel's headers for arm64 come the same way (linux-libc-dev).
 
-use crate::host::apt_suite::{Archive, Suite};
+use crate::host::apt_suite::{ARM64_SUITE, Archive, Suite};
 use crate::host::fs;
 use crate::host::project::{Result, project_root};
 use crate::host::tools;
 
 /// The cross compiler and its Debian package.
 pub const CROSS_GCC: (&str, &str) = ("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu");
-/// Where arm64's musl comes from: Debian's stable release, as arm64's GRUB.
-const SUITE: &str = "bookworm";
 /// musl-dev's directory of libraries (and of its specs file).
 const LIB: &str = "usr/lib/aarch64-linux-musl";
 const INCLUDE: &str = "usr/include/aarch64-linux-musl";
@@ -25,7 +23,7 @@ const INCLUDE: &str = "usr/include/aarch64-linux-musl";
 pub fn cc(install_deps: bool) -> Result<String> {
     tools::ensure(&[CROSS_GCC], install_deps, "--install-deps")?;
     let cache = project_root().join("target/cache");
-    let got = Suite::arm64(SUITE, Archive::debian(), &cache.join("apt"))?.download("musl-dev")?;
+    let got = Suite::arm64(ARM64_SUITE, Archive::debian(), &cache.join("apt"))?.download("musl-dev")?;
     let root = got.unpacked_into(
         &cache.join("musl-arm64").join(got.version.replace(':', "_")),
         &format!("{LIB}/musl-gcc.specs"),
@@ -44,7 +42,7 @@ pub fn cc(install_deps: bool) -> Result<String> {
 /// aarch64-linux-gnu/asm/, for the static mkfs programs and fio.
 pub fn uapi_headers() -> Result<std::path::PathBuf> {
     let cache = project_root().join("target/cache");
-    let got = Suite::arm64(SUITE, Archive::debian(), &cache.join("apt"))?.download("linux-libc-dev")?;
+    let got = Suite::arm64(ARM64_SUITE, Archive::debian(), &cache.join("apt"))?.download("linux-libc-dev")?;
     let dir = cache.join("linux-libc-dev-arm64").join(got.version.replace(':', "_"));
     Ok(got.unpacked_into(&dir, "usr/include/aarch64-linux-gnu/asm/unistd.h")?.join("usr/include"))
 }

@@ -68,6 +68,11 @@ impl Downloaded {
     }
 }
 
+/// The suite arm64's boot and build packages come from (GRUB and its signed
+/// chain, musl and the kernel headers for the cross builds): Debian's stable
+/// release, as the e2e image's kernels.
+pub const ARM64_SUITE: &str = "bookworm";
+
 /// `PACKAGE@SUITE` split, or None for a plain name or path.
 pub fn split(spec: &str) -> Option<(&str, &str)> {
     let (package, suite) = spec.rsplit_once('@')?;

@@ -9,13 +9,10 @@
 //! platform whose directory it is given, so no arm64 host is needed.
 
 use crate::build::arch::Arch;
-use crate::host::apt_suite::{Archive, Suite};
+use crate::host::apt_suite::{ARM64_SUITE, Archive, Suite};
 use crate::host::project::{Result, project_root};
 use std::path::PathBuf;
 
-/// Where arm64's GRUB comes from: Debian's stable release, as the x86
-/// kernels of the e2e image do.
-const ARM64_SUITE: &str = "bookworm";
 const ARM64_PACKAGE: &str = "grub-efi-arm64-bin";
 
 /// One architecture's GRUB.

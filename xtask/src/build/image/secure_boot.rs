@@ -17,7 +17,7 @@
 
 use super::deb;
 use crate::build::arch::Arch;
-use crate::host::apt_suite::{Archive, Suite};
+use crate::host::apt_suite::{ARM64_SUITE, Archive, Suite};
 use crate::host::process::{cmd, shell};
 use crate::host::project::{Result, project_root};
 use serde::{Deserialize, Serialize};
@@ -80,10 +80,6 @@ const AARCH64: Packaged = Packaged {
         dhcp_client_arch: 11,
     },
 };
-
-/// Where arm64's signed chain comes from (an apt state of its own for
-/// arm64): Debian's stable release, as arm64's unsigned GRUB.
-const ARM64_SUITE: &str = "bookworm";
 
 /// Where Debian's signed disk GRUB looks for its config, relative to the
 /// partition it was loaded from.
