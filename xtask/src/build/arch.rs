@@ -5,10 +5,8 @@
 //! /init is meant for. One place decides them, instead of string
 //! comparisons wherever one of them is needed.
 //!
-//! aarch64 so far has its static /init only (`cargo xtask static --arch
-//! aarch64`, run under qemu-user by the tests): the image, its boot chain,
-//! the static C programs and the QEMU boot are x86 only, and refuse it
-//! through [`Arch::require_x86`].
+//! aarch64 has everything but LAVA jobs, which refuse it through
+//! [`Arch::require_x86`].
 
 use crate::host::project::Result;
 
@@ -72,7 +70,7 @@ impl Arch {
         match self {
             Arch::X86_64 | Arch::I686 => Ok(()),
             Arch::Aarch64 => Err(format!(
-                "{what} for aarch64: not yet. arm64 has the static /init, its images (stick, ISO, pxe/, Secure Boot), their QEMU boots and the static C programs (mkfs, fio, your own); kernels built from source and LAVA jobs are x86 only so far"
+                "{what} for aarch64: not yet. arm64 has the static /init, its images (stick, ISO, pxe/, Secure Boot), their QEMU boots, the static C programs (mkfs, fio, your own) and kernels built from source; LAVA jobs are x86 only so far"
             )),
         }
     }
@@ -102,6 +100,28 @@ impl Arch {
             Arch::X86_64 => "x86_64",
             Arch::I686 => "i386",
             Arch::Aarch64 => "arm64",
+        }
+    }
+
+    /// The kernel build's make target and where it leaves the file a
+    /// bootloader starts: x86's bzImage; arm64's uncompressed `Image`,
+    /// whose PE header (the EFI stub) GRUB for arm64 starts (it does not
+    /// start `Image.gz`).
+    pub fn kernel_image(self) -> (&'static str, &'static str) {
+        match self {
+            Arch::X86_64 | Arch::I686 => ("bzImage", "arch/x86/boot/bzImage"),
+            Arch::Aarch64 => ("Image", "arch/arm64/boot/Image"),
+        }
+    }
+
+    /// The prefix of the compiler and binutils that build a kernel for
+    /// this architecture on this host: none for x86 on x86 (gcc -m32 builds
+    /// i686), Debian's `aarch64-linux-gnu-` (gcc-aarch64-linux-gnu) for
+    /// arm64 elsewhere.
+    pub fn kernel_cross_compile(self) -> &'static str {
+        match (self, std::env::consts::ARCH) {
+            (Arch::Aarch64, "aarch64") | (Arch::X86_64 | Arch::I686, _) => "",
+            (Arch::Aarch64, _) => "aarch64-linux-gnu-",
         }
     }
 
@@ -164,12 +184,22 @@ mod tests {
     }
 
     #[test]
-    fn aarch64_has_its_init_and_refuses_the_rest_by_name() {
+    fn aarch64_has_its_init_and_refuses_lava_by_name() {
         assert_eq!(Arch::Aarch64.rust_target(), "aarch64-unknown-linux-musl");
         assert_eq!(Arch::Aarch64.oldest_kernel(), "3.7");
         assert!(Arch::X86.iter().all(|a| a.require_x86("x").is_ok() && a.oldest_kernel() == "2.6.9"));
         assert_eq!(Arch::Aarch64.qemu(), ("qemu-system-aarch64", "cortex-a72"));
-        let refused = Arch::Aarch64.require_x86("a kernel built from source").unwrap_err();
-        assert!(refused.starts_with("a kernel built from source for aarch64: not yet"), "{refused}");
+        let refused = Arch::Aarch64.require_x86("LAVA jobs").unwrap_err();
+        assert!(refused.starts_with("LAVA jobs for aarch64: not yet"), "{refused}");
+    }
+
+    #[test]
+    fn each_arch_builds_its_own_kernel_file() {
+        assert_eq!(Arch::X86_64.kernel_image(), ("bzImage", "arch/x86/boot/bzImage"));
+        assert_eq!(Arch::I686.kernel_image().0, "bzImage");
+        assert_eq!(Arch::Aarch64.kernel_image(), ("Image", "arch/arm64/boot/Image"));
+        assert_eq!(Arch::I686.kernel_cross_compile(), "");
+        let cross = Arch::Aarch64.kernel_cross_compile();
+        assert_eq!(cross.is_empty(), std::env::consts::ARCH == "aarch64", "{cross}");
     }
 }

@@ -65,40 +65,67 @@ pub struct Driver {
     pub since: (u32, u32, u32),
     /// The config symbols that build it across kernel lines: any one =y.
     pub symbols: &'static [&'static str],
+    /// The architectures whose servers have it.
+    pub on: &'static [Arch],
 }
+
+/// The 2006-era PC hardware of the seed's servers.
+const PC: &[Arch] = &Arch::X86;
+/// Every architecture's servers.
+const ANY: &[Arch] = &Arch::ALL;
+/// arm64 servers: SBSA UART, NVMe.
+const ARM64: &[Arch] = &[Arch::Aarch64];
 
 /// The storage, USB and filesystems of 2006-era and current servers, and a
 /// serial console, all built in: an image of a kernel built from source
 /// needs no modules.
 pub const BUILT_IN_FOR_SERVERS: &[Driver] = &[
-    Driver { what: "serial console on ttyS0", since: (2, 6, 0), symbols: &["SERIAL_8250_CONSOLE"] },
-    Driver { what: "devtmpfs", since: (2, 6, 32), symbols: &["DEVTMPFS"] },
-    Driver { what: "SCSI disks", since: (2, 6, 0), symbols: &["BLK_DEV_SD"] },
-    Driver { what: "Intel PIIX/ICH SATA (ata_piix)", since: (2, 6, 0), symbols: &["ATA_PIIX", "SCSI_ATA_PIIX"] },
+    Driver { what: "serial console on ttyS0", since: (2, 6, 0), symbols: &["SERIAL_8250_CONSOLE"], on: PC },
+    Driver { what: "devtmpfs", since: (2, 6, 32), symbols: &["DEVTMPFS"], on: ANY },
+    Driver { what: "SCSI disks", since: (2, 6, 0), symbols: &["BLK_DEV_SD"], on: ANY },
+    Driver {
+        what: "Intel PIIX/ICH SATA (ata_piix)",
+        since: (2, 6, 0),
+        symbols: &["ATA_PIIX", "SCSI_ATA_PIIX"],
+        on: PC,
+    },
     // 2.6.9's SATA drivers have no AHCI (kernel-configs/2.6.9/kconfig-evidence.txt).
-    Driver { what: "AHCI SATA", since: (2, 6, 10), symbols: &["SATA_AHCI", "SCSI_SATA_AHCI"] },
-    Driver { what: "IDE/PATA on Intel PIIX", since: (2, 6, 0), symbols: &["BLK_DEV_PIIX", "ATA_PIIX"] },
-    Driver { what: "Symbios/LSI 53c8xx SCSI (sym53c8xx)", since: (2, 6, 0), symbols: &["SCSI_SYM53C8XX_2"] },
-    Driver { what: "Adaptec aic7xxx SCSI", since: (2, 6, 0), symbols: &["SCSI_AIC7XXX"] },
-    Driver { what: "LSI Fusion MPT SCSI (mptspi)", since: (2, 6, 0), symbols: &["FUSION_SPI", "FUSION"] },
-    Driver { what: "LSI Fusion MPT SAS (mptsas)", since: (2, 6, 16), symbols: &["FUSION_SAS"] },
+    Driver { what: "AHCI SATA", since: (2, 6, 10), symbols: &["SATA_AHCI", "SCSI_SATA_AHCI"], on: ANY },
+    Driver { what: "IDE/PATA on Intel PIIX", since: (2, 6, 0), symbols: &["BLK_DEV_PIIX", "ATA_PIIX"], on: PC },
+    Driver { what: "Symbios/LSI 53c8xx SCSI (sym53c8xx)", since: (2, 6, 0), symbols: &["SCSI_SYM53C8XX_2"], on: PC },
+    Driver { what: "Adaptec aic7xxx SCSI", since: (2, 6, 0), symbols: &["SCSI_AIC7XXX"], on: PC },
+    Driver { what: "LSI Fusion MPT SCSI (mptspi)", since: (2, 6, 0), symbols: &["FUSION_SPI", "FUSION"], on: PC },
+    Driver { what: "LSI Fusion MPT SAS (mptsas)", since: (2, 6, 16), symbols: &["FUSION_SAS"], on: PC },
     Driver {
         what: "LSI MegaRAID",
         since: (2, 6, 0),
         symbols: &["MEGARAID_LEGACY", "MEGARAID_MAILBOX", "MEGARAID_SAS"],
+        on: PC,
     },
-    Driver { what: "HP Smart Array (cciss, hpsa)", since: (2, 6, 0), symbols: &["BLK_CPQ_CISS_DA", "SCSI_HPSA"] },
-    Driver { what: "USB UHCI", since: (2, 6, 0), symbols: &["USB_UHCI_HCD"] },
-    Driver { what: "USB OHCI", since: (2, 6, 0), symbols: &["USB_OHCI_HCD"] },
-    Driver { what: "USB EHCI", since: (2, 6, 0), symbols: &["USB_EHCI_HCD"] },
-    Driver { what: "USB xHCI", since: (2, 6, 31), symbols: &["USB_XHCI_HCD"] },
-    Driver { what: "USB mass storage", since: (2, 6, 0), symbols: &["USB_STORAGE"] },
-    Driver { what: "ext2", since: (2, 6, 0), symbols: &["EXT2_FS"] },
-    Driver { what: "ext3", since: (2, 6, 0), symbols: &["EXT3_FS"] },
-    Driver { what: "reiserfs", since: (2, 6, 0), symbols: &["REISERFS_FS"] },
-    Driver { what: "xfs", since: (2, 6, 0), symbols: &["XFS_FS"] },
-    Driver { what: "vfat (the stick)", since: (2, 6, 0), symbols: &["VFAT_FS"] },
-    Driver { what: "codepage 437 (vfat's default)", since: (2, 6, 0), symbols: &["NLS_CODEPAGE_437"] },
+    Driver {
+        what: "HP Smart Array (cciss, hpsa)",
+        since: (2, 6, 0),
+        symbols: &["BLK_CPQ_CISS_DA", "SCSI_HPSA"],
+        on: PC,
+    },
+    Driver { what: "USB UHCI", since: (2, 6, 0), symbols: &["USB_UHCI_HCD"], on: PC },
+    Driver { what: "USB OHCI", since: (2, 6, 0), symbols: &["USB_OHCI_HCD"], on: PC },
+    Driver { what: "USB EHCI", since: (2, 6, 0), symbols: &["USB_EHCI_HCD"], on: ANY },
+    Driver { what: "USB xHCI", since: (2, 6, 31), symbols: &["USB_XHCI_HCD"], on: ANY },
+    Driver { what: "USB mass storage", since: (2, 6, 0), symbols: &["USB_STORAGE"], on: ANY },
+    Driver { what: "ext2", since: (2, 6, 0), symbols: &["EXT2_FS"], on: ANY },
+    Driver { what: "ext3", since: (2, 6, 0), symbols: &["EXT3_FS"], on: ANY },
+    Driver { what: "reiserfs", since: (2, 6, 0), symbols: &["REISERFS_FS"], on: ANY },
+    Driver { what: "xfs", since: (2, 6, 0), symbols: &["XFS_FS"], on: ANY },
+    Driver { what: "vfat (the stick)", since: (2, 6, 0), symbols: &["VFAT_FS"], on: ANY },
+    Driver { what: "codepage 437 (vfat's default)", since: (2, 6, 0), symbols: &["NLS_CODEPAGE_437"], on: ANY },
+    Driver {
+        what: "serial console on ttyAMA0 (PL011, SBSA UART)",
+        since: (3, 7, 0),
+        symbols: &["SERIAL_AMBA_PL011_CONSOLE"],
+        on: ARM64,
+    },
+    Driver { what: "NVMe disks", since: (3, 7, 0), symbols: &["BLK_DEV_NVME"], on: ARM64 },
 ];
 
 impl KernelConfig {
@@ -150,9 +177,11 @@ impl KernelConfig {
         self.get(symbol) == Some("y")
     }
 
-    /// x86_64 or i686, when the config says.
+    /// x86_64, i686 or aarch64, when the config says.
     pub fn arch(&self) -> Option<Arch> {
-        if self.is_y("X86_64") || self.is_y("64BIT") && self.is_y("X86") {
+        if self.is_y("ARM64") {
+            Some(Arch::Aarch64)
+        } else if self.is_y("X86_64") || self.is_y("64BIT") && self.is_y("X86") {
             Some(Arch::X86_64)
         } else if self.is_y("X86_32") || self.is_y("X86") {
             Some(Arch::I686)
@@ -173,12 +202,14 @@ impl KernelConfig {
         MODULE_SYMBOLS.iter().filter(|(m, _)| self.built_in(m) == Some(true)).map(|(m, _)| m.to_string()).collect()
     }
 
-    /// What of `BUILT_IN_FOR_SERVERS` a kernel of `version` should have and
+    /// What of `BUILT_IN_FOR_SERVERS` a kernel of `version` for this
+    /// config's architecture (x86 when it does not say) should have and
     /// does not build in, one line each.
     pub fn missing_for_servers(&self, version: (u32, u32, u32)) -> Vec<String> {
+        let arch = self.arch().unwrap_or(Arch::X86_64);
         BUILT_IN_FOR_SERVERS
             .iter()
-            .filter(|d| version >= d.since && !d.symbols.iter().any(|s| self.is_y(s)))
+            .filter(|d| d.on.contains(&arch) && version >= d.since && !d.symbols.iter().any(|s| self.is_y(s)))
             .map(|d| format!("{}: none of CONFIG_{} is =y", d.what, d.symbols.join(", CONFIG_")))
             .collect()
     }
@@ -212,9 +243,15 @@ impl KernelConfig {
             return Err(problems.join("\n"));
         }
         let mut warnings = Vec::new();
-        if !self.is_y("SERIAL_8250_CONSOLE") {
+        // arm64 servers' consoles are PL011/SBSA UARTs, or 8250s on some SoCs.
+        let consoles: &[&str] = match self.arch() {
+            Some(Arch::Aarch64) => &["SERIAL_AMBA_PL011_CONSOLE", "SERIAL_8250_CONSOLE"],
+            _ => &["SERIAL_8250_CONSOLE"],
+        };
+        if !consoles.iter().any(|c| self.is_y(c)) {
             warnings.push(format!(
-                "CONFIG_SERIAL_8250_CONSOLE is not =y in {name}: no records on a serial console; results only on the stick (none over PXE)"
+                "CONFIG_{} is not =y in {name}: no records on a serial console; results only on the stick (none over PXE)",
+                consoles.join(" (or CONFIG_") + &")".repeat(consoles.len() - 1)
             ));
         }
         Ok(warnings)
@@ -269,6 +306,23 @@ mod tests {
         assert_eq!(c.check_can_run_image(), Ok(vec![]));
         let x64 = cfg(&OLD.replace("CONFIG_X86=y", "CONFIG_X86_64=y\nCONFIG_X86=y"));
         assert_eq!(x64.arch(), Some(Arch::X86_64));
+    }
+
+    #[test]
+    fn an_arm64_config_is_asked_for_arm64_servers_hardware_not_pcs() {
+        let arm64 = "CONFIG_ARM64=y\nCONFIG_64BIT=y\nCONFIG_BLK_DEV_INITRD=y\nCONFIG_PROC_FS=y\nCONFIG_SYSFS=y\n";
+        let c = cfg(arm64);
+        assert_eq!(c.arch(), Some(Arch::Aarch64));
+        let warned = c.check_can_run_image().unwrap();
+        assert!(warned[0].contains("SERIAL_AMBA_PL011_CONSOLE (or CONFIG_SERIAL_8250_CONSOLE)"), "{warned:?}");
+        let pl011 = cfg(&format!("{arm64}CONFIG_SERIAL_AMBA_PL011_CONSOLE=y\n"));
+        assert_eq!(pl011.check_can_run_image(), Ok(vec![]));
+        let missing = c.missing_for_servers((6, 1, 0)).join("\n");
+        assert!(missing.contains("NVMe") && missing.contains("ttyAMA0") && missing.contains("xHCI"), "{missing}");
+        assert!(!missing.contains("sym53c8xx") && !missing.contains("ttyS0"), "{missing}");
+        // And a PC is not asked for arm64's console.
+        let pc = cfg(OLD).missing_for_servers((2, 6, 9)).join("\n");
+        assert!(!pc.contains("ttyAMA0") && !pc.contains("NVMe") && pc.contains("sym53c8xx"), "{pc}");
     }
 
     #[test]

@@ -145,8 +145,7 @@ mod tests {
             Err(e) => problems.push(e),
         }
         problems.extend(config.missing_for_servers(line.version()));
-        let wants_64 = arch == Arch::X86_64.name();
-        if config.arch() != Some(if wants_64 { Arch::X86_64 } else { Arch::I686 }) {
+        if config.arch().map(Arch::name) != Some(arch) {
             problems.push(format!("{}: does not say it is for {arch}", config.path.display()));
         }
         problems
@@ -176,6 +175,7 @@ mod tests {
         let lines = Line::all().unwrap();
         let names: Vec<&str> = lines.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["2.6.16.1", "2.6.9", "6.1"], "the three lines the design names");
+        assert!(lines[2].config_path("aarch64").exists(), "6.1 has an arm64 config");
         for line in &lines {
             assert!(line.source.tarball.starts_with("linux-"), "{}: {}", line.name, line.source.tarball);
             assert!(["olddefconfig", "oldconfig"].contains(&line.source.config_step.as_str()));
@@ -183,7 +183,9 @@ mod tests {
                 assert!(h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()), "{}: {h}", line.name);
             }
             assert!(!line.source.sha256_from.is_empty());
-            for arch in Arch::X86.map(Arch::name) {
+            // Every line has x86 configs; a line has an arm64 one where the kernel had the architecture.
+            let arm64 = line.config_path(Arch::Aarch64.name()).exists().then_some(Arch::Aarch64);
+            for arch in Arch::X86.into_iter().chain(arm64).map(Arch::name) {
                 let problems = config_problems(line, arch);
                 assert!(problems.is_empty(), "{} {arch}:\n{}", line.name, problems.join("\n"));
                 // A config generated from fragments still has every option they ask for.

@@ -15,7 +15,6 @@ pub mod line;
 pub mod toolchain;
 
 use crate::build::arch::Arch;
-use crate::build::kernel::bzimage;
 use crate::build::kernel::config::KernelConfig;
 use crate::host::fs;
 use crate::host::fs::Context as _;
@@ -54,9 +53,11 @@ pub struct Args {
     /// The C compiler (default: PREFIXgcc).
     #[arg(long, value_name = "CC")]
     pub cc: Option<String>,
-    /// Prefix of the compiler and binutils (e.g. a toolchain of the kernel's era: /opt/etch/usr/bin/).
-    #[arg(long, value_name = "PREFIX", default_value = "")]
-    pub cross_compile: String,
+    /// Prefix of the compiler and binutils (e.g. a toolchain of the kernel's era:
+    /// /opt/etch/usr/bin/). Default: none for x86; for aarch64 on an x86 host,
+    /// aarch64-linux-gnu- (Debian's gcc-aarch64-linux-gnu).
+    #[arg(long, value_name = "PREFIX")]
+    pub cross_compile: Option<String>,
     /// GNU make to run (kernels before 2.6.36 need make 3.81 or older).
     #[arg(long, value_name = "PATH", default_value = "make")]
     pub make: String,
@@ -87,7 +88,16 @@ impl Args {
     pub fn for_source(src: &Path) -> Args {
         crate::host::project::flags_given(&["--src", &src.to_string_lossy()])
     }
+
+    /// The prefix given, or the one this host needs for the architecture.
+    fn cross(&self) -> &str {
+        self.cross_compile.as_deref().unwrap_or_else(|| self.arch.kernel_cross_compile())
+    }
 }
+
+/// Debian's cross compilers, by the prefix they install: what
+/// `--install-deps` installs when a cross build's compiler is missing.
+const CROSS_PACKAGES: [(&str, &str); 1] = [("aarch64-linux-gnu-", "gcc-aarch64-linux-gnu")];
 
 /// A kernel built: where its files are, and what it was built from.
 #[derive(Clone, Debug)]
@@ -109,8 +119,8 @@ pub fn run(args: &Args) -> Result<()> {
 
 pub fn build(args: &Args) -> Result<Built> {
     let started = Instant::now();
-    args.arch.require_x86("`cargo xtask kernel`")?;
     crate::host::tools::ensure(&BUILD_TOOLS, args.install_deps, "--install-deps")?;
+    ensure_cross_compiler(args)?;
     let (source, line) = resolve_source(args)?;
     // Where sources are unpacked and built: under the chroot when there is one.
     let work = match &args.chroot {
@@ -133,7 +143,7 @@ pub fn build(args: &Args) -> Result<Built> {
             line.source.version
         ));
     }
-    let cc = args.cc.clone().unwrap_or_else(|| format!("{}gcc", args.cross_compile));
+    let cc = args.cc.clone().unwrap_or_else(|| format!("{}gcc", args.cross()));
     let tools = checked_toolchain(args, &line, &cc, &tree_version)?;
     let config = line.config(args.arch.name())?;
     let unknown = kconfig::unknown_options(&config, &kconfig::tree_symbols(&tree)?);
@@ -151,7 +161,7 @@ pub fn build(args: &Args) -> Result<Built> {
     let got = KernelConfig::read(&build_dir.join(".config"))?;
     check_configured(&got, &line)?;
     let modules = got.values().values().any(|v| v == "m");
-    let mut targets = vec!["bzImage"];
+    let mut targets = vec![args.arch.kernel_image().0];
     if modules {
         targets.push("modules");
     }
@@ -178,10 +188,23 @@ pub fn build(args: &Args) -> Result<Built> {
     Ok(Built { vmlinuz: built.0, release: built.1, facts })
 }
 
+/// A cross build's compiler, when it is Debian's and missing here:
+/// installed with --install-deps, else named with its package. A prefix
+/// of the user's own (a toolchain of the kernel's era, a chroot) is left to
+/// the toolchain check, which says what it cannot run.
+fn ensure_cross_compiler(args: &Args) -> Result<()> {
+    let Some((prefix, package)) = CROSS_PACKAGES.iter().find(|(p, _)| *p == args.cross()) else { return Ok(()) };
+    if args.chroot.is_some() || args.cc.is_some() {
+        return Ok(());
+    }
+    let gcc = format!("{prefix}gcc");
+    crate::host::tools::ensure(&[(gcc.as_str(), package)], args.install_deps, "--install-deps")
+}
+
 /// The compiler, make and binutils the build will use, refused (unless
 /// --any-toolchain) outside the line's known-good ranges.
 fn checked_toolchain(args: &Args, line: &Line, cc: &str, version: &str) -> Result<toolchain::Found> {
-    let tools = toolchain::find(cc, &args.make, &args.cross_compile, args.chroot.as_deref())?;
+    let tools = toolchain::find(cc, &args.make, args.cross(), args.chroot.as_deref())?;
     eprintln!(
         "kernel: Linux {version} ({}) with gcc {}, make {}, binutils {}",
         args.arch, tools.gcc, tools.make, tools.binutils
@@ -362,7 +385,7 @@ impl Make<'_> {
         let jobs = self.args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let (jobs, arch) = (format!("-j{jobs}"), format!("ARCH={arch}"));
         let (out, cc) = (format!("O={}", path(self.build_dir).display()), format!("CC={}", self.cc));
-        let cross = Some(&self.args.cross_compile).filter(|c| !c.is_empty()).map(|c| format!("CROSS_COMPILE={c}"));
+        let cross = Some(self.args.cross()).filter(|c| !c.is_empty()).map(|c| format!("CROSS_COMPILE={c}"));
         // The kernel's version string names its builder: ours, not the host's.
         c.args([jobs, arch, out, cc])
             .args(cross)
@@ -447,14 +470,20 @@ fn configure(make: &Make, line: &Line, config: &KernelConfig, wanted: &KernelCon
 
 /// Copy the results into OUT as a /boot tree; returns (vmlinuz, release).
 fn install(make: &Make, out: &Path, modules: bool) -> Result<(PathBuf, String)> {
-    let candidates = ["arch/x86/boot/bzImage", "arch/i386/boot/bzImage", "arch/x86_64/boot/bzImage"];
+    // 2.6 kernels before the x86 merge (2.6.24) leave it under their own arch.
+    let (target, path) = make.args.arch.kernel_image();
+    let candidates = [path, "arch/i386/boot/bzImage", "arch/x86_64/boot/bzImage"];
     let image = candidates
         .iter()
         .map(|c| make.build_dir.join(c))
         .find(|p| p.is_file())
-        .ok_or_else(|| format!("make finished but no bzImage is in {}", make.build_dir.display()))?;
+        .ok_or_else(|| format!("make finished but no {target} is in {}", make.build_dir.display()))?;
     let data = fs::read(&image)?;
-    let release = bzimage::release_of(&bzimage::parse_bzimage(&data, &image.display().to_string())?.version);
+    let kernel = crate::build::kernel::read(&data, &image.display().to_string())?;
+    if kernel.arch.is_some_and(|a| a != make.args.arch) {
+        return Err(format!("{} is a kernel for {:?}, not {}", image.display(), kernel.arch, make.args.arch));
+    }
+    let release = kernel.release;
     let boot = out.join("boot");
     std::fs::create_dir_all(&boot).map_err(|e| format!("{}: {e}", boot.display()))?;
     let copy = |from: PathBuf, name: String| {
@@ -555,6 +584,21 @@ mod tests {
         assert!(
             inside(Path::new("/srv/etch"), Path::new("/work/linux")).unwrap_err().contains("not inside the chroot")
         );
+    }
+
+    #[test]
+    fn an_arm64_kernel_is_cross_built_as_an_image_unless_told_otherwise() {
+        let args = Args { arch: Arch::Aarch64, jobs: Some(2), ..Args::for_source(Path::new("linux")) };
+        let (tree, build) = (Path::new("/t"), Path::new("/b"));
+        let make = Make { args: &args, tree, build_dir: build, cc: "aarch64-linux-gnu-gcc" };
+        let shown =
+            crate::host::process::shown(make.command(&make.shell().unwrap(), &[Arch::Aarch64.kernel_image().0]));
+        let cross = if std::env::consts::ARCH == "aarch64" { "" } else { " CROSS_COMPILE=aarch64-linux-gnu-" };
+        assert_eq!(shown, format!("(cd /t && make -j2 ARCH=arm64 O=/b CC=aarch64-linux-gnu-gcc{cross} Image)"));
+        let own = Args { cross_compile: Some("/opt/arm/bin/aarch64-none-linux-gnu-".into()), ..args.clone() };
+        assert_eq!(own.cross(), "/opt/arm/bin/aarch64-none-linux-gnu-");
+        // A prefix of the user's own is not Debian's package to install.
+        assert!(ensure_cross_compiler(&own).is_ok());
     }
 
     #[test]
