@@ -10,6 +10,7 @@
 //! manifest. Everything is made in OUT.tmp and renamed to OUT at the end.
 
 pub mod args;
+pub mod arm64_vmlinuz;
 pub mod bootloaders;
 pub mod cmdline;
 pub mod compressed;

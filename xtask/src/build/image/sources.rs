@@ -4,7 +4,7 @@
 //! config that can run the image) and described for the manifest.
 
 use super::args::Args;
-use super::{deb, rpm};
+use super::{arm64_vmlinuz, deb, rpm};
 use crate::build::arch::Arch;
 use crate::build::kernel::{self, config};
 use crate::build::kernel_src;
@@ -36,9 +36,9 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
     let mut kernels = Vec::new();
     for (i, path) in args.kernels.iter().enumerate() {
         let (config, modules) = (args.kernel_configs.get(i).cloned(), args.modules.get(i).cloned());
-        kernels.push(from_file(path, config, modules, args.arch, None)?);
+        kernels.push(from_file(path, config, modules, args.arch, None, &work.join(format!("file{i}")))?);
     }
-    for src in &args.kernel_src {
+    for (i, src) in args.kernel_src.iter().enumerate() {
         let arch = args.arch.unwrap_or(Arch::X86_64);
         let build = kernel_src::Args {
             config: args.kernel_src_config.clone(),
@@ -49,7 +49,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         };
         let built = kernel_src::build(&build)?;
         let facts = json!({ "built_from_source": built.facts });
-        kernels.push(from_file(&built.vmlinuz, None, None, Some(arch), Some(facts))?);
+        kernels.push(from_file(&built.vmlinuz, None, None, Some(arch), Some(facts), &work.join(format!("src{i}")))?);
     }
     let cache = project_root().join("target/cache/debs");
     for (i, name) in args.kernel_debs.iter().enumerate() {
@@ -70,10 +70,11 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             None => (deb::fetch_deb(name, &cache)?, None),
         };
         let k = deb::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
-        let data = fs::read(&k.vmlinuz)?;
         // Named by the package, not by the file unpacked in a directory of ours.
         let file = k.vmlinuz.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        let read = kernel::read(&data, &format!("{}'s {file}", k.package))?;
+        let shown = format!("{}'s {file}", k.package);
+        let (vmlinuz, data, unwrapped) = startable(&k.vmlinuz, &shown, &work.join(format!("deb{i}-image")))?;
+        let read = kernel::read(&data, &shown)?;
         if read.arch.is_some_and(|a| a != k.arch) {
             return Err(format!(
                 "{} is a package for {}, but its {file} is for {}",
@@ -85,19 +86,20 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
         let config = config::find_beside(&k.vmlinuz, &k.release).map(|p| config::KernelConfig::read(&p)).transpose()?;
         check_config(config.as_ref(), name)?;
         kernels.push(Kernel {
-            vmlinuz: k.vmlinuz.clone(),
+            vmlinuz,
             release: k.release.clone(),
             version: read.version,
             arch: k.arch,
             modules: Some(k.modules.clone()),
             config,
-            origin: json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": crate::host::fs::sha256_file(&deb)?, "modules_decompressed": k.modules_decompressed, "suite": suite}),
+            origin: with_unwrapped(json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": crate::host::fs::sha256_file(&deb)?, "modules_decompressed": k.modules_decompressed, "suite": suite}), unwrapped),
         });
     }
     for (i, path) in args.kernel_rpms.iter().enumerate() {
         let k = rpm::unpack(path, &work.join(format!("rpm{i}")))?;
-        let data = fs::read(&k.vmlinuz)?;
-        let read = kernel::read(&data, &k.vmlinuz.display().to_string())?;
+        let name = k.vmlinuz.display().to_string();
+        let (vmlinuz, data, unwrapped) = startable(&k.vmlinuz, &name, &work.join(format!("rpm{i}-image")))?;
+        let read = kernel::read(&data, &name)?;
         let release = read.release;
         let config = config::find_beside(&k.vmlinuz, &release).map(|p| config::KernelConfig::read(&p)).transpose()?;
         check_config(config.as_ref(), &path.display().to_string())?;
@@ -110,14 +112,17 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             eprintln!("image: {} compressed modules of {} decompressed", k.modules_decompressed, k.name);
         }
         kernels.push(Kernel {
-            vmlinuz: k.vmlinuz.clone(),
+            vmlinuz,
             release,
             version: read.version,
             arch,
             modules: k.modules.clone(),
             config,
-            origin: json!({"rpm": path.file_name().map(|n| n.to_string_lossy().into_owned()), "package": k.name,
-                           "package_version": k.version, "rpm_sha256": crate::host::fs::sha256_file(path)?}),
+            origin: with_unwrapped(
+                json!({"rpm": path.file_name().map(|n| n.to_string_lossy().into_owned()), "package": k.name,
+                       "package_version": k.version, "rpm_sha256": crate::host::fs::sha256_file(path)?}),
+                unwrapped,
+            ),
         });
     }
     refuse_other_arches(&kernels, args.arch)?;
@@ -161,17 +166,48 @@ impl Kernel {
     }
 }
 
-/// A kernel file (a bzImage) with its config and modules: given, or beside
-/// it in a /boot tree. `origin`: where it came from, beyond the file itself.
+/// The kernel file as the bootloader will start it, its bytes, and what
+/// was done to it: the file itself, or (a compressed arm64 Image, EFI
+/// zboot: `arm64_vmlinuz.rs`) the Image inside it, written into `work`.
+fn startable(path: &Path, name: &str, work: &Path) -> Result<(PathBuf, Vec<u8>, Option<Value>)> {
+    let data = std::fs::read(path).map_err(|e| format!("{name}: {e}"))?;
+    let Some(inner) = arm64_vmlinuz::unwrap(&data, name)? else { return Ok((path.to_path_buf(), data, None)) };
+    fs::create_dir_all(work)?;
+    let image = work.join("Image");
+    fs::write(&image, &inner.image)?;
+    eprintln!(
+        "image: {name} is an arm64 Image in {}: decompressed ({} → {} bytes), as GRUB for arm64 starts only the Image",
+        inner.from,
+        data.len(),
+        inner.image.len()
+    );
+    let facts = json!({"from": inner.from, "image_sha256": crate::host::fs::sha256_file(&image)?});
+    Ok((image, inner.image, Some(facts)))
+}
+
+/// The manifest's origin of a kernel, with what [`startable`] did to its file when it did anything.
+fn with_unwrapped(mut origin: Value, unwrapped: Option<Value>) -> Value {
+    if let (Some(facts), Some(o)) = (unwrapped, origin.as_object_mut()) {
+        o.insert("unwrapped".into(), facts);
+    }
+    origin
+}
+
+/// A kernel file (a bzImage, an arm64 Image) with its config and modules:
+/// given, or beside it in a /boot tree. `origin`: where it came from,
+/// beyond the file itself. `work`: where an Image taken out of a compressed
+/// file goes.
 fn from_file(
     path: &Path,
     config_path: Option<PathBuf>,
     modules: Option<PathBuf>,
     arch: Option<Arch>,
     origin: Option<Value>,
+    work: &Path,
 ) -> Result<Kernel> {
-    let data = std::fs::read(path).map_err(|e| format!("--kernel {}: {e}", path.display()))?;
-    let read = kernel::read(&data, &path.display().to_string())?;
+    let name = path.display().to_string();
+    let (vmlinuz, data, unwrapped) = startable(path, &format!("--kernel {name}"), work)?;
+    let read = kernel::read(&data, &name)?;
     let release = read.release.clone();
     let config_path = config_path.or_else(|| config::find_beside(path, &release));
     let config = config_path.as_deref().map(config::KernelConfig::read).transpose()?;
@@ -199,7 +235,15 @@ fn from_file(
     if let (Some(Value::Object(more)), Some(o)) = (origin, file.as_object_mut()) {
         o.extend(more);
     }
-    Ok(Kernel { vmlinuz: path.to_path_buf(), release, version: read.version, arch, modules, config, origin: file })
+    Ok(Kernel {
+        vmlinuz,
+        release,
+        version: read.version,
+        arch,
+        modules,
+        config,
+        origin: with_unwrapped(file, unwrapped),
+    })
 }
 
 /// Refuse a kernel whose config says it cannot run the image; print what
@@ -223,6 +267,7 @@ fn check_config(config: Option<&config::KernelConfig>, kernel: &str) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::image::rpm::tests as rpm_fixture;
 
     fn kernel(arch: Arch, origin: Value) -> Kernel {
         Kernel {
@@ -250,5 +295,59 @@ mod tests {
         assert_eq!(deb_package("linux-image-arm64:arm64", None), ("linux-image-arm64", true));
         assert_eq!(deb_package("linux-image-arm64", Some(Arch::Aarch64)), ("linux-image-arm64", true));
         assert_eq!(deb_package("linux-image-amd64", None), ("linux-image-amd64", false));
+    }
+
+    /// An x86_64 bzImage header with a version string (protocol 2.15, 64-bit).
+    fn bzimage(release: &str) -> Vec<u8> {
+        let mut d = vec![0u8; 0x1000];
+        d[0x1fe..0x200].copy_from_slice(&[0x55, 0xaa]);
+        d[0x202..0x206].copy_from_slice(b"HdrS");
+        (d[0x206], d[0x207], d[0x211], d[0x236]) = (15, 2, 1, 1);
+        d[0x20e..0x210].copy_from_slice(&0x200u16.to_le_bytes());
+        let version = format!("{release} (builder) #1 SMP\0");
+        d[0x400..0x400 + version.len()].copy_from_slice(version.as_bytes());
+        d
+    }
+
+    /// An arm64 Image with the EFI stub, gzip'd as RPM distributions ship `vmlinuz`.
+    fn arm64_image_gz(release: &str) -> Vec<u8> {
+        let mut d = vec![0u8; 0x1000];
+        d[..2].copy_from_slice(b"MZ");
+        d[56..60].copy_from_slice(b"ARM\x64");
+        d[60..64].copy_from_slice(&0x40u32.to_le_bytes());
+        d[0x40..0x44].copy_from_slice(b"PE\0\0");
+        let banner = format!("Linux version {release} (mockbuild@) #1 SMP\n");
+        d[0x800..0x800 + banner.len()].copy_from_slice(banner.as_bytes());
+        rpm_fixture::gzip(&d)
+    }
+
+    #[test]
+    fn rpms_of_either_architecture_are_taken_for_their_own_and_refused_for_the_other() {
+        let dir = std::env::temp_dir().join(format!("bootmark-rpm-arch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let rpm = |name: &str, arch: &str, release: &str, vmlinuz: Vec<u8>| {
+            let path = dir.join(format!("{name}.{arch}.rpm"));
+            let files = [(format!("./boot/vmlinuz-{release}"), vmlinuz)];
+            let files: Vec<(&str, Vec<u8>)> = files.iter().map(|(p, d)| (p.as_str(), d.clone())).collect();
+            std::fs::write(&path, rpm_fixture::package(name, arch, &files, rpm_fixture::gzip)).unwrap();
+            path
+        };
+        let arm64 = rpm("kernel-core", "aarch64", "6.1.0-1.el9.aarch64", arm64_image_gz("6.1.0-1.el9.aarch64"));
+        let x86 = rpm("kernel-core", "x86_64", "6.1.0-1.el9.x86_64", bzimage("6.1.0-1.el9.x86_64"));
+        let resolved = |rpms: Vec<PathBuf>, arch: Option<Arch>| {
+            let args = Args { kernel_rpms: rpms, arch, ..Args::default() };
+            resolve(&args, &dir.join("work"))
+        };
+        let k = resolved(vec![arm64.clone()], None).unwrap();
+        assert_eq!((k[0].arch, k[0].release.as_str()), (Arch::Aarch64, "6.1.0-1.el9.aarch64"));
+        assert_eq!(k[0].origin["unwrapped"]["from"], "gzip", "the gzip'd Image is staged as the Image");
+        assert!(crate::build::kernel::read(&fs::read(&k[0].vmlinuz).unwrap(), "staged").is_ok());
+        let e = resolved(vec![x86.clone()], Some(Arch::Aarch64)).err().unwrap();
+        assert!(e.contains("is a kernel for x86_64, but --arch aarch64"), "an x86 RPM for an arm64 image: {e}");
+        let e = resolved(vec![arm64.clone()], Some(Arch::X86_64)).err().unwrap();
+        assert!(e.contains("is a kernel for aarch64, but --arch x86_64"), "{e}");
+        assert_eq!(resolved(vec![x86, arm64], None).unwrap().len(), 2, "one stick for both");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
