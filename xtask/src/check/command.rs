@@ -6,17 +6,19 @@
 use super::boots::scenarios::{self, Group, SCENARIOS};
 use super::boots::{self, bisect_git, kernel_from_source, resets};
 use super::{arm64_init, fake_boots, fuzz, kcidb, old_kernel, pictures};
+use crate::build::arch::Arch;
 use crate::host::project::{Result, project_root};
 use clap::{Arg, ArgMatches, Command, FromArgMatches, Subcommand, value_parser};
 
 /// The parts of `cargo xtask test` that are no QEMU scenario.
-const PARTS: [(&str, &str); 8] = [
+const PARTS: [(&str, &str); 9] = [
     ("old-kernel", "The quick plan with both x86 static binaries under simulated 2.6.9 and 2.6.16 syscall surfaces"),
     ("arm64-init", "The aarch64 static /init running the quick plan under qemu-user (qemu-aarch64)"),
     ("fake-boots", "/init as PID 1 in namespaces with loop devices: happy path, hostile command lines, refusals"),
     ("kcidb", "The KCIDB export against kcidb-io's validator"),
     ("pictures", "The report's figures screenshot in headless Chromium: every drawn panel shows colour"),
     ("kernel-from-source", "A kernel built from Debian's linux-source-6.1 with kernel-configs/6.1, imaged and booted"),
+    ("kernel-from-source-arm64", "The same for aarch64: cross-built, booted under AAVMF on QEMU's virt machine"),
     (
         "bisect-git",
         "bootmark bisect git over a repository of Debian's linux-source-6.1 with a planted regression, each commit \
@@ -100,7 +102,10 @@ pub fn run(check: Check) -> Result<()> {
         "fake-boots" => fake_boots::harness(),
         "kcidb" => kcidb::check(),
         "pictures" => pictures::check(),
-        "kernel-from-source" => kernel_from_source::test(&project_root().join("target/kernel-boot")),
+        "kernel-from-source" => kernel_from_source::test(&project_root().join("target/kernel-boot"), Arch::X86_64),
+        "kernel-from-source-arm64" => {
+            kernel_from_source::test(&project_root().join("target/kernel-boot"), Arch::Aarch64)
+        }
         "bisect-git" => bisect_git::test(&project_root().join("target")),
         "fuzz" => fuzz::run(check.seconds),
         name => match Group::ALL.iter().find(|g| g.name() == name) {
@@ -135,6 +140,7 @@ mod tests {
             ("unsigned-kernel-refused", "secure_boot"),
             ("trixie-on-nvme", "generations"),
             ("two-generations", "generations"),
+            ("lava-arm64", "lava"),
         ];
         let dir = project_root().join("xtask/src/check/boots");
         for s in SCENARIOS {

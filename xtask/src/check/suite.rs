@@ -2,8 +2,8 @@
 //! tests use (as root on Debian/Ubuntu: `deps.rs`), builds what the tests
 //! need (static binaries, adding rustup targets), runs the workspace's tests,
 //! then the old-kernel harness, the aarch64 /init under qemu-user, the fake boots of /init (root, loop devices)
-//! and the QEMU boots of real images with Debian's kernels, a kernel built
-//! from Debian's source with kernel-configs/6.1 and booted, the report's
+//! and the QEMU boots of real images with Debian's kernels, kernels built
+//! from Debian's source with kernel-configs/6.1 (x86_64, and aarch64 cross-built) and booted, the report's
 //! pictures screenshot in headless Chromium, and 30 s of fuzzing (cargo-fuzz
 //! and its targets built beside the QEMU boots, as the kernel is). Prints how long each part took; after the setup, a failing part
 //! does not stop the others, and every failure is listed at the end.
@@ -37,11 +37,19 @@ pub fn run() -> Result<()> {
     parts.run("old-kernel harness", &mut old_kernel::harness);
     parts.run("arm64 /init under qemu-user", &mut arm64_init::check);
     parts.run("fake boots", &mut fake_boots::harness);
-    // The kernel from source builds beside the QEMU boots, at nice 19: the
+    // The kernels from source build beside the QEMU boots, at nice 19: the
     // boots keep one core busy on average, the build takes what is left.
-    let kernel = std::thread::spawn(|| {
-        kernel_from_source::lowest_priority();
-        kernel_from_source::build(&project_root().join("target/kernel-boot"))
+    // x86_64 first; arm64's cross build goes on beside both lanes.
+    let x86_built = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let kernels = std::thread::spawn({
+        let x86_built = x86_built.clone();
+        move || {
+            kernel_from_source::lowest_priority();
+            let base = project_root().join("target/kernel-boot");
+            let x86 = kernel_from_source::build(&base, Arch::X86_64);
+            x86_built.store(true, std::sync::atomic::Ordering::Release);
+            (x86, kernel_from_source::build(&base, Arch::Aarch64))
+        }
     });
     // cargo-fuzz and the fuzz targets build beside them too, at nice 19
     // (minutes of compiling that the fuzzing part then no longer waits for).
@@ -49,13 +57,16 @@ pub fn run() -> Result<()> {
         kernel_from_source::lowest_priority();
         fuzz::prepare()
     });
-    // A second lane of boots once the build is done: its core is free then.
-    let built = || kernel.is_finished() && fuzz_ready.is_finished();
+    // A second lane of boots once the x86 build is done: its core is free then.
+    let built = || x86_built.load(std::sync::atomic::Ordering::Acquire) && fuzz_ready.is_finished();
     parts.run("QEMU boots", &mut || boots::run_group(Group::E2e, resets::CI_KILLS, &built));
-    let mut built = Some(kernel.join().map_err(|_| "the kernel build panicked".to_string())?);
-    parts.run("kernel from source (its boot; built beside the QEMU boots)", &mut || {
-        kernel_from_source::boot(built.take().ok_or("booted twice")??)
-    });
+    let (x86, arm64) = kernels.join().map_err(|_| "the kernel build panicked".to_string())?;
+    for (arch, built) in [(Arch::X86_64, x86), (Arch::Aarch64, arm64)] {
+        let mut built = Some(built);
+        parts.run(&format!("kernel from source, {arch} (its boot; built beside the QEMU boots)"), &mut || {
+            kernel_from_source::boot(built.take().ok_or("booted twice")??)
+        });
+    }
     let mut fuzz_ready = Some(fuzz_ready);
     parts.run("fuzzing (cargo-fuzz and its targets built beside the QEMU boots)", &mut || {
         let ready = fuzz_ready.take().ok_or("fuzzed twice")?.join();

@@ -4,10 +4,13 @@
 //! incrementally in target/kernel/), the image boots in QEMU, and the
 //! records must name our build: release `…-bootmark`, version string built
 //! by `bootmark@kernel-configs`, and no module loaded (everything the image
-//! needs is built in).
+//! needs is built in). For x86_64 a BIOS boot from the stick; for aarch64
+//! (cross-built with Debian's gcc-aarch64-linux-gnu) a UEFI boot from the
+//! stick on QEMU's virt machine, its target on NVMe.
 
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
+use crate::build::arch::Arch;
 use crate::build::{image, kernel_src};
 use crate::check::boots::support::{
     fact, results, run_record, serial_documents, stick_documents, test_boot, test_image,
@@ -22,20 +25,24 @@ pub const DEBIAN_SOURCE: &str = "/usr/src/linux-source-6.1.tar.xz";
 
 /// The image with our kernel, built and checked, ready to boot.
 pub struct Built {
+    arch: Arch,
     dir: std::path::PathBuf,
     out: std::path::PathBuf,
     entry: image::manifest::Entry,
     build_s: f64,
 }
 
-/// Build the kernel and the image in `base/kernel-src`.
+/// Build the kernel for `arch` and the image in `base/kernel-src` (`kernel-src-aarch64`).
 ///
 /// `cargo xtask test` runs this beside the QEMU boots, at the lowest CPU
 /// priority: the boots leave most of the second core idle (TCG guests wait
 /// for their disks and timers), and the build needs no more than that.
-pub fn build(base: &Path) -> Result<Built> {
+pub fn build(base: &Path, arch: Arch) -> Result<Built> {
     let started = std::time::Instant::now();
-    let dir = base.join("kernel-src");
+    let dir = base.join(match arch {
+        Arch::X86_64 => "kernel-src".to_string(),
+        other => format!("kernel-src-{other}"),
+    });
     let _ = std::fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir)?;
     // bookworm's security updates replace the tarball: build a newer one
@@ -52,6 +59,7 @@ pub fn build(base: &Path) -> Result<Built> {
         kernel_src: vec![DEBIAN_SOURCE.into()],
         kernel_src_config: Some(line.dir.clone()),
         kernel_src_allow_unknown: !recorded,
+        arch: Some(arch),
         ..test_image(Vec::new(), dir.join("image"), None)
     })?;
     let manifest = image::manifest::Manifest::read(&out)?;
@@ -66,16 +74,21 @@ pub fn build(base: &Path) -> Result<Built> {
             entry.kernel_config, entry.modules
         ));
     }
-    Ok(Built { dir, out, entry, build_s: started.elapsed().as_secs_f64() })
+    Ok(Built { arch, dir, out, entry, build_s: started.elapsed().as_secs_f64() })
 }
 
 /// Boot the image [`build`] made; its records must name our build.
 pub fn boot(built: Built) -> Result<()> {
-    let Built { dir, out, entry, build_s } = built;
+    let Built { arch, dir, out, entry, build_s } = built;
     let source = &entry.origin["built_from_source"];
     let disk = dir.join("scratch.img");
     scratch_disk(&disk, "ext3", 512)?;
-    let args = test_boot(out.clone(), disk, dir.join("serial.log"));
+    // arm64 boots UEFI only; its machine's disks are NVMe.
+    let args = qemu::Args {
+        arch: Some(arch),
+        uefi: arch == Arch::Aarch64,
+        ..test_boot(out.clone(), disk, dir.join("serial.log"))
+    };
     let booted = qemu::boot(&args)?;
     let serial = serial_documents(&booted.serial);
     let tail = || qemu::tail(&booted.serial, 25);
@@ -94,6 +107,9 @@ pub fn boot(built: Built) -> Result<()> {
             && entry.kernel_release.ends_with("-bootmark")
             && r.kernel.version.as_deref().is_some_and(|v| v.contains("bootmark@kernel-configs"))
     };
+    if let Some(r) = records.iter().find(|r| r.kernel.arch.as_deref() != Some(arch.name())) {
+        return Err(format!("a record says kernel.arch {:?}, not {arch}", r.kernel.arch));
+    }
     if !records.iter().all(ours) {
         return Err(format!(
             "the records do not show our build ({}, built by bootmark@kernel-configs): {:?} {:?}",
@@ -108,7 +124,7 @@ pub fn boot(built: Built) -> Result<()> {
         return Err(format!("the stick holds {} documents, the serial log {}", stick.len(), serial.len()));
     }
     println!(
-        "e2e: kernel from source: {} ({} from {DEBIAN_SOURCE} with kernel-configs/6.1) → image → booted, 6 records by our build on serial and stick ({build_s:.0} s to build beside the other boots, {:.1} s boot)",
+        "e2e: kernel from source ({arch}): {} ({} from {DEBIAN_SOURCE} with kernel-configs/6.1) → image → booted, 6 records by our build on serial and stick ({build_s:.0} s to build beside the other boots, {:.1} s boot)",
         entry.kernel_release,
         source["toolchain"]["gcc"].as_str().map(|v| format!("gcc {v}")).unwrap_or_default(),
         booted.elapsed.as_secs_f64()
@@ -116,9 +132,9 @@ pub fn boot(built: Built) -> Result<()> {
     Ok(())
 }
 
-/// Build, then boot (`cargo xtask check kernel-from-source`).
-pub fn test(base: &Path) -> Result<()> {
-    boot(build(base)?)
+/// Build, then boot (`cargo xtask check kernel-from-source[-arm64]`).
+pub fn test(base: &Path, arch: Arch) -> Result<()> {
+    boot(build(base, arch)?)
 }
 
 /// Lower the calling thread's CPU priority to the lowest (nice 19); the
