@@ -70,7 +70,7 @@ impl Arch {
         match self {
             Arch::X86_64 | Arch::I686 => Ok(()),
             Arch::Aarch64 => Err(format!(
-                "{what} for aarch64: not yet. arm64 has the static /init, its images (stick, ISO, pxe/, Secure Boot), their QEMU boots, the static C programs (mkfs, fio, your own) and kernels built from source; LAVA jobs are x86 only so far"
+                "{what} for aarch64: not yet. arm64 has the static /init, its images (stick, ISO, pxe/, Secure Boot), their QEMU boots, the static C programs (mkfs, fio, your own), kernels built from source and LAVA qemu jobs; LAVA jobs for physical servers are x86 only so far"
             )),
         }
     }

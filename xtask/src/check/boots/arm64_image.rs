@@ -8,7 +8,9 @@
 //! - the same stick under OVMF on the q35 PC: GRUB for x86_64 lists the
 //!   x86 kernel only, its records say x86_64;
 //! - the image's ISO as the arm64 machine's USB CD with no stick, as a
-//!   BMC's virtual media: its records come from serial alone.
+//!   BMC's virtual media: its records come from serial alone;
+//! - its arm64 entry as a step of `bootmark lab` with a `[server.qemu]`
+//!   server, which `xtask qemu --entry-label` boots on the virt machine.
 //!
 //! Each boot's records are checked as every e2e boot's are (ok, the
 //! target's filesystem, the queue settings, serial and stick agreeing).
@@ -50,12 +52,19 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     let booted = qemu::boot(&args).map_err(|e| format!("the ISO as arm64's CD: {e}"))?;
     check_serial_run(&booted, "the ISO as arm64's CD")?;
     check_arch(&booted.serial, Arch::Aarch64, false)?;
+    let lab_started = std::time::Instant::now();
+    let manifest = image::manifest::Manifest::read(&out)?;
+    let arm64 = manifest.entries.iter().find(|e| e.arch == Arch::Aarch64.name()).ok_or("no arm64 entry")?;
+    super::lab_qemu::run(&out, &base.join("lab-qemu-arm64"), &[arm64.label.as_str()])
+        .map_err(|e| format!("the arm64 entry in a [server.qemu] lab: {e}"))?;
+    let lab_s = lab_started.elapsed().as_secs_f64();
     println!(
         "e2e: arm64 image: {package} and {ARM64_KERNEL} on one stick (built in {built_s:.1} s), each GRUB listing its own: \
          6 ok records under AAVMF and OVMF alike, serial and stick agreeing ({}); the ISO as arm64's USB CD with no stick \
-         {:.1} s",
+         {:.1} s; its arm64 entry ({}) as a [server.qemu] lab step, ok ({lab_s:.0} s)",
         said.join(", "),
-        booted.elapsed.as_secs_f64()
+        booted.elapsed.as_secs_f64(),
+        arm64.label
     );
     Ok(())
 }

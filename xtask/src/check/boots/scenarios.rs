@@ -297,7 +297,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "arm64-image",
         title: "arm64 image",
-        about: "One image for x86 and arm64 (Debian's kernels of both): its stick under AAVMF and under OVMF, each GRUB listing its own kernels; its ISO as arm64's USB CD",
+        about: "One image for x86 and arm64 (Debian's kernels of both): its stick under AAVMF and under OVMF, each GRUB listing its own kernels; its ISO as arm64's USB CD; its arm64 entry as a [server.qemu] lab step",
         groups: &[E2e],
         lane: Beside,
         run: |b| arm64_image::test(b.package()?, &b.base),
@@ -343,6 +343,14 @@ pub const SCENARIOS: &[Scenario] = &[
         groups: &[E2e],
         lane: Alone,
         run: |b| lava::test(b.image()?, b.package()?, &b.base),
+    },
+    Scenario {
+        name: "lava-arm64",
+        title: "LAVA arm64",
+        about: "The LAVA qemu job (lava-run) of an arm64 entry, Debian's arm64 kernel, on the virt machine",
+        groups: &[E2e],
+        lane: Beside,
+        run: |b| lava::test_arm64(&b.base),
     },
     Scenario {
         name: "lab-ipmi",
