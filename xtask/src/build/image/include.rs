@@ -1,6 +1,9 @@
 //! `--include SRC[:DEST]`: the user's own files in the image — the static
 //! program a `command` workload runs, an input or job file it reads — in an
-//! archive of their own in every entry's initramfs (`initramfs.rs`).
+//! archive of their own in every entry's initramfs (`initramfs.rs`). An
+//! image of x86 and arm64 kernels has such an archive per architecture: a
+//! program goes to its own architecture's entries, so one DEST may be
+//! given twice, once per architecture (`--fio` does that with its fio).
 //!
 //! Checked here, at build time, because at boot there is no one to ask: a
 //! program the plan runs must be provided by an `--include`, and must be a
@@ -20,6 +23,45 @@ pub struct Include {
     pub src: PathBuf,
     /// Absolute path inside the image.
     pub dest: String,
+    /// The architecture whose kernels run it, when it is an ELF program of
+    /// one; None for any other file (a job file, an input), which every
+    /// entry gets.
+    pub arch: Option<Arch>,
+}
+
+impl Include {
+    /// `src` to `dest`, its architecture read from its ELF header.
+    pub fn new(src: PathBuf, dest: String) -> Result<Include> {
+        let arch = program_arch(&src)?;
+        Ok(Include { src, dest, arch })
+    }
+
+    /// "--include SRC (aarch64)", for messages.
+    fn named(&self) -> String {
+        match self.arch {
+            Some(a) => format!("--include {} ({a})", self.src.display()),
+            None => format!("--include {}", self.src.display()),
+        }
+    }
+}
+
+/// The architecture an ELF program at `path` is built for; None for a file
+/// that is no ELF program, or one of a machine bootmark has no kernels for.
+fn program_arch(path: &Path) -> Result<Option<Arch>> {
+    use std::io::Read;
+    let mut head = [0u8; 4];
+    let mut f = std::fs::File::open(path).map_err(|e| format!("--include {}: {e}", path.display()))?;
+    if f.read_exact(&mut head).is_err() || &head != b"\x7fELF" {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("--include {}: {e}", path.display()))?;
+    Ok(super::elf::read(&bytes).ok().and_then(|e| Arch::ALL.into_iter().find(|a| runs_on(e.machine, e.class64, *a))))
+}
+
+/// The includes an entry of `arch` gets: every file that is no program of
+/// another architecture.
+pub fn for_arch(includes: &[Include], arch: Arch) -> Vec<Include> {
+    includes.iter().filter(|i| i.arch.is_none_or(|a| a == arch)).cloned().collect()
 }
 
 /// Paths of the image that an include must not replace.
@@ -51,20 +93,23 @@ pub fn parse(arg: &str) -> Result<Include> {
     if !meta.is_file() {
         return Err(format!("--include {arg}: {src} is not a file (give each file of a directory its own --include)"));
     }
-    Ok(Include { src: PathBuf::from(src), dest })
+    Include::new(PathBuf::from(src), dest)
 }
 
-/// Parse every `--include`, refusing two that go to one place.
+/// Parse every `--include`, refusing two that go to one place, but for
+/// programs of two architectures (each entry gets its own).
 pub fn parse_all(args: &[String]) -> Result<Vec<Include>> {
     let mut out: Vec<Include> = Vec::new();
     for arg in args {
         let inc = parse(arg)?;
-        if let Some(other) = out.iter().find(|o| o.dest == inc.dest) {
+        let clash =
+            |o: &&Include| o.dest == inc.dest && !(o.arch.is_some() && inc.arch.is_some() && o.arch != inc.arch);
+        if let Some(other) = out.iter().find(clash) {
             return Err(format!(
-                "--include {arg}: {} already goes to {} (from {}); give one of them another :DEST",
+                "--include {arg}: {} already goes to {} (from {}); give one of them another :DEST (one DEST takes two programs only when they are built for different architectures)",
                 inc.src.display(),
                 inc.dest,
-                other.src.display()
+                other.named()
             ));
         }
         out.push(inc);
@@ -97,7 +142,7 @@ pub fn check_program(what: &str, bytes: &[u8], arches: &[Arch]) -> Result<()> {
         .map_err(|why| format!("{what} is {why}: a command workload runs a static ELF program"))?;
     if let Some(a) = arches.iter().find(|a| !runs_on(e.machine, e.class64, **a)) {
         return Err(format!(
-            "{what} is built for {}, and the image has {a} kernels: build it for {a} (an image's kernels must share one architecture to share a program)",
+            "{what} is built for {}, and the image has {a} kernels: build it for {a} (an image of two architectures takes one program of each at the same DEST)",
             machine_name(e.machine)
         ));
     }
@@ -129,29 +174,19 @@ fn needs_of(plan: &Plan) -> Vec<(&'static str, &str, Option<&str>)> {
     out
 }
 
-/// Every program the plan runs is included, static, for the image's arches;
-/// every job file it reads is included.
+/// Every program the plan runs is included, static, for each of the
+/// image's arches; every job file it reads is included.
 pub fn check_plan(plan: &Plan, includes: &[Include], arches: &[Arch]) -> Result<()> {
     for (workload, program, job_file) in needs_of(plan) {
         let candidates = bootmark::workload::command::candidates(program);
-        let found = candidates.iter().find_map(|c| includes.iter().find(|i| Path::new(&i.dest) == c));
-        let Some(inc) = found else {
-            let looked: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
-            let add = match workload {
-                "fio" if program == "fio" => "add --fio (a static fio built from Debian's source)".to_string(),
-                _ => format!(
-                    "add --include PATH/TO/{}",
-                    Path::new(program).file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
-                ),
-            };
-            return Err(format!(
-                "plan '{}' runs program '{program}', which no --include provides (looked for {}): {add}",
-                plan.name,
-                looked.join(", ")
-            ));
-        };
-        let bytes = std::fs::read(&inc.src).map_err(|e| format!("--include {}: {e}", inc.src.display()))?;
-        check_program(&format!("--include {} (the plan's program '{program}')", inc.src.display()), &bytes, arches)?;
+        for arch in arches {
+            let ours = for_arch(includes, *arch);
+            let found = candidates.iter().find_map(|c| ours.iter().find(|i| Path::new(&i.dest) == c));
+            let inc = found.ok_or_else(|| missing_program(plan, workload, program, &candidates, includes, *arch))?;
+            let bytes = std::fs::read(&inc.src).map_err(|e| format!("--include {}: {e}", inc.src.display()))?;
+            let what = format!("--include {} (the plan's program '{program}')", inc.src.display());
+            check_program(&what, &bytes, &[*arch])?;
+        }
         if let Some(job) = job_file
             && !includes.iter().any(|i| i.dest == job)
         {
@@ -162,6 +197,39 @@ pub fn check_plan(plan: &Plan, includes: &[Include], arches: &[Arch]) -> Result<
         }
     }
     Ok(())
+}
+
+/// Why no include gives `arch`'s entries the plan's `program`: there is
+/// none, or only one built for another architecture.
+fn missing_program(
+    plan: &Plan,
+    workload: &str,
+    program: &str,
+    candidates: &[PathBuf],
+    includes: &[Include],
+    arch: Arch,
+) -> String {
+    let name = Path::new(program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let other = candidates.iter().find_map(|c| includes.iter().find(|i| Path::new(&i.dest) == c));
+    if let Some(other) = other {
+        return format!(
+            "plan '{}' runs program '{program}', and {} gives it to {}'s entries only; the image has {arch} kernels too: add --include PATH/TO/{name}:{} built for {arch}",
+            plan.name,
+            other.named(),
+            other.arch.map_or("no architecture", Arch::name),
+            other.dest
+        );
+    }
+    let looked: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
+    let add = match workload {
+        "fio" if program == "fio" => "add --fio (a static fio built from Debian's source)".to_string(),
+        _ => format!("add --include PATH/TO/{name}"),
+    };
+    format!(
+        "plan '{}' runs program '{program}', which no --include provides (looked for {}): {add}",
+        plan.name,
+        looked.join(", ")
+    )
 }
 
 /// The archive entries: (path without the leading '/', content, mode).
@@ -230,6 +298,54 @@ mod tests {
         assert!(check_program("cut", &std::fs::read("/bin/ls").unwrap()[..40], &[Arch::X86_64]).is_err());
     }
 
+    /// A static ELF64 executable header for `machine` (62 x86-64, 183 AArch64): no segments, no loader.
+    fn static_program(dir: &Path, name: &str, machine: u16) -> PathBuf {
+        let mut d = vec![0u8; 128];
+        d[..4].copy_from_slice(b"\x7fELF");
+        (d[4], d[5], d[6]) = (2, 1, 1);
+        d[16..18].copy_from_slice(&2u16.to_le_bytes()); // ET_EXEC
+        d[18..20].copy_from_slice(&machine.to_le_bytes());
+        d[20..24].copy_from_slice(&1u32.to_le_bytes());
+        d[52..54].copy_from_slice(&64u16.to_le_bytes());
+        d[54..56].copy_from_slice(&56u16.to_le_bytes());
+        d[58..60].copy_from_slice(&64u16.to_le_bytes());
+        let path = dir.join(name);
+        std::fs::write(&path, d).unwrap();
+        path
+    }
+
+    #[test]
+    fn one_dest_takes_a_program_per_architecture_and_each_entry_gets_its_own() {
+        let dir = scratch("arches");
+        let x86 = static_program(&dir, "loadgen-x86_64", 62).display().to_string();
+        let arm = static_program(&dir, "loadgen-aarch64", 183).display().to_string();
+        let job = dir.join("seed.fio");
+        std::fs::write(&job, b"[seed]\nrw=write\n").unwrap();
+        let dest = "/usr/local/bin/loadgen";
+        let both =
+            parse_all(&[format!("{x86}:{dest}"), format!("{arm}:{dest}"), format!("{}:/etc/seed.fio", job.display())])
+                .unwrap();
+        assert_eq!(both.iter().map(|i| i.arch).collect::<Vec<_>>(), [Some(Arch::X86_64), Some(Arch::Aarch64), None]);
+        let x86_entries = for_arch(&both, Arch::X86_64);
+        assert_eq!(x86_entries.iter().map(|i| i.dest.as_str()).collect::<Vec<_>>(), [dest, "/etc/seed.fio"]);
+        assert_eq!(x86_entries[0].src.display().to_string(), x86, "x86's entries get x86's program");
+        assert_eq!(for_arch(&both, Arch::Aarch64)[0].src.display().to_string(), arm);
+        // Two of one architecture at one place stay refused.
+        let again = parse_all(&[format!("{x86}:{dest}"), format!("{x86}:{dest}")]).unwrap_err();
+        assert!(again.contains("already goes to") && again.contains("(x86_64)"), "{again}");
+        // A plan's program for both architectures' kernels: each must have its own.
+        let plan =
+            Plan::from_json(r#"{"name":"mine","workloads":[{"name":"command","params":{"program":"loadgen"}}]}"#)
+                .unwrap();
+        let arches = [Arch::X86_64, Arch::Aarch64];
+        assert_eq!(check_plan(&plan, &both, &arches), Ok(()));
+        let x86_only = parse_all(&[format!("{x86}:{dest}")]).unwrap();
+        let e = check_plan(&plan, &x86_only, &arches).unwrap_err();
+        assert!(e.contains("gives it to x86_64's entries only") && e.contains("built for aarch64"), "{e}");
+        assert_eq!(check_plan(&plan, &x86_only, &[Arch::X86_64]), Ok(()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_plan_naming_a_program_no_include_provides_is_refused() {
         let plan = Plan::from_json(
@@ -242,10 +358,10 @@ mod tests {
         let fio = Plan::from_json(r#"{"name":"f","workloads":[{"name":"fio","params":{"job_file":"/etc/seed.fio"}}]}"#)
             .unwrap();
         assert!(check_plan(&fio, &[], &[Arch::X86_64]).unwrap_err().contains("add --fio"));
-        let fake_fio = Include { src: "/bin/ls".into(), dest: "/usr/local/bin/fio".into() };
+        let fake_fio = Include::new("/bin/ls".into(), "/usr/local/bin/fio".into()).unwrap();
         assert!(check_plan(&fio, &[fake_fio], &[Arch::X86_64]).unwrap_err().contains("dynamically linked"));
         assert!(err.contains("/usr/local/bin/loadgen") && err.contains("--include PATH/TO/loadgen"), "{err}");
-        let dynamic = Include { src: "/bin/ls".into(), dest: "/usr/local/bin/loadgen".into() };
+        let dynamic = Include::new("/bin/ls".into(), "/usr/local/bin/loadgen".into()).unwrap();
         assert!(check_plan(&plan, &[dynamic], &[Arch::X86_64]).unwrap_err().contains("dynamically linked"));
     }
 }

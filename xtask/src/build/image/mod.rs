@@ -188,9 +188,16 @@ fn stage_grub_efi(m: &menu::Menu, work: &Path, id: &str, stage: &Path) -> Result
 /// under boot/kN/; the manifest's facts of every entry that boots it.
 fn stage_kernels(b: &Build, stage: &Path) -> Result<Vec<manifest::Entry>> {
     let commons = common_archives(b)?;
-    let included = initramfs::included_archive(&b.includes, b.mtime)?;
-    if !included.is_empty() {
-        eprintln!("image: --include files: {} gzip", bootmark::size::human(included.len() as u64));
+    // The included files per architecture: a program goes to its own architecture's entries.
+    let mut includeds = BTreeMap::new();
+    for arch in b.kernels.iter().map(|k| k.arch) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = includeds.entry(arch) {
+            let archive = initramfs::included_archive(&include::for_arch(&b.includes, arch), b.mtime)?;
+            if !archive.is_empty() {
+                eprintln!("image: --include files for {arch}: {} gzip", bootmark::size::human(archive.len() as u64));
+            }
+            slot.insert(archive);
+        }
     }
     let mut entry_facts = Vec::new();
     for (i, k) in b.kernels.iter().enumerate() {
@@ -200,9 +207,10 @@ fn stage_kernels(b: &Build, stage: &Path) -> Result<Vec<manifest::Entry>> {
         fs::copy(&k.vmlinuz, dir.join("vmlinuz"))?;
         let (mods, count, whereabouts) = initramfs::modules_archive(k, b.mtime, &b.allow_missing)?;
         let (common, bin_sha) = &commons[&k.arch];
+        let included = &includeds[&k.arch];
         eprintln!("image: {kdir}: {} modules, {} gzip", count, bootmark::size::human(mods.len() as u64));
         let mut initrd = common.clone();
-        initrd.extend_from_slice(&included);
+        initrd.extend_from_slice(included);
         initrd.extend_from_slice(&mods);
         fs::write(dir.join("initrd.gz"), &initrd)?;
         let config_sha256 = k.config.as_ref().map(|c| fs::sha256_file(&c.path)).transpose()?;

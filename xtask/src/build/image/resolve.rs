@@ -110,9 +110,11 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Build> {
             return Err(format!("--fio and --include {} both go to {dest}: give one of them", i.src.display()));
         }
         for arch in &arches {
+            // One per architecture at one DEST: each entry gets its own.
             includes.push(super::include::Include {
                 src: super::static_fio::fio(*arch, args.install_deps)?,
                 dest: dest.clone(),
+                arch: Some(*arch),
             });
         }
     }
