@@ -7,6 +7,10 @@
 //! `check command`: seedwrite as a command workload, its built-in twin, a
 //! bad argument's error record, and a fio job, each record checked as the
 //! x86 boot's are.
+//!
+//! Then an image of both architectures' kernels with seedwrite for each at
+//! one DEST and `--fio`: each entry's initramfs must carry its own
+//! architecture's programs (an included archive per architecture).
 
 use super::command::{PLAN, check_fio_record, check_program_record};
 use super::support::{results, serial_documents, test_image};
@@ -21,7 +25,7 @@ use std::path::Path;
 /// The filesystems of the sequence's steps, each made by the image's arm64 mkfs.
 const FILESYSTEMS: [&str; 2] = ["ext4", "reiserfs"];
 
-pub fn test(base: &Path) -> Result<()> {
+pub fn test(package: &str, base: &Path) -> Result<()> {
     let started = std::time::Instant::now();
     let program = crate::build::program::build("seedwrite", Arch::Aarch64, crate::host::deps::can_install())?;
     let plan = base.join("arm64-programs.json");
@@ -78,5 +82,67 @@ pub fn test(base: &Path) -> Result<()> {
         said.join("; "),
         booted.elapsed.as_secs_f64()
     );
+    two_arch_programs(package, &program, base)
+}
+
+/// Where the two-architecture image puts seedwrite, for both architectures.
+const SEEDWRITE: &str = "/usr/local/bin/seedwrite";
+
+/// An image of `package` and Debian's arm64 kernel with seedwrite of each
+/// architecture at one DEST and `--fio`: every entry's initramfs holds its
+/// own architecture's seedwrite and fio.
+fn two_arch_programs(package: &str, arm64_program: &Path, base: &Path) -> Result<()> {
+    let started = std::time::Instant::now();
+    let x86_program = crate::build::program::build("seedwrite", Arch::X86_64, crate::host::deps::can_install())?;
+    let out = image::build(&image::Args {
+        includes: vec![
+            format!("{}:{SEEDWRITE}", x86_program.display()),
+            format!("{}:{SEEDWRITE}", arm64_program.display()),
+        ],
+        fio: true,
+        ..test_image(
+            vec![package.into(), super::arm64_image::ARM64_KERNEL.into()],
+            base.join("image-two-arch-programs"),
+            None,
+        )
+    })?;
+    let manifest = image::manifest::Manifest::read(&out)?;
+    let mut said = Vec::new();
+    for entry in &manifest.entries {
+        let arch = Arch::parse(&entry.arch)?;
+        let initrd = out.join("pxe/boot").join(&entry.label).join("initrd.gz");
+        let files = initrd_files(&initrd)?;
+        for program in [SEEDWRITE, crate::build::image::static_fio::IN_IMAGE] {
+            let bytes = files
+                .get(program.trim_start_matches('/'))
+                .ok_or_else(|| format!("{}: no {program}", initrd.display()))?;
+            image::include::check_program(&format!("{}'s {program}", entry.label), bytes, &[arch])?;
+        }
+        said.push(format!("{} ({arch})", entry.label));
+    }
+    println!(
+        "e2e: arm64 programs: an image of both architectures with seedwrite of each at {SEEDWRITE} and --fio: {} each carry their own architecture's seedwrite and fio ({:.1} s)",
+        said.join(" and "),
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
+}
+
+/// The files of an initramfs as the kernel unpacks it: its gzip'd cpio
+/// archives in order, a later one's file replacing an earlier one's.
+fn initrd_files(initrd: &Path) -> Result<std::collections::BTreeMap<String, Vec<u8>>> {
+    use std::io::Read;
+    let data = fs::read(initrd)?;
+    let mut rest: &[u8] = &data;
+    let mut files = std::collections::BTreeMap::new();
+    while !rest.is_empty() {
+        let mut member = flate2::bufread::GzDecoder::new(rest);
+        let mut cpio = Vec::new();
+        member.read_to_end(&mut cpio).map_err(|e| format!("{}: {e}", initrd.display()))?;
+        for entry in image::rpm::read_cpio(&cpio)? {
+            files.insert(entry.name.trim_start_matches("./").to_string(), entry.data.to_vec());
+        }
+        rest = member.into_inner();
+    }
+    Ok(files)
 }

@@ -318,7 +318,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 and run by Debian's arm64 kernel: a two-step sequence formatting the NVMe target ext4, then reiserfs",
         groups: &[E2e],
         lane: Beside,
-        run: |b| arm64_programs::test(&b.base),
+        run: |b| arm64_programs::test(b.package()?, &b.base),
     },
     Scenario {
         name: "failing-disk",
