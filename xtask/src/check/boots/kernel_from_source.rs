@@ -129,7 +129,29 @@ pub fn boot(built: Built) -> Result<()> {
         source["toolchain"]["gcc"].as_str().map(|v| format!("gcc {v}")).unwrap_or_default(),
         booted.elapsed.as_secs_f64()
     );
-    Ok(())
+    refused_under_secure_boot(&dir, &entry)
+}
+
+/// Our kernel is not signed: an image of it with `--secure-boot` is
+/// refused before anything is built, naming the file (for arm64 as for x86:
+/// shim checks the PE signature of both).
+fn refused_under_secure_boot(dir: &Path, entry: &image::manifest::Entry) -> Result<()> {
+    let arch = Arch::parse(&entry.arch)?;
+    let built = entry.origin["file"].as_str().ok_or("the manifest does not name the kernel's file")?;
+    let vmlinuz = std::path::PathBuf::from(built);
+    let args = image::Args {
+        kernels: vec![vmlinuz.clone()],
+        secure_boot: true,
+        ..test_image(Vec::new(), dir.join("image-secure-boot"), None)
+    };
+    match image::build(&args) {
+        Err(e) if e.contains(&format!("{} is not signed", vmlinuz.display())) => {
+            println!("e2e: kernel from source ({arch}): refused by image --secure-boot, as it is not signed");
+            Ok(())
+        }
+        Err(e) => Err(format!("image --secure-boot of our unsigned kernel: refused for another reason: {e}")),
+        Ok(_) => Err(format!("image --secure-boot took our unsigned kernel {}", vmlinuz.display())),
+    }
 }
 
 /// Build, then boot (`cargo xtask check kernel-from-source[-arm64]`).
