@@ -4,9 +4,6 @@
 //! binary and CPU model, Debian's kernel package, the oldest kernel the
 //! /init is meant for. One place decides them, instead of string
 //! comparisons wherever one of them is needed.
-//!
-//! aarch64 has everything but LAVA jobs, which refuse it through
-//! [`Arch::require_x86`].
 
 use crate::host::project::Result;
 
@@ -62,16 +59,6 @@ impl Arch {
         match self {
             Arch::X86_64 | Arch::I686 => "2.6.9",
             Arch::Aarch64 => "3.7",
-        }
-    }
-
-    /// Refuse `what` where it is x86 only so far.
-    pub fn require_x86(self, what: &str) -> Result<()> {
-        match self {
-            Arch::X86_64 | Arch::I686 => Ok(()),
-            Arch::Aarch64 => Err(format!(
-                "{what} for aarch64: not yet. arm64 has the static /init, its images (stick, ISO, pxe/, Secure Boot), their QEMU boots, the static C programs (mkfs, fio, your own), kernels built from source and LAVA qemu jobs; LAVA jobs for physical servers are x86 only so far"
-            )),
         }
     }
 
@@ -184,13 +171,11 @@ mod tests {
     }
 
     #[test]
-    fn aarch64_has_its_init_and_refuses_lava_by_name() {
+    fn aarch64_has_its_init_target_floor_and_machine() {
         assert_eq!(Arch::Aarch64.rust_target(), "aarch64-unknown-linux-musl");
         assert_eq!(Arch::Aarch64.oldest_kernel(), "3.7");
-        assert!(Arch::X86.iter().all(|a| a.require_x86("x").is_ok() && a.oldest_kernel() == "2.6.9"));
+        assert!(Arch::X86.iter().all(|a| a.oldest_kernel() == "2.6.9"));
         assert_eq!(Arch::Aarch64.qemu(), ("qemu-system-aarch64", "cortex-a72"));
-        let refused = Arch::Aarch64.require_x86("LAVA jobs").unwrap_err();
-        assert!(refused.starts_with("LAVA jobs for aarch64: not yet"), "{refused}");
     }
 
     #[test]

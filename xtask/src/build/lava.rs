@@ -4,10 +4,11 @@
 //! One job per boot entry and kind of device: LAVA's stock `qemu` device type
 //! (kernel, initramfs and a scratch disk as images; x86 entries on the PC,
 //! arm64 entries on the `virt` machine with a Cortex-A72 and an NVMe target)
-//! and physical x86 servers booting over the network (`deploy: to: tftp`,
-//! `boot: ipxe` or `grub`, no stick: results come from the serial console).
-//! Physical arm64 servers get no job yet: their LAVA device types differ per
-//! board, and none was at hand to try one. Results reach LAVA through a
+//! and physical servers booting over the network (`deploy: to: tftp`, no
+//! stick: results come from the serial console): x86 ones by `ipxe` or
+//! `grub`, arm64 ones by `grub` (UEFI's network boot starts GRUB; iPXE is
+//! x86 firmware's), of the device type `--arm64-device-type` names, which
+//! differs per board: without it arm64 entries get their qemu jobs only. Results reach LAVA through a
 //! `monitors` test action matching the lines /init prints for it
 //! (`bootmark::sink::lava`, docs/lava.md); the job log goes back to
 //! `bootmark collect`. Everything a job downloads is put under `--out`'s
@@ -44,6 +45,11 @@ pub struct Args {
     /// The LAVA device type of the physical servers.
     #[arg(long, default_value = "x86", value_name = "TYPE")]
     pub device_type: String,
+    /// The LAVA device type of physical arm64 servers: one that boots GRUB over the network
+    /// (LAVA's base-grub types, e.g. synquacer). Their jobs boot `grub`. Without it, arm64
+    /// entries get qemu jobs only.
+    #[arg(long, value_name = "TYPE")]
+    pub arm64_device_type: Option<String>,
     /// How the physical servers boot the kernel and initramfs fetched over TFTP.
     #[arg(long, default_value = "ipxe", value_parser = ["ipxe", "grub"])]
     pub boot: String,
@@ -131,18 +137,19 @@ pub fn write_jobs(args: &Args) -> Result<Vec<Job>> {
     };
     let mut jobs = Vec::new();
     let mut scratch: Option<(String, String)> = None;
-    // Physical arm64 servers get no job yet: said, and refused when that leaves nothing.
+    // Physical arm64 servers need their device type named: said, and refused when that leaves nothing.
     let arm64 = m.entries.iter().filter(|e| e.arch == Arch::Aarch64.name()).count();
-    if arm64 > 0 && args.devices != "qemu" {
+    if arm64 > 0 && args.devices != "qemu" && args.arm64_device_type.is_none() {
         let first = m.entries.iter().find(|e| e.arch == Arch::Aarch64.name()).unwrap();
-        let why = Arch::Aarch64
-            .require_x86(&format!("LAVA jobs for physical servers (entry {}, {})", first.label, first.kernel_release));
+        let why = format!(
+            "no physical-server jobs for the arm64 entries ({arm64} of {}, e.g. {}, {}): give --arm64-device-type TYPE, the LAVA device type of your arm64 servers (one that boots GRUB over the network, e.g. synquacer)",
+            m.entries.len(),
+            first.label,
+            first.kernel_release
+        );
         match (args.devices.as_str(), arm64 == m.entries.len()) {
-            ("x86", true) => return why.map(|_| Vec::new()),
-            _ => eprintln!(
-                "lava: no physical-server jobs for the arm64 entries ({arm64} of {}): not yet; their qemu jobs are written",
-                m.entries.len()
-            ),
+            ("x86", true) => return Err(why),
+            _ => eprintln!("lava: {why}; their qemu jobs are written"),
         }
     }
     for entry in &m.entries {
@@ -166,10 +173,15 @@ pub fn write_jobs(args: &Args) -> Result<Vec<Job>> {
             let job = qemu_job(args, &meta, &artifacts, (&url, &sha), &line, &timing);
             jobs.push(write_job(&out, &format!("qemu-{}", entry.label), &job, "qemu", entry, &case_ids)?);
         }
-        if args.devices != "qemu" && entry.arch != Arch::Aarch64.name() {
-            let job = x86_job(args, &meta, &artifacts, &line, &timing);
-            let name = format!("{}-{}", args.device_type, entry.label);
-            jobs.push(write_job(&out, &name, &job, &args.device_type, entry, &case_ids)?);
+        // A physical server of the entry's architecture: arm64's boot GRUB from UEFI's network boot.
+        let physical = match entry.arch == Arch::Aarch64.name() {
+            true => args.arm64_device_type.as_deref().map(|t| (t, "grub")),
+            false => Some((args.device_type.as_str(), args.boot.as_str())),
+        };
+        if let Some((device_type, boot)) = physical.filter(|_| args.devices != "qemu") {
+            let job = physical_job(device_type, boot, &meta, &artifacts, &line, &timing);
+            let name = format!("{device_type}-{}", entry.label);
+            jobs.push(write_job(&out, &name, &job, device_type, entry, &case_ids)?);
         }
     }
     Ok(jobs)
@@ -429,7 +441,7 @@ fn qemu_job(args: &Args, meta: &Meta, a: &Artifacts, scratch: (&str, &str), line
 
 /// A physical server: kernel and initramfs over TFTP, booted by iPXE or
 /// GRUB with the entry's command line.
-fn x86_job(args: &Args, meta: &Meta, a: &Artifacts, line: &str, t: &Timing) -> Yaml {
+fn physical_job(device_type: &str, boot: &str, meta: &Meta, a: &Artifacts, line: &str, t: &Timing) -> Yaml {
     // The device dictionary's boot commands add `console=DEVICE,BAUD`: the
     // device is ours, the speed the dictionary's (LAVA reads the port at it).
     let console = line.split_whitespace().filter_map(|w| w.strip_prefix("console=")).next_back();
@@ -456,12 +468,12 @@ fn x86_job(args: &Args, meta: &Meta, a: &Artifacts, line: &str, t: &Timing) -> Y
     let boot = Yaml::map(vec![(
         "boot",
         Yaml::map(vec![
-            ("method", Yaml::str(&args.boot)),
+            ("method", Yaml::str(boot)),
             ("commands", Yaml::str("ramdisk")),
             ("timeout", seconds(t.silence_s)),
         ]),
     )]);
-    let mut top = meta.header(&args.device_type, t);
+    let mut top = meta.header(device_type, t);
     top.push((
         "context",
         Yaml::map(vec![

@@ -141,6 +141,7 @@ pub fn test_arm64(base: &Path) -> Result<()> {
     let kernel = crate::check::boots::arm64_image::ARM64_KERNEL;
     let support = crate::check::boots::support::test_image(vec![kernel.into()], dir.join("image-arm64"), None);
     let out = image::build(&support)?;
+    let physical = arm64_physical_job(&out, &dir)?;
     let (job, log, cases) = run_qemu_job(out, "bootmark.device-wait=5", &templates, &dir, 1)?;
     check_all_pass(&job, &cases, &log)?;
     let collected = bootmark::collect::collect(std::slice::from_ref(&log));
@@ -155,12 +156,37 @@ pub fn test_arm64(base: &Path) -> Result<()> {
         ));
     }
     println!(
-        "e2e: LAVA: {kernel}'s entry as the arm64 qemu device (virt, Cortex-A72, NVMe): {} cases pass, {} aarch64 records in its log ({:.1} s with the image)",
+        "e2e: LAVA: {kernel}'s entry as the arm64 qemu device (virt, Cortex-A72, NVMe): {} cases pass, {} aarch64 records in its log ({:.1} s with the image); {physical}",
         job.case_ids.len() + 1,
         records.len(),
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// A physical arm64 server's job: refused without its device type, naming
+/// the flag; with one (LAVA's synquacer, a GRUB-booting arm64 type) a
+/// schema-valid job that boots `grub` from TFTP. No such server is here to run it.
+fn arm64_physical_job(image: &Path, dir: &Path) -> Result<String> {
+    let args = lava::Args {
+        image: image.to_path_buf(),
+        out: dir.join("physical"),
+        devices: "x86".into(),
+        ..lava::Args::default()
+    };
+    match lava::write_jobs(&args) {
+        Err(e) if e.contains("--arm64-device-type") => {}
+        other => return Err(format!("physical jobs for arm64 entries without their device type: {other:?}")),
+    }
+    let args = lava::Args { arm64_device_type: Some("synquacer".into()), ..args };
+    let jobs = lava::write_jobs(&args)?;
+    let [job] = &jobs[..] else { return Err(format!("{} physical jobs for one arm64 entry", jobs.len())) };
+    check_schema(&job.path)?;
+    let text = fs::read_to_string(&job.path)?;
+    if job.device_type != "synquacer" || !text.contains("method: \"grub\"") || !text.contains("ttyAMA0") {
+        return Err(format!("{}: not a synquacer job booting grub on ttyAMA0", job.path.display()));
+    }
+    Ok("a physical arm64 server's job (synquacer, boot grub) schema-valid, refused without --arm64-device-type".into())
 }
 
 /// The qemu job of `image`'s first entry, with `append` on its command
