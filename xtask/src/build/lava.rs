@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long, value_name = "URL")]
     pub url_base: Option<String>,
     /// Which jobs: `qemu` (LAVA's stock qemu device type), `x86` (physical servers that boot
-    /// over the network), or `both`.
+    /// over the network: x86 entries', and arm64 entries' with --arm64-device-type), or `both`.
     #[arg(long, default_value = "both", value_parser = ["qemu", "x86", "both"])]
     pub devices: String,
     /// The LAVA device type of the physical servers.
