@@ -299,26 +299,13 @@ mod tests {
 
     /// An x86_64 bzImage header with a version string (protocol 2.15, 64-bit).
     fn bzimage(release: &str) -> Vec<u8> {
-        let mut d = vec![0u8; 0x1000];
-        d[0x1fe..0x200].copy_from_slice(&[0x55, 0xaa]);
-        d[0x202..0x206].copy_from_slice(b"HdrS");
-        (d[0x206], d[0x207], d[0x211], d[0x236]) = (15, 2, 1, 1);
-        d[0x20e..0x210].copy_from_slice(&0x200u16.to_le_bytes());
-        let version = format!("{release} (builder) #1 SMP\0");
-        d[0x400..0x400 + version.len()].copy_from_slice(version.as_bytes());
-        d
+        kernel::bzimage::tests::header((2, 15), 1, &format!("{release} (builder) #1 SMP"))
     }
 
     /// An arm64 Image with the EFI stub, gzip'd as RPM distributions ship `vmlinuz`.
     fn arm64_image_gz(release: &str) -> Vec<u8> {
-        let mut d = vec![0u8; 0x1000];
-        d[..2].copy_from_slice(b"MZ");
-        d[56..60].copy_from_slice(b"ARM\x64");
-        d[60..64].copy_from_slice(&0x40u32.to_le_bytes());
-        d[0x40..0x44].copy_from_slice(b"PE\0\0");
         let banner = format!("Linux version {release} (mockbuild@) #1 SMP\n");
-        d[0x800..0x800 + banner.len()].copy_from_slice(banner.as_bytes());
-        rpm_fixture::gzip(&d)
+        rpm_fixture::gzip(&kernel::arm64_image::tests::image(0b1010, 0x2c0_0000, &banner))
     }
 
     #[test]

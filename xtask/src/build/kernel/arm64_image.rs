@@ -86,11 +86,13 @@ fn banner_in(data: &[u8]) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
 
-    /// A header as Debian 6.1's arm64 build writes it: EFI stub, 4K pages.
-    fn image(flags: u64, image_size: u64, banner: &str) -> Vec<u8> {
+    /// An Image with its header as Debian 6.1's arm64 build writes it (EFI
+    /// stub, `flags` 0b1010: 4K pages) and `banner` at 0x800: what the
+    /// tests of the image builder use as an arm64 kernel too.
+    pub fn image(flags: u64, image_size: u64, banner: &str) -> Vec<u8> {
         let mut d = vec![0u8; 0x1000];
         d[..2].copy_from_slice(b"MZ");
         d[16..24].copy_from_slice(&image_size.to_le_bytes());

@@ -47,10 +47,12 @@ pub fn release_of(version: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
 
-    fn header(protocol: (u8, u8), xload: u8, version: &str) -> Vec<u8> {
+    /// A bzImage header of boot `protocol`, `xload` (1: 64-bit) and
+    /// `version` string: what the tests of the image builder use as an x86 kernel too.
+    pub fn header(protocol: (u8, u8), xload: u8, version: &str) -> Vec<u8> {
         let mut d = vec![0u8; 0x1000];
         d[0x1fe] = 0x55;
         d[0x1ff] = 0xaa;

@@ -50,13 +50,8 @@ mod tests {
 
     #[test]
     fn both_architectures_kernels_are_read_and_anything_else_refused() {
-        let mut arm64 = vec![0u8; 0x1000];
-        arm64[..2].copy_from_slice(b"MZ");
-        arm64[56..60].copy_from_slice(b"ARM\x64");
-        arm64[60..64].copy_from_slice(&0x40u32.to_le_bytes());
-        arm64[0x40..0x44].copy_from_slice(b"PE\0\0");
-        let banner = b"Linux version 6.1.0-57-arm64 (debian-kernel@lists.debian.org) #1 SMP Debian 6.1.192-3\n";
-        arm64[0x800..0x800 + banner.len()].copy_from_slice(banner);
+        let banner = "Linux version 6.1.0-57-arm64 (debian-kernel@lists.debian.org) #1 SMP Debian 6.1.192-3\n";
+        let mut arm64 = arm64_image::tests::image(0, 0, banner);
         let k = read(&arm64, "vmlinuz-6.1.0-57-arm64").unwrap();
         assert_eq!((k.release.as_str(), k.arch, k.protocol), ("6.1.0-57-arm64", Some(Arch::Aarch64), None));
         assert!(k.version.ends_with("Debian 6.1.192-3"), "{}", k.version);
