@@ -40,18 +40,12 @@ pub fn unwrap(data: &[u8], name: &str) -> Result<Option<Unwrapped>> {
     if data.starts_with(b"MZ") && data.get(4..8) == Some(ZBOOT_TYPE) {
         return zboot(data, name).map(Some);
     }
-    let compressed = [&[0x1f, 0x8b][..], &[0xfd, b'7', b'z', b'X', b'Z', 0], &[0x28, 0xb5, 0x2f, 0xfd], b"BZh"];
-    if !compressed.iter().any(|m| data.starts_with(m)) {
+    // lzma's weak magic is left out: a file that merely starts like it is no compressed Image.
+    let Some(format) = compressed::Format::of(data).filter(|f| *f != compressed::Format::Lzma) else {
         return Ok(None);
-    }
-    let inner = compressed::decompress(data, name)?;
-    let from = match data[0] {
-        0x1f => "gzip",
-        0xfd => "xz",
-        0x28 => "zstd",
-        _ => "bzip2",
     };
-    Ok(is_image(&inner).then(|| Unwrapped { image: inner, from: from.into() }))
+    let inner = compressed::decompress(data, name)?;
+    Ok(is_image(&inner).then(|| Unwrapped { image: inner, from: format.name().into() }))
 }
 
 /// An EFI zboot file's payload, decompressed; it must be an arm64 Image.
@@ -92,18 +86,13 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    /// An Image header with the EFI stub and a banner.
+    /// An Image with the EFI stub and a banner.
     fn image() -> Vec<u8> {
-        let mut d = vec![0u8; 0x1000];
-        d[..2].copy_from_slice(b"MZ");
-        d[16..24].copy_from_slice(&0x2c0_0000u64.to_le_bytes());
-        d[24..32].copy_from_slice(&0b1010u64.to_le_bytes());
-        d[56..60].copy_from_slice(b"ARM\x64");
-        d[60..64].copy_from_slice(&0x40u32.to_le_bytes());
-        d[0x40..0x44].copy_from_slice(b"PE\0\0");
-        let banner = b"Linux version 6.1.192-bootmark (bootmark@kernel-configs) #1 SMP\0";
-        d[0x800..0x800 + banner.len()].copy_from_slice(banner);
-        d
+        arm64_image::tests::image(
+            0b1010,
+            0x2c0_0000,
+            "Linux version 6.1.192-bootmark (bootmark@kernel-configs) #1 SMP\0",
+        )
     }
 
     fn gzip(data: &[u8]) -> Vec<u8> {

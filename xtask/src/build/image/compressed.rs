@@ -18,29 +18,75 @@ use std::path::Path;
 /// The suffixes of compressed modules, as kmod names them.
 const MODULE_SUFFIXES: [&str; 3] = [".ko.gz", ".ko.xz", ".ko.zst"];
 
+/// A compression bootmark reads, known by its magic bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Gzip,
+    Xz,
+    Zstd,
+    Bzip2,
+    /// Legacy .lzma: its "magic" is only the usual properties byte and
+    /// dictionary size, so it says little about unknown data.
+    Lzma,
+}
+
+impl Format {
+    /// The format `data` starts with, if any.
+    pub fn of(data: &[u8]) -> Option<Format> {
+        const MAGIC: [(&[u8], Format); 5] = [
+            (&[0x1f, 0x8b], Format::Gzip),
+            (&[0xfd, b'7', b'z', b'X', b'Z', 0], Format::Xz),
+            (&[0x28, 0xb5, 0x2f, 0xfd], Format::Zstd),
+            (b"BZh", Format::Bzip2),
+            (&[0x5d, 0, 0], Format::Lzma),
+        ];
+        MAGIC.iter().find(|(m, _)| data.starts_with(m)).map(|(_, f)| *f)
+    }
+
+    /// Its tool's name: "gzip", "xz", …
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Gzip => "gzip",
+            Format::Xz => "xz",
+            Format::Zstd => "zstd",
+            Format::Bzip2 => "bzip2",
+            Format::Lzma => "lzma",
+        }
+    }
+}
+
 /// `data` decompressed, its format found by its magic bytes (`what` names
 /// it in errors). Uncompressed cpio passes through.
 pub fn decompress(data: &[u8], what: &str) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     let err = |e: std::io::Error| format!("{what}: cannot decompress: {e}");
-    if data.starts_with(&[0x1f, 0x8b]) {
-        flate2::read::MultiGzDecoder::new(data).read_to_end(&mut out).map_err(err)?;
-    } else if data.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+    match Format::of(data) {
+        Some(Format::Gzip) => {
+            flate2::read::MultiGzDecoder::new(data).read_to_end(&mut out).map_err(err)?;
+        }
         // Concatenated streams are valid xz (pixz, parallel xz).
-        lzma_rust2::XzReader::new(data, true).read_to_end(&mut out).map_err(err)?;
-    } else if data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        ruzstd::decoding::StreamingDecoder::new(data)
-            .map_err(|e| format!("{what}: cannot decompress: {e}"))?
-            .read_to_end(&mut out)
-            .map_err(err)?;
-    } else if data.starts_with(b"BZh") {
-        bzip2_rs::DecoderReader::new(data).read_to_end(&mut out).map_err(err)?;
-    } else if data.starts_with(&[0x5d, 0, 0]) {
-        lzma_rust2::LzmaReader::new_mem_limit(data, u32::MAX, None).map_err(err)?.read_to_end(&mut out).map_err(err)?;
-    } else if data.starts_with(b"0707") {
-        out = data.to_vec();
-    } else {
-        return Err(format!("{what}: unknown compression (first bytes {:02x?})", &data[..data.len().min(6)]));
+        Some(Format::Xz) => {
+            lzma_rust2::XzReader::new(data, true).read_to_end(&mut out).map_err(err)?;
+        }
+        Some(Format::Zstd) => {
+            ruzstd::decoding::StreamingDecoder::new(data)
+                .map_err(|e| format!("{what}: cannot decompress: {e}"))?
+                .read_to_end(&mut out)
+                .map_err(err)?;
+        }
+        Some(Format::Bzip2) => {
+            bzip2_rs::DecoderReader::new(data).read_to_end(&mut out).map_err(err)?;
+        }
+        Some(Format::Lzma) => {
+            lzma_rust2::LzmaReader::new_mem_limit(data, u32::MAX, None)
+                .map_err(err)?
+                .read_to_end(&mut out)
+                .map_err(err)?;
+        }
+        None if data.starts_with(b"0707") => out = data.to_vec(),
+        None => {
+            return Err(format!("{what}: unknown compression (first bytes {:02x?})", &data[..data.len().min(6)]));
+        }
     }
     Ok(out)
 }
