@@ -417,6 +417,7 @@ fn git_titles(state: &State) -> ImageEntries {
             label: c.clone(),
             title: t.clone(),
             cmdline: String::new(),
+            cmdline_room: None,
         })
         .collect();
     ImageEntries { entries, plan_definition: None, iso_menus: None }

@@ -44,11 +44,33 @@ pub struct ImageEntries {
     pub iso_menus: Option<crate::bootmenu::IsoMenus>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 pub struct ImageEntry {
     pub label: String,
     pub title: String,
     pub cmdline: String,
+    /// The bytes `cmdline` may grow to and still reach its kernel whole
+    /// (images built before it was recorded lack it).
+    #[serde(default)]
+    pub cmdline_room: Option<usize>,
+}
+
+impl ImageEntry {
+    /// Refuse settings (`bootmark.set=SET`) that would push the entry's
+    /// command line past what its kernel keeps: the kernel would cut the
+    /// line silently and the boot would run under other settings.
+    pub fn check_set_fits(&self, set: &str) -> Result<(), String> {
+        let words = format!(" bootmark.set={set}");
+        match self.cmdline_room {
+            Some(room) if self.cmdline.len() + words.len() > room => Err(format!(
+                "entry {}: bootmark.set={set} makes its command line {} bytes, and its kernel keeps {room} of \
+                 them (the image's manifest, cmdline_room): give fewer settings",
+                self.label,
+                self.cmdline.len() + words.len()
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl ImageEntries {
@@ -212,5 +234,27 @@ fn hours_minutes(seconds: u64) -> String {
     match (minutes / 60, minutes % 60) {
         (0, m) => format!("{m}m"),
         (h, m) => format!("{h}h{m:02}m"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A boot's settings go on its entry's line only as far as its kernel keeps it.
+    #[test]
+    fn settings_that_would_overflow_the_kernels_line_are_refused() {
+        let entry = |room| ImageEntry {
+            label: "k0".into(),
+            title: "2.6.10".into(),
+            cmdline: "console=ttyS0,115200 bootmark.plan=quick bootmark.entry=k0 panic=30".into(),
+            cmdline_room: room,
+        };
+        let set = "bad-settings:vm.dirty_ratio=40,vm.dirty_background_ratio=10";
+        let line = entry(None).cmdline.len() + " bootmark.set=".len() + set.len();
+        assert!(entry(Some(line)).check_set_fits(set).is_ok(), "exactly full");
+        let e = entry(Some(line - 1)).check_set_fits(set).unwrap_err();
+        assert!(e.contains(&format!("{line} bytes, and its kernel keeps {}", line - 1)), "{e}");
+        assert!(entry(None).check_set_fits(set).is_ok(), "an image from before the room was recorded");
     }
 }

@@ -145,6 +145,8 @@ fn run_server(servers: &Servers, i: usize, state: &std::sync::Mutex<State>, dir:
 /// `bootmark bisect` boot through this.
 pub struct Servers<'a> {
     prepared: Vec<Prepared<'a>>,
+    /// The image's entries: a boot's settings are checked against its line's room.
+    entries: Vec<super::ImageEntry>,
     /// Where each boot's log and records go, under the server's name.
     dir: std::path::PathBuf,
 }
@@ -163,7 +165,7 @@ impl<'a> Servers<'a> {
         which: &[usize],
     ) -> Result<Servers<'a>, String> {
         let prepared = which.iter().map(|&i| prepare(&lab.servers[i], lab, image, dir)).collect::<Result<_, _>>()?;
-        Ok(Servers { prepared, dir: dir.to_path_buf() })
+        Ok(Servers { prepared, entries: image.entries.clone(), dir: dir.to_path_buf() })
     }
 
     pub fn len(&self) -> usize {
@@ -189,6 +191,9 @@ impl<'a> Servers<'a> {
         id: &str,
         deadline_s: u64,
     ) -> Result<Option<Outcome>, String> {
+        if let (Some(set), Some(e)) = (set, self.entries.iter().find(|e| e.label == entry)) {
+            e.check_set_fits(set)?;
+        }
         run_step(&self.prepared[i], (entry, set), id, deadline_s, &self.dir)
     }
 

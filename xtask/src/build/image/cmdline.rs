@@ -7,9 +7,12 @@ use crate::build::arch::Arch;
 use crate::host::project::Result;
 use bootmark::plan::Plan;
 
-/// The command line every entry of an `arch` kernel boots with (before its
-/// `bootmark.entry=`): the console is `--serial` on x86, `--serial-arm64`
-/// on arm64 (a PL011, ttyAMA0, on most arm64 servers and QEMU's virt).
+/// The words every entry of an `arch` kernel boots with, before its
+/// entry's own: the console, then bootmark's. A kernel that cuts its
+/// command line keeps the first bytes, so these come first (the image
+/// never gives a kernel more than it keeps: [`fit`]). The console is
+/// `--serial` on x86, `--serial-arm64` on arm64 (a PL011, ttyAMA0, on most
+/// arm64 servers and QEMU's virt).
 pub(crate) fn cmdline(args: &Args, plan: &str, arch: Arch) -> Result<String> {
     if !args.sequence_fs.is_empty() && (args.target.is_none() || args.format_confirm != args.target) {
         return Err(
@@ -18,10 +21,7 @@ pub(crate) fn cmdline(args: &Args, plan: &str, arch: Arch) -> Result<String> {
     }
     let serial = if arch == Arch::Aarch64 { &args.serial_arm64 } else { &args.serial };
     let (dev, baud) = serial.split_once(',').unwrap_or((serial, "115200"));
-    // The tracepoints /init reads, switched on before the other CPUs start
-    // (switching them at run time patches kernel text on every CPU).
-    let events = bootmark::measure::tracing::boot_parameters();
-    let mut c = format!("console={dev},{baud} panic=30 {events} bootmark.console={dev} bootmark.plan={plan}");
+    let mut c = format!("console={dev},{baud} bootmark.console={dev} bootmark.plan={plan}");
     if let Some(t) = &args.target {
         bootmark::contract::cmdline::DiskSpec::parse(t).map_err(|e| format!("--target: {e}"))?;
         c += &format!(" bootmark.target={t}");
@@ -29,13 +29,78 @@ pub(crate) fn cmdline(args: &Args, plan: &str, arch: Arch) -> Result<String> {
     if let (Some(fs), Some(confirm)) = (args.sequence_fs.first(), &args.format_confirm) {
         c += &format!(" bootmark.format={fs} bootmark.format-confirm={confirm}");
     }
-    if !args.append.is_empty() {
-        c += " ";
-        c += &args.append;
-    }
     bootmark::contract::cmdline::parse(&c)
         .map_err(|e| format!("the kernel command line would be refused at boot: {e}"))?;
     Ok(c)
+}
+
+/// The first kernel bootmark gives the tracepoints' words (`trace_event=`):
+/// the boot option appeared around 2.6.31–2.6.32 (not pinned to a release
+/// here), so 2.6.32, the later. Older kernels could only print the words as
+/// unknown, and they cost a 2.6 kernel's 255 bytes; /init says in each
+/// record that the events were not there.
+pub(crate) const TRACE_EVENT_SINCE: (u32, u32, u32) = (2, 6, 32);
+
+/// One entry's command line, fitted to its kernel.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Fitted {
+    pub line: String,
+    /// The bytes the entry's own line may take: the kernel's limit less
+    /// what the longest of its bootloaders adds (`menu::as_booted`).
+    pub room: usize,
+    /// Why the tracepoints' words were left out, when they were.
+    pub without_events: Option<String>,
+}
+
+/// What [`fit`] needs to know of a kernel.
+pub(crate) struct Limits<'a> {
+    pub release: &'a str,
+    pub arch: Arch,
+    /// The longest command line it keeps (its boot header's).
+    pub cmdline_max: usize,
+}
+
+/// Entry `label`'s command line (`own`: bootmark's words, the variant's,
+/// `bootmark.entry=`, the user's `--append`, `panic=30`) as the kernel of
+/// `limits` in boot/`dir` will keep it whole: refused, naming every figure,
+/// when it does not fit; the tracepoints' words (`trace_event=`) added last,
+/// only where the kernel has that option and they fit too, else left out
+/// and said why.
+pub(crate) fn fit(own: &str, label: &str, dir: &str, limits: &Limits) -> Result<Fitted> {
+    let added = super::menu::loader_words_len(dir, limits.arch);
+    let room = limits.cmdline_max.saturating_sub(added);
+    if own.len() > room {
+        let old = if limits.cmdline_max <= 255 { "; a boot protocol before 2.06 (Linux 2.6.22) means 255" } else { "" };
+        return Err(format!(
+            "entry {label} (Linux {}): its command line is {} bytes and its bootloaders add up to {added} \
+             (BOOT_IMAGE=, initrd=), but the kernel keeps only {} bytes (its boot header's limit{old}) and \
+             would cut the rest silently: shorten --target (a shorter LABEL=), --append or the plan's name \
+             by {} bytes.\n  the line: {own}",
+            limits.release,
+            own.len(),
+            limits.cmdline_max,
+            own.len() - room
+        ));
+    }
+    let version = crate::build::kernel_src::line::version_triple(limits.release);
+    let events = bootmark::measure::tracing::boot_parameters();
+    let without_events = if version != (0, 0, 0) && version < TRACE_EVENT_SINCE {
+        let (a, b, c) = TRACE_EVENT_SINCE;
+        Some(format!("Linux {} is older than {a}.{b}.{c}, the first given trace_event=", limits.release))
+    } else if own.len() + 1 + events.len() > room {
+        Some(format!(
+            "the tracepoints' {} bytes would not fit the {} the kernel keeps",
+            events.len() + 1,
+            limits.cmdline_max
+        ))
+    } else {
+        None
+    };
+    let line = match &without_events {
+        None => format!("{own} {events}"),
+        Some(_) => own.to_string(),
+    };
+    Ok(Fitted { line, room, without_events })
 }
 
 /// `ttyS1,57600` → (1, 57600), for syslinux's SERIAL and GRUB's serial unit.
@@ -140,6 +205,43 @@ mod tests {
             [(String::new(), String::new(), String::new())]
         );
         assert!(resolve_plan("no-such-plan").err().unwrap().contains("image/plans/no-such-plan.json"));
+    }
+
+    /// What the demo's entries carry, on a 2.6.10 kernel (255 bytes, as its
+    /// protocol 2.03 header says) and on Debian 12's (2047): every word of
+    /// bootmark's on both, the tracepoints on the new one only.
+    #[test]
+    fn each_kernel_gets_a_line_it_keeps_whole() {
+        let own = "console=ttyS0,115200 bootmark.console=ttyS0 bootmark.plan=generations \
+                   bootmark.target=LABEL=SCRATCH bootmark.entry=k0 bootmark.repeat=3 panic=30";
+        let old = Limits { release: "2.6.10-5-amd64-generic", arch: Arch::X86_64, cmdline_max: 255 };
+        let fitted = fit(own, "k0", "k0", &old).unwrap();
+        assert_eq!(fitted.line, own, "no tracepoints for 2.6.10");
+        assert!(fitted.without_events.as_deref().unwrap().contains("older than 2.6.32, the first given trace_event="));
+        for (loader, line) in crate::build::image::menu::as_booted("k0", Arch::X86_64, &fitted.line) {
+            assert!(line.len() <= 255, "{loader} hands 2.6.10 {} bytes: {line}", line.len());
+        }
+        assert_eq!(fitted.room, 255 - "BOOT_IMAGE=/boot/k0/vmlinuz  initrd=/boot/k0/initrd.gz".len());
+        let new = Limits { release: "6.1.0-50-amd64", arch: Arch::X86_64, cmdline_max: 2046 };
+        let fitted = fit(own, "k0", "k0", &new).unwrap();
+        assert_eq!(fitted.line, format!("{own} {}", bootmark::measure::tracing::boot_parameters()));
+        assert_eq!(fitted.without_events, None);
+        // A kernel of unknown release gets the events only where they fit.
+        let unknown = Limits { release: "custom", arch: Arch::X86_64, cmdline_max: 254 };
+        let fitted = fit(own, "k0", "k0", &unknown).unwrap();
+        assert!(fitted.without_events.unwrap().contains("would not fit the 254"), "unknown release, no room");
+    }
+
+    /// A line the kernel would cut is refused with its figures and what to shorten.
+    #[test]
+    fn a_line_a_kernel_would_cut_is_refused() {
+        let old = Limits { release: "2.6.9-42.ELsmp", arch: Arch::I686, cmdline_max: 255 };
+        let own = format!("console=ttyS1,115200 bootmark.console=ttyS1 bootmark.plan=seed {}", "x=1 ".repeat(50));
+        let e = fit(own.trim(), "k3", "k3", &old).unwrap_err();
+        assert!(e.starts_with("entry k3 (Linux 2.6.9-42.ELsmp): its command line is 262 bytes"), "{e}");
+        assert!(e.contains("the kernel keeps only 255 bytes") && e.contains("by 61 bytes"), "{e}");
+        let arm64 = Limits { release: "6.1.0-50-arm64", arch: Arch::Aarch64, cmdline_max: 2047 };
+        assert!(fit(own.trim(), "k3", "k3", &arm64).is_ok(), "arm64 keeps 2047 bytes");
     }
 
     /// A plan file from anywhere travels in the image under its own name,

@@ -46,6 +46,15 @@ pub struct Entry {
     pub label: String,
     pub title: String,
     pub cmdline: String,
+    /// The bytes `cmdline` may grow to and still reach the kernel whole:
+    /// its boot header's limit less what the bootloaders add. `bootmark
+    /// lab` checks a step's `bootmark.set=` against it. Images built
+    /// before it was recorded lack it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdline_room: Option<usize>,
+    /// Why the line has no `trace_event=` (a kernel before the option, or no room for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without_events: Option<String>,
     pub kernel_release: String,
     pub kernel_version: String,
     pub arch: String,

@@ -114,6 +114,33 @@ impl Menu<'_> {
     }
 }
 
+/// The command line each bootloader that lists an `arch` entry hands its
+/// kernel, for an entry whose files are in boot/`dir` and whose own line is
+/// `cmdline`: syslinux (stick, ISO) and pxelinux put `BOOT_IMAGE=` and the
+/// kernel's path before it and `initrd=` and the initramfs's path after it
+/// (as a 2.6.10 record showed: `BOOT_IMAGE=/boot/k0/vmlinuz … initrd=/boot/k0/initrd.gz`);
+/// GRUB puts `BOOT_IMAGE=` and the path as its `linux` line names it
+/// (`(tftp)/boot/…` over the network) before it. The kernel keeps this
+/// whole line, or cuts it at its limit.
+pub fn as_booted(dir: &str, arch: Arch, cmdline: &str) -> Vec<(&'static str, String)> {
+    let syslinux =
+        |root: &str| format!("BOOT_IMAGE={root}boot/{dir}/vmlinuz {cmdline} initrd={root}boot/{dir}/initrd.gz");
+    let grub = |root: &str| format!("BOOT_IMAGE={root}/boot/{dir}/vmlinuz {cmdline}");
+    let mut lines = Vec::new();
+    if arch != Arch::Aarch64 {
+        lines.push(("syslinux (stick, ISO)", syslinux("/")));
+        lines.push(("pxelinux", syslinux("")));
+    }
+    lines.push(("GRUB (stick, ISO)", grub("")));
+    lines.push(("GRUB (network)", grub("(tftp)")));
+    lines
+}
+
+/// The most any bootloader adds to an entry's own line of `arch` in boot/`dir`.
+pub fn loader_words_len(dir: &str, arch: Arch) -> usize {
+    as_booted(dir, arch, "").iter().map(|(_, line)| line.len()).max().unwrap_or(0)
+}
+
 /// The GRUB that boots `arch`'s kernels: x86_64's for i686 too (servers
 /// that boot UEFI are 64-bit).
 pub fn grub_platform_of(arch: Arch) -> Arch {

@@ -219,6 +219,8 @@ fn stage_kernels(b: &Build, stage: &Path) -> Result<Vec<manifest::Entry>> {
                 label: e.label.clone(),
                 title: e.title.clone(),
                 cmdline: e.cmdline.clone(),
+                cmdline_room: Some(e.cmdline_room),
+                without_events: e.without_events.clone(),
                 kernel_release: k.release.clone(),
                 kernel_version: k.version.clone(),
                 arch: k.arch.name().to_string(),
@@ -475,6 +477,62 @@ mod tests {
         let built = build(&allowed).unwrap();
         let m = manifest::Manifest::read(&built).unwrap();
         assert_eq!(m.entries[0].listed_modules.allowed_missing, ["vfat", "nls_cp437", "usb_storage"]);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// An image for the seed's kernels: a 2.6.10 bzImage (boot protocol
+    /// 2.03, so 255 bytes of command line) beside a 6.1 one, with a plan
+    /// that gives one variant an entry of its own and the demo's target
+    /// and `--append`. Every entry's line, as each bootloader hands it to
+    /// its kernel, fits that kernel; only 6.1's carry the tracepoints; the
+    /// menus carry the manifest's lines.
+    #[test]
+    fn every_entry_fits_its_kernels_command_line() {
+        use crate::build::kernel::bzimage::tests::header_with_cmdline;
+        let base = project_root().join(format!("target/imagetest-cmdline-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        let old = base.join("vmlinuz-2.6.10-5-amd64-generic");
+        std::fs::write(&old, header_with_cmdline((2, 3), 0, "2.6.10-5-amd64-generic (buildd@) #1 Tue Apr 5", 0))
+            .unwrap();
+        let new = base.join("vmlinuz-6.1.0-50-amd64");
+        std::fs::write(&new, header_with_cmdline((2, 15), 1, "6.1.0-50-amd64 (debian-kernel@) #1 SMP", 2047)).unwrap();
+        let args = Args {
+            kernels: vec![old, new],
+            arch: Some(crate::build::arch::Arch::X86_64),
+            out: base.join("out"),
+            plan: "sweep".into(),
+            target: Some("LABEL=SCRATCH".into()),
+            append: "bootmark.repeat=3".into(),
+            serial: "ttyS1,115200".into(),
+            bootmark_binary: Some(static_binary()),
+            ..Args::default()
+        };
+        let out = build(&args).unwrap();
+        let m = manifest::Manifest::read(&out).unwrap();
+        assert_eq!(m.entries.len(), 4, "two entries per kernel: the plan's and its boot variant's");
+        let syslinux = std::fs::read_to_string(out.join("pxe/pxelinux.cfg/default")).unwrap();
+        for e in &m.entries {
+            let limit = if e.kernel_release.starts_with("2.6.") { 255 } else { 2046 };
+            let arch = crate::build::arch::Arch::parse(&e.arch).unwrap();
+            for (loader, line) in
+                menu::as_booted(&resolve::kernel_dir(e.label[1..2].parse().unwrap()), arch, &e.cmdline)
+            {
+                assert!(
+                    line.len() <= limit,
+                    "{}: {loader} hands Linux {} {} bytes",
+                    e.label,
+                    e.kernel_release,
+                    line.len()
+                );
+            }
+            assert!(e.cmdline_room.is_some_and(|room| e.cmdline.len() <= room && room < limit), "{}", e.label);
+            let settings = bootmark::contract::cmdline::parse(&e.cmdline).unwrap();
+            assert_eq!((settings.plan.as_str(), settings.console.as_str()), ("sweep", "ttyS1"));
+            assert!(e.cmdline.contains("bootmark.target=LABEL=SCRATCH") && e.cmdline.contains("bootmark.repeat=3"));
+            assert_eq!(e.cmdline.contains("trace_event="), limit == 2046, "{}: {}", e.label, e.cmdline);
+            assert_eq!(e.without_events.is_some(), limit == 255);
+            assert!(syslinux.contains(&format!("APPEND {}\n", e.cmdline)), "{} not in the menu as built", e.label);
+        }
         std::fs::remove_dir_all(&base).unwrap();
     }
 

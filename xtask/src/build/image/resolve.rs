@@ -52,6 +52,11 @@ pub(crate) struct PlannedEntry {
     pub label: String,
     pub title: String,
     pub cmdline: String,
+    /// The bytes its own line may take (the kernel's limit less what the
+    /// bootloaders add): what a lab's `bootmark.set=` must fit in too.
+    pub cmdline_room: usize,
+    /// Why its line has no `trace_event=`, when it has none.
+    pub without_events: Option<String>,
 }
 
 impl Build {
@@ -86,15 +91,31 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Build> {
     let plan = cmdline::resolve_plan(&args.plan)?;
     let per_kernel = cmdline::entries_for_plan(&plan.plan)?;
     let mut entries = Vec::new();
+    let append = if args.append.is_empty() { String::new() } else { format!(" {}", args.append) };
     for (i, k) in kernels.iter().enumerate() {
         let line = cmdline::cmdline(args, &plan.name, k.arch)?;
+        let limits = cmdline::Limits { release: &k.release, arch: k.arch, cmdline_max: k.cmdline_max };
         for (suffix, variant, extra) in &per_kernel {
             let label = format!("{}{suffix}", kernel_dir(i));
-            let cmdline = format!("{line}{extra} bootmark.entry={label}");
-            bootmark::contract::cmdline::parse(&cmdline)
+            let own = format!("{line}{extra} bootmark.entry={label}{append} panic=30");
+            bootmark::contract::cmdline::parse(&own)
                 .map_err(|e| format!("entry {label}'s command line would be refused at boot: {e}"))?;
+            let fitted = cmdline::fit(&own, &label, &kernel_dir(i), &limits)?;
+            if let Some(why) = &fitted.without_events {
+                eprintln!(
+                    "image: {label} (Linux {}): no tracepoints on its command line ({why}): its records say the kernel's events were not there",
+                    k.release
+                );
+            }
             let title = format!("bootmark {} on Linux {} ({}){variant}", plan.name, k.release, k.arch);
-            entries.push(PlannedEntry { kernel: i, label, title, cmdline });
+            entries.push(PlannedEntry {
+                kernel: i,
+                label,
+                title,
+                cmdline: fitted.line,
+                cmdline_room: fitted.room,
+                without_events: fitted.without_events,
+            });
         }
     }
     if args.default >= entries.len() {

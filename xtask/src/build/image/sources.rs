@@ -21,6 +21,8 @@ pub(crate) struct Kernel {
     pub(crate) release: String,
     pub(crate) version: String,
     pub(crate) arch: Arch,
+    /// The longest command line it keeps (its header's; 255 for a 2.6 bzImage).
+    pub(crate) cmdline_max: usize,
     pub(crate) modules: Option<PathBuf>,
     /// Its build config, when one was given or found beside it.
     pub(crate) config: Option<config::KernelConfig>,
@@ -90,6 +92,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             release: k.release.clone(),
             version: read.version,
             arch: k.arch,
+            cmdline_max: read.cmdline_max,
             modules: Some(k.modules.clone()),
             config,
             origin: with_unwrapped(json!({"package": k.package, "package_version": k.version, "deb": deb.file_name().map(|n| n.to_string_lossy().into_owned()), "deb_sha256": crate::host::fs::sha256_file(&deb)?, "modules_decompressed": k.modules_decompressed, "suite": suite}), unwrapped),
@@ -116,6 +119,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
             release,
             version: read.version,
             arch,
+            cmdline_max: read.cmdline_max,
             modules: k.modules.clone(),
             config,
             origin: with_unwrapped(
@@ -240,6 +244,7 @@ fn from_file(
         release,
         version: read.version,
         arch,
+        cmdline_max: read.cmdline_max,
         modules,
         config,
         origin: with_unwrapped(file, unwrapped),
@@ -275,6 +280,7 @@ mod tests {
             release: "6.1.0-57".into(),
             version: "6.1.0-57 #1".into(),
             arch,
+            cmdline_max: 2047,
             modules: None,
             config: None,
             origin,

@@ -21,7 +21,13 @@ pub struct KernelFile {
     pub arch: Option<Arch>,
     /// The x86 boot protocol (major, minor); None for arm64.
     pub protocol: Option<(u8, u8)>,
+    /// The longest command line it keeps, without the NUL (it cuts the rest).
+    pub cmdline_max: usize,
 }
+
+/// arm64's COMMAND_LINE_SIZE is 2048 with the NUL (mainline, from its
+/// first kernel on); the EFI stub cuts a longer line there.
+pub const ARM64_CMDLINE_MAX: usize = 2047;
 
 /// Read a kernel file: an x86 bzImage, or an arm64 Image (with the EFI
 /// stub: UEFI servers start nothing else). Anything else is refused with
@@ -30,7 +36,8 @@ pub fn read(data: &[u8], name: &str) -> Result<KernelFile> {
     let not_bzimage = match bzimage::parse_bzimage(data, name) {
         Ok(bz) => {
             let release = bzimage::release_of(&bz.version);
-            return Ok(KernelFile { version: bz.version, release, arch: bz.arch, protocol: Some(bz.protocol) });
+            let (arch, protocol, cmdline_max) = (bz.arch, Some(bz.protocol), bz.cmdline_max);
+            return Ok(KernelFile { version: bz.version, release, arch, protocol, cmdline_max });
         }
         Err(e) => e,
     };
@@ -41,7 +48,7 @@ pub fn read(data: &[u8], name: &str) -> Result<KernelFile> {
     if !arm64.efi_stub {
         return Err(format!("{name} is an arm64 kernel ({}): UEFI cannot start it", arm64.describe()));
     }
-    Ok(KernelFile { version, release, arch: Some(Arch::Aarch64), protocol: None })
+    Ok(KernelFile { version, release, arch: Some(Arch::Aarch64), protocol: None, cmdline_max: ARM64_CMDLINE_MAX })
 }
 
 #[cfg(test)]

@@ -78,6 +78,7 @@ fn debian_kernel(dir: &Path) -> Result<Kernel> {
         release: k.release,
         version: got.version,
         arch: Arch::Aarch64,
+        cmdline_max: crate::build::kernel::ARM64_CMDLINE_MAX,
         modules: Some(k.modules),
         config,
         origin: serde_json::json!({ "package": got.package }),
