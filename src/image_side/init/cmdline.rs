@@ -349,6 +349,29 @@ pub fn from_bytes(raw: &[u8]) -> Result<String, String> {
     }
 }
 
+/// The most a kernel whose boot protocol predates 2.06 (every 2.6 before
+/// 2.6.22) keeps of its command line, and what syslinux hands one whose
+/// header says 255: a line of this length may have been cut, silently.
+const CUT_AT: [usize; 2] = [254, 255];
+
+/// Why `cmdline` looks cut by the kernel: exactly an old kernel's limit
+/// long, and ending in a bootmark word whose value may be missing its end
+/// (`bootmark.target=LABEL=SCRATCH` kept as `bootmark.target=LAB`, which
+/// could even name another disk). Images from `cargo xtask image` fit
+/// each kernel's limit; a line made by hand, or an older image, may not.
+pub fn cut_by_the_kernel(cmdline: &str) -> Option<String> {
+    let line = cmdline.trim_end();
+    let last = line.split_whitespace().last()?;
+    (CUT_AT.contains(&line.len()) && last.starts_with("bootmark.")).then(|| {
+        format!(
+            "the kernel command line is {} bytes, the most an old kernel keeps (255: a boot protocol before 2.06, \
+             every 2.6 kernel before 2.6.22), and ends in '{last}': it was probably cut there. Nothing was run. \
+             Build the image with this bootmark (it fits each entry to its kernel), or shorten the line",
+            line.len()
+        )
+    })
+}
+
 /// The console named on a command line that may be invalid elsewhere, so an
 /// error about the rest still reaches the serial port the user watches.
 pub fn console_hint(cmdline: &str) -> Option<String> {
@@ -466,6 +489,29 @@ mod tests {
         assert!(err("bootmark.device-wait=1e12").contains("0.1 to 3600"));
         assert_eq!(parse("bootmark.timeout=604800").unwrap().timeout_s, 604_800.0);
         assert_eq!(parse("bootmark.plan=my-plan_2.v1").unwrap().plan, "my-plan_2.v1");
+    }
+
+    /// A line an old kernel cut in the target's label, as a 2.6.10 cut a
+    /// 316-byte one (seen on a real boot: `LAB`, refused as not a disk).
+    /// Cut a little further it still parses, naming another label. A whole
+    /// line of any length, or one that ends in another word, is not suspected.
+    #[test]
+    fn a_line_cut_at_an_old_kernels_limit_is_caught() {
+        let head =
+            "BOOT_IMAGE=/boot/k0/vmlinuz console=ttyS0,115200 panic=30 trace_event=writeback:balance_dirty_pages";
+        let tail = "bootmark.console=ttyS0 bootmark.plan=generations bootmark.target=LABEL=SCRATCH bootmark.entry=k0";
+        let filler = "x".repeat(255 - head.len() - 2 - tail.find("LABEL=SCRATCH").unwrap() - "LABEL=SCRA".len());
+        let whole = format!("{head} {filler} {tail} initrd=/boot/k0/initrd.gz");
+        let kept = &whole[..255];
+        assert!(kept.ends_with("bootmark.target=LABEL=SCRA"), "{kept}");
+        assert!(parse(kept).is_ok(), "the cut line parses: only its length gives it away");
+        let why = cut_by_the_kernel(kept).unwrap();
+        assert!(why.contains("255 bytes") && why.contains("ends in 'bootmark.target=LABEL=SCRA'"), "{why}");
+        assert!(cut_by_the_kernel(&whole[..254]).is_some(), "syslinux hands a 2.06 kernel of 255 only 254");
+        assert_eq!(cut_by_the_kernel(&whole), None);
+        let padded = format!("{} initrd=/boot/k0/initrd.gz", "x".repeat(229));
+        assert_eq!(padded.len(), 255);
+        assert_eq!(cut_by_the_kernel(&padded), None, "syslinux's initrd= last: whole");
     }
 
     #[test]

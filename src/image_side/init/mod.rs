@@ -95,7 +95,11 @@ fn start(boot: &mut Boot, serial: &mut Option<Serial>) -> Result<(), String> {
     };
     let text = String::from_utf8_lossy(&raw).into_owned();
     boot.facts.insert("cmdline".into(), json!(text.trim()));
-    let parsed = cmdline::from_bytes(&raw).and_then(|t| cmdline::parse(&t));
+    // A line an old kernel cut may still parse, with a value cut short.
+    let parsed = cmdline::from_bytes(&raw).and_then(|t| match cmdline::cut_by_the_kernel(&t) {
+        Some(why) => Err(why),
+        None => cmdline::parse(&t),
+    });
     let console_name = match &parsed {
         Ok(s) => s.console.clone(),
         Err(_) => cmdline::console_hint(&text).unwrap_or_else(|| "ttyS0".into()),
