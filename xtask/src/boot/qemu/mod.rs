@@ -161,6 +161,7 @@ pub fn boot(args: &Args) -> Result<Booted> {
     if let Some(set) = set {
         // Refused here, not by /init after a whole boot.
         bootmark::contract::cmdline::parse(&format!("bootmark.set={set}")).map_err(|e| format!("--set: {e}"))?;
+        check_set_fits(args, set)?;
     }
     if let (Some(fs), Some(disk)) = (&args.fresh_disk, args.disks.first()) {
         let mib = std::fs::metadata(disk).map_or(1024, |m| (m.len() >> 20).max(64));
@@ -174,16 +175,19 @@ pub fn boot(args: &Args) -> Result<Booted> {
     let mut serial = String::new();
     let mut hangs_in_a_row = 0;
     for boot_no in 1..=64 {
-        // One boot writes the log as it goes; a sequence's boots are joined into it.
+        // One boot writes the log as it goes, the console's bytes as they
+        // come, and nothing rewrites it after (someone may be following it);
+        // a sequence's boots each write a file of their own, appended to the
+        // log as it is when each ends.
         let one = if args.sequence { log.with_extension(format!("boot{boot_no}")) } else { log.clone() };
         let ended = boot_once(args, &one);
-        let text = String::from_utf8_lossy(&std::fs::read(&one).unwrap_or_default()).into_owned();
-        serial += &text;
+        let bytes = std::fs::read(&one).unwrap_or_default();
         if args.sequence {
+            append(&log, &bytes)?;
             let _ = std::fs::remove_file(&one);
         }
-        // As text (firmware writes bytes that are not UTF-8): what the tests and users read.
-        std::fs::write(&log, &serial).map_err(|e| format!("{}: {e}", log.display()))?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        serial += &text;
         let last = text.lines().rev().find(|l| l.contains("bootmark: run ") && l.contains(" done ("));
         match ended {
             Ok(()) if !args.sequence => return Ok(Booted { log, serial, elapsed: started.elapsed() }),
@@ -200,6 +204,45 @@ pub fn boot(args: &Args) -> Result<Booted> {
         }
     }
     Err("the sequence did not end after 64 boots".into())
+}
+
+/// `bytes` added at the end of `log` (made when missing), never rewriting what is there.
+fn append(log: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|e| format!("appending a boot's console to {}: {e}", log.display()))
+}
+
+/// A console log as text: its bytes as the console sent them (firmware
+/// writes some that are not UTF-8), each such byte shown as U+FFFD. The
+/// file itself is never rewritten: someone may be following it.
+pub fn console_text(log: &Path) -> Result<String> {
+    let bytes = std::fs::read(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// `--set` on an entry whose kernel would cut the line it makes (the
+/// manifest's `cmdline_room`): refused before the boot.
+fn check_set_fits(args: &Args, set: &str) -> Result<()> {
+    let (Ok(manifest), Some(label)) = (crate::build::image::manifest::Manifest::read(&args.image), entry_label(args)?)
+    else {
+        return Ok(());
+    };
+    match manifest.entries.iter().find(|e| e.label == label) {
+        Some(e) => bootmark::lab::ImageEntry {
+            label: e.label.clone(),
+            title: e.title.clone(),
+            cmdline: e.cmdline.clone(),
+            cmdline_room: e.cmdline_room,
+        }
+        .check_set_fits(set)
+        .map_err(|e| format!("--set: {e}")),
+        None => Ok(()),
+    }
 }
 
 /// Start QEMU for one boot with serial to `log`, and leave it running (the

@@ -82,7 +82,7 @@ pub fn test(image: &Path, base: &Path, package: &str) -> Result<()> {
     args.disks.extend(paths.iter().cloned());
     // The plan ran on the target, every record ok, on serial and stick alike.
     let seconds = boot_and_check(&args, package).map_err(|e| format!("with hostile disks beside the target: {e}"))?;
-    let serial = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let serial = crate::boot::qemu::console_text(&log)?;
     let docs = serial_documents(&serial);
     let run = run_record(&docs).ok_or("no run record")?;
     let ignored: Vec<String> = fact(run, "layers_ignored")

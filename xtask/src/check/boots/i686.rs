@@ -28,7 +28,7 @@ pub fn test(base: &Path) -> Result<()> {
     let log = base.join("serial-i686.log");
     let args = test_boot(out, disk, log.clone());
     let seconds = boot_and_check_on(&args, &package, "reiserfs")?;
-    let serial = serial_documents(&std::fs::read_to_string(&log).unwrap_or_default());
+    let serial = serial_documents(&crate::boot::qemu::console_text(&log).unwrap_or_default());
     let run = run_record(&serial).ok_or("no run record")?;
     let mkfs = fact(run, "target.mkfs");
     // It names itself after argv[0]: "mkfs.reiserfs 3.6.27".

@@ -306,7 +306,7 @@ fn check_outcomes(state: &bootmark::lab::state::State, state_dir: &Path) -> Resu
         let starved =
             state.steps.iter().zip(&want).filter(|(s, w)| s.outcome.as_ref().map(|o| o.status) != w.1).find_map(
                 |(s, _)| {
-                    let log = fs::read_to_string(state_dir.join(&s.outcome.as_ref()?.log)).ok()?;
+                    let log = qemu::console_text(&state_dir.join(&s.outcome.as_ref()?.log)).ok()?;
                     Some(format!("{}: {}", s.id, qemu::starved(&log)?.trim()))
                 },
             );

@@ -178,7 +178,7 @@ pub(super) fn boot_on(
         ..test_boot(image.to_path_buf(), disks[0].clone(), log.to_path_buf())
     };
     let seconds = boot_and_check(&args, package)?;
-    let serial = std::fs::read_to_string(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let serial = qemu::console_text(log)?;
     Ok((seconds, serial_documents(&serial)))
 }
 

@@ -25,7 +25,7 @@ pub fn test(image: &Path, base: &Path, package: &str) -> Result<()> {
     let log = base.join("serial-nvme.log");
     let args = qemu::Args { disk_buses: vec!["nvme".into()], ..test_boot(image.to_path_buf(), disk, log.clone()) };
     let seconds = boot_and_check(&args, package)?;
-    let serial = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let serial = qemu::console_text(&log)?;
     let docs = serial_documents(&serial);
     let disks: Vec<&str> =
         results(&docs).iter().filter_map(|r| r.storage.device.as_ref().map(|d| d.disk.as_str())).collect();

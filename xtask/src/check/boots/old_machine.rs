@@ -16,7 +16,7 @@ pub fn test(image: &Path, base: &Path, package: &str) -> Result<()> {
     let args =
         qemu::Args { machine: "old".into(), ..test_boot(image.to_path_buf(), disk, base.join("serial-old.log")) };
     let seconds = boot_and_check(&args, package).map_err(|e| format!("old machine boot: {e}"))?;
-    let serial = std::fs::read_to_string(base.join("serial-old.log")).unwrap_or_default();
+    let serial = qemu::console_text(&base.join("serial-old.log")).unwrap_or_default();
     if !serial.contains("sym0: ") || !serial.contains("EHCI Host Controller") {
         return Err("the old machine's boot does not show the sym53c8xx and EHCI drivers at work".into());
     }

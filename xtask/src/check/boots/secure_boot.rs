@@ -44,7 +44,7 @@ pub fn test(sb_image: &Path, unsigned_image: &Path, base: &Path, package: &str) 
         let log = base.join(format!("serial-secure-boot-{}.log", name.replace(' ', "-")));
         let args = qemu::Args { uefi: true, secure_boot, pxe, ..test_boot(sb_image.to_path_buf(), disk, log.clone()) };
         seconds.push(boot_and_check(&args, package).map_err(|e| format!("Secure Boot {name}: {e}"))?);
-        let serial = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let serial = qemu::console_text(&log)?;
         let fw = firmware_in_records(&serial)?;
         if &fw != want {
             return Err(format!("Secure Boot {name}: the records say {fw:?}, expected {want:?}"));
@@ -77,7 +77,7 @@ fn refused_by_firmware(unsigned_image: &Path, base: &Path) -> Result<()> {
     match qemu::boot(&args) {
         Ok(_) => Err("the unsigned image booted with Secure Boot on".into()),
         Err(e) if e.contains("did not power off") => {
-            let serial = std::fs::read_to_string(&log).unwrap_or_default();
+            let serial = qemu::console_text(&log).unwrap_or_default();
             if serial.contains("Linux version") {
                 Err("a kernel started from the unsigned image under Secure Boot".into())
             } else {

@@ -256,7 +256,7 @@ fn queue_settings_recorded(r: &Record) -> Result<()> {
 
 /// The modules /init loaded in a boot, from the run record on its serial log.
 pub fn loaded_modules(serial_log: &Path) -> Vec<String> {
-    let serial = serial_documents(&std::fs::read_to_string(serial_log).unwrap_or_default());
+    let serial = serial_documents(&qemu::console_text(serial_log).unwrap_or_default());
     let loaded = run_record(&serial).and_then(|r| fact(r, "modules.loaded").as_array().cloned()).unwrap_or_default();
     loaded.iter().filter_map(|m| m.as_str().map(String::from)).collect()
 }
