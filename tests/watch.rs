@@ -179,6 +179,37 @@ fn a_growing_file_is_followed_across_truncation_and_rotation() {
     follow_across("rotate", |f| std::fs::rename(f, f.with_extension("log.1")).unwrap());
 }
 
+/// What made the demo fail: the writer of the followed file truncates it
+/// and writes the whole boot again (as `xtask qemu` once did at power-off),
+/// while the watcher is behind or done. The raw log holds the boot once,
+/// byte for byte; the records come once; exit 0.
+#[test]
+fn a_boot_written_again_in_place_is_logged_once() {
+    let dir = scratch("again");
+    let (file, log, out) = (dir.join("console.log"), dir.join("raw.log"), dir.join("records.jsonl"));
+    let (first, rest) = console("ok");
+    let whole = format!("{first}{rest}");
+    std::fs::write(&file, &first).unwrap();
+    let args = [file.to_str().unwrap(), "--log", log.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    let mut child = spawn(&args, Stdio::null());
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    assert!(wait_for(&mut stdout, "record 0 verified", &mut seen), "{seen}");
+    // Truncated, a pause, then the whole boot (the part read, and the rest) at once.
+    std::fs::File::create(&file).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(&file, &whole).unwrap();
+    child.stdout = Some(stdout.into_inner());
+    let (code, err) = finish(child, &mut seen);
+    assert_eq!(code, 0, "{err}\n{seen}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged == whole, "the raw log is not the boot once: {} bytes, the boot {}", logged.len(), whole.len());
+    assert_eq!(seen.matches("== boot ").count(), 1, "{seen}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3);
+    same_as_collect(&out, &log);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A console server on loopback (ser2net, QEMU's -serial tcp:).
 #[test]
 fn a_tcp_console_server() {

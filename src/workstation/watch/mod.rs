@@ -5,6 +5,7 @@
 //! trouble, silence (a stalled machine prints nothing), the run's end.
 //! At the end, the comparison table of what arrived.
 
+pub mod passed;
 pub mod source;
 
 use crate::schema::framing::{self, Assembler, Fed};
@@ -163,6 +164,8 @@ pub fn follow(mut source: Source, how: &Follow, mut reopen: Option<Reopen>) -> R
                     return Ok((Ending::Lost(why), w.into_documents()));
                 }
             }
+            // The followed file holds another stream now: a line begun in the last one is over.
+            Chunk::Restart => w.flush_partial(),
             Chunk::End => {
                 w.flush_partial();
                 if let Some(again) = reopen.as_mut().filter(|_| reopens < MAX_REOPENS) {

@@ -1,9 +1,11 @@
 //! Where a console comes from: a serial device (raw mode, restored at the
 //! end), standard input (`ipmitool … sol activate | bootmark watch -`), a
-//! file another tool keeps appending to (followed across truncation and
-//! rotation, like `tail -F`), or a TCP console server (`tcp:HOST:PORT`:
-//! ser2net, conserver, QEMU's `-serial tcp:`).
+//! file another tool keeps appending to (followed across truncation,
+//! rewriting and rotation, each byte passed on once: `passed.rs`), or a
+//! TCP console server (`tcp:HOST:PORT`: ser2net, conserver, QEMU's
+//! `-serial tcp:`).
 
+use super::passed::{Agreement, Passed};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -13,9 +15,25 @@ use std::path::{Path, PathBuf};
 pub enum Source {
     /// Standard input, a TCP stream, or a serial device: ends at EOF.
     Stream { reader: Box<dyn ReadFd>, name: String, _raw: Option<RawMode> },
-    /// A growing file: never ends by itself. `seen_tail`: the last bytes
-    /// read, to tell a file rewritten between two polls from one that grew.
-    Follow { path: PathBuf, file: File, offset: u64, inode: u64, seen_tail: Vec<u8> },
+    /// A growing file: never ends by itself.
+    Follow(Followed),
+}
+
+/// A file followed as a console: what of it was passed on, and, while the
+/// file was truncated, rewritten or replaced, its new content being read to
+/// tell whether it is the same stream or another.
+pub struct Followed {
+    path: PathBuf,
+    file: File,
+    /// Raw bytes of `file` read.
+    offset: u64,
+    inode: u64,
+    /// The last bytes read, to tell a file rewritten between two polls from one that grew.
+    seen_tail: Vec<u8>,
+    /// Everything passed on (and skipped) of the stream, as fingerprints.
+    passed: Passed,
+    /// The file read again from its start, not yet known to be the same stream or another.
+    again: Option<Passed>,
 }
 
 /// What a read brought.
@@ -25,6 +43,9 @@ pub enum Chunk {
     Quiet,
     /// The stream ended (EOF on stdin, a closed connection).
     End,
+    /// The followed file now holds another stream: what comes next is
+    /// its beginning (a line begun before is over).
+    Restart,
 }
 
 /// A reader whose descriptor can be polled.
@@ -91,7 +112,15 @@ impl Source {
             return Err(format!("{spec}: not a serial device, a regular file, - or tcp:HOST:PORT"));
         }
         let file = File::open(path).map_err(|e| format!("{spec}: {e}"))?;
-        Ok(Source::Follow { path: path.to_path_buf(), file, offset: 0, inode: meta.ino(), seen_tail: Vec::new() })
+        Ok(Source::Follow(Followed {
+            path: path.to_path_buf(),
+            file,
+            offset: 0,
+            inode: meta.ino(),
+            seen_tail: Vec::new(),
+            passed: Passed::default(),
+            again: None,
+        }))
     }
 
     /// What a program prints (`ipmitool … sol activate`): ends when it exits.
@@ -100,11 +129,11 @@ impl Source {
     }
 
     /// A followed file: start from its end, past what earlier boots wrote
-    /// (a console server's log of this server). Other sources are live anyway.
+    /// (a console server's log of this server). What is skipped counts as
+    /// passed: written again, it is not passed on. Other sources are live anyway.
     pub fn skip_what_is_there(&mut self) -> io::Result<()> {
-        if let Source::Follow { file, offset, seen_tail, .. } = self {
-            *offset = file.seek(SeekFrom::End(0))?;
-            seen_tail.clear();
+        if let Source::Follow(f) = self {
+            f.skip_what_is_there()?;
         }
         Ok(())
     }
@@ -112,7 +141,7 @@ impl Source {
     /// The file being followed, if it is one.
     pub fn followed_path(&self) -> Option<PathBuf> {
         match self {
-            Source::Follow { path, .. } => Some(path.clone()),
+            Source::Follow(f) => Some(f.path.clone()),
             Source::Stream { .. } => None,
         }
     }
@@ -120,7 +149,7 @@ impl Source {
     pub fn name(&self) -> String {
         match self {
             Source::Stream { name, .. } => name.clone(),
-            Source::Follow { path, .. } => path.display().to_string(),
+            Source::Follow(f) => f.path.display().to_string(),
         }
     }
 
@@ -128,43 +157,116 @@ impl Source {
     pub fn read(&mut self, wait_ms: u16) -> io::Result<Chunk> {
         match self {
             Source::Stream { reader, .. } => read_stream(reader.as_mut(), wait_ms),
-            Source::Follow { path, file, offset, inode, seen_tail } => {
-                // Truncated and written again past where we were (the next
-                // boot's log): the bytes before our offset are not the ones
-                // we read. Start again from the beginning.
-                if rewritten(file, *offset, seen_tail) {
-                    file.seek(SeekFrom::Start(0))?;
-                    *offset = 0;
-                    seen_tail.clear();
+            Source::Follow(f) => f.read(wait_ms),
+        }
+    }
+}
+
+impl Followed {
+    fn skip_what_is_there(&mut self) -> io::Result<()> {
+        self.file.seek(SeekFrom::Start(self.offset))?;
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = self.file.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.took(&buf[..n]);
+        }
+    }
+
+    /// Bytes read at `offset` that are part of what is passed on (or skipped).
+    fn took(&mut self, bytes: &[u8]) {
+        self.offset += bytes.len() as u64;
+        self.passed.push(bytes);
+        let keep = bytes.len().min(TAIL);
+        self.seen_tail.extend_from_slice(&bytes[bytes.len() - keep..]);
+        let excess = self.seen_tail.len().saturating_sub(TAIL);
+        self.seen_tail.drain(..excess);
+    }
+
+    fn read(&mut self, wait_ms: u16) -> io::Result<Chunk> {
+        // Written again past where we were between two polls: the bytes
+        // before our offset are not the ones we read.
+        if self.again.is_none() && rewritten(&self.file, self.offset, &self.seen_tail) {
+            self.read_again()?;
+        }
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let n = self.file.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            let Some(again) = self.again.as_mut() else {
+                buf.truncate(n);
+                self.took(&buf);
+                return Ok(Chunk::Data(buf));
+            };
+            // Read again from its start: nothing is passed on until it is
+            // known to be the same stream (then only what is new) or another.
+            self.offset += n as u64;
+            again.push_until(&buf[..n], self.passed.len());
+            match self.passed.agreement(again) {
+                Agreement::SoFar => continue,
+                Agreement::Same { resume } => {
+                    self.go_on_at(resume)?;
+                    return Ok(Chunk::Quiet);
                 }
-                let mut buf = vec![0u8; 64 << 10];
-                let n = file.read(&mut buf)?;
-                if n > 0 {
-                    *offset += n as u64;
-                    buf.truncate(n);
-                    let keep = buf.len().min(TAIL);
-                    seen_tail.extend_from_slice(&buf[buf.len() - keep..]);
-                    let excess = seen_tail.len().saturating_sub(TAIL);
-                    seen_tail.drain(..excess);
-                    return Ok(Chunk::Data(buf));
+                Agreement::Differ => {
+                    self.start_over()?;
+                    return Ok(Chunk::Restart);
                 }
-                // At the end: truncated (copytruncate) or replaced (rotation)?
-                match std::fs::metadata(&*path) {
-                    Ok(m) if m.ino() != *inode => {
-                        *file = File::open(&*path)?;
-                        (*offset, *inode) = (0, m.ino());
-                        seen_tail.clear();
-                    }
-                    Ok(m) if m.len() < *offset => {
-                        file.seek(SeekFrom::Start(0))?;
-                        *offset = 0;
-                        seen_tail.clear();
-                    }
-                    _ => std::thread::sleep(std::time::Duration::from_millis(u64::from(wait_ms).min(200))),
-                }
-                Ok(Chunk::Quiet)
             }
         }
+        // At the end: truncated (copytruncate), replaced (rotation, a new
+        // file), or just quiet?
+        match std::fs::metadata(&self.path) {
+            Ok(m) if m.ino() != self.inode => {
+                self.file = File::open(&self.path)?;
+                self.inode = m.ino();
+                self.read_again()?;
+            }
+            Ok(m) if m.len() < self.offset => self.read_again()?,
+            _ => std::thread::sleep(std::time::Duration::from_millis(u64::from(wait_ms).min(200))),
+        }
+        Ok(Chunk::Quiet)
+    }
+
+    /// Read the file from its start again, to compare it with what was passed.
+    fn read_again(&mut self) -> io::Result<()> {
+        self.file.seek(SeekFrom::Start(0))?;
+        self.offset = 0;
+        self.again = Some(Passed::default());
+        Ok(())
+    }
+
+    /// The same stream: go on at raw byte `resume` of the file, past an
+    /// unfinished character passed already when the file has it too.
+    fn go_on_at(&mut self, mut resume: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.again = None;
+        let pending = self.passed.pending().to_vec();
+        let mut next = vec![0u8; pending.len()];
+        if !pending.is_empty() {
+            match self.file.read_exact_at(&mut next, resume).is_ok() && next == pending {
+                true => resume += pending.len() as u64,
+                false => self.passed.forget_pending(),
+            }
+        }
+        let from = resume.saturating_sub(TAIL as u64);
+        self.seen_tail = vec![0u8; (resume - from) as usize];
+        self.file.read_exact_at(&mut self.seen_tail, from)?;
+        self.offset = self.file.seek(SeekFrom::Start(resume))?;
+        Ok(())
+    }
+
+    /// Another stream: pass it on from its start.
+    fn start_over(&mut self) -> io::Result<()> {
+        self.again = None;
+        self.passed = Passed::default();
+        self.seen_tail.clear();
+        self.offset = self.file.seek(SeekFrom::Start(0))?;
+        Ok(())
     }
 }
 
@@ -222,4 +324,241 @@ fn raw_mode(file: &File, baud: u32) -> nix::Result<RawMode> {
     termios::cfsetspeed(&mut t, rate)?;
     termios::tcsetattr(file, SetArg::TCSANOW, &t)?;
     Ok(RawMode { fd: file.try_clone().map_err(|_| nix::errno::Errno::EBADF)?, saved })
+}
+
+#[cfg(test)]
+mod tests {
+    //! A followed file against writers that truncate, rewrite, replace and
+    //! rotate it, 100 tries each, with a slow reader: every byte of a boot
+    //! is passed on once, and a new boot always.
+
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// One boot's console: firmware bytes that are not UTF-8, kernel lines,
+    /// /init's lines and three framed records of run `run`.
+    fn boot(run: &str) -> Vec<u8> {
+        let mut out = b"SeaBIOS (version 1.16.2)\r\n\x1b[2J\xff\xfe iPXE (https://ipxe.org)\r\n".to_vec();
+        for i in 0..120 {
+            out.extend_from_slice(format!("[{:5}.{:06}] kernel line {i} of this boot\r\n", i / 40, i * 977).as_bytes());
+        }
+        out.extend_from_slice(format!("bootmark 0.1.0: run {run} starting as /init\r\n").as_bytes());
+        for seq in 0..3 {
+            let mut r = crate::schema::record::Record::blank(run, seq);
+            r.workload.name = "seqwrite".into();
+            for line in crate::schema::framing::encode(run, seq, serde_json::to_string(&r).unwrap().as_bytes()) {
+                out.extend_from_slice(format!("{line}\r\n").as_bytes());
+            }
+            out.extend_from_slice(b"[   31.0] sd 0:0:0:0: [sda] \xe9crit\r\n");
+        }
+        out
+    }
+
+    /// `got` is `want`, or a short account of where they part.
+    fn assert_same(got: &[u8], want: &[u8], what: &str) {
+        if got != want {
+            let at = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+            let near =
+                |b: &[u8]| String::from_utf8_lossy(&b[at.saturating_sub(40)..(at + 40).min(b.len())]).into_owned();
+            panic!(
+                "{what}: {} bytes passed on, {} expected, first different at {at}:\n got  {:?}\n want {:?}",
+                got.len(),
+                want.len(),
+                near(got),
+                near(want)
+            );
+        }
+    }
+
+    /// How many times run `run`'s first record's header line was passed on.
+    fn headers(out: &[u8], run: &str) -> usize {
+        let text = String::from_utf8_lossy(out);
+        text.matches(&format!("@BM1 H {run} 0 ")).count()
+    }
+
+    /// A tiny pseudo-random source, seeded per try.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n.max(1)
+        }
+        fn pause(&mut self, max_ms: u64) {
+            std::thread::sleep(Duration::from_millis(self.below(max_ms + 1)));
+        }
+    }
+
+    /// Append `bytes` to `path` in pieces of random sizes, with pauses.
+    fn write_in_pieces(path: &Path, bytes: &[u8], rng: &mut Rng) {
+        use std::io::Write;
+        let mut f = File::options().create(true).append(true).open(path).unwrap();
+        let mut at = 0;
+        while at < bytes.len() {
+            let n = (1 + rng.below(6000) as usize).min(bytes.len() - at);
+            f.write_all(&bytes[at..at + n]).unwrap();
+            at += n;
+            rng.pause(2);
+        }
+    }
+
+    /// What a slow reader following `path` passes on while `writer` runs:
+    /// the bytes, and how many times it started over. `caught_up` holds the
+    /// bytes passed so far, for a writer that waits for the reader.
+    fn follow_while(
+        path: &Path,
+        seed: u64,
+        writer: impl FnOnce(&Path, &mut Rng, &AtomicU64) + Send + 'static,
+    ) -> (Vec<u8>, u32) {
+        let done = Arc::new(AtomicBool::new(false));
+        let caught_up = Arc::new(AtomicU64::new(0));
+        let (w_done, w_caught, w_path) = (done.clone(), caught_up.clone(), path.to_path_buf());
+        let w = std::thread::spawn(move || {
+            writer(&w_path, &mut Rng(seed), &w_caught);
+            w_done.store(true, Ordering::SeqCst);
+        });
+        let mut source = Source::open(&path.display().to_string(), 115200).unwrap();
+        let (mut out, mut restarts) = (Vec::new(), 0);
+        let mut rng = Rng(seed ^ 0x5eed);
+        let mut quiet_since = None;
+        let started = Instant::now();
+        loop {
+            rng.pause(3); // slow: the writer gets ahead of it
+            match source.read(1).unwrap() {
+                Chunk::Data(b) => {
+                    out.extend_from_slice(&b);
+                    caught_up.store(out.len() as u64, Ordering::SeqCst);
+                    quiet_since = None;
+                }
+                Chunk::Restart => restarts += 1,
+                Chunk::Quiet | Chunk::End => {
+                    let since = *quiet_since.get_or_insert_with(Instant::now);
+                    if done.load(Ordering::SeqCst) && since.elapsed() > Duration::from_millis(30) {
+                        break;
+                    }
+                }
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "the follower never settled");
+        }
+        w.join().unwrap();
+        (out, restarts)
+    }
+
+    fn tries(name: &str, check: impl Fn(&Path, u64)) {
+        let dir = std::env::temp_dir().join(format!("bootmark-follow-{name}-{}", std::process::id()));
+        for seed in 0..100 {
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("console.log");
+            File::create(&path).unwrap();
+            check(&path, seed);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Truncated and the same bytes written again, at once or after a pause:
+    /// passed on once.
+    #[test]
+    fn the_same_boot_written_again_is_passed_on_once() {
+        for pause_ms in [0, 15] {
+            tries(&format!("again-{pause_ms}"), |path, seed| {
+                let (out, restarts) = follow_while(path, seed, move |p, rng, _| {
+                    write_in_pieces(p, &boot("r1"), rng);
+                    rng.pause(10);
+                    let f = File::create(p).unwrap();
+                    std::thread::sleep(Duration::from_millis(pause_ms));
+                    drop(f);
+                    write_in_pieces(p, &boot("r1"), rng);
+                });
+                assert_same(&out, &boot("r1"), &format!("seed {seed}, pause {pause_ms} ms"));
+                assert_eq!(restarts, 0, "seed {seed}");
+            });
+        }
+    }
+
+    /// Rewritten as text (bad bytes replaced: longer), then more written:
+    /// the same stream, each record once, the new lines passed on.
+    #[test]
+    fn a_copy_rewritten_as_text_goes_on_where_it_was() {
+        tries("as-text", |path, seed| {
+            let more = b"bootmark: run r1 done (3 records, 0 not ok); Poweroff\r\n".to_vec();
+            let (out, restarts) = follow_while(path, seed, move |p, rng, _| {
+                write_in_pieces(p, &boot("r1"), rng);
+                let text = String::from_utf8_lossy(&boot("r1")).into_owned();
+                std::fs::write(p, text).unwrap();
+                write_in_pieces(p, &more, rng);
+            });
+            let want = [boot("r1"), b"bootmark: run r1 done (3 records, 0 not ok); Poweroff\r\n".to_vec()].concat();
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned().into_bytes();
+            assert_same(&text(&out), &text(&want), &format!("seed {seed}"));
+            assert_eq!((headers(&out, "r1"), restarts), (1, 0), "seed {seed}");
+        });
+    }
+
+    /// Replaced by rename (a new file at the path holding the stream and
+    /// more): the same stream, goes on.
+    #[test]
+    fn a_file_replaced_by_one_holding_more_goes_on_where_it_was() {
+        tries("rename", |path, seed| {
+            let (out, restarts) = follow_while(path, seed, |p, rng, _| {
+                let whole = boot("r1");
+                write_in_pieces(p, &whole[..whole.len() / 2], rng);
+                let tmp = p.with_extension("new");
+                std::fs::write(&tmp, &whole).unwrap();
+                std::fs::rename(&tmp, p).unwrap();
+            });
+            assert_same(&out, &boot("r1"), &format!("seed {seed}"));
+            assert_eq!(restarts, 0, "seed {seed}");
+        });
+    }
+
+    /// copytruncate rotation once the reader has read what was there: what
+    /// comes after is a new stream, passed on from its start.
+    #[test]
+    fn a_file_rotated_by_copytruncate_loses_nothing_read_after() {
+        tries("copytruncate", |path, seed| {
+            let whole = boot("r1");
+            let cut = 1 + (seed as usize * 7919) % (whole.len() - 2);
+            let (out, _) = follow_while(path, seed, move |p, rng, caught_up| {
+                let whole = boot("r1");
+                write_in_pieces(p, &whole[..cut], rng);
+                while caught_up.load(Ordering::SeqCst) < cut as u64 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                std::fs::copy(p, p.with_extension("log.1")).unwrap();
+                File::options().write(true).open(p).unwrap().set_len(0).unwrap();
+                write_in_pieces(p, &whole[cut..], rng);
+            });
+            assert_same(&out, &whole, &format!("seed {seed}, rotated at {cut}"));
+        });
+    }
+
+    /// A genuinely new boot at the same path (the same banner, then its own
+    /// lines): passed on whole after the first, never missed — in a new
+    /// file (as `xtask qemu` starts each boot's), the last one read to its
+    /// end first; or in the same file truncated once the reader has read it
+    /// (bytes truncated away unread are gone for any reader).
+    #[test]
+    fn a_new_boot_at_the_same_path_is_passed_on_whole() {
+        for in_place in [false, true] {
+            tries(&format!("new-boot-{in_place}"), |path, seed| {
+                let (out, restarts) = follow_while(path, seed, move |p, rng, caught_up| {
+                    write_in_pieces(p, &boot("r1"), rng);
+                    rng.pause(5);
+                    if in_place {
+                        while caught_up.load(Ordering::SeqCst) < boot("r1").len() as u64 {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    } else {
+                        std::fs::remove_file(p).unwrap();
+                    }
+                    File::create(p).unwrap();
+                    write_in_pieces(p, &boot("r2"), rng);
+                });
+                assert_same(&out, &[boot("r1"), boot("r2")].concat(), &format!("seed {seed}, in place {in_place}"));
+                assert_eq!(restarts, 1, "seed {seed}");
+            });
+        }
+    }
 }
