@@ -716,6 +716,10 @@ fn print_problems(c: &bootmark::collect::Collected) {
         };
         eprintln!("bootmark: {}{at}:{rec} {}", p.file, p.why);
     }
+    for n in &c.notes {
+        let at = n.line.map(|l| format!(":{l}")).unwrap_or_default();
+        eprintln!("bootmark: note: {}{at}: {}", n.file, n.why);
+    }
     if c.damaged_lines_not_listed > 0 {
         eprintln!(
             "bootmark: and {} more damaged framed lines, not listed (the first {} are)",
@@ -768,7 +772,12 @@ fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
         }
     };
     print_problems(&c);
-    eprintln!("bootmark: {accepted} documents, {} duplicates merged, {} problems", c.duplicates, c.problems.len());
+    eprintln!(
+        "bootmark: {accepted} documents, {} duplicates merged, {} problems, {} notes",
+        c.duplicates,
+        c.problems.len(),
+        c.notes.len()
+    );
     judged(&c)
 }
 

@@ -77,6 +77,19 @@ pub fn parse_line(text: &str) -> Option<Result<Line, LineError>> {
     first_error.map(Err)
 }
 
+/// The record (run id, seq) a framed line that failed its checks says it
+/// belongs to, when its first fields can still be read: a hint only (its
+/// CRC did not vouch for them), to tell a damaged copy of a record that
+/// arrived intact elsewhere from a loss.
+pub fn claimed_record(text: &str) -> Option<(String, u32)> {
+    let start = text.find("@BM1 ")?;
+    let mut f = text[start..].split(' ').skip(1);
+    let kind = f.next()?;
+    let (run_id, seq) = (f.next()?, f.next()?.parse().ok()?);
+    let plausible = |r: &str| !r.is_empty() && r.len() <= 64 && r.bytes().all(|b| b.is_ascii_graphic());
+    (matches!(kind, "H" | "D") && plausible(run_id)).then(|| (run_id.to_string(), seq))
+}
+
 /// Check the framed line that starts `text`.
 fn check_from(text: &str) -> Result<Line, LineError> {
     let line = text.trim_end_matches(['\r', '\n']);
@@ -140,6 +153,9 @@ pub enum Fed {
     Record(String, u32, Vec<u8>),
     /// All parts present but the record failed its SHA-256.
     Corrupt(String, u32),
+    /// The header of a record delivered already, with the same SHA-256:
+    /// the same record printed again (a repeated boot in one capture).
+    Again(String, u32),
 }
 
 impl Assembler {
@@ -152,7 +168,8 @@ impl Assembler {
                 Line::Header { sha256, .. } if sha256 != sha => {
                     self.done.remove(&key); // a different record under the same key: assemble it too
                 }
-                _ => return Fed::Incomplete,
+                Line::Header { .. } => return Fed::Again(key.0, key.1),
+                Line::Data { .. } => return Fed::Incomplete,
             }
         }
         let p = self.partial.entry(key.clone()).or_default();
@@ -283,6 +300,19 @@ const CRC_TABLE: [u32; 256] = {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A damaged line still says which record it was part of, when its
+    /// first fields survived; a hint, never trusted further.
+    #[test]
+    fn a_damaged_line_names_its_record_when_it_can() {
+        let line = &encode("20261204-000000-abcd", 7, b"{\"x\":1}")[1];
+        let cut = &line[..line.len() - 9];
+        assert!(matches!(parse_line(cut), Some(Err(_))));
+        assert_eq!(claimed_record(cut), Some(("20261204-000000-abcd".into(), 7)));
+        assert_eq!(claimed_record("[ 3.1] @BM1 H run"), None, "cut before the seq");
+        assert_eq!(claimed_record("@BM1 X run 7"), None);
+        assert_eq!(claimed_record("no frame here"), None);
+    }
 
     fn reassemble(lines: &[String]) -> Vec<Fed> {
         let mut a = Assembler::default();

@@ -59,6 +59,10 @@ pub struct Collected {
     /// Accepted documents, in the order first seen.
     pub documents: Vec<Document>,
     pub problems: Vec<Problem>,
+    /// What was damaged but cost nothing: a framed line cut, or a copy of a
+    /// record left incomplete, where an intact copy of the same record was
+    /// accepted from elsewhere (the boot repeated in the capture, the stick).
+    pub notes: Vec<Problem>,
     pub boots: Vec<BootSeen>,
     /// Documents seen more than once with identical content.
     pub duplicates: usize,
@@ -111,7 +115,11 @@ impl Collected {
 /// console server's multi-gigabyte capture needs memory for keys, not records.
 pub struct Collector<'a> {
     pub collected: Collected,
-    seen: HashMap<Key, u64>,
+    /// Each accepted document's identity → (a digest of its bytes, where it was first read: an index into `files`).
+    seen: HashMap<Key, (u64, usize)>,
+    /// Problems (by index) that are a damaged copy of the record (run id,
+    /// seq) they name: a note instead, when that record is accepted intact.
+    damaged_copies: Vec<(usize, String, u32)>,
     destination: Destination<'a>,
     /// Documents accepted (kept in memory or streamed).
     pub accepted: usize,
@@ -224,6 +232,7 @@ impl<'a> Collector<'a> {
             collected: Collected::default(),
             seen: HashMap::new(),
             destination,
+            damaged_copies: Vec::new(),
             accepted: 0,
             runs: Default::default(),
             files: Vec::new(),
@@ -238,6 +247,7 @@ impl<'a> Collector<'a> {
             collected: Collected::default(),
             seen: HashMap::new(),
             destination: Destination::Glance(each),
+            damaged_copies: Vec::new(),
             accepted: 0,
             runs: Default::default(),
             files: Vec::new(),
@@ -282,17 +292,22 @@ impl<'a> Collector<'a> {
         };
         let k = read.key();
         match self.seen.get(&k) {
-            Some(d) if *d == digest => self.collected.duplicates += 1,
-            Some(_) => self.collected.problems.push(Problem {
-                file: file.into(),
-                line,
-                run_id: Some(read.run_id().to_string()),
-                seq: Some(read.seq()),
-                why: "a different document with the same run id and seq was seen in another source: the first is used"
-                    .into(),
-            }),
+            Some((d, _)) if *d == digest => self.collected.duplicates += 1,
+            Some((_, first)) => {
+                let first = self.files[*first].clone();
+                self.collected.problems.push(Problem {
+                    file: file.into(),
+                    line,
+                    run_id: Some(read.run_id().to_string()),
+                    seq: Some(read.seq()),
+                    why: format!(
+                        "this copy differs from the one read first, from {first}, under the same run id and seq (both verified): the report uses {first}'s"
+                    ),
+                })
+            }
             None => {
-                self.seen.insert(k, digest);
+                let first = self.file_index(file);
+                self.seen.insert(k, (digest, first));
                 self.accepted += 1;
                 self.note_for_completeness(&read, file);
                 let handed = match (&mut self.destination, read) {
@@ -319,13 +334,47 @@ impl<'a> Collector<'a> {
     /// A framed line that could not be used: listed while there are few,
     /// counted past [`DAMAGED_LINES_KEPT`]. What it costs a record is
     /// named anyway, by the record (incomplete, missing).
-    pub fn damaged_line(&mut self, problem: Problem) {
+    pub fn damaged_line(&mut self, problem: Problem, claims: Option<(String, u32)>) {
         if self.damaged_lines < DAMAGED_LINES_KEPT {
-            self.collected.problems.push(problem);
+            self.damaged_copy(problem, claims);
         } else {
             self.collected.damaged_lines_not_listed += 1;
         }
         self.damaged_lines += 1;
+    }
+
+    /// A problem that is a damaged copy of the record `claims` names (a
+    /// damaged line's own words, or an incomplete copy's): it becomes a note
+    /// if an intact copy of that record is accepted by the end.
+    pub fn damaged_copy(&mut self, problem: Problem, claims: Option<(String, u32)>) {
+        if let Some((run_id, seq)) = claims {
+            self.damaged_copies.push((self.collected.problems.len(), run_id, seq));
+        }
+        self.collected.problems.push(problem);
+    }
+
+    /// Damaged copies of records that were accepted intact after all: notes,
+    /// not problems (nothing was lost). What a damaged line claims is not
+    /// trusted beyond this: a record it wrongly names is judged by itself.
+    fn damaged_copies_to_notes(&mut self) {
+        let mut intact_in: HashMap<usize, &str> = HashMap::new();
+        for (i, run_id, seq) in &self.damaged_copies {
+            let kinds = [SCHEMA, crate::schema::record::RUN_SCHEMA];
+            if let Some((_, first)) = kinds.iter().find_map(|k| self.seen.get(&key(k, run_id, *seq))) {
+                intact_in.insert(*i, &self.files[*first]);
+            }
+        }
+        let problems = std::mem::take(&mut self.collected.problems);
+        for (i, mut p) in problems.into_iter().enumerate() {
+            match intact_in.get(&i) {
+                Some(file) => {
+                    p.why += &format!("; an intact copy of this record was read from {file}: nothing lost");
+                    self.collected.notes.push(p);
+                }
+                None => self.collected.problems.push(p),
+            }
+        }
+        self.damaged_copies.clear();
     }
 
     /// A verified document that does not fit its schema: named by its run
@@ -397,6 +446,7 @@ impl<'a> Collector<'a> {
     /// input gave, and each boot without its run record, as problems — a
     /// lost result is named, never silently absent.
     pub fn check_complete(&mut self) {
+        self.damaged_copies_to_notes();
         // A boot known only from its damaged records (a capture cut before
         // any of them verified) still lacks its run record.
         let unseen: Vec<(String, String)> = self

@@ -134,21 +134,29 @@ impl Scan {
         let file = &self.file;
         match framing::parse_line(line) {
             None => {}
-            Some(Err(e)) => c.damaged_line(Problem {
-                file: file.clone(),
-                line: Some(line_no),
-                run_id: None,
-                seq: None,
-                why: match e {
-                    LineError::BadChecksum => {
-                        "framed line failed its CRC (line noise or a printk cut it); a copy elsewhere can replace it"
-                            .into()
-                    }
-                    LineError::Malformed => "framed line is malformed (truncated?)".into(),
+            Some(Err(e)) => c.damaged_line(
+                Problem {
+                    file: file.clone(),
+                    line: Some(line_no),
+                    run_id: None,
+                    seq: None,
+                    why: match e {
+                        LineError::BadChecksum => {
+                            "framed line failed its CRC (line noise or a printk cut it); a copy elsewhere can replace it"
+                                .into()
+                        }
+                        LineError::Malformed => "framed line is malformed (truncated?)".into(),
+                    },
                 },
-            }),
+                framing::claimed_record(line),
+            ),
             Some(Ok(l)) => match self.asm.feed(l) {
                 Fed::Incomplete => {}
+                // The boot printed a record already read intact: it did print one.
+                Fed::Again(..) => {
+                    boot.documents += 1;
+                    c.collected.duplicates += 1;
+                }
                 Fed::Record(_, _, bytes) => {
                     boot.documents += 1;
                     c.accept_bytes(&bytes, file, Some(line_no));
@@ -174,7 +182,8 @@ impl Scan {
                 }
                 None => format!("incomplete: {have} chunks but no header line"),
             };
-            c.problems.push(problem(&self.file, self.line_no, &run_id, seq, &why));
+            let claims = Some((run_id.clone(), seq));
+            c.damaged_copy(problem(&self.file, self.line_no, &run_id, seq, &why), claims);
         }
     }
 }
