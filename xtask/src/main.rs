@@ -45,7 +45,7 @@ enum Task {
     Lava(build::lava::Args),
     /// Boot a built image in QEMU (USB stick, SATA scratch disks, serial log); waits for power-off.
     Qemu(boot::qemu::Args),
-    /// The whole loop in QEMU: two Debian kernels, one image, a boot each, the comparison table.
+    /// The whole loop in QEMU: three Debian kernels (5.10, 6.1, 6.12), one image, a boot each, the verdict and the comparison table.
     Demo(boot::demo::Args),
     /// Compare bootmark with dd and fio on one filesystem; prints medians and ratios.
     Bench(bench::disk::Args),

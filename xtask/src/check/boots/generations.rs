@@ -2,12 +2,14 @@
 //! linux-image-amd64@trixie` through an apt state of its own (a real
 //! download from Debian's archive), and the demo's smaller sibling — two
 //! generations (Debian 12's 6.1 and 13's 6.12) on the demo's `dl140`
-//! machine, one repetition — asserting two kernel lines in the table and a
-//! verdict that compares them. Then Debian 13's kernel alone in a test
-//! image, booted with its target on NVMe: its modules (`.ko.xz` under
-//! `/usr/lib/modules`, decompressed on the host) must load by modalias as
-//! 6.1's do — nvme for its PCI class, ahci, xhci and usb-storage for the
-//! stick, the filesystem's modules before mounting.
+//! machine, one repetition, booted through the lab's console follower beside
+//! the other lane's boots — asserting each step's log holds its boot once,
+//! two kernel lines in the table and a verdict that compares them. Then
+//! Debian 13's kernel alone in a test image, booted with its target on
+//! NVMe: its modules (`.ko.xz` under `/usr/lib/modules`, decompressed on
+//! the host) must load by modalias as 6.1's do — nvme for its PCI class,
+//! ahci, xhci and usb-storage for the stick, the filesystem's modules
+//! before mounting.
 
 use crate::boot::{demo, qemu};
 use crate::build::image;
@@ -32,6 +34,7 @@ pub fn two_generations(base: &Path) -> Result<()> {
     if !compared.problems.is_empty() {
         return Err(compared.problems.join("\n"));
     }
+    one_boot_each(&compared.logs)?;
     let r = &compared.report;
     let mut kernels: Vec<&str> = r.rows.iter().filter_map(|row| row.key.first().map(String::as_str)).collect();
     kernels.dedup();
@@ -62,6 +65,25 @@ pub fn two_generations(base: &Path) -> Result<()> {
         kernels[1],
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+/// Each lab step's console log holds its one boot, once: one kernel
+/// banner, one run record, no record twice (the demo once logged a boot
+/// twice when its console file was rewritten under the follower).
+fn one_boot_each(logs: &[std::path::PathBuf]) -> Result<()> {
+    for log in logs {
+        let c = bootmark::collect::collect(std::slice::from_ref(log));
+        let runs = c.runs().count();
+        if c.boots.len() != 1 || runs != 1 || c.duplicates != 0 {
+            return Err(format!(
+                "{}: {} kernel banners, {runs} run records, {} records seen twice: a step's log must hold its boot once",
+                log.display(),
+                c.boots.len(),
+                c.duplicates
+            ));
+        }
+    }
     Ok(())
 }
 
