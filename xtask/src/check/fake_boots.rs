@@ -78,6 +78,10 @@ struct Scenario {
     target: Option<fn(&Path) -> Result<()>>,
     /// The stick starts without a journal (made by hand, or by an older bootmark).
     stick_without_journal: bool,
+    /// The command line is the one `cargo xtask image` gives a 2.6 kernel
+    /// (255 bytes: boot protocol 2.03), as syslinux hands it over and the
+    /// kernel keeps it.
+    as_imaged_for_2_6: bool,
     check: fn(&Boot) -> Result<()>,
 }
 
@@ -92,6 +96,7 @@ impl Scenario {
             mkfs: false,
             target: None,
             stick_without_journal: false,
+            as_imaged_for_2_6: false,
             check,
         }
     }
@@ -119,7 +124,11 @@ pub fn harness() -> Result<()> {
     };
     let scenarios = [
         Scenario::new("happy path", check_happy),
-        Scenario { old_kernel: Some(LINUX_2_6_9), ..Scenario::new("happy path on simulated 2.6.9", check_happy) },
+        Scenario {
+            old_kernel: Some(LINUX_2_6_9),
+            as_imaged_for_2_6: true,
+            ..Scenario::new("happy path on simulated 2.6.9, its command line as an image gives it", check_happy)
+        },
         Scenario { stick_without_journal: true, ..Scenario::new("a stick without a journal gets one", check_happy) },
         Scenario { with_target: false, ..Scenario::new("no target", check_no_target) },
         Scenario { extra_cmdline: "bootmark.tagret=/dev/sda", ..Scenario::new("bad command line", check_bad_cmdline) },
@@ -326,6 +335,9 @@ fn boot(s: &Scenario, root: &Path, results_label: &str, target_label: &str, targ
     if s.with_target {
         cmdline += &format!(" bootmark.target=LABEL={target_label}");
     }
+    if s.as_imaged_for_2_6 {
+        cmdline = as_a_2_6_kernel_keeps_it(results_label, target_label)?;
+    }
     // A raw byte that is not UTF-8 where the scenario put U+FFFD.
     let cmdline: Vec<u8> =
         cmdline.replace('\u{fffd}', "\u{1}").bytes().map(|b| if b == 1 { 0xff } else { b }).collect();
@@ -366,6 +378,32 @@ fn boot(s: &Scenario, root: &Path, results_label: &str, target_label: &str, targ
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The line an image made by `cargo xtask image` gives a 2.6.9 kernel
+/// (boot protocol 2.03: 255 bytes) with this boot's target, stick and
+/// console, as syslinux hands it over (`BOOT_IMAGE=` before, `initrd=`
+/// after) and the kernel keeps it: its first 255 bytes. It must reach /init
+/// whole, bootmark's words and all.
+fn as_a_2_6_kernel_keeps_it(results_label: &str, target_label: &str) -> Result<String> {
+    use crate::build::image::{cmdline, menu};
+    let args = crate::build::image::args::Args {
+        serial: "ttyS9,115200".into(),
+        target: Some(format!("LABEL={target_label}")),
+        ..Default::default()
+    };
+    let arch = crate::build::arch::Arch::X86_64;
+    let base = cmdline::cmdline(&args, "quick", arch)?;
+    let own =
+        format!("{base} bootmark.entry=k0 bootmark.results=LABEL={results_label} bootmark.device-wait=5 panic=30");
+    let limits = cmdline::Limits { release: "2.6.9-42.ELsmp", arch, cmdline_max: 255 };
+    let fitted = cmdline::fit(&own, "k0", "k0", &limits)?;
+    let (_, booted) = menu::as_booted("k0", arch, &fitted.line).into_iter().next().ok_or("no bootloader")?;
+    let kept: String = booted.chars().take(255).collect();
+    if kept != booted || fitted.line.contains("trace_event=") {
+        return Err(format!("the image's line for a 2.6 kernel would be cut or carries tracepoints: {booted}"));
+    }
+    Ok(kept)
 }
 
 /// A pseudo-terminal standing in for the serial port: its slave is bound
