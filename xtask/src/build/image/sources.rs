@@ -61,6 +61,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
                 let apt_cache = project_root().join("target/cache/apt");
                 // arm64 packages come from an apt state of their own.
                 let (package, arm64) = deb_package(package, args.arch);
+                check_flavour(name, package, suite, arm64)?;
                 let state = match arm64 {
                     true => apt_suite::Suite::arm64(suite, apt_suite::Archive::debian(), &apt_cache)?,
                     false => apt_suite::Suite::new(suite, apt_suite::Archive::debian(), &apt_cache)?,
@@ -157,6 +158,27 @@ fn deb_package(package: &str, asked: Option<Arch>) -> (&str, bool) {
     match package.strip_suffix(":arm64") {
         Some(name) => (name, true),
         None => (package, asked == Some(Arch::Aarch64)),
+    }
+}
+
+/// Debian names each kernel package after its architecture's flavour
+/// (`-amd64`, `-686`, `-arm64`, `-cloud-arm64`…): a package of the other
+/// architecture than the lists it would be looked for in is refused here,
+/// with the spelling that finds it, not answered with the other lists' names.
+fn check_flavour(given: &str, package: &str, suite: &str, arm64_lists: bool) -> Result<()> {
+    let last = package.rsplit('-').next().unwrap_or("");
+    match (last, arm64_lists) {
+        ("arm64", false) => Err(format!(
+            "--kernel-deb {given}: {package} is an arm64 package, and this would look in {suite}'s x86 lists: \
+             give --kernel-deb {package}:arm64@{suite} (the image may hold x86 and arm64 kernels), or add \
+             --arch aarch64 when every kernel of the image is arm64"
+        )),
+        ("amd64" | "686" | "pae", true) => Err(format!(
+            "--kernel-deb {given}: {package} is an x86 package, and this would look in {suite}'s arm64 lists \
+             (:arm64 or --arch aarch64): give --kernel-deb {}@{suite} without them",
+            package.trim_end_matches(":arm64")
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -301,6 +323,28 @@ mod tests {
         assert_eq!(deb_package("linux-image-arm64:arm64", None), ("linux-image-arm64", true));
         assert_eq!(deb_package("linux-image-arm64", Some(Arch::Aarch64)), ("linux-image-arm64", true));
         assert_eq!(deb_package("linux-image-amd64", None), ("linux-image-amd64", false));
+    }
+
+    /// An arm64 package named as an x86 one (the papercut: forty x86 names
+    /// in answer), and the reverse: refused with the spelling that works.
+    #[test]
+    fn a_package_of_the_other_architecture_is_named_with_the_spelling_that_works() {
+        let e = check_flavour("linux-image-arm64@bookworm", "linux-image-arm64", "bookworm", false).unwrap_err();
+        assert!(
+            e.contains("is an arm64 package") && e.contains("--kernel-deb linux-image-arm64:arm64@bookworm"),
+            "{e}"
+        );
+        assert!(e.contains("--arch aarch64"), "{e}");
+        let cloud = check_flavour("linux-image-cloud-arm64@trixie", "linux-image-cloud-arm64", "trixie", false);
+        assert!(cloud.unwrap_err().contains("linux-image-cloud-arm64:arm64@trixie"));
+        let e = check_flavour("linux-image-amd64:arm64@bookworm", "linux-image-amd64", "bookworm", true).unwrap_err();
+        assert!(e.contains("is an x86 package") && e.contains("--kernel-deb linux-image-amd64@bookworm"), "{e}");
+        assert!(check_flavour("linux-image-arm64:arm64@bookworm", "linux-image-arm64", "bookworm", true).is_ok());
+        assert!(check_flavour("linux-image-686-pae@bookworm", "linux-image-686-pae", "bookworm", false).is_ok());
+        assert!(
+            check_flavour("linux-image-6.1.0-50-amd64@bookworm", "linux-image-6.1.0-50-amd64", "bookworm", false)
+                .is_ok()
+        );
     }
 
     /// An x86_64 bzImage header with a version string (protocol 2.15, 64-bit).
