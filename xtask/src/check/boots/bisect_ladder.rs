@@ -41,14 +41,14 @@ pub fn test(base: &Path) -> Result<()> {
     let started = Instant::now();
     let dir = base.join("bisect-ladder");
     let image_dir = dir.join("image");
-    if !image_dir.join("manifest.json").exists() {
+    super::testbed::built_once(&image_dir, &format!("{KERNELS:?}\n{PLAN}"), || {
         fs::create_dir_all(&dir)?;
         let plan = dir.join("bisect-read.json");
         fs::write(&plan, PLAN)?;
         let mut args = test_image(KERNELS.iter().map(|k| k.to_string()).collect(), image_dir.clone(), None);
         args.plan = plan.display().to_string();
-        image::build(&args)?;
-    }
+        image::build(&args)
+    })?;
     let built = started.elapsed().as_secs_f64();
     let _ = std::fs::remove_dir_all(dir.join("lab.state"));
     let xtask = std::env::current_exe().map_err(|e| format!("bisect-ladder: cannot find xtask's own binary: {e}"))?;

@@ -41,14 +41,16 @@ impl Testbed {
     }
 
     /// The e2e image (the package's kernel, the quick plan) in `base/image`:
-    /// the one there when it is whole, else built.
+    /// the one there when it is whole and made of the same inputs (a `check
+    /// NAME` after /init or the image builder changed boots what they make
+    /// now), else built.
     pub fn image(&self) -> Result<&Path> {
         let made = self.image.get_or_init(|| {
+            let package = self.package()?;
             let dir = self.base.join("image");
-            if dir.join("manifest.json").exists() {
-                return Ok(dir);
-            }
-            image::build(&support::test_image(vec![self.package()?.to_string()], dir, None))
+            built_once(&dir, package, || {
+                image::build(&support::test_image(vec![package.to_string()], dir.clone(), None))
+            })
         });
         made.as_deref().map_err(Clone::clone)
     }
@@ -64,4 +66,26 @@ impl Testbed {
         let made = self.lab_image.get_or_init(|| lab_ipmi::image(self.package()?, &self.base));
         made.as_deref().map_err(Clone::clone)
     }
+}
+
+/// The image in `dir`, when it is whole and made of the same inputs as
+/// now — `what` (its kernels, its plan), the /init it carries (built now, as
+/// the image build would) and the xtask that builds it (the image builder's
+/// code), recorded beside it in `DIR.inputs` —, else made by `build`: a
+/// `check NAME` after /init or the image builder changed boots what they
+/// make now, never an image left by an older run.
+pub fn built_once(dir: &Path, what: &str, build: impl FnOnce() -> Result<PathBuf>) -> Result<PathBuf> {
+    let init = crate::build::static_binary::build(crate::build::arch::Arch::X86_64)?;
+    let xtask = std::env::current_exe().map_err(|e| format!("cannot find xtask's own binary: {e}"))?;
+    let sha = crate::host::fs::sha256_file;
+    let inputs = format!("{what}\n/init {}\nxtask {}\n", sha(&init)?, sha(&xtask)?);
+    let stamp = dir.with_extension("inputs");
+    if dir.join("manifest.json").exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(inputs.as_str()) {
+        eprintln!("xtask: reusing {} (made of the same inputs)", dir.display());
+        return Ok(dir.to_path_buf());
+    }
+    let _ = std::fs::remove_file(&stamp);
+    let built = build()?;
+    crate::host::fs::write(&stamp, &inputs)?;
+    Ok(built)
 }
