@@ -21,6 +21,11 @@ pub struct Source {
     pub sha256: Option<String>,
     /// Where the hash comes from, or why there is none.
     pub sha256_from: String,
+    /// The Debian package whose installed tarball this line takes without
+    /// its hash recorded here, verified by dpkg against the package's own
+    /// checksums (`debian_package.rs`): `linux-source-6.1`.
+    #[serde(default)]
+    pub debian_package: Option<String>,
     /// `olddefconfig` (3.7+) or `oldconfig` (answered with empty lines: each new option's default).
     pub config_step: String,
     /// The oldest and newest of each tool known to build this line.

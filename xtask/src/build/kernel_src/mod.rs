@@ -10,6 +10,7 @@
 //! every option of the config against the tree's Kconfig files, and after
 //! the config step, every option still set as asked.
 
+pub mod debian_package;
 pub mod kconfig;
 pub mod line;
 pub mod toolchain;
@@ -128,7 +129,7 @@ pub fn build(args: &Args) -> Result<Built> {
         None => project_root().join("target/kernel"),
     };
     let tree = match &source {
-        Source::Tarball { path, sha256 } => unpack(path, sha256, &work)?,
+        Source::Tarball { path, sha256, .. } => unpack(path, sha256, &work)?,
         Source::Dir(dir) => dir.clone(),
     };
     if let Some(root) = &args.chroot {
@@ -232,16 +233,23 @@ fn check_configured(got: &KernelConfig, line: &Line) -> Result<()> {
 
 /// Where the source comes from.
 enum Source {
-    Tarball { path: PathBuf, sha256: String },
+    /// `verified`: how the tarball is known to be what it says.
+    Tarball {
+        path: PathBuf,
+        sha256: String,
+        verified: String,
+    },
     Dir(PathBuf),
 }
 
 impl Source {
     fn facts(&self) -> Value {
         match self {
-            Source::Tarball { path, sha256 } => {
-                json!({"tarball": path.file_name().map(|n| n.to_string_lossy().into_owned()), "sha256": sha256})
-            }
+            Source::Tarball { path, sha256, verified } => json!({
+                "tarball": path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                "sha256": sha256,
+                "verified": verified,
+            }),
             Source::Dir(dir) => json!({"dir": dir.display().to_string(), "sha256": null}),
         }
     }
@@ -272,10 +280,26 @@ fn resolve_source(args: &Args) -> Result<(Source, Line)> {
     eprintln!("kernel: checking {}", src.display());
     let sha256 = crate::host::fs::sha256_file(src)?;
     let recorded = Line::all()?.into_iter().find(|l| l.source.sha256.as_deref() == Some(sha256.as_str()));
-    let line = match (named, recorded) {
-        (Some(n), Some(r)) if n.name == r.name => n,
-        (Some(n), _) if args.allow_unknown => n,
-        (Some(n), _) => {
+    let verified = |line: Line, how: String| {
+        eprintln!("kernel: {} is {how}", src.display());
+        Ok((Source::Tarball { path: src.clone(), sha256: sha256.clone(), verified: how }, line))
+    };
+    if let Some(line) = recorded.as_ref().filter(|r| named.as_ref().is_none_or(|n| n.name == r.name)) {
+        let how = format!("the tarball kernel-configs/{} records ({})", line.name, line.source.sha256_from);
+        return verified(line.clone(), how);
+    }
+    let candidates = match &named {
+        Some(n) => vec![n.clone()],
+        None => Line::all()?,
+    };
+    for line in candidates {
+        if let Some(how) = debian_package::verified(src, &line)? {
+            return verified(line, how);
+        }
+    }
+    let line = match named {
+        Some(n) if args.allow_unknown => n,
+        Some(n) => {
             let recorded = match &n.source.sha256 {
                 Some(h) => format!("the line's {} has {h} ({})", n.source.tarball, n.source.sha256_from),
                 None => format!("the line records no hash for {}: {}", n.source.tarball, n.source.sha256_from),
@@ -286,15 +310,15 @@ fn resolve_source(args: &Args) -> Result<(Source, Line)> {
                 n.dir.display(),
             ));
         }
-        (None, Some(r)) => r,
-        (None, None) => {
+        None => {
             return Err(format!(
                 "{}: no kernel-configs line records this tarball (SHA-256 {sha256}): give --config kernel-configs/LINE, and --allow-unknown once you trust it",
                 src.display()
             ));
         }
     };
-    Ok((Source::Tarball { path: src.clone(), sha256 }, line))
+    let how = format!("SHA-256 {sha256}, no line's (--allow-unknown)");
+    Ok((Source::Tarball { path: src.clone(), sha256, verified: how }, line))
 }
 
 /// Unpack a tarball once into WORK/src/HASH/; returns the tree.
