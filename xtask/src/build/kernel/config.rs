@@ -73,7 +73,7 @@ pub struct Driver {
 const PC: &[Arch] = &Arch::X86;
 /// Every architecture's servers.
 const ANY: &[Arch] = &Arch::ALL;
-/// arm64 servers: SBSA UART, NVMe.
+/// arm64 servers: SBSA UART.
 const ARM64: &[Arch] = &[Arch::Aarch64];
 
 /// The storage, USB and filesystems of 2006-era and current servers, and a
@@ -125,7 +125,8 @@ pub const BUILT_IN_FOR_SERVERS: &[Driver] = &[
         symbols: &["SERIAL_AMBA_PL011_CONSOLE"],
         on: ARM64,
     },
-    Driver { what: "NVMe disks", since: (3, 7, 0), symbols: &["BLK_DEV_NVME"], on: ARM64 },
+    // NVMe came in 3.3; arm64 kernels begin at 3.7.
+    Driver { what: "NVMe disks", since: (3, 3, 0), symbols: &["BLK_DEV_NVME"], on: ANY },
 ];
 
 impl KernelConfig {
