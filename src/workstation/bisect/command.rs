@@ -325,6 +325,7 @@ fn run_git(
         metric: metric.clone(),
         dir: dir.clone(),
         titles: range.commits.iter().cloned().zip(range.titles.iter().cloned()).collect(),
+        release_said: Default::default(),
     };
     for (end, c) in [("good", 0), ("bad", range.commits.len() - 1)] {
         let built = on_git.builds.image_of(&range.commits[c], &range.titles[c])?;
@@ -418,6 +419,7 @@ fn git_titles(state: &State) -> ImageEntries {
             title: t.clone(),
             cmdline: String::new(),
             cmdline_room: None,
+            kernel_release: None,
         })
         .collect();
     ImageEntries { entries, plan_definition: None, iso_menus: None }

@@ -261,6 +261,25 @@ pub struct OnGit<'a> {
     pub metric: Metric,
     pub dir: PathBuf,
     pub titles: Vec<(String, String)>,
+    /// Whether a step's kernel release that does not name its commit was said.
+    pub release_said: std::sync::atomic::AtomicBool,
+}
+
+impl OnGit<'_> {
+    /// A step's records name their kernel by its release: one that does
+    /// not carry the commit (no `-gSHA`: the build's config lacks
+    /// CONFIG_LOCALVERSION_AUTO) is said once, with how to have it.
+    fn say_if_release_hides_the_commit(&self, commit: &str, release: Option<&str>) {
+        let short = &commit[..commit.len().min(7)];
+        let Some(release) = release.filter(|r| !r.contains(&format!("-g{short}"))) else { return };
+        if !self.release_said.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            crate::workstation::output::say(&format!(
+                "bisect: note: commit {short}'s kernel is {release}, which does not name the commit: its records will not say \
+                 which commit made them (the bisect's state does). Set CONFIG_LOCALVERSION_AUTO=y in the config your build \
+                 uses, as kernel-configs/6.1 does"
+            ));
+        }
+    }
 }
 
 impl Lab for OnGit<'_> {
@@ -275,6 +294,8 @@ impl Lab for OnGit<'_> {
         };
         let lab = self.lab.with_image(&image_dir);
         let image = ImageEntries::read(&lab.manifest)?;
+        let release = image.entries.iter().find(|e| e.label == self.entry).and_then(|e| e.kernel_release.as_deref());
+        self.say_if_release_hides_the_commit(commit, release);
         if !image.entries.iter().any(|e| e.label == self.entry) {
             let labels: Vec<&str> = image.entries.iter().map(|e| e.label.as_str()).collect();
             return Ok(Some(no_value(format!(

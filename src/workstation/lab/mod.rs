@@ -53,6 +53,9 @@ pub struct ImageEntry {
     /// (images built before it was recorded lack it).
     #[serde(default)]
     pub cmdline_room: Option<usize>,
+    /// Its kernel's release (`6.1.192-bootmark-g1a2b3c4d5e6f`).
+    #[serde(default)]
+    pub kernel_release: Option<String>,
 }
 
 impl ImageEntry {
@@ -249,6 +252,7 @@ mod tests {
             title: "2.6.10".into(),
             cmdline: "console=ttyS0,115200 bootmark.plan=quick bootmark.entry=k0 panic=30".into(),
             cmdline_room: room,
+            kernel_release: None,
         };
         let set = "bad-settings:vm.dirty_ratio=40,vm.dirty_background_ratio=10";
         let line = entry(None).cmdline.len() + " bootmark.set=".len() + set.len();

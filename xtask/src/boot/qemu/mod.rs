@@ -238,6 +238,7 @@ fn check_set_fits(args: &Args, set: &str) -> Result<()> {
             title: e.title.clone(),
             cmdline: e.cmdline.clone(),
             cmdline_room: e.cmdline_room,
+            kernel_release: Some(e.kernel_release.clone()),
         }
         .check_set_fits(set)
         .map_err(|e| format!("--set: {e}")),
