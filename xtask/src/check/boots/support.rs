@@ -181,11 +181,15 @@ fn first_line(text: &str) -> &str {
 /// Boot, then check the serial log and the stick hold the same six ok records
 /// and an ok run record. Returns the boot's duration.
 pub fn boot_and_check(args: &qemu::Args, package: &str) -> Result<f64> {
-    boot_and_check_on(args, package, "ext3")
+    boot_and_check_on(args, package, "ext3", QUICK_RECORDS).map(|(s, _)| s)
 }
 
-/// As `boot_and_check`, with the target's filesystem `fs` when the records are made.
-pub fn boot_and_check_on(args: &qemu::Args, package: &str, fs: &str) -> Result<f64> {
+/// The records of the quick plan: one per workload.
+pub const QUICK_RECORDS: usize = 6;
+
+/// As `boot_and_check`, with the target's filesystem `fs` when the records
+/// are made and `count` ok records; returns them too.
+pub fn boot_and_check_on(args: &qemu::Args, package: &str, fs: &str, count: usize) -> Result<(f64, Vec<Record>)> {
     let stick_before = stick_documents(&args.image.join("usb.img"))?;
     let booted = qemu::boot(args)?;
     let serial = serial_documents(&booted.serial);
@@ -209,8 +213,8 @@ pub fn boot_and_check_on(args: &qemu::Args, package: &str, fs: &str) -> Result<f
     if !filesystems.contains_key(fs) {
         return Err(format!("the target's filesystem modules were not loaded before mounting it: {modules}"));
     }
-    if records.len() != 6 || records.iter().any(|r| r.status != Status::Ok) {
-        return Err(format!("expected 6 ok records, got {}\n{}", records.len(), tail()));
+    if records.len() != count || records.iter().any(|r| r.status != Status::Ok) {
+        return Err(format!("expected {count} ok records, got {}\n{}", records.len(), tail()));
     }
     if records
         .iter()
@@ -228,7 +232,7 @@ pub fn boot_and_check_on(args: &qemu::Args, package: &str, fs: &str) -> Result<f
             serial.len()
         ));
     }
-    Ok(booted.elapsed.as_secs_f64())
+    Ok((booted.elapsed.as_secs_f64(), records.into_iter().cloned().collect()))
 }
 
 /// The queue settings behind the causes findings name, as every kernel the
