@@ -89,12 +89,15 @@ impl Passed {
             }
             // An unfinished sequence at the very end may still become a
             // character: held until the next bytes say.
-            if at + invalid.len() == input.len() && invalid.len() < 4 && invalid[0] >= 0xc2 {
+            if at + invalid.len() == input.len() && invalid.len() < 4 && (0xc2..=0xf4).contains(&invalid[0]) {
                 self.pending = invalid.to_vec();
                 return;
             }
-            if self.len() + 3 > limit {
-                return;
+            let room = limit.saturating_sub(self.len()) as usize;
+            if room < 3 {
+                // What was passed ends on a character, never inside a
+                // U+FFFD: the part that fits is a difference, kept to be seen.
+                return self.push_text(&"\u{fffd}".as_bytes()[..room]);
             }
             self.push_text("\u{fffd}".as_bytes());
             at += invalid.len();

@@ -11,6 +11,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 pub enum Source {
     /// Standard input, a TCP stream, or a serial device: ends at EOF.
@@ -32,9 +33,19 @@ pub struct Followed {
     seen_tail: Vec<u8>,
     /// Everything passed on (and skipped) of the stream, as fingerprints.
     passed: Passed,
-    /// The file read again from its start, not yet known to be the same stream or another.
-    again: Option<Passed>,
+    /// Bytes passed on since the follower started or skipped what was there.
+    passed_on: u64,
+    /// The file read again from its start, not yet known to be the same
+    /// stream or another, and since when it has not grown.
+    again: Option<(Passed, Instant)>,
+    /// [`UNDECIDED_FOR`], shorter in the tests.
+    undecided_for: Duration,
 }
+
+/// How long a file read again may stay alike-so-far without growing before
+/// it is taken as another stream: a new boot that stalled right where it
+/// stops agreeing inside a hashed block is shown, not hidden.
+const UNDECIDED_FOR: Duration = Duration::from_secs(10);
 
 /// What a read brought.
 pub enum Chunk {
@@ -119,7 +130,9 @@ impl Source {
             inode: meta.ino(),
             seen_tail: Vec::new(),
             passed: Passed::default(),
+            passed_on: 0,
             again: None,
+            undecided_for: UNDECIDED_FOR,
         }))
     }
 
@@ -169,6 +182,7 @@ impl Followed {
         loop {
             let n = self.file.read(&mut buf)?;
             if n == 0 {
+                self.passed_on = 0;
                 return Ok(());
             }
             self.took(&buf[..n]);
@@ -178,96 +192,141 @@ impl Followed {
     /// Bytes read at `offset` that are part of what is passed on (or skipped).
     fn took(&mut self, bytes: &[u8]) {
         self.offset += bytes.len() as u64;
+        self.passed_on += bytes.len() as u64;
         self.passed.push(bytes);
-        let keep = bytes.len().min(TAIL);
-        self.seen_tail.extend_from_slice(&bytes[bytes.len() - keep..]);
-        let excess = self.seen_tail.len().saturating_sub(TAIL);
-        self.seen_tail.drain(..excess);
+        remember_tail(&mut self.seen_tail, bytes);
     }
 
     fn read(&mut self, wait_ms: u16) -> io::Result<Chunk> {
-        // Written again past where we were between two polls: the bytes
-        // before our offset are not the ones we read.
-        if self.again.is_none() && rewritten(&self.file, self.offset, &self.seen_tail) {
-            self.read_again()?;
-        }
         let mut buf = vec![0u8; 64 << 10];
         loop {
+            let (before, tail) = (self.offset, self.seen_tail.clone());
             let n = self.file.read(&mut buf)?;
+            // Written again under us, before or during this read: the bytes
+            // before where we were are not the ones we read.
+            if rewritten(&self.file, before, &tail) {
+                self.changed()?;
+                continue;
+            }
             if n == 0 {
                 break;
             }
-            let Some(again) = self.again.as_mut() else {
+            let Some((again, since)) = self.again.as_mut() else {
                 buf.truncate(n);
                 self.took(&buf);
                 return Ok(Chunk::Data(buf));
             };
             // Read again from its start: nothing is passed on until it is
             // known to be the same stream (then only what is new) or another.
+            *since = Instant::now();
             self.offset += n as u64;
+            remember_tail(&mut self.seen_tail, &buf[..n]);
             again.push_until(&buf[..n], self.passed.len());
             match self.passed.agreement(again) {
                 Agreement::SoFar => continue,
-                Agreement::Same { resume } => {
-                    self.go_on_at(resume)?;
-                    return Ok(Chunk::Quiet);
-                }
-                Agreement::Differ => {
-                    self.start_over()?;
-                    return Ok(Chunk::Restart);
-                }
+                Agreement::Same { resume } => match self.go_on_at(resume)? {
+                    true => return Ok(Chunk::Quiet),
+                    false => break,
+                },
+                Agreement::Differ => return self.start_over(),
             }
         }
         // At the end: truncated (copytruncate), replaced (rotation, a new
-        // file), or just quiet?
+        // file), read again and alike so far for too long, or just quiet?
         match std::fs::metadata(&self.path) {
             Ok(m) if m.ino() != self.inode => {
                 self.file = File::open(&self.path)?;
                 self.inode = m.ino();
-                self.read_again()?;
+                self.changed()?;
             }
-            Ok(m) if m.len() < self.offset => self.read_again()?,
-            _ => std::thread::sleep(std::time::Duration::from_millis(u64::from(wait_ms).min(200))),
+            Ok(m) if m.len() < self.offset => self.changed()?,
+            _ if self.again.as_ref().is_some_and(|(_, since)| since.elapsed() >= self.undecided_for) => {
+                return self.start_over();
+            }
+            _ => std::thread::sleep(Duration::from_millis(u64::from(wait_ms).min(200))),
         }
         Ok(Chunk::Quiet)
     }
 
-    /// Read the file from its start again, to compare it with what was passed.
-    fn read_again(&mut self) -> io::Result<()> {
+    /// The file was truncated, rewritten or replaced: read it again from its
+    /// start and compare it with what was passed — unless nothing was passed
+    /// since the follower skipped what was there (a console server's log of
+    /// earlier boots): then what the file holds now is this boot's, whole.
+    fn changed(&mut self) -> io::Result<()> {
+        if self.passed_on == 0 && !self.passed.is_empty() {
+            self.passed = Passed::default();
+        }
         self.file.seek(SeekFrom::Start(0))?;
         self.offset = 0;
-        self.again = Some(Passed::default());
+        self.seen_tail.clear();
+        self.again = Some((Passed::default(), Instant::now()));
         Ok(())
     }
 
     /// The same stream: go on at raw byte `resume` of the file, past an
-    /// unfinished character passed already when the file has it too.
-    fn go_on_at(&mut self, mut resume: u64) -> io::Result<()> {
+    /// unfinished character passed already — the same bytes, or the U+FFFD
+    /// a copy written as text has for them. False while the file does not
+    /// reach that far yet (still being written).
+    fn go_on_at(&mut self, mut resume: u64) -> io::Result<bool> {
         use std::os::unix::fs::FileExt;
-        self.again = None;
         let pending = self.passed.pending().to_vec();
-        let mut next = vec![0u8; pending.len()];
         if !pending.is_empty() {
-            match self.file.read_exact_at(&mut next, resume).is_ok() && next == pending {
-                true => resume += pending.len() as u64,
-                false => self.passed.forget_pending(),
+            let mut next = vec![0u8; pending.len().max(3)];
+            let got = read_at_most(&self.file, &mut next, resume)?;
+            if got < pending.len() {
+                return Ok(false);
+            }
+            if next[..pending.len()] == pending[..] {
+                resume += pending.len() as u64;
+            } else {
+                if next[..got.min(3)] == *"\u{fffd}".as_bytes() {
+                    resume += 3;
+                }
+                self.passed.forget_pending();
             }
         }
+        self.again = None;
         let from = resume.saturating_sub(TAIL as u64);
         self.seen_tail = vec![0u8; (resume - from) as usize];
-        self.file.read_exact_at(&mut self.seen_tail, from)?;
+        if self.file.read_exact_at(&mut self.seen_tail, from).is_err() {
+            // Truncated again the moment it was decided: read it again.
+            self.changed()?;
+            return Ok(true);
+        }
         self.offset = self.file.seek(SeekFrom::Start(resume))?;
-        Ok(())
+        Ok(true)
     }
 
     /// Another stream: pass it on from its start.
-    fn start_over(&mut self) -> io::Result<()> {
+    fn start_over(&mut self) -> io::Result<Chunk> {
         self.again = None;
         self.passed = Passed::default();
+        self.passed_on = 0;
         self.seen_tail.clear();
         self.offset = self.file.seek(SeekFrom::Start(0))?;
-        Ok(())
+        Ok(Chunk::Restart)
     }
+}
+
+/// Keep the last [`TAIL`] bytes of what was read.
+fn remember_tail(tail: &mut Vec<u8>, bytes: &[u8]) {
+    let keep = bytes.len().min(TAIL);
+    tail.extend_from_slice(&bytes[bytes.len() - keep..]);
+    let excess = tail.len().saturating_sub(TAIL);
+    tail.drain(..excess);
+}
+
+/// Read up to `buf.len()` bytes at `offset`: how many there were.
+fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], offset + got as u64)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
 }
 
 /// How many of the last bytes read a followed file is checked against.
@@ -454,6 +513,99 @@ mod tests {
             File::create(&path).unwrap();
             check(&path, seed);
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Everything a follower passes on until it has nothing more, and how
+    /// often it started over: reads until the file is quiet a few times.
+    fn drain(source: &mut Source) -> (Vec<u8>, u32) {
+        let (mut out, mut restarts, mut quiet) = (Vec::new(), 0, 0);
+        while quiet < 3 {
+            match source.read(1).unwrap() {
+                Chunk::Data(b) => {
+                    out.extend_from_slice(&b);
+                    quiet = 0;
+                }
+                Chunk::Restart => restarts += 1,
+                Chunk::Quiet | Chunk::End => quiet += 1,
+            }
+        }
+        (out, restarts)
+    }
+
+    fn opened(path: &Path, bytes: &[u8]) -> Source {
+        std::fs::write(path, bytes).unwrap();
+        Source::open(&path.display().to_string(), 115200).unwrap()
+    }
+
+    fn append(path: &Path, bytes: &[u8]) {
+        use std::io::Write;
+        File::options().append(true).open(path).unwrap().write_all(bytes).unwrap();
+    }
+
+    /// The corners a reviewer found, step by step: a character split at
+    /// the end of what was passed, then the file rewritten without it (the
+    /// rest comes later) or as text; a new stream that differs by one bad
+    /// byte right where the old one ended; a log skipped, then truncated and
+    /// written by a boot that begins with the same bytes; a new stream alike
+    /// so far that stops inside a hashed block.
+    #[test]
+    fn the_corners_of_a_rewrite_are_each_passed_on_once() {
+        let dir = std::env::temp_dir().join(format!("bootmark-follow-corners-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("console.log");
+
+        // "€" split: the first two of its bytes passed; the rewrite stops before them.
+        let mut s = opened(&path, b"abc\xe2\x82");
+        assert_eq!(drain(&mut s), (b"abc\xe2\x82".to_vec(), 0));
+        std::fs::write(&path, b"abc").unwrap();
+        assert_eq!(drain(&mut s), (Vec::new(), 0), "nothing new yet");
+        append(&path, "\u{20ac} and on\n".as_bytes());
+        assert_eq!(drain(&mut s), (b"\xac and on\n".to_vec(), 0), "the rest of the euro, once");
+
+        // Written again as text: the U+FFFD for the byte passed is not passed again.
+        let mut s = opened(&path, b"abc\xe9");
+        drain(&mut s);
+        std::fs::write(&path, "abc\u{fffd}crit\n").unwrap();
+        assert_eq!(drain(&mut s), (b"crit\n".to_vec(), 0));
+
+        // A new stream, one bad byte where the old one ended: told apart, passed whole.
+        let mut s = opened(&path, b"hello\r\nX");
+        drain(&mut s);
+        std::fs::write(&path, b"hello\r\n\xff new boot\n").unwrap();
+        assert_eq!(drain(&mut s), (b"hello\r\n\xff new boot\n".to_vec(), 1));
+
+        // Skipped (an earlier boot's), then truncated (seen) and begun again
+        // with the same bytes: this boot's, whole. (Truncated and written
+        // again between two reads, the same bytes cannot be told from growth.)
+        let mut s = opened(&path, b"SeaBIOS\r\nLinux version 6.1\r\n");
+        s.skip_what_is_there().unwrap();
+        assert_eq!(drain(&mut s), (Vec::new(), 0));
+        File::create(&path).unwrap();
+        assert_eq!(drain(&mut s), (Vec::new(), 0));
+        append(&path, b"SeaBIOS\r\nLinux version 6.1\r\nCommand line: x\r\n");
+        assert_eq!(drain(&mut s).0, b"SeaBIOS\r\nLinux version 6.1\r\nCommand line: x\r\n".to_vec());
+
+        // Alike past the head, then stopped inside a hashed block: taken as
+        // another stream once it has been quiet for the while.
+        let old: Vec<u8> = (0..40_000u32).flat_map(|i| format!("[{i:6}] line\n").into_bytes()).collect();
+        let mut s = opened(&path, &old);
+        drain(&mut s);
+        if let Source::Follow(f) = &mut s {
+            f.undecided_for = Duration::from_millis(50);
+        }
+        let stalled = [&old[..super::super::passed::HEAD + 700], b"Kernel panic".as_slice()].concat();
+        std::fs::write(&path, &stalled).unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        let (mut out, mut restarts) = drain(&mut s);
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(20));
+            let (more, r) = drain(&mut s);
+            out.extend(more);
+            restarts += r;
+        }
+        assert_eq!((out.len(), restarts), (stalled.len(), 1), "the stalled new boot is shown");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
