@@ -60,7 +60,9 @@ pub fn grub_with_set(text: &str, label: &str, set: Option<&str>) -> String {
 
 /// `text` with the kernel line (`keyword PARAMS`) of one entry holding
 /// `set` and no other `bootmark.set=`; `entry` says of a line that starts
-/// an entry whether it is the one.
+/// an entry whether it is the one. The settings go before `panic=` (an
+/// image's line ends in words that are not bootmark's: a line a kernel cut
+/// ends in one of bootmark's, which /init refuses), else at the end.
 fn with_set_on_kernel_line(
     text: &str,
     entry: impl Fn(&str) -> Option<bool>,
@@ -73,8 +75,12 @@ fn with_set_on_kernel_line(
         in_entry = entry(l).unwrap_or(in_entry);
         match l.trim_start().strip_prefix(keyword).and_then(|rest| rest.strip_prefix(' ')) {
             Some(params) if in_entry => {
-                let kept = params.split_whitespace().filter(|w| !w.starts_with(SET)).map(str::to_string);
-                let words: Vec<String> = kept.chain(set.map(|s| format!("{SET}{s}"))).collect();
+                let mut words: Vec<String> =
+                    params.split_whitespace().filter(|w| !w.starts_with(SET)).map(str::to_string).collect();
+                if let Some(s) = set {
+                    let at = words.iter().position(|w| w.starts_with("panic=")).unwrap_or(words.len());
+                    words.insert(at, format!("{SET}{s}"));
+                }
                 out += &format!("  {keyword} {}\n", words.join(" "));
             }
             _ => out += &format!("{l}\n"),
@@ -221,6 +227,10 @@ mod tests {
         let set = grub_with_set(grub, "k0", Some("vm.swappiness=1"));
         assert_eq!(set, grub.replace("entry=k0\n", "entry=k0 bootmark.set=vm.swappiness=1\n"));
         assert_eq!(grub_with_set(&set, "k0", None), grub);
+        // An image's line: the settings before panic= and the tracepoints, never last.
+        let image = "menuentry 'a' --id k0 {\n  linux /boot/k0/vmlinuz bootmark.entry=k0 panic=30 trace_event=a:b\n}\n";
+        let set = grub_with_set(image, "k0", Some("vm.swappiness=1"));
+        assert!(set.contains("bootmark.entry=k0 bootmark.set=vm.swappiness=1 panic=30 trace_event=a:b\n"), "{set}");
     }
 
     #[test]

@@ -153,15 +153,15 @@ fn machine_arch(args: &Args) -> Result<Arch> {
 pub fn boot(args: &Args) -> Result<Booted> {
     ensure_tools(args)?;
     let set = args.set.as_deref().filter(|s| !s.is_empty());
+    if let Some(set) = set {
+        // Refused here, before the stick's menu is touched, not by /init after a whole boot.
+        bootmark::contract::cmdline::parse(&format!("bootmark.set={set}")).map_err(|e| format!("--set: {e}"))?;
+        check_set_fits(args, set)?;
+    }
     if let Some(label) = entry_label(args)? {
         crate::build::image::usb::set_default_entry(&args.image.join("usb.img"), &label, set)?;
     } else if set.is_some() {
         return Err("--set needs the entry it is for: --entry-label LABEL or --entry N".into());
-    }
-    if let Some(set) = set {
-        // Refused here, not by /init after a whole boot.
-        bootmark::contract::cmdline::parse(&format!("bootmark.set={set}")).map_err(|e| format!("--set: {e}"))?;
-        check_set_fits(args, set)?;
     }
     if let (Some(fs), Some(disk)) = (&args.fresh_disk, args.disks.first()) {
         let mib = std::fs::metadata(disk).map_or(1024, |m| (m.len() >> 20).max(64));
