@@ -480,7 +480,9 @@ mod tests {
         let mut source = Source::open(&path.display().to_string(), 115200).unwrap();
         let (mut out, mut restarts) = (Vec::new(), 0);
         let mut rng = Rng(seed ^ 0x5eed);
-        let mut quiet_since = None;
+        // Settled: the writer is done, and the reads since (ten or more,
+        // over 50 ms at least, whatever the machine's load) brought nothing.
+        let (mut done_at, mut quiet_reads): (Option<Instant>, u32) = (None, 0);
         let started = Instant::now();
         loop {
             rng.pause(3); // slow: the writer gets ahead of it
@@ -488,15 +490,19 @@ mod tests {
                 Chunk::Data(b) => {
                     out.extend_from_slice(&b);
                     caught_up.store(out.len() as u64, Ordering::SeqCst);
-                    quiet_since = None;
+                    quiet_reads = 0;
                 }
-                Chunk::Restart => restarts += 1,
-                Chunk::Quiet | Chunk::End => {
-                    let since = *quiet_since.get_or_insert_with(Instant::now);
-                    if done.load(Ordering::SeqCst) && since.elapsed() > Duration::from_millis(30) {
-                        break;
-                    }
+                Chunk::Restart => {
+                    restarts += 1;
+                    quiet_reads = 0;
                 }
+                Chunk::Quiet | Chunk::End => quiet_reads += 1,
+            }
+            if done_at.is_none() && done.load(Ordering::SeqCst) {
+                (done_at, quiet_reads) = (Some(Instant::now()), 0);
+            }
+            if done_at.is_some_and(|t| t.elapsed() > Duration::from_millis(50)) && quiet_reads >= 10 {
+                break;
             }
             assert!(started.elapsed() < Duration::from_secs(20), "the follower never settled");
         }
