@@ -210,6 +210,34 @@ fn a_boot_written_again_in_place_is_logged_once() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// copytruncate in the middle of a framed line: the rest of the line comes
+/// in the truncated file, and the record is whole (a line begun before a
+/// new stream is kept, not dropped).
+#[test]
+fn a_rotation_in_the_middle_of_a_line_loses_no_record() {
+    let dir = scratch("midline");
+    let (file, out) = (dir.join("console.log"), dir.join("records.jsonl"));
+    let (first, rest) = console("ok");
+    let whole = format!("{first}{rest}");
+    let cut = whole.find("@BM1 D 20261130-170000-abcd 1 5/").unwrap() + 40;
+    std::fs::write(&file, &whole[..cut]).unwrap();
+    let mut child = spawn(&[file.to_str().unwrap(), "--out", out.to_str().unwrap()], Stdio::null());
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    assert!(wait_for(&mut stdout, "record 0 verified", &mut seen), "{seen}");
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::copy(&file, file.with_extension("log.1")).unwrap();
+    std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(0).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut f = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+    f.write_all(&whole.as_bytes()[cut..]).unwrap();
+    child.stdout = Some(stdout.into_inner());
+    let (code, err) = finish(child, &mut seen);
+    assert_eq!(code, 0, "{err}\n{seen}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3, "{seen}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A console server on loopback (ser2net, QEMU's -serial tcp:).
 #[test]
 fn a_tcp_console_server() {

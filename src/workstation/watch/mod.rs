@@ -164,8 +164,10 @@ pub fn follow(mut source: Source, how: &Follow, mut reopen: Option<Reopen>) -> R
                     return Ok((Ending::Lost(why), w.into_documents()));
                 }
             }
-            // The followed file holds another stream now: a line begun in the last one is over.
-            Chunk::Restart => w.flush_partial(),
+            // The followed file holds another stream now. A line begun in the
+            // last one is kept: after a copytruncate rotation the new file goes
+            // on with its rest (a new boot's first line joins a cut one: noise).
+            Chunk::Restart => {}
             Chunk::End => {
                 w.flush_partial();
                 if let Some(again) = reopen.as_mut().filter(|_| reopens < MAX_REOPENS) {

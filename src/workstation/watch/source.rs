@@ -40,12 +40,23 @@ pub struct Followed {
     again: Option<(Passed, Instant)>,
     /// [`UNDECIDED_FOR`], shorter in the tests.
     undecided_for: Duration,
+    /// When a read of `file` last brought bytes.
+    grown_at: Instant,
+    /// [`ROTATED_QUIET`], shorter in the tests.
+    rotated_quiet: Duration,
 }
+
+/// How long a file renamed away must have been quiet before the follower
+/// leaves it for the new file at its path: logrotate's `create` mode has
+/// the writer go on in the old file until it reopens the path.
+const ROTATED_QUIET: Duration = Duration::from_secs(1);
 
 /// How long a file read again may stay alike-so-far without growing before
 /// it is taken as another stream: a new boot that stalled right where it
-/// stops agreeing inside a hashed block is shown, not hidden.
-const UNDECIDED_FOR: Duration = Duration::from_secs(10);
+/// stops agreeing inside a hashed block is shown, not hidden (a writer
+/// that pauses longer in the middle of writing the same bytes again has
+/// them passed on twice).
+const UNDECIDED_FOR: Duration = Duration::from_secs(30);
 
 /// What a read brought.
 pub enum Chunk {
@@ -55,7 +66,7 @@ pub enum Chunk {
     /// The stream ended (EOF on stdin, a closed connection).
     End,
     /// The followed file now holds another stream: what comes next is
-    /// its beginning (a line begun before is over).
+    /// its beginning.
     Restart,
 }
 
@@ -119,6 +130,9 @@ impl Source {
             let raw = raw_mode(&file, baud).map_err(|e| format!("{spec}: cannot set {baud} baud raw mode: {e}"))?;
             return Ok(Source::Stream { reader: Box::new(file), name: spec.into(), _raw: Some(raw) });
         }
+        if meta.file_type().is_fifo() {
+            return Err(format!("{spec}: a FIFO: give it as standard input (bootmark watch - < {spec})"));
+        }
         if !meta.is_file() {
             return Err(format!("{spec}: not a serial device, a regular file, - or tcp:HOST:PORT"));
         }
@@ -133,6 +147,8 @@ impl Source {
             passed_on: 0,
             again: None,
             undecided_for: UNDECIDED_FOR,
+            grown_at: Instant::now(),
+            rotated_quiet: ROTATED_QUIET,
         }))
     }
 
@@ -211,6 +227,7 @@ impl Followed {
             if n == 0 {
                 break;
             }
+            self.grown_at = Instant::now();
             let Some((again, since)) = self.again.as_mut() else {
                 buf.truncate(n);
                 self.took(&buf);
@@ -224,8 +241,9 @@ impl Followed {
             again.push_until(&buf[..n], self.passed.len());
             match self.passed.agreement(again) {
                 Agreement::SoFar => continue,
+                // Decided: what follows `resume` is new, read it now.
                 Agreement::Same { resume } => match self.go_on_at(resume)? {
-                    true => return Ok(Chunk::Quiet),
+                    true => continue,
                     false => break,
                 },
                 Agreement::Differ => return self.start_over(),
@@ -234,7 +252,7 @@ impl Followed {
         // At the end: truncated (copytruncate), replaced (rotation, a new
         // file), read again and alike so far for too long, or just quiet?
         match std::fs::metadata(&self.path) {
-            Ok(m) if m.ino() != self.inode => {
+            Ok(m) if m.ino() != self.inode && self.grown_at.elapsed() >= self.rotated_quiet => {
                 self.file = File::open(&self.path)?;
                 self.inode = m.ino();
                 self.changed()?;
@@ -478,10 +496,14 @@ mod tests {
             w_done.store(true, Ordering::SeqCst);
         });
         let mut source = Source::open(&path.display().to_string(), 115200).unwrap();
+        if let Source::Follow(f) = &mut source {
+            f.rotated_quiet = Duration::from_millis(50);
+        }
         let (mut out, mut restarts) = (Vec::new(), 0);
         let mut rng = Rng(seed ^ 0x5eed);
-        // Settled: the writer is done, and the reads since (ten or more,
-        // over 50 ms at least, whatever the machine's load) brought nothing.
+        // Settled: the writer is done, the reads since (ten or more, over
+        // 50 ms at least, whatever the machine's load) brought nothing, and
+        // the follower is on the file at the path.
         let (mut done_at, mut quiet_reads): (Option<Instant>, u32) = (None, 0);
         let started = Instant::now();
         loop {
@@ -501,13 +523,20 @@ mod tests {
             if done_at.is_none() && done.load(Ordering::SeqCst) {
                 (done_at, quiet_reads) = (Some(Instant::now()), 0);
             }
-            if done_at.is_some_and(|t| t.elapsed() > Duration::from_millis(50)) && quiet_reads >= 10 {
+            if done_at.is_some_and(|t| t.elapsed() > Duration::from_millis(50)) && quiet_reads >= 10 && settled(&source)
+            {
                 break;
             }
             assert!(started.elapsed() < Duration::from_secs(20), "the follower never settled");
         }
         w.join().unwrap();
         (out, restarts)
+    }
+
+    /// The follower is on the file at its path, not reading one again.
+    fn settled(source: &Source) -> bool {
+        let Source::Follow(f) = source else { return true };
+        f.again.is_none() && std::fs::metadata(&f.path).is_ok_and(|m| m.ino() == f.inode)
     }
 
     fn tries(name: &str, check: impl Fn(&Path, u64)) {
@@ -668,6 +697,29 @@ mod tests {
             });
             assert_same(&out, &boot("r1"), &format!("seed {seed}"));
             assert_eq!(restarts, 0, "seed {seed}");
+        });
+    }
+
+    /// logrotate's `create` mode: the file renamed away, a new one at the
+    /// path, and the writer going on in the old one until it reopens the
+    /// path: what it wrote there late is passed on, then the new file.
+    #[test]
+    fn a_file_rotated_by_rename_is_read_to_its_end_before_the_new_one() {
+        tries("create", |path, seed| {
+            let (out, _) = follow_while(path, seed, |p, rng, _| {
+                let whole = boot("r1");
+                let cut = whole.len() / 3;
+                let mut old = File::options().append(true).open(p).unwrap();
+                use std::io::Write;
+                old.write_all(&whole[..cut]).unwrap();
+                std::fs::rename(p, p.with_extension("log.1")).unwrap();
+                File::create(p).unwrap();
+                rng.pause(5);
+                old.write_all(&whole[cut..]).unwrap(); // before the writer reopens
+                drop(old);
+                write_in_pieces(p, &boot("r2"), rng);
+            });
+            assert_same(&out, &[boot("r1"), boot("r2")].concat(), &format!("seed {seed}"));
         });
     }
 
