@@ -211,6 +211,12 @@ fn a_line_cut_by_a_splice_with_an_intact_copy_is_a_note() {
     assert!(c.problems.is_empty(), "{:?}", c.problems);
     assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
     assert_eq!((c.notes[0].line, c.notes[0].why.contains("nothing lost")), (Some(cut_line as u64 + 1), true));
+    // Cut inside the run id, the line names no record: a note all the same,
+    // as every result the run record counts was read intact.
+    let in_run_id = text.find(&lines[cut_line]).unwrap() + 12;
+    let c = collect(&[write("spliced-id", &format!("{}{text}", &text[..in_run_id]))]);
+    assert!(c.problems.is_empty() && c.notes.len() == 1, "{:?} {:?}", c.problems, c.notes);
+    assert!(c.notes[0].why.contains("every result each boot's run record counts was read intact"), "{:?}", c.notes);
     // Without the intact copy, the same cut line is a problem, and the record missing.
     let alone = collect(&[write("cut-alone", &text[..cut_at])]);
     assert!(

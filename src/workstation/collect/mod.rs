@@ -117,9 +117,10 @@ pub struct Collector<'a> {
     pub collected: Collected,
     /// Each accepted document's identity → (a digest of its bytes, where it was first read: an index into `files`).
     seen: HashMap<Key, (u64, usize)>,
-    /// Problems (by index) that are a damaged copy of the record (run id,
-    /// seq) they name: a note instead, when that record is accepted intact.
-    damaged_copies: Vec<(usize, String, u32)>,
+    /// Problems (by index) that are a damaged copy of a record, with the
+    /// record (run id, seq) they name when they can: notes instead when that
+    /// record is accepted intact, or when nothing at all is missing.
+    damaged_copies: Vec<(usize, Option<(String, u32)>)>,
     destination: Destination<'a>,
     /// Documents accepted (kept in memory or streamed).
     pub accepted: usize,
@@ -347,28 +348,43 @@ impl<'a> Collector<'a> {
     /// damaged line's own words, or an incomplete copy's): it becomes a note
     /// if an intact copy of that record is accepted by the end.
     pub fn damaged_copy(&mut self, problem: Problem, claims: Option<(String, u32)>) {
-        if let Some((run_id, seq)) = claims {
-            self.damaged_copies.push((self.collected.problems.len(), run_id, seq));
-        }
+        self.damaged_copies.push((self.collected.problems.len(), claims));
         self.collected.problems.push(problem);
     }
 
-    /// Damaged copies of records that were accepted intact after all: notes,
-    /// not problems (nothing was lost). What a damaged line claims is not
-    /// trusted beyond this: a record it wrongly names is judged by itself.
+    /// Damaged copies that cost nothing: notes, not problems. A copy of a
+    /// record accepted intact from elsewhere; and, when nothing else is a
+    /// problem — every result each boot's run record counts was read
+    /// verified, and every boot seen has its run record —, every damaged
+    /// line, even one whose record cannot be read from it (cut inside its
+    /// run id). What a damaged line claims is a hint, never trusted further:
+    /// a record it wrongly names is judged by itself.
     fn damaged_copies_to_notes(&mut self) {
-        let mut intact_in: HashMap<usize, &str> = HashMap::new();
-        for (i, run_id, seq) in &self.damaged_copies {
+        let mut intact_in: HashMap<usize, String> = HashMap::new();
+        for (i, claim) in &self.damaged_copies {
             let kinds = [SCHEMA, crate::schema::record::RUN_SCHEMA];
-            if let Some((_, first)) = kinds.iter().find_map(|k| self.seen.get(&key(k, run_id, *seq))) {
-                intact_in.insert(*i, &self.files[*first]);
+            let first = claim
+                .as_ref()
+                .and_then(|(run_id, seq)| kinds.iter().find_map(|k| self.seen.get(&key(k, run_id, *seq))));
+            if let Some((_, first)) = first {
+                intact_in.insert(*i, format!("an intact copy of this record was read from {}", self.files[*first]));
             }
         }
+        let damaged: std::collections::HashSet<usize> = self.damaged_copies.iter().map(|(i, _)| *i).collect();
+        let only_damage =
+            (0..self.collected.problems.len()).all(|i| damaged.contains(&i) || intact_in.contains_key(&i));
         let problems = std::mem::take(&mut self.collected.problems);
         for (i, mut p) in problems.into_iter().enumerate() {
-            match intact_in.get(&i) {
-                Some(file) => {
-                    p.why += &format!("; an intact copy of this record was read from {file}: nothing lost");
+            let cost_nothing = match intact_in.remove(&i) {
+                Some(why) => Some(why),
+                None if only_damage && damaged.contains(&i) => {
+                    Some("every result each boot's run record counts was read intact".to_string())
+                }
+                None => None,
+            };
+            match cost_nothing {
+                Some(why) => {
+                    p.why += &format!("; {why}: nothing lost");
                     self.collected.notes.push(p);
                 }
                 None => self.collected.problems.push(p),
@@ -446,7 +462,6 @@ impl<'a> Collector<'a> {
     /// input gave, and each boot without its run record, as problems — a
     /// lost result is named, never silently absent.
     pub fn check_complete(&mut self) {
-        self.damaged_copies_to_notes();
         // A boot known only from its damaged records (a capture cut before
         // any of them verified) still lacks its run record.
         let unseen: Vec<(String, String)> = self
@@ -507,6 +522,7 @@ impl<'a> Collector<'a> {
             }
         }
         self.collected.problems.extend(problems);
+        self.damaged_copies_to_notes();
     }
 
     /// Read one input of any kind; a failure to read it is a problem, not an abort.
