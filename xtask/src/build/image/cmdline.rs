@@ -34,6 +34,29 @@ pub(crate) fn cmdline(args: &Args, plan: &str, arch: Arch) -> Result<String> {
     Ok(c)
 }
 
+/// Refuse a line the boot menus would not hand over as it is: syslinux and
+/// GRUB read their menus line by line (a line end would start another
+/// directive), and GRUB's `linux` line is shell-like (`$` expands a
+/// variable, `;` ends the command, quotes and `\\` are eaten, `#` at a
+/// word's start comments the rest out). The manifest would then say one
+/// line while the kernel got another.
+pub(crate) fn check_menu_safe(line: &str, label: &str) -> Result<()> {
+    let comment = line.split(' ').any(|w| w.starts_with('#'));
+    let bad = line.chars().find(|c| c.is_control() || "\"'\\$;&|<>{}`".contains(*c));
+    match (bad, comment) {
+        (None, false) => Ok(()),
+        (Some(c), _) => Err(format!(
+            "entry {label}'s command line holds {c:?} (from --append, --target or --format-confirm): the boot \
+             menus cannot carry it as it is (a line end starts another menu line; GRUB expands $, ends a command \
+             at ; and eats quotes and backslashes), so the kernel would get another line than the manifest says"
+        )),
+        (None, true) => Err(format!(
+            "entry {label}'s command line has a word that starts with # (from --append): GRUB takes it and the rest \
+             of the line for a comment"
+        )),
+    }
+}
+
 /// The first kernel bootmark gives the tracepoints' words (`trace_event=`):
 /// the boot option appeared around 2.6.31–2.6.32 (not pinned to a release
 /// here), so 2.6.32, the later. Older kernels could only print the words as
@@ -70,7 +93,11 @@ pub(crate) fn fit(own: &str, label: &str, dir: &str, limits: &Limits) -> Result<
     let added = super::menu::loader_words_len(dir, limits.arch);
     let room = limits.cmdline_max.saturating_sub(added);
     if own.len() > room {
-        let old = if limits.cmdline_max <= 255 { "; a boot protocol before 2.06 (Linux 2.6.22) means 255" } else { "" };
+        let old = if limits.cmdline_max == 255 {
+            "; 255 is what a boot protocol before 2.06 (Linux 2.6.22) means"
+        } else {
+            ""
+        };
         return Err(format!(
             "entry {label} (Linux {}): its command line is {} bytes and its bootloaders add up to {added} \
              (BOOT_IMAGE=, initrd=), but the kernel keeps only {} bytes (its boot header's limit{old}) and \
@@ -84,7 +111,10 @@ pub(crate) fn fit(own: &str, label: &str, dir: &str, limits: &Limits) -> Result<
     }
     let version = crate::build::kernel_src::line::version_triple(limits.release);
     let events = bootmark::measure::tracing::boot_parameters();
-    let without_events = if version != (0, 0, 0) && version < TRACE_EVENT_SINCE {
+    let given = own.split(' ').any(|w| w.starts_with("trace_event=") || w.starts_with("trace_buf_size="));
+    let without_events = if given {
+        Some("--append gives trace_event= or trace_buf_size= itself: bootmark's are left out, yours kept".to_string())
+    } else if version != (0, 0, 0) && version < TRACE_EVENT_SINCE {
         let (a, b, c) = TRACE_EVENT_SINCE;
         Some(format!("Linux {} is older than {a}.{b}.{c}, the first given trace_event=", limits.release))
     } else if own.len() + 1 + events.len() > room {
@@ -242,6 +272,23 @@ mod tests {
         assert!(e.contains("the kernel keeps only 255 bytes") && e.contains("by 61 bytes"), "{e}");
         let arm64 = Limits { release: "6.1.0-50-arm64", arch: Arch::Aarch64, cmdline_max: 2047 };
         assert!(fit(own.trim(), "k3", "k3", &arm64).is_ok(), "arm64 keeps 2047 bytes");
+    }
+
+    /// What a menu would not carry as it is, refused; what it would, taken;
+    /// a user's own tracepoints win over bootmark's.
+    #[test]
+    fn lines_the_menus_would_change_are_refused() {
+        for bad in ["quiet\nDEFAULT evil", "foo=$bar", "a=1;b=2", "x=\"y z\"", "a=\\n", "LABEL=a\rb", "x=`id`"] {
+            let e = check_menu_safe(&format!("console=ttyS0 {bad}"), "k0").unwrap_err();
+            assert!(e.starts_with("entry k0's command line holds"), "{bad:?}: {e}");
+        }
+        assert!(check_menu_safe("console=ttyS0 #rest", "k1").unwrap_err().contains("comment"));
+        assert!(check_menu_safe("console=ttyS0,115200n8 root=/dev/sda1 a=b#c mem=4G@16M", "k0").is_ok());
+        let limits = Limits { release: "6.1.0-50-amd64", arch: Arch::X86_64, cmdline_max: 2046 };
+        let own = "console=ttyS0 bootmark.plan=quick trace_event=sched:sched_switch panic=30";
+        let fitted = fit(own, "k0", "k0", &limits).unwrap();
+        assert_eq!(fitted.line, own);
+        assert!(fitted.without_events.unwrap().contains("yours kept"));
     }
 
     /// A plan file from anywhere travels in the image under its own name,

@@ -98,6 +98,7 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Build> {
         for (suffix, variant, extra) in &per_kernel {
             let label = format!("{}{suffix}", kernel_dir(i));
             let own = format!("{line}{extra} bootmark.entry={label}{append} panic=30");
+            cmdline::check_menu_safe(&own, &label)?;
             bootmark::contract::cmdline::parse(&own)
                 .map_err(|e| format!("entry {label}'s command line would be refused at boot: {e}"))?;
             let fitted = cmdline::fit(&own, &label, &kernel_dir(i), &limits)?;

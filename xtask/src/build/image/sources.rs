@@ -70,7 +70,17 @@ pub(crate) fn resolve(args: &Args, work: &Path) -> Result<Vec<Kernel>> {
                 eprintln!("image: {name} is {} {}", got.package, got.version);
                 (got.deb, Some(suite))
             }
-            None => (deb::fetch_deb(name, &cache)?, None),
+            None => {
+                // The system's apt has this machine's architecture: an arm64 package needs a suite.
+                let plain = name.split(':').next().unwrap_or(name);
+                let arm64 = name.ends_with(":arm64") || plain.split('-').any(|t| t == "arm64");
+                if !name.ends_with(".deb") && arm64 {
+                    return Err(format!(
+                        "--kernel-deb {name}: an arm64 package comes from a Debian suite's own lists: give {plain}:arm64@bookworm (or @trixie…)"
+                    ));
+                }
+                (deb::fetch_deb(name, &cache)?, None)
+            }
         };
         let k = deb::unpack_deb(&deb, &work.join(format!("deb{i}")))?;
         // Named by the package, not by the file unpacked in a directory of ours.
@@ -166,14 +176,26 @@ fn deb_package(package: &str, asked: Option<Arch>) -> (&str, bool) {
 /// architecture than the lists it would be looked for in is refused here,
 /// with the spelling that finds it, not answered with the other lists' names.
 fn check_flavour(given: &str, package: &str, suite: &str, arm64_lists: bool) -> Result<()> {
-    let last = package.rsplit('-').next().unwrap_or("");
-    match (last, arm64_lists) {
+    if let Some((name, other)) = package.split_once(':').filter(|(_, a)| !["i386", "amd64"].contains(a)) {
+        return Err(format!(
+            "--kernel-deb {given}: :{other} is not an architecture bootmark takes a package of: give {name}:arm64@{suite} for arm64, or {name}@{suite} for x86"
+        ));
+    }
+    let says = |flavour: &[&str]| package.split('-').any(|t| flavour.contains(&t));
+    let flavour = if says(&["arm64"]) {
+        "arm64"
+    } else if says(&["amd64", "686", "pae"]) {
+        "x86"
+    } else {
+        ""
+    };
+    match (flavour, arm64_lists) {
         ("arm64", false) => Err(format!(
             "--kernel-deb {given}: {package} is an arm64 package, and this would look in {suite}'s x86 lists: \
              give --kernel-deb {package}:arm64@{suite} (the image may hold x86 and arm64 kernels), or add \
              --arch aarch64 when every kernel of the image is arm64"
         )),
-        ("amd64" | "686" | "pae", true) => Err(format!(
+        ("x86", true) => Err(format!(
             "--kernel-deb {given}: {package} is an x86 package, and this would look in {suite}'s arm64 lists \
              (:arm64 or --arch aarch64): give --kernel-deb {}@{suite} without them",
             package.trim_end_matches(":arm64")
@@ -345,6 +367,11 @@ mod tests {
             check_flavour("linux-image-6.1.0-50-amd64@bookworm", "linux-image-6.1.0-50-amd64", "bookworm", false)
                 .is_ok()
         );
+        let e = check_flavour("linux-image-arm64-16k@trixie", "linux-image-arm64-16k", "trixie", false).unwrap_err();
+        assert!(e.contains("linux-image-arm64-16k:arm64@trixie"), "{e}");
+        let e = check_flavour("linux-image-arm64:aarch64@bookworm", "linux-image-arm64:aarch64", "bookworm", false);
+        assert!(e.unwrap_err().contains("give linux-image-arm64:arm64@bookworm"));
+        assert!(check_flavour("linux-image-686:i386@bookworm", "linux-image-686:i386", "bookworm", false).is_ok());
     }
 
     /// An x86_64 bzImage header with a version string (protocol 2.15, 64-bit).
