@@ -252,11 +252,15 @@ impl Followed {
         // At the end: truncated (copytruncate), replaced (rotation, a new
         // file), read again and alike so far for too long, or just quiet?
         match std::fs::metadata(&self.path) {
-            Ok(m) if m.ino() != self.inode && self.grown_at.elapsed() >= self.rotated_quiet => {
-                self.file = File::open(&self.path)?;
-                self.inode = m.ino();
-                self.changed()?;
-            }
+            // Another file at the path: this one read to its end and quiet a while first.
+            Ok(m) if m.ino() != self.inode => match self.grown_at.elapsed() >= self.rotated_quiet {
+                true => {
+                    self.file = File::open(&self.path)?;
+                    self.inode = m.ino();
+                    self.changed()?;
+                }
+                false => std::thread::sleep(Duration::from_millis(u64::from(wait_ms).min(200))),
+            },
             Ok(m) if m.len() < self.offset => self.changed()?,
             _ if self.again.as_ref().is_some_and(|(_, since)| since.elapsed() >= self.undecided_for) => {
                 return self.start_over();
@@ -621,6 +625,21 @@ mod tests {
         assert_eq!(drain(&mut s), (Vec::new(), 0));
         append(&path, b"SeaBIOS\r\nLinux version 6.1\r\nCommand line: x\r\n");
         assert_eq!(drain(&mut s).0, b"SeaBIOS\r\nLinux version 6.1\r\nCommand line: x\r\n".to_vec());
+
+        // Skipped (the last step's boot), then the path's file replaced by a
+        // shorter new one at once (xtask qemu removes it, QEMU makes it):
+        // the new one is read, never the old one again.
+        let mut s = opened(&path, &boot("r1"));
+        s.skip_what_is_there().unwrap();
+        if let Source::Follow(f) = &mut s {
+            f.rotated_quiet = Duration::from_millis(50);
+        }
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"SeaBIOS (version 1.16.2)\r\n").unwrap();
+        let (mut out, _) = drain(&mut s);
+        std::thread::sleep(Duration::from_millis(60));
+        out.extend(drain(&mut s).0);
+        assert_same(&out, b"SeaBIOS (version 1.16.2)\r\n", "the new file, never the old one again");
 
         // Alike past the head, then stopped inside a hashed block: taken as
         // another stream once it has been quiet for the while.
