@@ -218,6 +218,30 @@ fn ends_that_are_alike_or_swapped_and_servers_that_differ_are_refused_with_their
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A server that boots another entry than the step's (a BMC that ignored
+/// where the lab pointed it): the step fails, and its records — true of
+/// the kernel that booted — are never counted for the candidate.
+#[test]
+fn a_boot_of_another_entry_is_not_counted_for_the_step() {
+    let dir = lab("wrong-entry", &[("a", "dl140")]);
+    let toml = std::fs::read_to_string(dir.join("lab.toml")).unwrap();
+    // Whatever it is asked for, it boots k0.
+    std::fs::write(dir.join("lab.toml"), toml.replace("cat pool/a/{entry}/", "cat pool/a/k0/")).unwrap();
+    let out = bisect(&dir, &ENDS);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("booted entry k0") && said.contains("not k5"), "{said}");
+    let bad_end = state(&dir)["boots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["candidate"] == 5)
+        .map(|b| b["value"].clone())
+        .collect::<Vec<_>>();
+    assert!(!bad_end.is_empty() && bad_end.iter().all(Value::is_null), "k5's boots counted values: {bad_end:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `bootmark lab run` on the same servers: each takes its own steps while
 /// the other takes its (each saw the other's marker during a step), and
 /// every step is done.

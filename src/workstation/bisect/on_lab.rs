@@ -43,7 +43,13 @@ impl Lab for OnLab<'_> {
         let records = read_records(&self.dir.join(&outcome.records))?;
         let run_id = outcome.run_ids.first().cloned();
         let hardware = records.first().map(hardware);
-        let value = run_id.as_ref().and_then(|id| self.metric.per_boot(&records).get(id).copied());
+        // A failed step measured nothing of the candidate: no record by its
+        // deadline, or the records of another entry or other settings than
+        // the step's (kept in its files, never counted for this candidate).
+        let value = match outcome.status {
+            Status::Failed => None,
+            _ => run_id.as_ref().and_then(|id| self.metric.per_boot(&records).get(id).copied()),
+        };
         let why = match (&value, outcome.status) {
             (Some(_), _) => None,
             (None, Status::Failed) => Some(outcome.why.unwrap_or_else(|| "the boot failed".into())),
