@@ -13,7 +13,7 @@
 //! fio's json+ bins (fio's buckets are ≤ 0.78 % wide, ours ≤ 0.4 %; fio
 //! puts everything above 2^34 ns ≈ 17 s into its last bucket).
 
-use super::{Context, Outcome, command, fio_log};
+use super::{Context, Outcome, command, fio_job, fio_log};
 use crate::image_side::measure::histogram::Histogram;
 use crate::size::Bytes;
 use serde::{Deserialize, Serialize};
@@ -64,6 +64,9 @@ impl Params {
             }
             _ => {}
         }
+        if let Some(text) = &self.job {
+            fio_job::allowed(text, "the inline fio job")?;
+        }
         self.as_command(Path::new("/")).validate()
     }
 
@@ -94,7 +97,12 @@ pub fn run(p: &Params, ctx: &Context) -> io::Result<Outcome> {
             // fio runs in the workload's directory.
             INLINE_JOB.into()
         }
-        (None, Some(file)) => PathBuf::from(file),
+        (None, Some(file)) => {
+            // The image builder checked the file it included; this checks the one that is here.
+            let text = std::fs::read_to_string(file).map_err(|e| io::Error::other(format!("job_file {file}: {e}")))?;
+            fio_job::allowed(&text, &format!("job_file {file}")).map_err(io::Error::other)?;
+            PathBuf::from(file)
+        }
         (None, None) => return Err(io::Error::other("no job")),
     };
     let mut outcome = command::run(&p.as_command(&job), ctx)?;

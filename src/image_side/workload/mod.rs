@@ -9,6 +9,7 @@
 pub mod cache;
 pub mod command;
 pub mod fio;
+pub mod fio_job;
 pub mod fio_log;
 pub mod idle;
 pub mod instances;
@@ -54,6 +55,9 @@ pub struct Context<'a> {
     /// CLOCK_MONOTONIC ns when the run's watchdog kills the worker, if it
     /// will: a workload that can stop early (`command`) stops before it.
     pub deadline_ns: Option<u64>,
+    /// Run the user's programs confined (confine.rs): in a boot, where
+    /// bootmark owns the machine and its disks are not the user's to name.
+    pub confine_programs: bool,
 }
 
 /// What a workload reports about itself.

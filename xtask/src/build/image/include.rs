@@ -187,13 +187,17 @@ pub fn check_plan(plan: &Plan, includes: &[Include], arches: &[Arch]) -> Result<
             let what = format!("--include {} (the plan's program '{program}')", inc.src.display());
             check_program(&what, &bytes, &[*arch])?;
         }
-        if let Some(job) = job_file
-            && !includes.iter().any(|i| i.dest == job)
-        {
-            return Err(format!(
-                "plan '{}' runs fio on job_file {job}, which no --include provides: add --include PATH/TO/JOB.fio:{job}, or give the job inline (\"job\")",
-                plan.name
-            ));
+        if let Some(job) = job_file {
+            let inc = includes.iter().find(|i| i.dest == job).ok_or_else(|| {
+                format!(
+                    "plan '{}' runs fio on job_file {job}, which no --include provides: add --include PATH/TO/JOB.fio:{job}, or give the job inline (\"job\")",
+                    plan.name
+                )
+            })?;
+            // /init checks it again; refusing here saves a boot.
+            let text =
+                std::fs::read_to_string(&inc.src).map_err(|e| format!("--include {}: {e}", inc.src.display()))?;
+            bootmark::workload::fio_job::allowed(&text, &format!("--include {} (job_file {job})", inc.src.display()))?;
         }
     }
     Ok(())
@@ -363,5 +367,28 @@ mod tests {
         assert!(err.contains("/usr/local/bin/loadgen") && err.contains("--include PATH/TO/loadgen"), "{err}");
         let dynamic = Include::new("/bin/ls".into(), "/usr/local/bin/loadgen".into()).unwrap();
         assert!(check_plan(&plan, &[dynamic], &[Arch::X86_64]).unwrap_err().contains("dynamically linked"));
+    }
+
+    /// The issue's job: a storage engineer's own, naming their device.
+    #[test]
+    fn an_included_fio_job_naming_a_device_is_refused_at_build() {
+        let dir = scratch("fio-job");
+        let fio = static_program(&dir, "fio", 62).display().to_string();
+        let job = dir.join("job.fio");
+        std::fs::write(&job, b"[global]\nioengine=psync\n\n[w]\nfilename=/dev/sdb\nrw=write\nsize=8m\n").unwrap();
+        let includes =
+            parse_all(&[format!("{fio}:/usr/local/bin/fio"), format!("{}:/etc/jobs/job.fio", job.display())]).unwrap();
+        let plan =
+            Plan::from_json(r#"{"name":"f","workloads":[{"name":"fio","params":{"job_file":"/etc/jobs/job.fio"}}]}"#)
+                .unwrap();
+        let err = check_plan(&plan, &includes, &[Arch::X86_64]).unwrap_err();
+        assert!(
+            err.contains("job.fio (job_file /etc/jobs/job.fio)")
+                && err.contains("line 5, [w], option filename: '/dev/sdb'"),
+            "{err}"
+        );
+        std::fs::write(&job, b"[w]\nfilename=data\nrw=write\nsize=8m\n").unwrap();
+        assert_eq!(check_plan(&plan, &includes, &[Arch::X86_64]), Ok(()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
