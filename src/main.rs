@@ -248,6 +248,12 @@ enum Command {
         /// puts back what it found at the end.
         #[arg(long, value_name = "NAMES")]
         variants: Option<String>,
+        /// Run the plan's programs (command, fio) as a boot runs them: in their own mount
+        /// namespace whose /dev holds only null, zero, full, random and urandom, without
+        /// CAP_MKNOD, CAP_SYS_ADMIN, CAP_SYS_RAWIO and CAP_SYS_MODULE, so no disk is reached by
+        /// name. Needs root.
+        #[arg(long)]
+        confine_programs: bool,
         /// Keep the files the workloads wrote, for inspection.
         #[arg(long)]
         keep: bool,
@@ -473,7 +479,7 @@ fn main() -> ExitCode {
             print!("{}", bootmark::init::cmdline::reference());
             ExitCode::SUCCESS
         }
-        Command::Run { plan, dir, out, repeat, no_probe, kernel_events, variants, keep, quiet } => {
+        Command::Run { plan, dir, out, repeat, no_probe, kernel_events, variants, confine_programs, keep, quiet } => {
             let mut plan = match Plan::load(&plan) {
                 Ok(p) => p,
                 Err(e) => return usage(&e),
@@ -493,6 +499,12 @@ fn main() -> ExitCode {
             if let Err(e) = plan.validate() {
                 return usage(&e);
             }
+            // SAFETY: geteuid has no arguments.
+            if confine_programs && unsafe { libc::geteuid() } != 0 {
+                return usage(
+                    "--confine-programs needs root: it gives each program its own mount namespace and drops capabilities",
+                );
+            }
             let mut sink: Box<dyn Sink> = match &out {
                 Some(path) if path.as_os_str() == "-" => Box::new(Stdout),
                 Some(path) => match JsonlFile::append(path) {
@@ -510,6 +522,8 @@ fn main() -> ExitCode {
                 run_id: None,
                 remount: None,
                 dump_blocked_tasks: false,
+                // The user's own machine, run by hand: confined only when asked.
+                confine_programs,
                 kernel_events: match kernel_events {
                     true => bootmark::measure::tracing::Events::AtRunTime,
                     false => bootmark::measure::tracing::Events::Off,

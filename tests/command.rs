@@ -17,6 +17,11 @@ fn scratch(name: &str) -> PathBuf {
 /// Run a plan of these workloads (JSON objects) in a fresh directory: the
 /// records and bootmark's stderr.
 fn run(name: &str, deadline_s: u32, workloads: &[&str]) -> (Vec<Value>, String) {
+    run_with(name, &[], deadline_s, workloads)
+}
+
+/// [`run`] with more arguments to `bootmark run`.
+fn run_with(name: &str, extra: &[&str], deadline_s: u32, workloads: &[&str]) -> (Vec<Value>, String) {
     let dir = scratch(name);
     let plan = dir.with_extension("plan.json");
     let json = format!(
@@ -30,6 +35,7 @@ fn run(name: &str, deadline_s: u32, workloads: &[&str]) -> (Vec<Value>, String) 
         .arg(&plan)
         .arg("--dir")
         .arg(&dir)
+        .args(extra)
         .output()
         .unwrap();
     let records: Vec<Value> =
@@ -154,4 +160,86 @@ fn instances_of_a_program_run_together_and_one_failing_fails_the_whole() {
     assert!(recs[0]["bytes_written"].as_u64().unwrap() >= 3 << 20);
     assert_eq!(recs[1]["status"], "error");
     assert!(recs[1]["error"].as_str().unwrap().contains("exited with code 7"), "{}", recs[1]["error"]);
+}
+
+/// A disk a careless program could name: a loop device over a file of
+/// known bytes (detached when dropped).
+struct LoopDisk {
+    node: String,
+    file: PathBuf,
+}
+
+impl LoopDisk {
+    fn new(name: &str) -> LoopDisk {
+        let file = scratch(name).join("other-disk.img");
+        std::fs::write(&file, vec![0x5a; 1 << 20]).unwrap();
+        let out = Command::new("losetup").args(["-f", "--show"]).arg(&file).output().expect("losetup");
+        assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
+        LoopDisk { node: String::from_utf8(out.stdout).unwrap().trim().to_string(), file }
+    }
+
+    fn untouched(&self) -> bool {
+        std::fs::read(&self.file).unwrap().iter().all(|&b| b == 0x5a)
+    }
+}
+
+impl Drop for LoopDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.node).status();
+    }
+}
+
+/// What a boot does with the user's programs, asked for by hand: a program
+/// naming this machine's disk reaches none, cannot make a node or mount,
+/// and the record says it ran confined. Needs root (CI runs as root);
+/// without it the flag is refused up front.
+#[test]
+fn a_confined_program_reaches_no_disk_and_the_record_says_so() {
+    // SAFETY: geteuid has no arguments.
+    if unsafe { libc::geteuid() } != 0 {
+        let dir = scratch("confined-not-root");
+        let out = Command::new(env!("CARGO_BIN_EXE_bootmark"))
+            .args(["run", "--plan", "quick", "--confine-programs", "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("--confine-programs needs root"), "{stderr}");
+        return;
+    }
+    let disk = LoopDisk::new("confined-disk");
+    let script = format!(
+        "ls /dev | tr '\\n' ' '; echo; \
+         echo overwritten > {disk} 2>/dev/null && echo REACHED; \
+         echo x > /dev/sdb 2>/dev/null && echo CREATED; \
+         mknod node b 7 0 2>/dev/null && echo MKNOD; \
+         mount -t tmpfs none . 2>/dev/null && echo MOUNTED; \
+         grep CapBnd /proc/self/status; true",
+        disk = disk.node
+    );
+    let (recs, stderr) = run_with("confined", &["--confine-programs"], 600, &[&sh(&script)]);
+    let r = &recs[0];
+    assert_eq!(r["status"], "ok", "{stderr} {}", r["error"]);
+    let stdout = r["details"]["stdout"].as_str().unwrap();
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("fd full null random shm stderr stdin stdout urandom zero "), "{stdout}");
+    for word in ["REACHED", "CREATED", "MKNOD", "MOUNTED"] {
+        assert!(!stdout.contains(word), "{word}: {stdout}");
+    }
+    let bounding = lines.next().and_then(|l| l.strip_prefix("CapBnd:")).unwrap_or_else(|| panic!("{stdout}"));
+    let bounding = u64::from_str_radix(bounding.trim(), 16).unwrap();
+    for cap in [16, 17, 21, 27] {
+        assert_eq!(bounding & 1 << cap, 0, "capability {cap} in {bounding:x}");
+    }
+    assert!(bounding & 1 << 1 != 0, "CAP_DAC_OVERRIDE is kept: {bounding:x}");
+    let confined = &r["details"]["confined"];
+    assert_eq!(confined["capabilities_dropped"][3], "CAP_MKNOD", "{confined}");
+    assert_eq!(confined["bounding_set"], "the program's own");
+    assert!(disk.untouched(), "{} was written", disk.node);
+    // Unconfined, the same program reaches it: the test can tell.
+    let (recs, _) = run("unconfined", 600, &[&sh(&format!("echo overwritten > {} && echo REACHED", disk.node))]);
+    assert_eq!(recs[0]["details"]["stdout"], "REACHED\n");
+    assert!(!disk.untouched());
+    assert_eq!(recs[0]["details"]["confined"], Value::Null);
 }

@@ -9,6 +9,7 @@
 //! so a watchdog's kill of a worker never leaves it behind. stdin is
 //! /dev/null; stdout and stderr come back on pipes, their last bytes kept.
 
+use crate::image_side::confine::{Confinement, Step};
 use crate::image_side::measure::clock::{mono_ns, sleep_until};
 use crate::image_side::process;
 use std::ffi::CString;
@@ -83,7 +84,14 @@ pub struct Started {
 
 /// fork + execve with stdout/stderr on pipes, stdin on /dev/null, in `dir`.
 /// An exec failure comes back on a close-on-exec pipe as the errno.
-pub fn start(program: &Path, args: &[String], dir: &Path, limit: usize) -> io::Result<Started> {
+/// With a `confinement`, the program starts inside it (confine.rs).
+pub fn start(
+    program: &Path,
+    args: &[String],
+    dir: &Path,
+    limit: usize,
+    confinement: Option<&Confinement>,
+) -> io::Result<Started> {
     let path = c_string(&program.to_string_lossy())?;
     let mut argv = vec![path.clone()];
     for a in args {
@@ -98,7 +106,10 @@ pub fn start(program: &Path, args: &[String], dir: &Path, limit: usize) -> io::R
     let (exec_r, exec_w) = process::pipe()?;
     // SAFETY: the program is single-threaded; the child only makes syscalls
     // on memory prepared above, then execs or _exits.
-    let pid = unsafe { libc::fork() };
+    let pid = match confinement {
+        Some(_) => unsafe { Confinement::clone_process() },
+        None => unsafe { libc::fork() },
+    };
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -122,23 +133,31 @@ pub fn start(program: &Path, args: &[String], dir: &Path, limit: usize) -> io::R
             for fd in 0..3 {
                 libc::fcntl(fd, libc::F_SETFD, 0);
             }
-            if libc::chdir(dir_c.as_ptr()) == 0 {
-                libc::execv(path.as_ptr(), argv_ptrs.as_ptr());
-            }
-            let errno = *libc::__errno_location();
-            libc::write(exec_w.as_raw_fd(), (&errno as *const i32).cast(), 4);
+            let failed = match confinement.map(|c| c.enter()) {
+                Some(Err(failed)) => failed,
+                _ => {
+                    if libc::chdir(dir_c.as_ptr()) == 0 {
+                        libc::execv(path.as_ptr(), argv_ptrs.as_ptr());
+                    }
+                    (Step::Exec, *libc::__errno_location())
+                }
+            };
+            let report = [failed.0 as u32, failed.1 as u32];
+            libc::write(exec_w.as_raw_fd(), report.as_ptr().cast(), 8);
             libc::_exit(127);
         }
     }
     // SAFETY: also from this side, so the group exists before any kill.
     unsafe { libc::setpgid(pid, pid) };
     drop((out_w, err_w, exec_w));
-    let mut errno = [0u8; 4];
+    let mut report = [0u8; 8];
     let mut exec_r = exec_r;
-    if exec_r.read(&mut errno)? == 4 {
+    if exec_r.read(&mut report)? == 8 {
         let _ = process::wait(pid);
-        let e = io::Error::from_raw_os_error(i32::from_ne_bytes(errno));
-        return Err(io::Error::other(format!("cannot run {}: {e}", program.display())));
+        let word = |i: usize| u32::from_ne_bytes(report[i..i + 4].try_into().unwrap_or_default());
+        let e = io::Error::from_raw_os_error(word(4) as i32);
+        let step = Step::from_code(word(0));
+        return Err(io::Error::other(format!("{} {}: {e}", step.describe(), program.display())));
     }
     Ok(Started { pid, stdout: Stream::new(out_r, limit), stderr: Stream::new(err_r, limit) })
 }
@@ -216,7 +235,7 @@ fn poll_streams(p: &mut Started, timeout_ms: libc::c_int) {
 /// Run a program to its end in `/` (no time limit), keeping the last
 /// `keep` bytes of its output: mkfs and its version.
 pub fn run_to_end(program: &Path, args: &[String], keep: usize) -> io::Result<(Ended, Started)> {
-    let mut started = start(program, args, Path::new("/"), keep)?;
+    let mut started = start(program, args, Path::new("/"), keep, None)?;
     let ended = follow(&mut started, u64::MAX)?;
     Ok((ended, started))
 }

@@ -6,6 +6,7 @@
 //! `measure` watches, and `sink` writes the records. It writes what
 //! `schema` defines and never imports the workstation side.
 
+pub mod confine;
 pub mod exec;
 pub mod init;
 pub mod layers;

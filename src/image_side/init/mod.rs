@@ -35,7 +35,7 @@ use cmdline::{After, Settings};
 use serde_json::json;
 use std::path::Path;
 
-const RESULTS_MOUNT: &str = "/results";
+pub(crate) const RESULTS_MOUNT: &str = "/results";
 pub(crate) const TARGET_MOUNT: &str = "/mnt/target";
 
 /// Should this process act as /init? Only as PID 1: an extracted `./init`

@@ -225,6 +225,8 @@ fn run_plan(
         dump_blocked_tasks: true,
         // Switched on by the image's command line, never at run time (tracing.rs says why).
         kernel_events: crate::image_side::measure::tracing::Events::AsBooted,
+        // Only the target is written: a program's other disks are out of its reach.
+        confine_programs: true,
     };
     let mut serial_sink = serial.take();
     let (result, stick_failed, written, not_ok) = {

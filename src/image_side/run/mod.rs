@@ -43,6 +43,9 @@ pub struct Options {
     /// Read the kernel's tracepoints over each workload (machine-wide: the
     /// boot image, or `bootmark run --kernel-events`).
     pub kernel_events: crate::image_side::measure::tracing::Events,
+    /// Run the plan's programs confined (confine.rs): only in the boot
+    /// image, where the machine's other disks are not the plan's.
+    pub confine_programs: bool,
 }
 
 /// How a run ended, for the exit code.
@@ -382,6 +385,7 @@ impl Runner<'_> {
                 mem_total: self.mem_total,
                 keep: opts.keep,
                 deadline_ns: None, // set by observe when the worker starts
+                confine_programs: opts.confine_programs,
             },
             probe_dir: self.probe_dir.clone(),
             probe_interval_ns: plan.probe.interval_ms * 1_000_000,

@@ -14,7 +14,9 @@
 //! The program is started and followed by `exec` (fork, execve, poll).
 
 use super::{Context, Failed, Outcome, PhaseTimes, since};
+use crate::image_side::confine::Confinement;
 use crate::image_side::exec;
+use crate::image_side::init::RESULTS_MOUNT;
 use crate::image_side::measure::clock::mono_ns;
 use crate::size::Bytes;
 use serde::{Deserialize, Serialize};
@@ -159,7 +161,11 @@ pub fn run(p: &Params, ctx: &Context) -> io::Result<Outcome> {
     let start = mono_ns();
     let watchdog = ctx.deadline_ns.map(|d| d.saturating_sub(WATCHDOG_MARGIN_NS));
     let limit_ns = [own_limit.map(|l| start + l), watchdog].into_iter().flatten().min().unwrap_or(u64::MAX);
-    let mut started = exec::start(&program, &args, &dir, p.output_limit.0 as usize)?;
+    let confinement = match ctx.confine_programs {
+        true => Some(Confinement::prepare(Some(RESULTS_MOUNT))?),
+        false => None,
+    };
+    let mut started = exec::start(&program, &args, &dir, p.output_limit.0 as usize, confinement.as_ref())?;
     let ended = exec::follow(&mut started, limit_ns)?;
     let wall_s = since(start);
     let durable_s = p.final_sync.then(|| {
@@ -208,6 +214,7 @@ pub fn run(p: &Params, ctx: &Context) -> io::Result<Outcome> {
         "stderr": stderr.text(),
         "stderr_bytes": stderr.total,
         "io": io,
+        "confined": confinement.as_ref().map(Confinement::facts),
     });
     Ok(Outcome {
         bytes_written: written,

@@ -72,6 +72,7 @@ pub fn run(p: &Params, ctx: &Context) -> std::io::Result<Outcome> {
             mem_total: ctx.mem_total,
             keep: ctx.keep,
             deadline_ns: ctx.deadline_ns,
+            confine_programs: ctx.confine_programs,
         };
         children.push(process::spawn(&format!("bootmark-i{i}"), move |out| {
             // Close our copy of the write end, or the pipe never reaches EOF.

@@ -29,6 +29,7 @@ pub(super) const PLAN: &str = r#"{
     { "name": "command", "params": { "program": "seedwrite", "args": ["64", "512"], "final_sync": true } },
     { "name": "manyfiles", "params": { "files": 64, "file_size": "512KiB", "sync": "end" } },
     { "name": "command", "params": { "program": "seedwrite", "args": ["3", "x"] } },
+    { "name": "command", "params": { "program": "fio", "args": ["--name=careless", "--filename=/dev/sda:/dev/sdb:/dev/sdc:/dev/sdd", "--rw=write", "--size=1m"] } },
     { "name": "fio", "params": { "job": "[global]\nioengine=psync\n\n[writer]\nrw=write\nbs=16k\nsize=48m\nend_fsync=1\n\n[reader]\nrw=randread\nbs=4k\nsize=4m\nruntime=4\ntime_based=1\nrate_iops=25\nwrite_lat_log=reader\nlog_avg_msec=1000\n" } }
   ]
 }"#;
@@ -46,16 +47,22 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     let out = image::build(&image_args)?;
     let disk = base.join("scratch-command.img");
     scratch_disk(&disk, "ext3", 512)?;
+    // Another disk of the server: the installed OS a careless program names.
+    let other = base.join("other-command.img");
+    fs::write(&other, vec![0x5a; 16 << 20])?;
     let stick_before = stick_documents(&out.join("usb.img"))?;
-    let booted = qemu::boot(&test_boot(out.clone(), disk, base.join("serial-command.log")))?;
+    let mut boot = test_boot(out.clone(), disk, base.join("serial-command.log"));
+    boot.disks.push(other.clone());
+    let booted = qemu::boot(&boot)?;
     let serial = serial_documents(&booted.serial);
     let stick: Vec<_> =
         stick_documents(&out.join("usb.img"))?.into_iter().filter(|d| !stick_before.contains(d)).collect();
     let records = results(&serial);
     let tail = || qemu::tail(&booted.serial, 25);
-    let [ours, twin, bad, fio] = records.as_slice() else {
-        return Err(format!("expected four records, got {}\n{}", records.len(), tail()));
+    let [ours, twin, bad, careless, fio] = records.as_slice() else {
+        return Err(format!("expected five records, got {}\n{}", records.len(), tail()));
     };
+    check_careless_record(careless, &other)?;
     let (reader_p99, per_second) = check_fio_record(fio)?;
     let said = check_program_record(ours, &fs::sha256_file(&program)?)?;
     if twin.status != Status::Ok {
@@ -92,6 +99,23 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         p99(fio),
         booted.elapsed.as_secs_f64()
     );
+    Ok(())
+}
+
+/// fio run as a command naming every disk by /dev name (a job file naming
+/// one is refused when the image is built): an error record, the program
+/// confined, the other disk byte-identical.
+fn check_careless_record(r: &Record, other: &Path) -> Result<()> {
+    let error = r.error.as_deref().unwrap_or_default();
+    if r.status != Status::Error || !error.contains("exited with code") {
+        return Err(format!("fio writing /dev/sd* should fail inside its own /dev: {:?} {error:?}", r.status));
+    }
+    if r.details["confined"]["capabilities_dropped"].as_array().is_none_or(|c| c.len() != 4) {
+        return Err(format!("the record does not say the program ran confined: {}", r.details));
+    }
+    if std::fs::read(other).map_err(|e| format!("{}: {e}", other.display()))?.iter().any(|&b| b != 0x5a) {
+        return Err(format!("{} changed: a program reached a disk that is not the target", other.display()));
+    }
     Ok(())
 }
 
