@@ -616,6 +616,49 @@ fn a_git_bisect_refuses_a_range_that_is_not_one_and_ends_that_do_not_build() {
         assert!(!dir.join("count-a-old").exists() && !dir.join("count-a-new").exists(), "{args:?} booted");
         let _ = std::fs::remove_dir_all(dir.join("lab.state"));
     }
+    // A path placeholder inside quotes is refused before anything is cloned or built.
+    let quoted = ["--tree", t, "--good", "HEAD~3", "--bad", "master", "--build", "cp \"{image}\" x # {tree}"];
+    let o = bisect_git(&dir, &[&metric[..], &quoted[..]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("{image} stands inside quotes or backticks"), "{}", text(&o));
+    assert!(!dir.join("lab.state").exists() && !dir.join("X").exists());
+    // A --dir holding {image} and $(…): each placeholder filled once, quoted once; nothing runs.
+    let hostile = dir.join("d{image}$(touch X)");
+    let d = hostile.to_str().unwrap();
+    let failing = ["--tree", t, "--good", "HEAD~3", "--bad", "master", "--dir", d, "--build", "false {tree} {image}"];
+    let o = bisect_git(&dir, &[&metric[..], &failing[..]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let log = std::fs::read_dir(hostile.join("images")).unwrap().find_map(|e| {
+        let p = e.unwrap().path();
+        p.to_str().unwrap().ends_with(".build.log").then(|| std::fs::read_to_string(p).unwrap())
+    });
+    let log = log.expect("a build log");
+    assert!(log.starts_with(&format!("$ false '{d}/tree' '{d}/images/")), "{log}");
+    assert!(!dir.join("X").exists() && !Path::new("X").exists(), "$(touch X) ran");
+    // The user's tree as DIR/tree, with a change of theirs; another repository there; DIR inside the tree.
+    let user = dir.join("u");
+    std::fs::create_dir_all(&user).unwrap();
+    let status = |repo: &Path| {
+        let o = Command::new("git").arg("-C").arg(repo).args(["status", "--porcelain", "--branch"]).output().unwrap();
+        String::from_utf8(o.stdout).unwrap()
+    };
+    assert!(Command::new("git").args(["clone", "-q"]).arg(&tree).arg(user.join("tree")).status().unwrap().success());
+    std::fs::write(user.join("tree/kernel"), "the user's own change\n").unwrap();
+    let before = status(&user.join("tree"));
+    let u = user.join("tree");
+    for (tree_arg, dir_arg, said) in [
+        (u.to_str().unwrap(), user.to_str().unwrap(), "is your --tree"),
+        (t, user.to_str().unwrap(), "is not the bisect's own clone"),
+        (t, &*format!("{t}/bisect"), "is inside --tree"),
+    ] {
+        let args = ["--tree", tree_arg, "--good", "HEAD~3", "--bad", "master", "--dir", dir_arg, "--build", &build];
+        let o = bisect_git(&dir, &[&metric[..], &args[..]].concat());
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(text(&o).contains(said), "{said}: {}", text(&o));
+        assert_eq!(status(&user.join("tree")), before, "the user's tree changed");
+        assert!(!tree.join("bisect").exists() && !user.join("images").exists());
+    }
+    assert_eq!(std::fs::read_to_string(user.join("tree/kernel")).unwrap(), "the user's own change\n");
     // A server whose command cannot take the step's image.
     let toml = std::fs::read_to_string(dir.join("lab.toml")).unwrap();
     std::fs::write(dir.join("lab.toml"), toml.replace("sh {image}", "sh image")).unwrap();

@@ -12,4 +12,5 @@ pub mod kcidb;
 pub mod lab;
 pub mod output;
 pub mod report;
+pub mod template;
 pub mod watch;

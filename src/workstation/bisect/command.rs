@@ -315,12 +315,14 @@ fn run_git(
     let mut wanted = State::new(&asked.metric, range.commits.clone(), asked.cap, chosen.len())?;
     wanted.hang_is_bad = asked.hang_is_bad;
     wanted.titles = range.titles.clone();
+    // The build command is checked before the bisect's directory is made.
+    let builds = git::Builds::new(tree, build, &dir)?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut state = resumed_or(wanted, &dir)?;
     let on_git = git::OnGit {
         lab,
         chosen,
-        builds: git::Builds::new(tree, build, &dir)?,
+        builds,
         entry: entry.to_string(),
         metric: metric.clone(),
         dir: dir.clone(),

@@ -15,6 +15,7 @@ use crate::workstation::lab::ImageEntries;
 use crate::workstation::lab::file;
 use crate::workstation::lab::session::Servers;
 use crate::workstation::output::say;
+use crate::workstation::template::{self, Value};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -104,6 +105,70 @@ pub enum Built {
     Interrupted,
 }
 
+/// The user's build command for one commit: `{tree}`, `{image}` (paths,
+/// quoted) and `{commit}` (hex) filled in one pass (template.rs).
+fn fill_build(command: &str, tree: &Path, image: &Path, commit: &str) -> Result<String, String> {
+    if commit.is_empty() || !commit.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!("commit {commit:?} is not a commit id: not put into `sh -c`"));
+    }
+    let values = [("tree", Value::Path(tree)), ("image", Value::Path(image)), ("commit", Value::Plain(commit))];
+    template::fill(command, &values, "--build")
+}
+
+/// The bisect checks commits out (`--force`) only in its own clone,
+/// `DIR/tree`: refused when that is, or holds, anything else — the user's
+/// `--tree` itself, another repository (one without the user's objects as
+/// its alternates, which `git clone --shared` made), files — and when
+/// `DIR` is inside the user's tree (its images and state would land there).
+fn check_own_checkout(tree: &Path, dir: &Path) -> Result<(), String> {
+    let checkout = dir.join("tree");
+    let next = "give the bisect a --dir of its own (it makes DIR/tree, its clone)";
+    if resolved(dir).starts_with(tree) {
+        return Err(format!(
+            "--dir {} is inside --tree {}: the bisect would write there; {next}",
+            dir.display(),
+            tree.display()
+        ));
+    }
+    if !checkout.exists() {
+        return Ok(());
+    }
+    if std::fs::canonicalize(&checkout).is_ok_and(|c| c == tree) {
+        return Err(format!(
+            "{} is your --tree {}: the bisect checks commits out there with --force, which would lose your changes; {next}",
+            checkout.display(),
+            tree.display()
+        ));
+    }
+    let alternates = std::fs::read_to_string(checkout.join(".git/objects/info/alternates")).unwrap_or_default();
+    let ours = alternates.lines().any(|l| Path::new(l.trim()) == tree.join(".git/objects"));
+    let empty = std::fs::read_dir(&checkout).is_ok_and(|mut d| d.next().is_none());
+    if !ours && !empty {
+        return Err(format!(
+            "{} is not the bisect's own clone of {} (it would be checked out there with --force); {next}, or remove it",
+            checkout.display(),
+            tree.display()
+        ));
+    }
+    Ok(())
+}
+
+/// `path` with its links resolved as far as it exists (a --dir the bisect
+/// will make is compared as where it will be).
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    while std::fs::canonicalize(existing).is_err() {
+        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else { return absolute };
+        rest.push(name);
+        existing = parent;
+    }
+    let mut real = std::fs::canonicalize(existing).unwrap_or_else(|_| existing.to_path_buf());
+    real.extend(rest.iter().rev());
+    real
+}
+
 /// The candidates' images, built one at a time in the bisect's checkout
 /// by the user's command (`{tree}` the checkout at the candidate's commit,
 /// `{image}` the directory to build its image into, `{commit}` its id);
@@ -124,7 +189,10 @@ impl Builds {
                  put its image), e.g. `cargo xtask image --kernel-src {{tree}} --kernel-src-config kernel-configs/6.1 --out {{image}}`"
             ));
         }
+        // Refused now, before anything is cloned or built, if a path cannot go where it stands.
+        fill_build(command, Path::new("/tree"), Path::new("/image"), "0123abcd")?;
         let tree = std::fs::canonicalize(tree).map_err(|e| format!("--tree {}: {e}", tree.display()))?;
+        check_own_checkout(&tree, dir)?;
         Ok(Builds { tree, command: command.to_string(), dir: dir.to_path_buf(), lock: Mutex::new(()) })
     }
 
@@ -152,11 +220,7 @@ impl Builds {
         }
         std::fs::create_dir_all(&images).map_err(|e| format!("cannot create {}: {e}", images.display()))?;
         let log = images.join(format!("{commit}.build.log"));
-        let command = self
-            .command
-            .replace("{tree}", &crate::workstation::lab::shell_word(&self.checkout())?)
-            .replace("{image}", &crate::workstation::lab::shell_word(&image)?)
-            .replace("{commit}", commit);
+        let command = fill_build(&self.command, &self.checkout(), &image, commit)?;
         say(&format!("bisect: building {title} (its output: {})", log.display()));
         let started = std::time::Instant::now();
         let mut out = std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;

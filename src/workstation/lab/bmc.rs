@@ -26,8 +26,10 @@ impl Controller {
     pub fn connect(server: &Server, lab_dir: &Path, image_dir: &Path, state_dir: &Path) -> Result<Controller, String> {
         match &server.bmc {
             Bmc::Qemu { command } => {
-                let command = command.replace("{image}", &super::shell_word(image_dir)?);
-                Ok(Controller::Qemu(QemuPower::new(&command, lab_dir, state_dir, &server.name)))
+                let power = QemuPower::new(command, lab_dir, state_dir, &server.name).with_image(image_dir);
+                // A path placeholder where it cannot be quoted is refused before any step.
+                power.command_for("k0", None).map_err(|e| format!("server {:?}: {e}", server.name))?;
+                Ok(Controller::Qemu(power))
             }
             Bmc::Ipmi { host, port, user, password, cipher_suite } => Ok(Controller::Ipmi(Ipmi {
                 host: host.clone(),

@@ -5,6 +5,7 @@
 //! a file or the environment (or the lab file itself, which must then not
 //! be readable by others); they are never printed (`Secret`'s Debug).
 
+use crate::workstation::template::{self, Value};
 use serde::Deserialize;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -296,6 +297,10 @@ fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: O
                     q.command
                 )));
             }
+            // A path placeholder inside quotes: refused with the lab file, not at the first step.
+            let dry =
+                [("image", Value::Path(Path::new("/image"))), ("entry", Value::Plain("k0")), ("set", Value::Plain(""))];
+            template::fill(&q.command, &dry, "qemu.command").map_err(inside)?;
             Bmc::Qemu { command: q.command }
         }
         (Some(i), None, None) => Bmc::Ipmi {
@@ -640,6 +645,7 @@ http_url = "http://10.0.0.1/bootmark/"
         assert_eq!(s.console, Console::File(d.join("serial.log")));
         let cases = [
             (lab.replace(" {entry}", ""), "has no {entry}"),
+            (lab.replace("{entry}", "{entry} --image \\\"{image}\\\""), "{image} stands inside quotes"),
             (format!("{lab}[server.pxe]\ntftp_root = \"t\"\nmac = \"52:54:00:00:00:01\"\n"), "drop [server.pxe]"),
             (lab.replace("file:serial.log", "sol"), "needs an IPMI BMC"),
         ];

@@ -113,15 +113,6 @@ pub struct ServerPlan {
 
 /// Every server's steps, checked against the image (the entries the lab
 /// names must be the image's), in the order the lab's seed gives.
-/// A path as one word of `sh -c` (a lab's command, a bisect's build).
-pub fn shell_word(path: &Path) -> Result<String, String> {
-    let text = path.to_str().ok_or_else(|| format!("{}: not UTF-8: not put into `sh -c`", path.display()))?;
-    if text.contains('\'') {
-        return Err(format!("{text}: a path with ' is not put into `sh -c`"));
-    }
-    Ok(format!("'{text}'"))
-}
-
 pub fn plan(lab: &Lab, image: &ImageEntries) -> Result<Vec<ServerPlan>, String> {
     plan_seeded(lab, image, lab.seed.unwrap_or(0))
 }

@@ -12,6 +12,7 @@
 //! file left from before a reboot (its number since given to another
 //! program) is ignored, never signalled.
 
+use crate::workstation::template::{self, Value};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -20,6 +21,8 @@ use std::time::{Duration, Instant};
 
 pub struct QemuPower {
     command: String,
+    /// What `{image}` stands for: the image's directory.
+    image: Option<PathBuf>,
     /// The lab file's directory: the command runs there.
     dir: PathBuf,
     pid_file: PathBuf,
@@ -39,12 +42,19 @@ impl QemuPower {
     pub fn new(command: &str, lab_dir: &Path, state_dir: &Path, server: &str) -> QemuPower {
         QemuPower {
             command: command.to_string(),
+            image: None,
             dir: lab_dir.to_path_buf(),
             pid_file: state_dir.join(format!("{server}.power.pid")),
             output: state_dir.join(format!("{server}.power.out")),
             child: Mutex::new(None),
             owned: Mutex::new(None),
         }
+    }
+
+    /// `{image}` in the command: this image directory.
+    pub fn with_image(mut self, image: &Path) -> QemuPower {
+        self.image = Some(image.to_path_buf());
+        self
     }
 
     /// The command a step's entry runs, with `{set}` its settings for
@@ -70,7 +80,12 @@ impl QemuPower {
                 ));
             }
         }
-        Ok(self.command.replace("{entry}", entry).replace("{set}", set.unwrap_or("")))
+        // One pass (template.rs): the image's path is never scanned again for `{entry}`.
+        let mut values = vec![("entry", Value::Plain(entry)), ("set", Value::Plain(set.unwrap_or("")))];
+        if let Some(image) = &self.image {
+            values.push(("image", Value::Path(image)));
+        }
+        template::fill(&self.command, &values, "qemu.command")
     }
 
     /// The running program's process group, if one is running and is the
@@ -205,6 +220,15 @@ mod tests {
             "xtask qemu --entry-label k1 --set=vm.swappiness=1,queue.max_sectors_kb=128"
         );
         assert!(with_set.command_for("k1", Some("a=1;reboot")).unwrap_err().contains("not put into"));
+        // An image path holding placeholders and $(…): filled once, quoted once.
+        let image = QemuPower::new("xtask qemu --image {image} --entry-label {entry}", &dir, &dir, "vm")
+            .with_image(Path::new("/l/{entry}$(touch X)"));
+        assert_eq!(
+            image.command_for("k1", None).unwrap(),
+            "xtask qemu --image '/l/{entry}$(touch X)' --entry-label k1"
+        );
+        let quoted = QemuPower::new("xtask qemu --image \"{image}\" {entry}", &dir, &dir, "vm").with_image(&dir);
+        assert!(quoted.command_for("k1", None).unwrap_err().contains("inside quotes"));
         assert!(!power.power_is_on());
         power.power_on("k1", None).unwrap();
         assert!(power.power_is_on());
