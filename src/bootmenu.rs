@@ -44,6 +44,20 @@ fn menus_listing(syslinux: Option<&str>, grub: Option<&str>, label: &str) -> (bo
 /// The kernel parameter that gives one boot its settings (`bootmark bisect settings`).
 const SET: &str = "bootmark.set=";
 
+/// A `bootmark.set=` value as it may go onto a kernel line in a menu file
+/// and through `sh -c`: `NAME:KEY=VALUE,…` of letters, digits and `.`, `_`,
+/// `-`, `=`, `,`, `:`, `+` — no space (another kernel argument), no line
+/// end (another menu line), nothing a shell or GRUB treats specially.
+pub fn check_set(set: &str) -> Result<(), String> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '=' | ',' | ':' | '+');
+    match set.chars().all(plain) {
+        true => Ok(()),
+        false => Err(format!(
+            "settings {set:?} are not NAME=VALUE,… of letters, digits and . _ - = , : +: not put on a kernel command line"
+        )),
+    }
+}
+
 /// `label`'s kernel line in a syslinux.cfg (its `APPEND`) with `bootmark.set=SET`
 /// in it, or with none when `set` is None; any earlier one is replaced, so
 /// the menu of a stick or TFTP tree reused boot after boot carries only this boot's.
@@ -195,6 +209,16 @@ pub fn iso_menus_set_default(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_that_would_add_a_kernel_argument_or_a_menu_line_is_refused() {
+        assert_eq!(check_set("d1+d3:vm.dirty_ratio=40,queue.scheduler=mq-deadline"), Ok(()));
+        for bad in
+            ["a:queue.scheduler=bfq init=/bin/sh", "a:x=1\n  KERNEL http://x", "a:x=$(reboot)", "a:x=1;y", "a:x='1'"]
+        {
+            assert!(check_set(bad).unwrap_err().contains("not put on a kernel command line"), "{bad}");
+        }
+    }
 
     const SYS: &str =
         "SERIAL 0 115200\nDEFAULT k0\n\nLABEL k0\n  KERNEL /boot/k0/vmlinuz\n\nLABEL k1\n  KERNEL /boot/k1/vmlinuz\n";

@@ -421,6 +421,17 @@ fn a_settings_bisect_refuses_bad_flags_before_anything_boots() {
         assert!(out.contains(said), "{args:?}: {out}");
         assert!(!dir.join("count-a").exists(), "{args:?} booted");
     }
+    // A value that would add a kernel argument and a menu line: refused before any boot.
+    let mut hostile: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("bad.json")).unwrap()).unwrap();
+    hostile["queue"]["scheduler"] = "bfq init=/bin/sh\n  KERNEL http://x/vmlinuz".into();
+    std::fs::write(dir.join("hostile.json"), hostile.to_string()).unwrap();
+    let o = bisect_settings(
+        &dir,
+        &[&metric[..], &["--entry", "k3", "--good", "good.json", "--bad", "hostile.json"]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("queue.scheduler's bad value \"bfq init=/bin/sh"), "{}", text(&o));
+    assert!(!dir.join("count-a").exists() && !dir.join("lab.state").exists(), "it booted");
     std::fs::copy(dir.join("good.json"), dir.join("same.json")).unwrap();
     let o =
         bisect_settings(&dir, &[&metric[..], &["--entry", "k3", "--good", "good.json", "--bad", "same.json"]].concat());

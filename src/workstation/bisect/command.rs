@@ -145,6 +145,7 @@ fn differences(entry: &str, good: &Path, bad: &Path, image: &ImageEntries) -> Re
     }
     let (g, b) = (settings_in(good)?, settings_in(bad)?);
     let (differences, one_sided) = Differences::between(entry, &g, &b);
+    differences.check()?;
     if !one_sided.is_empty() {
         say(&format!(
             "bisect: left as the kernel has them (only one of the two sets has them): {}",

@@ -64,6 +64,26 @@ impl Differences {
         (Differences { entry: entry.to_string(), settings }, one_sided)
     }
 
+    /// Every value is one word a sysctl or a sysfs queue file takes (a
+    /// number, a scheduler's name): checked when the bisect starts, before
+    /// any boot, since each goes onto a kernel command line in a menu file
+    /// (`scheduler = "bfq init=/bin/sh"` would add a kernel argument).
+    pub fn check(&self) -> Result<(), String> {
+        let word =
+            |v: &str| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        for d in &self.settings {
+            for (side, value) in [("good", &d.good), ("bad", &d.bad)] {
+                if !word(value) {
+                    return Err(format!(
+                        "{}'s {side} value {value:?} is not one word of letters, digits, '.', '_' or '-' (what a sysctl or a queue setting takes): it is not put on a kernel command line",
+                        d.key
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `bootmark.set=`'s value for a subset: its settings at their bad
     /// values, every other one at its good value.
     pub fn set_for(&self, subset: &[usize]) -> String {

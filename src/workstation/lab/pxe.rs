@@ -90,6 +90,9 @@ pub fn restore(saved: &Saved) -> Result<(), String> {
 /// Make `entry` (a label, with `set` its settings for this boot) the one server `mac` boots, from the shared
 /// configs the image put in `tftp_root`.
 pub fn point_at(tftp_root: &Path, mac: &str, entry: &str, set: Option<&str>) -> Result<(), String> {
+    if let Some(set) = set {
+        bootmenu::check_set(set)?;
+    }
     let shared = shared_menus(tftp_root);
     let [syslinux_mac, grub_mac] = config_paths(tftp_root, mac);
     let syslinux =

@@ -70,9 +70,7 @@ impl QemuPower {
             ));
         }
         if let Some(set) = set {
-            if !set.chars().all(|c| plain(c) || matches!(c, '=' | ',' | ':' | '+')) {
-                return Err(format!("settings {set:?} are not NAME=VALUE,…: not put into `sh -c`"));
-            }
+            crate::bootmenu::check_set(set).map_err(|e| format!("{e} or into `sh -c`"))?;
             if !self.command.contains("{set}") {
                 return Err(format!(
                     "this step boots {entry} with settings ({set}), but the server's command has no {{set}} to \
@@ -219,7 +217,7 @@ mod tests {
             with_set.command_for("k1", Some("vm.swappiness=1,queue.max_sectors_kb=128")).unwrap(),
             "xtask qemu --entry-label k1 --set=vm.swappiness=1,queue.max_sectors_kb=128"
         );
-        assert!(with_set.command_for("k1", Some("a=1;reboot")).unwrap_err().contains("not put into"));
+        assert!(with_set.command_for("k1", Some("a=1;reboot")).unwrap_err().contains("or into `sh -c`"));
         // An image path holding placeholders and $(…): filled once, quoted once.
         let image = QemuPower::new("xtask qemu --image {image} --entry-label {entry}", &dir, &dir, "vm")
             .with_image(Path::new("/l/{entry}$(touch X)"));
