@@ -397,6 +397,15 @@ fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: O
 
 /// The password of a BMC table (`what`: its name), from exactly one place
 /// (`env`: None when passwords are not to be read).
+/// An environment variable's name as they are written (`IPMI_PASSWORD`):
+/// `[A-Z_][A-Z0-9_]*`. Stricter than the shell, so that a password typed
+/// in its place (`Hunt3rPW`) is told apart and not echoed in "is not set".
+fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
 fn password(
     p: PasswordFrom,
     what: &str,
@@ -407,6 +416,16 @@ fn password(
     let given = [p.file.is_some(), p.env.is_some(), p.inline.is_some()].iter().filter(|g| **g).count();
     if given != 1 {
         return Err(format!("{what}: give exactly one of password_file, password_env and password"));
+    }
+    // A password typed where its variable's name goes is never echoed.
+    if let Some(var) = p.env
+        && !is_variable_name(var)
+    {
+        return Err(format!(
+            "{what}.password_env must name an environment variable as they are written (capitals, digits and _, \
+             such as IPMI_PASSWORD), and what it holds does not look like one, so it is not shown: if it is the \
+             password, put it in such a variable, or in a password_file"
+        ));
     }
     let Some(env) = env else { return Ok(Secret(String::new())) };
     match (p.file, p.env, p.inline) {
@@ -717,6 +736,18 @@ http_url = "http://10.0.0.1/bootmark/"
         write(&d.join("lab.toml"), &text, 0o644);
         let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
         assert!(e.contains("$IPMI_PASSWORD is not set"), "{e}");
+        // The password typed where the variable's name goes: refused, not shown, even by `lab status`.
+        for typed in ["Hunt3rPW", "9LIVES", "hunter 2"] {
+            let mistyped = text.replace("IPMI_PASSWORD", typed);
+            write(&d.join("lab.toml"), &mistyped, 0o644);
+            for e in [
+                Lab::read(&d.join("lab.toml"), &no_env).unwrap_err(),
+                Lab::read_without_passwords(&d.join("lab.toml")).unwrap_err(),
+            ] {
+                assert!(e.contains("must name an environment variable") && !e.contains(typed), "{e}");
+            }
+        }
+        write(&d.join("lab.toml"), &text, 0o644);
         // `lab status` reads no password, so it needs none.
         let lab = Lab::read_without_passwords(&d.join("lab.toml")).unwrap();
         let Bmc::Ipmi { password, .. } = &lab.servers[0].bmc else { panic!() };
