@@ -191,9 +191,10 @@ struct BisectSession {
     /// Boot only this server of the lab (repeatable; default: all of them).
     #[arg(long = "server", value_name = "NAME")]
     servers: Vec<String>,
-    /// The most boots a step gets before it is called unsure.
-    #[arg(long, default_value_t = 12)]
-    cap: usize,
+    /// The most boots a step gets before it is called unsure (default 12; given again when
+    /// a bisect is resumed, it applies from then on).
+    #[arg(long)]
+    cap: Option<usize>,
     /// The bisect's directory: its state and every boot's log and records (default:
     /// `bisect` in the lab's state directory).
     #[arg(long, value_name = "DIR")]

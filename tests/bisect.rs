@@ -156,10 +156,13 @@ fn two_alike_servers_find_the_first_bad_entry_and_a_resumed_bisect_finds_the_sam
     let kept = state(&dir)["boots"].as_array().unwrap().len();
     assert!(kept >= 3, "{kept}");
 
-    let resumed = bisect(&dir, &ENDS);
+    // Resumed with another --cap: applied from now on, and said.
+    let resumed = bisect(&dir, &[&ENDS[..], &["--cap", "16"]].concat());
     let out = text(&resumed);
     assert_eq!(resumed.status.code(), Some(0), "{out}");
     assert!(out.contains(&format!("bisect: resuming in {}", dir.join("lab.state/bisect").display())), "{out}");
+    assert!(out.contains("bisect: --cap 16 from now on (it was 12)"), "{out}");
+    assert_eq!(state(&dir)["cap"], 16);
     assert!(out.contains("first bad: k3 (Debian 6.12 #3)\nlast good: k2 (Debian 6.1 #2)"), "{out}");
     assert!(out.contains("Mann–Whitney p = "), "{out}");
     assert!(out.contains("each step decided by Wald's sequential probability ratio test"), "{out}");

@@ -19,13 +19,17 @@ use crate::workstation::output::say;
 use crate::workstation::report::stats;
 use std::path::{Path, PathBuf};
 
+/// The most boots a step gets when `--cap` is not given.
+pub const DEFAULT_CAP: usize = 12;
+
 /// What the command line asks for.
 pub struct Asked {
     pub metric: String,
     pub over: Over,
     /// The lab's servers to boot; empty: all of them.
     pub servers: Vec<String>,
-    pub cap: usize,
+    /// `--cap`; None: [`DEFAULT_CAP`] for a new bisect, the saved one on resume.
+    pub cap: Option<usize>,
     /// The bisect's directory; None: `bisect` in the lab's state directory.
     pub dir: Option<PathBuf>,
     /// A step's boot that hangs counts as bad, not as a skip.
@@ -250,9 +254,12 @@ fn checked_metric(text: &str, image: &ImageEntries) -> Result<Metric, String> {
 pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     crate::interrupt::install();
     let chosen = chosen_servers(lab, &asked.servers)?;
-    if !(2..=64).contains(&asked.cap) {
-        return Err(format!("--cap {}: a step needs 2 to 64 boots at most", asked.cap));
+    if let Some(cap) = asked.cap
+        && !(2..=64).contains(&cap)
+    {
+        return Err(format!("--cap {cap}: a step needs 2 to 64 boots at most"));
     }
+    let cap = asked.cap.unwrap_or(DEFAULT_CAP);
     let dir = state_dir(lab, asked.dir.as_deref());
     if let Over::Git { tree, good, bad, build, entry } = &asked.over {
         return run_git(lab, asked, chosen, &dir, (tree, good, bad), (build, entry));
@@ -262,17 +269,17 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     let mut wanted = match &asked.over {
         Over::Ladder { good, bad, ladder: given } => {
             let candidates = ladder(good, bad, given.as_deref(), &image)?;
-            State::new(&asked.metric, candidates, asked.cap, chosen.len())?
+            State::new(&asked.metric, candidates, cap, chosen.len())?
         }
         Over::Settings { entry, good, bad } => {
             let differences = differences(entry, good, bad, &image)?;
-            State::for_settings(&asked.metric, differences, asked.cap, chosen.len())?
+            State::for_settings(&asked.metric, differences, cap, chosen.len())?
         }
         Over::Git { .. } => unreachable!("a git range is bisected above"),
     };
     wanted.hang_is_bad = asked.hang_is_bad;
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut state = resumed_or(wanted, &dir)?;
+    let mut state = resumed_or(wanted, asked.cap, &dir)?;
     let servers = crate::workstation::lab::session::Servers::prepare_these(lab, &image, &dir, &chosen)?;
     let on_lab = OnLab { servers, image: &image, metric: metric.clone(), dir: dir.clone() };
     let over = match &state.settings {
@@ -313,13 +320,13 @@ fn run_git(
     let metric = Metric::parse(&asked.metric)?;
     git::check_lab(lab, &chosen)?;
     let range = git::range(tree, good, bad)?;
-    let mut wanted = State::new(&asked.metric, range.commits.clone(), asked.cap, chosen.len())?;
+    let mut wanted = State::new(&asked.metric, range.commits.clone(), asked.cap.unwrap_or(DEFAULT_CAP), chosen.len())?;
     wanted.hang_is_bad = asked.hang_is_bad;
     wanted.titles = range.titles.clone();
     // The build command is checked before the bisect's directory is made.
     let builds = git::Builds::new(tree, build, &dir)?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut state = resumed_or(wanted, &dir)?;
+    let mut state = resumed_or(wanted, asked.cap, &dir)?;
     let on_git = git::OnGit {
         lab,
         chosen,
@@ -384,11 +391,18 @@ fn drive_told(
 pub const GIT_LOG: &str = "git-bisect.log";
 
 /// The bisect in `dir` if one is there (it must be `wanted`), else `wanted`, saved.
-fn resumed_or(wanted: State, dir: &Path) -> Result<State, String> {
+/// A `--cap` given again applies from now on (the steps are replayed from
+/// their boots, so a step already unsure may go on, or one end sooner).
+fn resumed_or(wanted: State, cap: Option<usize>, dir: &Path) -> Result<State, String> {
     match State::load(dir)? {
-        Some(s) => {
+        Some(mut s) => {
             s.check_same(&wanted, dir)?;
             say(&format!("bisect: resuming in {}: {} boots so far", dir.display(), s.boots.len()));
+            if let Some(cap) = cap.filter(|c| *c != s.cap) {
+                say(&format!("bisect: --cap {cap} from now on (it was {})", s.cap));
+                s.cap = cap;
+                s.save(dir)?;
+            }
             Ok(s)
         }
         None => {

@@ -43,6 +43,11 @@ pub struct Booted {
     pub hung: bool,
 }
 
+/// More boots than any bisect makes (a cap of 64 per step, a few dozen steps).
+const MAX_BOOTS: usize = 100_000;
+/// More servers than a lab holds.
+const MAX_SERVERS: usize = 1_000;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct State {
@@ -254,7 +259,37 @@ impl State {
         if state.schema != SCHEMA {
             return Err(format!("{}: schema {:?}, this bootmark reads {SCHEMA}", path.display(), state.schema));
         }
+        state.check().map_err(|e| format!("{}: {e}; move it away to start again", path.display()))?;
         Ok(Some(state))
+    }
+
+    /// What a state written by a bisect always holds (a hand-edited or
+    /// damaged one may not): two ends at least, a cap and servers in range,
+    /// every boot of a candidate and server there are, its number in range.
+    fn check(&self) -> Result<(), String> {
+        if self.candidates.len() < 2 {
+            return Err(format!("{} candidates: a bisect has two ends at least", self.candidates.len()));
+        }
+        if !(2..=64).contains(&self.cap) || !(1..=MAX_SERVERS).contains(&self.servers) {
+            return Err(format!(
+                "cap {} (2 to 64) or servers {} (1 to {MAX_SERVERS}) out of range",
+                self.cap, self.servers
+            ));
+        }
+        if !self.titles.is_empty() && self.titles.len() != self.candidates.len() {
+            return Err(format!("{} titles for {} candidates", self.titles.len(), self.candidates.len()));
+        }
+        for b in &self.boots {
+            let number = b.id.rsplit_once("#b").and_then(|(_, n)| n.parse::<usize>().ok());
+            if b.candidate >= self.candidates.len() || b.server >= self.servers || number.is_none_or(|n| n > MAX_BOOTS)
+            {
+                return Err(format!(
+                    "boot {:?} names candidate {}, server {} or a number past {MAX_BOOTS}",
+                    b.id, b.candidate, b.server
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Is `asked` (the bisect as the command line gives it now) the one this state belongs to?
@@ -519,6 +554,19 @@ mod tests {
         let two = State::new("seqwrite.real_s", ladder(), 12, 2).unwrap();
         let err = State::load(&dir).unwrap().unwrap().check_same(&two, &dir).unwrap_err();
         assert!(err.contains("run on 1 server(s), asked now with 2"), "{err}");
+        // Hand-edited or damaged: refused on load, saying what is wrong (never a panic, never a wrapped boot number).
+        let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join(FILE)).unwrap()).unwrap();
+        let damaged = |edit: &dyn Fn(&mut serde_json::Value), said: &str| {
+            let mut v = saved.clone();
+            edit(&mut v);
+            std::fs::write(dir.join(FILE), v.to_string()).unwrap();
+            let e = State::load(&dir).unwrap_err();
+            assert!(e.contains(said) && e.contains("move it away"), "{said}: {e}");
+        };
+        damaged(&|v| v["candidates"] = serde_json::json!([]), "0 candidates");
+        damaged(&|v| v["boots"][0]["id"] = "a/k3#b18446744073709551615".into(), "a number past 100000");
+        damaged(&|v| v["boots"][0]["candidate"] = 99.into(), "names candidate 99");
+        damaged(&|v| v["cap"] = 0.into(), "cap 0");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
