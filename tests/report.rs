@@ -424,7 +424,44 @@ fn the_pictures_draw_every_run_with_axes_that_hold_its_data() {
             assert!(file.contains("<desc>bootmark report; records (RUN_ID:SEQ): "), "{}", f.id);
         }
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), drawn.len());
+        // Again into the same directory: bootmark's own pictures are replaced.
+        let input = dir.with_extension("input.jsonl");
+        std::fs::copy(data(records_file), &input).unwrap();
+        let again = || {
+            Command::new(env!("CARGO_BIN_EXE_bootmark"))
+                .arg("report")
+                .arg(&input)
+                .arg("--svg")
+                .arg(&dir)
+                .output()
+                .unwrap()
+        };
+        assert!(again().status.success());
+        // A link to the input, a hard link to it, an unrelated file at a picture's name:
+        // each refused before anything is written, the input and the file unchanged.
+        let first = dir.join(format!("{}.svg", drawn[0].id));
+        let records = std::fs::read(&input).unwrap();
+        let planted: [(&str, &dyn Fn()); 3] = [
+            ("is a link", &|| std::os::unix::fs::symlink(&input, &first).unwrap()),
+            ("is not a picture bootmark wrote", &|| std::fs::hard_link(&input, &first).unwrap()),
+            ("is not a picture bootmark wrote", &|| std::fs::write(&first, "my notes\n").unwrap()),
+        ];
+        for (said, plant) in planted {
+            let before = std::fs::read(&first).ok();
+            std::fs::remove_file(&first).unwrap();
+            plant();
+            let planted_bytes = std::fs::read(&first).unwrap();
+            let out = again();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{said}: {stderr}");
+            assert!(stderr.contains(said) && stderr.contains("remove it or give --svg another directory"), "{stderr}");
+            assert_eq!(std::fs::read(&input).unwrap(), records, "the input changed");
+            assert_eq!(std::fs::read(&first).unwrap(), planted_bytes);
+            std::fs::remove_file(&first).unwrap();
+            std::fs::write(&first, before.unwrap()).unwrap();
+        }
         std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_file(&input).unwrap();
     }
 }
 

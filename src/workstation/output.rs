@@ -58,8 +58,13 @@ impl Pending {
     pub fn create(path: &Path) -> Result<Pending, String> {
         let name = path.file_name().ok_or_else(|| format!("{}: not a file name", path.display()))?;
         let tmp = path.with_file_name(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
-        // Named as the user gave it: the temporary file beside it is ours, not theirs.
-        let file = std::fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        // Made new, never opened through what is there (a link planted at
+        // the temporary name is removed, not followed).
+        let new = || std::fs::File::options().write(true).create_new(true).open(&tmp);
+        let file = new()
+            .or_else(|_| std::fs::remove_file(&tmp).and_then(|()| new()))
+            // Named as the user gave it: the temporary file beside it is ours, not theirs.
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         Ok(Pending { path: path.to_path_buf(), tmp, file: Some(std::io::BufWriter::new(file)) })
     }
 

@@ -188,13 +188,47 @@ pub fn check_dir(dir: &Path, inputs: &[PathBuf]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("--svg {}: cannot make it: {e}", dir.display()))
 }
 
-/// Each figure as DIR/ID.svg; how many were written.
+/// Each figure as DIR/ID.svg, each written whole beside its place and
+/// renamed into it; how many were written. Every place is checked first:
+/// a link there, or a file bootmark did not write, stops it before any is written.
 pub fn write_files(dir: &Path, figures: &[Figure]) -> Result<usize, String> {
+    let path = |f: &Figure| dir.join(format!("{}.svg", f.id));
     for f in figures {
-        let path = dir.join(format!("{}.svg", f.id));
-        std::fs::write(&path, f.file()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        replaceable(&path(f))?;
+    }
+    for f in figures {
+        let path = path(f);
+        let mut file = crate::workstation::output::Pending::create(&path)?;
+        std::io::Write::write_all(&mut file, f.file().as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        file.commit()?;
     }
     Ok(figures.len())
+}
+
+/// What [`Figure::file`] puts near the start of every picture.
+const OURS: &str = "<desc>bootmark report; records";
+
+/// `path` may be written: nothing is there, or a picture bootmark wrote.
+fn replaceable(path: &Path) -> Result<(), String> {
+    let next = "remove it or give --svg another directory";
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("--svg: {}: {e}", path.display())),
+        Ok(m) => m,
+    };
+    if meta.file_type().is_symlink() {
+        return Err(format!("--svg: {} is a link; a picture is not written through it: {next}", path.display()));
+    }
+    let mut head = vec![0u8; 4096];
+    let n = std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
+    if !meta.is_file() || !String::from_utf8_lossy(&head[..n]).contains(OURS) {
+        return Err(format!(
+            "--svg: {} is there and is not a picture bootmark wrote, so it is not replaced: {next}",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `r` is the run RUN_ID:SEQ named (none named: no).
