@@ -434,7 +434,7 @@ fn a_settings_bisect_refuses_bad_flags_before_anything_boots() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("queue.scheduler's bad value \"bfq init=/bin/sh"), "{}", text(&o));
-    assert!(!dir.join("count-a").exists() && !dir.join("lab.state").exists(), "it booted");
+    assert!(!dir.join("count-a").exists() && !dir.join("lab.state/bisect").exists(), "it booted");
     std::fs::copy(dir.join("good.json"), dir.join("same.json")).unwrap();
     let o =
         bisect_settings(&dir, &[&metric[..], &["--entry", "k3", "--good", "good.json", "--bad", "same.json"]].concat());
@@ -635,7 +635,7 @@ fn a_git_bisect_refuses_a_range_that_is_not_one_and_ends_that_do_not_build() {
     let o = bisect_git(&dir, &[&metric[..], &quoted[..]].concat());
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("{image} stands inside quotes or backticks"), "{}", text(&o));
-    assert!(!dir.join("lab.state").exists() && !dir.join("X").exists());
+    assert!(!dir.join("lab.state/bisect").exists() && !dir.join("X").exists());
     // A --dir holding {image} and $(…): each placeholder filled once, quoted once; nothing runs.
     let hostile = dir.join("d{image}$(touch X)");
     let d = hostile.to_str().unwrap();

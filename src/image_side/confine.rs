@@ -33,6 +33,9 @@ pub const DROPPED: [(u32, &str); 4] =
 pub const NODES: [(&str, u32, u32); 5] =
     [("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8), ("urandom", 1, 9)];
 
+/// Where /init mounts the results stick: unmounted from a program's view.
+pub const STICK_MOUNT: &str = "/results";
+
 const CLONE_NEWNS: libc::c_ulong = 0x0002_0000;
 const PR_CAPBSET_READ: libc::c_int = 23;
 const PR_CAPBSET_DROP: libc::c_int = 24;

@@ -35,7 +35,8 @@ use cmdline::{After, Settings};
 use serde_json::json;
 use std::path::Path;
 
-pub(crate) const RESULTS_MOUNT: &str = "/results";
+/// Where the results stick is mounted (hidden from the plan's programs: confine.rs).
+const RESULTS_MOUNT: &str = crate::image_side::confine::STICK_MOUNT;
 pub(crate) const TARGET_MOUNT: &str = "/mnt/target";
 
 /// Should this process act as /init? Only as PID 1: an extracted `./init`

@@ -16,7 +16,6 @@
 use super::{Context, Failed, Outcome, PhaseTimes, since};
 use crate::image_side::confine::Confinement;
 use crate::image_side::exec;
-use crate::image_side::init::RESULTS_MOUNT;
 use crate::image_side::measure::clock::mono_ns;
 use crate::size::Bytes;
 use serde::{Deserialize, Serialize};
@@ -162,7 +161,7 @@ pub fn run(p: &Params, ctx: &Context) -> io::Result<Outcome> {
     let watchdog = ctx.deadline_ns.map(|d| d.saturating_sub(WATCHDOG_MARGIN_NS));
     let limit_ns = [own_limit.map(|l| start + l), watchdog].into_iter().flatten().min().unwrap_or(u64::MAX);
     let confinement = match ctx.confine_programs {
-        true => Some(Confinement::prepare(Some(RESULTS_MOUNT))?),
+        true => Some(Confinement::prepare(Some(crate::image_side::confine::STICK_MOUNT))?),
         false => None,
     };
     let mut started = exec::start(&program, &args, &dir, p.output_limit.0 as usize, confinement.as_ref())?;

@@ -261,6 +261,8 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     }
     let cap = asked.cap.unwrap_or(DEFAULT_CAP);
     let dir = state_dir(lab, asked.dir.as_deref());
+    // The lab's servers are this bisect's alone (their power pid files are in the lab's state).
+    let _only_runner = crate::workstation::lab::lock::lock(&lab.state_dir)?;
     if let Over::Git { tree, good, bad, build, entry } = &asked.over {
         return run_git(lab, asked, chosen, &dir, (tree, good, bad), (build, entry));
     }

@@ -254,7 +254,13 @@ impl Lab {
     fn read_with(path: &Path, env: Option<Env>) -> Result<Lab, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let file: LabFile = toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))?;
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        // Every path of the file is resolved once, against the file's own
+        // directory made absolute: a server's command runs there, and a
+        // relative `{image}` would name another place from there.
+        let real_dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let real_dir = std::fs::canonicalize(real_dir).map_err(|e| format!("{}: {e}", path.display()))?;
+        let path = &real_dir.join(path.file_name().unwrap_or_default());
+        let dir = real_dir.as_path();
         let at = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
         if file.servers.is_empty() {
             return Err(format!("{}: no [[server]]: add one (see docs/lab.md)", path.display()));
@@ -274,6 +280,7 @@ impl Lab {
         let manifest = at(&file.image);
         let manifest = if manifest.is_dir() { manifest.join("manifest.json") } else { manifest };
         let state_dir = file.state.map(|s| at(&s)).unwrap_or_else(|| path.with_extension("state"));
+        check_consoles(&servers, &state_dir).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Lab {
             path: path.to_path_buf(),
             manifest,
@@ -397,6 +404,37 @@ fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: O
 
 /// The password of a BMC table (`what`: its name), from exactly one place
 /// (`env`: None when passwords are not to be read).
+/// Each server's console is its own, and none is a file the lab writes:
+/// two servers on one log would take each other's boots for their own,
+/// and a console inside the state directory (a step's own log) would feed
+/// the log back into itself.
+fn check_consoles(servers: &[Server], state_dir: &Path) -> Result<(), String> {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let state = real(state_dir);
+    let mut seen: Vec<(PathBuf, &str)> = Vec::new();
+    for s in servers {
+        let Console::File(log) = &s.console else { continue };
+        let log = real(log);
+        if let Some((_, other)) = seen.iter().find(|(p, _)| *p == log) {
+            return Err(format!(
+                "servers {other:?} and {:?} both read the console file {}: each server needs its own, or one would take the other's boots for its own",
+                s.name,
+                log.display()
+            ));
+        }
+        if log.starts_with(&state) {
+            return Err(format!(
+                "server {:?}: its console file {} is inside the lab's state directory {}, where the lab writes each step's log: give the file the console server writes",
+                s.name,
+                log.display(),
+                state.display()
+            ));
+        }
+        seen.push((log, &s.name));
+    }
+    Ok(())
+}
+
 /// An environment variable's name as they are written (`IPMI_PASSWORD`):
 /// `[A-Z_][A-Z0-9_]*`. Stricter than the shell, so that a password typed
 /// in its place (`Hunt3rPW`) is told apart and not echoed in "is not set".
@@ -649,6 +687,39 @@ http_url = "http://10.0.0.1/bootmark/"
                 (got, _) => panic!("{want:?}: {:?}", got.map(|l| l.servers[0].bmc.clone())),
             }
         }
+    }
+
+    /// Each server reads its own console, never one the lab writes, and
+    /// every path is resolved once against the lab file's directory.
+    #[test]
+    fn consoles_are_each_servers_own_and_paths_resolve_against_the_lab_file() {
+        let d = dir("consoles");
+        let server = |name: &str, console: &str| {
+            format!(
+                "[[server]]\nname = \"{name}\"\nconsole = \"file:{console}\"\n[server.qemu]\ncommand = \"xtask qemu --image {{image}} --entry-label {{entry}}\"\n"
+            )
+        };
+        let cases = [
+            (
+                server("a", "shared.log") + &server("b", "./shared.log"),
+                "servers \"a\" and \"b\" both read the console file",
+            ),
+            (server("a", "lab.state/a/k0-1.log"), "is inside the lab's state directory"),
+            (format!("state = \"s\"\n{}", server("a", "s/a.log")), "is inside the lab's state directory"),
+        ];
+        for (servers, want) in cases {
+            write(&d.join("lab.toml"), &format!("image = \"image\"\n{servers}"), 0o644);
+            let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
+            assert!(e.contains(want), "want {want:?} in: {e}");
+        }
+        // Read through a path relative to the working directory: absolute paths all the same.
+        write(&d.join("lab.toml"), &format!("image = \"image\"\n{}", server("a", "a.log")), 0o644);
+        let up = std::env::current_dir().unwrap().components().count() - 1;
+        let relative = Path::new(&"../".repeat(up)).join(d.strip_prefix("/").unwrap()).join("lab.toml");
+        assert!(relative.is_relative());
+        let lab = Lab::read(&relative, &no_env).unwrap();
+        assert_eq!((lab.manifest.clone(), lab.state_dir.clone()), (d.join("image"), d.join("lab.state")));
+        assert_eq!(lab.servers[0].console, Console::File(d.join("a.log")));
     }
 
     #[test]

@@ -11,6 +11,7 @@
 pub mod bmc;
 pub mod file;
 pub mod ipmi;
+pub mod lock;
 pub mod media;
 pub mod pxe;
 pub mod qemu_server;

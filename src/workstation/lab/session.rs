@@ -45,7 +45,7 @@ pub fn run(lab: &Lab) -> Result<Ended, String> {
     crate::interrupt::install();
     let (image, manifest_sha256) = ImageEntries::read_with_sha256(&lab.manifest)?;
     let dir = &lab.state_dir;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let _only_runner = super::lock::lock(dir)?;
     let existing = State::load(dir)?;
     let seed = existing.as_ref().map(|s| s.seed).or(lab.seed).unwrap_or_else(seed_from_clock);
     let plans = super::plan_seeded(lab, &image, seed)?;
