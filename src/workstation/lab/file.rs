@@ -58,6 +58,11 @@ struct ServerFile {
 
 /// A server's firmware, PXE and kernel boot, before /init runs: 2006's
 /// machines and today's with their memory tests both fit in five minutes.
+/// A step's time, at most: a week (a boot's deadline is counted from now).
+const MAX_STEP_S: u64 = 7 * 86_400;
+/// Boots of each entry per server, at most.
+const MAX_REPEAT: u32 = 10_000;
+
 fn default_boot_s() -> u64 {
     300
 }
@@ -268,6 +273,13 @@ impl Lab {
         if file.repeat == 0 {
             return Err(format!("{}: repeat = 0 runs nothing", path.display()));
         }
+        if file.repeat > MAX_REPEAT {
+            return Err(format!(
+                "{}: repeat = {}: at most {MAX_REPEAT} boots of each entry",
+                path.display(),
+                file.repeat
+            ));
+        }
         let mut servers = Vec::new();
         for s in file.servers {
             server_name(&s.name).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -398,6 +410,11 @@ fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: O
     }
     if s.max_step_s == Some(0) {
         return Err(inside("max_step_s = 0 leaves no time for a boot".into()));
+    }
+    for (key, value) in [("boot_s", Some(s.boot_s)), ("max_step_s", s.max_step_s)] {
+        if value.is_some_and(|v| v > MAX_STEP_S) {
+            return Err(inside(format!("{key} = {}: at most {MAX_STEP_S} (a week)", value.unwrap_or(0))));
+        }
     }
     Ok(Server { name, bmc, boot, console, entries: s.entries, boot_s: s.boot_s, max_step_s: s.max_step_s })
 }
@@ -845,6 +862,15 @@ http_url = "http://10.0.0.1/bootmark/"
             ),
             (IPMI_PXE.replace("repeat = 2", "repeat = 2\ncolour = \"red\""), "unknown field `colour`"),
             (IPMI_PXE.replace("repeat = 2", "repeat = 0"), "repeat = 0"),
+            (IPMI_PXE.replace("repeat = 2", "repeat = 4294967295"), "at most 10000 boots"),
+            (
+                IPMI_PXE.replace("console = \"sol\"", "console = \"sol\"\nboot_s = 9223372036854775807"),
+                "boot_s = 9223372036854775807: at most 604800",
+            ),
+            (
+                IPMI_PXE.replace("console = \"sol\"", "console = \"sol\"\nmax_step_s = 604801"),
+                "max_step_s = 604801: at most 604800",
+            ),
             (IPMI_PXE.replace("[server.ipmi]", "[server.nothing]"), "unknown field `nothing`"),
             (
                 format!("{IPMI_PXE}{}", &IPMI_PXE[IPMI_PXE.find("[[server]]").unwrap()..]),
