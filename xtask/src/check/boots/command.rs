@@ -91,7 +91,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     }
     let p99 = |r: &Record| r.responsiveness.as_ref().map_or(f64::NAN, |x| x.p99_ms);
     println!(
-        "e2e: command: {package}, seedwrite (static, --include) as a command workload: \"{said}\", {:.2} s to durable, probe p99 {:.1} ms; manyfiles on the same files {:.2} s, probe p99 {:.1} ms; a bad argument an error record quoting its stderr; the image's static fio: a 48 MiB writer beside a reader at 25 IOPS, the reader's completion p99 {reader_p99:.1} ms (a second's mean from its write_lat_log: {per_second}), probe p99 {:.1} ms; serial and stick agree ({:.1} s)",
+        "e2e: command: {package}, seedwrite (static, --include) as a command workload: \"{said}\", {:.2} s to durable, probe p99 {:.1} ms; manyfiles on the same files {:.2} s, probe p99 {:.1} ms; a bad argument an error record quoting its stderr; the image's static fio: a 48 MiB writer beside a reader at 25 IOPS, the reader's completion p99 {reader_p99:.1} ms (a second's mean from its write_lat_log: {per_second}), probe p99 {:.1} ms; fio as a command naming /dev/sda–sdd: an error record, confined, the other disk byte-identical; serial and stick agree ({:.1} s)",
         ours.times.durable_s.unwrap_or(f64::NAN),
         p99(ours),
         twin.times.durable_s.unwrap_or(twin.times.wall_s),
