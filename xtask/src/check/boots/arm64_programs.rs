@@ -12,7 +12,7 @@
 //! one DEST and `--fio`: each entry's initramfs must carry its own
 //! architecture's programs (an included archive per architecture).
 
-use super::command::{PLAN, check_fio_record, check_program_record};
+use super::command::{PLAN, check_careless_record, check_fio_record, check_program_record};
 use super::support::{results, serial_documents, test_image};
 use crate::boot::qemu;
 use crate::build::arch::Arch;
@@ -47,18 +47,19 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     let docs = serial_documents(&booted.serial);
     let records = results(&docs);
     let tail = || qemu::tail(&booted.serial, 25);
-    if records.len() != 4 * FILESYSTEMS.len() {
+    if records.len() != 5 * FILESYSTEMS.len() {
         return Err(format!(
             "expected {} records from the sequence, got {}\n{}",
-            4 * FILESYSTEMS.len(),
+            5 * FILESYSTEMS.len(),
             records.len(),
             tail()
         ));
     }
     let sha256 = fs::sha256_file(&program)?;
     let mut said = Vec::new();
-    for (step, fs_type) in records.chunks(4).zip(FILESYSTEMS) {
-        let [ours, twin, bad, fio] = step else { unreachable!("chunks of 4") };
+    for (step, fs_type) in records.chunks(5).zip(FILESYSTEMS) {
+        let [ours, twin, bad, careless, fio] = step else { unreachable!("chunks of 5") };
+        check_careless_record(careless, None)?;
         if let Some(r) = step
             .iter()
             .find(|r| r.storage.fs.as_deref() != Some(fs_type) || r.kernel.arch.as_deref() != Some("aarch64"))
@@ -73,7 +74,9 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
             return Err(format!("{fs_type}: manyfiles {:?}, the bad argument's record {:?}", twin.status, bad.status));
         }
         let (reader_p99, _) = check_fio_record(fio)?;
-        said.push(format!("{fs_type}: \"{program_said}\", fio's reader p99 {reader_p99:.1} ms"));
+        said.push(format!(
+            "{fs_type}: \"{program_said}\", fio's reader p99 {reader_p99:.1} ms, fio naming /dev/sd* refused by its own /dev"
+        ));
     }
     println!(
         "e2e: arm64 programs: seedwrite, fio, mke2fs and mkreiserfs cross-built static for aarch64 (image in {built_s:.1} s), \

@@ -24,7 +24,7 @@ fn plan() -> Result<String> {
     plan["description"] = "cargo xtask check i686: the quick plan, seedwrite as a command workload, a fio job".into();
     let workloads = plan["workloads"].as_array_mut().ok_or("the quick plan has no workloads")?;
     workloads.push(command["workloads"][0].clone());
-    workloads.push(command["workloads"][3].clone());
+    workloads.push(command["workloads"][4].clone());
     Ok(plan.to_string())
 }
 
