@@ -494,3 +494,52 @@ fn six_boots_a_kernel_give_the_noise_floor() {
         assert!(c["noise_floor"].as_f64().unwrap() > 0.02, "{c}");
     }
 }
+
+/// A record whose figures cannot be true — a probe timeline of 1e308 ms, a
+/// p99 of 1e308, an infinite-looking throughput — is named on stderr and
+/// left out of the table, the pictures and the export, and every command
+/// still ends at once (an HTML page of such a timeline never finished).
+#[test]
+fn implausible_figures_are_named_and_left_out_everywhere() {
+    let dir = std::env::temp_dir().join(format!("bootmark-implausible-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(data("demo-records.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let edits: [(&str, &dyn Fn(&mut serde_json::Value)); 3] = [
+        ("implausible value 1e308", &|r| {
+            let n = r["timeline"]["probe_response_ms"].as_array().unwrap().len();
+            r["timeline"]["probe_response_ms"] = serde_json::json!(vec![1e308; n]);
+        }),
+        ("responsiveness.p99_ms is 1e308", &|r| r["responsiveness"]["p99_ms"] = 1e308.into()),
+        ("throughput_mib_s is 1e300", &|r| r["throughput_mib_s"] = 1e300.into()),
+    ];
+    for (said, edit) in edits {
+        let mut first: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        edit(&mut first);
+        let input = dir.join("records.jsonl");
+        let rest = lines[1..].join("\n");
+        std::fs::write(&input, format!("{}\n{rest}\n", first.to_string().replace("1e308", "1e308"))).unwrap();
+        for args in [&["--format", "md"][..], &["--format", "html"], &["--svg", dir.join("svg").to_str().unwrap()]] {
+            let started = std::time::Instant::now();
+            let out =
+                Command::new(env!("CARGO_BIN_EXE_bootmark")).arg("report").arg(&input).args(args).output().unwrap();
+            let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+            assert!(stderr.contains(said), "{said}: {stderr}");
+            assert!(
+                !stdout.contains("NaN") && !stdout.contains("inf") && !stdout.contains("e308"),
+                "{args:?}: {stdout}"
+            );
+            assert!(started.elapsed().as_secs() < 60, "{args:?} took {:?}", started.elapsed());
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_bootmark"))
+            .args(["export", "--origin", "bootmark"])
+            .arg(&input)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("e308") && !stdout.contains("e300"), "export passed it on: {said}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -467,6 +467,37 @@ fn probe_ticks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error
     Timeline::deserialize(d).map(|t| t.probe_t_s.len)
 }
 
+/// Why a parsed record's timeline cannot be true, if it cannot: a number
+/// that is not finite or is 1e12 or more (what [`check::F64`] refuses
+/// from a record's text when it is read at a glance).
+pub fn timeline_implausible(t: &crate::schema::measures::Timeline) -> Option<String> {
+    let scalars =
+        [("interval_s", t.interval_s), ("workload_start_s", t.workload_start_s), ("workload_end_s", t.workload_end_s)];
+    let arrays = [
+        ("t_s", &t.t_s),
+        ("probe_t_s", &t.probe_t_s),
+        ("probe_response_ms", &t.probe_response_ms),
+        ("probe_read_ms", &t.probe_read_ms),
+        ("probe_ls_ms", &t.probe_ls_ms),
+    ];
+    let values =
+        scalars.iter().map(|(n, v)| (*n, *v)).chain(arrays.iter().flat_map(|(n, a)| a.iter().map(|v| (*n, *v))));
+    values
+        .into_iter()
+        .find(|(_, v)| !(v.is_finite() && v.abs() < 1e12))
+        .map(|(name, v)| format!("implausible value {v:e} in timeline.{name}: a timeline's number is below 1e12"))
+}
+
+/// A number as an error shows it: 1e308, not its 309 digits.
+fn shown(v: f64) -> String {
+    if v.abs() >= 1e12 { format!("{v:e}") } else { format!("{v}") }
+}
+
+/// A workload's time, at most: a year.
+const MAX_SECONDS: f64 = 365.0 * 86_400.0;
+/// A throughput, at most: 1 TiB/s, past any device and any page cache.
+const MAX_MIB_S: f64 = 1024.0 * 1024.0;
+
 impl<'a> Glance<'a> {
     /// Why the record's figures cannot be true, naming the field: a
     /// negative time or count, a throughput from no time, a number that is
@@ -482,6 +513,26 @@ impl<'a> Glance<'a> {
             {
                 return Some(format!("times.{name} is {v}: a time cannot be negative"));
             }
+            if let Some(v) = value
+                && v > MAX_SECONDS
+            {
+                return Some(format!("times.{name} is {} s: more than a year for one workload", shown(v)));
+            }
+        }
+        // Waits and latencies in ms: finite, not negative, under a year.
+        let probe = self.responsiveness.as_ref();
+        let waits = [
+            ("responsiveness.p99_ms", probe.map(|p| p.p99_ms)),
+            ("responsiveness.max_ms", probe.map(|p| p.max_ms)),
+            ("latency.write.max_ms", Some(self.latency.write.max_ms)),
+            ("latency.read.max_ms", Some(self.latency.read.max_ms)),
+        ];
+        for (name, value) in waits {
+            if let Some(v) = value
+                && !(v.is_finite() && (0.0..=MAX_SECONDS * 1e3).contains(&v))
+            {
+                return Some(format!("{name} is {}: not a wait of this world (0 to a year)", shown(v)));
+            }
         }
         // A wall clock before 1970 or past 9999 was never set or never read.
         let started = self.started_unix_s;
@@ -491,6 +542,9 @@ impl<'a> Glance<'a> {
         let mib_s = self.throughput_mib_s;
         if !(mib_s.is_finite() && mib_s >= 0.0) {
             return Some(format!("throughput_mib_s is {mib_s}: not a throughput"));
+        }
+        if mib_s > MAX_MIB_S {
+            return Some(format!("throughput_mib_s is {}: more than 1 TiB/s", shown(mib_s)));
         }
         if mib_s > 0.0 && t.wall_s == 0.0 {
             return Some(format!("throughput_mib_s is {mib_s} from a times.wall_s of 0"));

@@ -277,7 +277,9 @@ impl<'a> Collector<'a> {
         // are a problem here, for every command alike, never a table row.
         let implausible = match &read {
             Read::Glance(g) => g.implausible(),
-            Read::Whole(Document::Result(r)) => Glance::of(r).implausible(),
+            Read::Whole(Document::Result(r)) => {
+                Glance::of(r).implausible().or_else(|| crate::workstation::glance::timeline_implausible(&r.timeline))
+            }
             Read::Whole(Document::Run(_)) => None,
         };
         if let Some(why) = implausible {

@@ -137,18 +137,39 @@ impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for Map<K, 
 
 /// A number where an `f64` belongs, checked from its JSON text without
 /// converting it (exact float parsing is most of the cost of a record, and
-/// the timeline's arrays are most of its numbers).
+/// the timeline's arrays are most of its numbers). Every such number is a
+/// time, a size or a rate of one boot: one of 1e12 or more (31 years in
+/// ms) is implausible, and would only make a picture or a sum meaningless.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct F64;
+
+/// Decimal digits a timeline's number may have before its point.
+const MAX_MAGNITUDE: i64 = 12;
 
 impl<'de> Deserialize<'de> for F64 {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = <&serde_json::value::RawValue>::deserialize(d)?;
-        match raw.get().as_bytes().first() {
-            Some(b'-' | b'0'..=b'9') => Ok(F64),
-            _ => Err(serde::de::Error::custom(format!("invalid type: {}, expected f64", raw.get()))),
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'-' | b'0'..=b'9') if magnitude(text) < MAX_MAGNITUDE => Ok(F64),
+            Some(b'-' | b'0'..=b'9') => {
+                Err(serde::de::Error::custom(format!("implausible value {text}: a timeline's number is below 1e12")))
+            }
+            _ => Err(serde::de::Error::custom(format!("invalid type: {text}, expected f64",))),
         }
     }
+}
+
+/// Digits before the decimal point of a JSON number's text, its exponent
+/// counted (`1.5e3` → 4, `0.001` → 1), without parsing it.
+fn magnitude(text: &str) -> i64 {
+    let text = text.trim_start_matches('-');
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(at) => (&text[..at], text[at + 1..].trim_start_matches('+').parse::<i64>().unwrap_or(i64::MAX / 2)),
+        None => (text, 0),
+    };
+    let integer = mantissa.split('.').next().unwrap_or("");
+    integer.trim_start_matches('0').len().max(1) as i64 + exponent
 }
 
 /// A `u64` or null, checked from its JSON text: digits only, in range.
@@ -164,5 +185,22 @@ impl<'de> Deserialize<'de> for OptU64 {
         } else {
             Err(serde::de::Error::custom(format!("invalid value: {text}, expected u64 or null")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_numbers_magnitude_is_read_from_its_text() {
+        for (text, digits) in
+            [("0", 1), ("0.001", 1), ("12.5", 2), ("-999", 3), ("1.5e3", 4), ("1e-5", -4), ("1E+308", 309)]
+        {
+            assert_eq!(magnitude(text), digits, "{text}");
+        }
+        let f = |text: &str| serde_json::from_str::<F64>(text);
+        assert!(f("123456789012.5").is_err() && f("1e308").is_err() && f("99999999999").is_ok() && f("-3.2").is_ok());
+        assert!(f("1e308").unwrap_err().to_string().contains("implausible value 1e308"));
     }
 }
