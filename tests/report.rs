@@ -506,7 +506,8 @@ fn implausible_figures_are_named_and_left_out_everywhere() {
     std::fs::create_dir_all(&dir).unwrap();
     let text = std::fs::read_to_string(data("demo-records.jsonl")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let edits: [(&str, &dyn Fn(&mut serde_json::Value)); 3] = [
+    type Edit<'a> = (&'a str, &'a dyn Fn(&mut serde_json::Value));
+    let edits: [Edit; 3] = [
         ("implausible value 1e308", &|r| {
             let n = r["timeline"]["probe_response_ms"].as_array().unwrap().len();
             r["timeline"]["probe_response_ms"] = serde_json::json!(vec![1e308; n]);
@@ -519,7 +520,7 @@ fn implausible_figures_are_named_and_left_out_everywhere() {
         edit(&mut first);
         let input = dir.join("records.jsonl");
         let rest = lines[1..].join("\n");
-        std::fs::write(&input, format!("{}\n{rest}\n", first.to_string().replace("1e308", "1e308"))).unwrap();
+        std::fs::write(&input, format!("{first}\n{rest}\n")).unwrap();
         for args in [&["--format", "md"][..], &["--format", "html"], &["--svg", dir.join("svg").to_str().unwrap()]] {
             let started = std::time::Instant::now();
             let out =
