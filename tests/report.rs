@@ -544,3 +544,38 @@ fn implausible_figures_are_named_and_left_out_everywhere() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A run with 200,000 probe samples: its page draws at most 2000 points a
+/// series (each span's lowest and highest), says so, and stays small.
+#[test]
+fn a_long_timeline_is_drawn_thinned_and_says_so() {
+    let text = std::fs::read_to_string(data("demo-records.jsonl")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut first: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    let t0 = first["timeline"]["workload_start_s"].as_f64().unwrap();
+    let n = 200_000;
+    let t: Vec<f64> = (0..n).map(|i| t0 + i as f64 * 0.00005).collect();
+    let ms: Vec<f64> = (0..n).map(|i| if i == n / 2 { 2500.0 } else { 4.0 + (i % 7) as f64 }).collect();
+    first["timeline"]["probe_t_s"] = serde_json::json!(t);
+    first["timeline"]["probe_response_ms"] = serde_json::json!(ms);
+    first["timeline"]["probe_read_ms"] = serde_json::json!([]);
+    first["timeline"]["probe_ls_ms"] = serde_json::json!([]);
+    lines[0] = first.to_string();
+    let input = std::env::temp_dir().join(format!("bootmark-long-timeline-{}.jsonl", std::process::id()));
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bootmark"))
+        .arg("report")
+        .arg(&input)
+        .args(["--format", "html", "--timeline", &format!("{}:{}", first["run_id"].as_str().unwrap(), first["seq"])])
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        page.contains("200000 samples, each span&apos;s lowest and highest of 2000 drawn")
+            || page.contains("200000 samples, each span's lowest and highest of 2000 drawn"),
+        "no note of the thinning"
+    );
+    assert!(page.len() < 8 << 20, "{} bytes", page.len());
+    std::fs::remove_file(&input).unwrap();
+}

@@ -60,6 +60,30 @@ impl Figure {
     }
 }
 
+/// Points drawn per series, at most: a page stays a page (600,000 probe
+/// samples made a 120 MB one). Past it, [`thin`] keeps each span's extremes.
+pub const MAX_POINTS: usize = 2000;
+
+/// At most [`MAX_POINTS`] of `points` (in time order): the lowest and the
+/// highest of each of `MAX_POINTS / 2` equal spans of them, in time order,
+/// so a stall or a spike is drawn however many samples surround it.
+pub(super) fn thin(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    if points.len() <= MAX_POINTS {
+        return points.to_vec();
+    }
+    let span = points.len().div_ceil(MAX_POINTS / 2);
+    let mut out = Vec::with_capacity(MAX_POINTS);
+    for chunk in points.chunks(span) {
+        let by_y = |a: &&(f64, f64), b: &&(f64, f64)| a.1.total_cmp(&b.1);
+        let (low, high) = (chunk.iter().min_by(by_y), chunk.iter().max_by(by_y));
+        if let (Some(&low), Some(&high)) = (low, high) {
+            let pair = if low.0 <= high.0 { [low, high] } else { [high, low] };
+            out.extend(pair.iter().copied().take(if low == high { 1 } else { 2 }));
+        }
+    }
+    out
+}
+
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }

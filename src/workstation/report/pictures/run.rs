@@ -11,7 +11,7 @@
 //! Every panel marks where the writes returned (the flush began), where the
 //! data was durable (the flush ended), and where a SysRq-W dump was taken.
 
-use super::{Figure, SLOW_MS, drawing, id, legend, linear_top, log_range, rows_of, slug};
+use super::{Figure, MAX_POINTS, SLOW_MS, drawing, id, legend, linear_top, log_range, rows_of, slug, thin};
 use crate::schema::record::{Record, Timeline};
 use crate::workstation::report::findings::STALL_MS;
 use crate::workstation::report::mechanism::{self, Mechanism, Wait};
@@ -133,8 +133,17 @@ pub fn figure(r: &Record, group: &str, colour: RGBColor, axes: Axes) -> Result<F
         let (strip, rest) = rest.split_vertically(104);
         let (memory, disk) = rest.split_vertically(190);
 
+        let points: Vec<(f64, f64)> = tl.probe_t_s.iter().zip(waits).map(|(t, ms)| (t - start, ms.max(y0))).collect();
+        let (points, thinned) = (thin(&points), points.len() > MAX_POINTS);
+        let caption = match thinned {
+            false => "the probe's waits, ms (log): ls + a 4 KiB read + the timer's lateness".to_string(),
+            true => format!(
+                "the probe's waits, ms (log): {} samples, each span's lowest and highest of {MAX_POINTS} drawn",
+                waits.len()
+            ),
+        };
         let mut chart = ChartBuilder::on(&probe)
-            .caption("the probe's waits, ms (log): ls + a 4 KiB read + the timer's lateness", ("sans-serif", 13))
+            .caption(caption, ("sans-serif", 13))
             .margin(6)
             .x_label_area_size(24)
             .y_label_area_size(60)
@@ -146,9 +155,8 @@ pub fn figure(r: &Record, group: &str, colour: RGBColor, axes: Axes) -> Result<F
                 .draw_series(DashedLineSeries::new([(x0, y), (x1, y)], 6, 4, style.stroke_width(1)))
                 .map_err(drawing)?;
         }
-        let points = tl.probe_t_s.iter().zip(waits).map(|(t, ms)| (t - start, ms.max(y0)));
         let style = colour.filled();
-        chart.draw_series(points.map(|p| Circle::new(p, 2, style))).map_err(drawing)?;
+        chart.draw_series(points.into_iter().map(|p| Circle::new(p, 2, style))).map_err(drawing)?;
         if !waits.is_empty() {
             drawn.push(("probe", rows_of(&probe)));
         }
@@ -235,6 +243,15 @@ fn attribution_strip(area: &DrawingArea<SVGBackend, Shift>, r: &Record, (x0, x1)
     let step = tl.interval_s.max(0.01);
     let mut named: Vec<(String, RGBColor)> = Vec::new();
     let mut cells = 0;
+    // Samples next to each other in one colour are one cell: a long run
+    // of samples is a few rectangles, not one each.
+    let mut run: Option<(f64, f64, RGBColor)> = None;
+    let mut cell = |run: Option<(f64, f64, RGBColor)>| -> Result<(), String> {
+        if let Some((from, to, colour)) = run {
+            chart.draw_series([Rectangle::new([(from, 0.05), (to, 0.95)], colour.filled())]).map_err(drawing)?;
+        }
+        Ok(())
+    };
     for (t, w) in tl.t_s.iter().zip(&tl.writer_wchan) {
         let (Some(w), true) = (w.as_deref(), *t >= tl.workload_start_s && *t <= tl.workload_end_s) else { continue };
         let stack = tl.writer_stacks.get(w).map(Vec::as_slice);
@@ -243,14 +260,20 @@ fn attribution_strip(area: &DrawingArea<SVGBackend, Shift>, r: &Record, (x0, x1)
             Wait::Unknown { .. } => (UNKNOWN, "a function no mechanism names"),
             Wait::In { mechanism, .. } => (mechanism_colour(mechanism), mechanism.name()),
         };
-        chart
-            .draw_series([Rectangle::new([(t - start, 0.05), (t - start + step, 0.95)], colour.filled())])
-            .map_err(drawing)?;
+        let (from, to) = (t - start, t - start + step);
+        run = match run {
+            Some((f, end, c)) if c == colour && from <= end + step * 0.5 => Some((f, to, c)),
+            other => {
+                cell(other)?;
+                Some((from, to, colour))
+            }
+        };
         cells += 1;
         if !named.iter().any(|(n, _)| n == name) {
             named.push((name.to_string(), colour));
         }
     }
+    cell(run)?;
     if let Some(pauses) = traced {
         let red = mechanism_colour(Mechanism::DirtyThrottling);
         for (t, p) in tl.t_s.iter().zip(pauses) {
@@ -283,7 +306,9 @@ fn colour_key(area: &DrawingArea<SVGBackend, Shift>, named: &[(String, RGBColor)
 /// A /proc series of the timeline as (seconds since the workload began, value × `scale`).
 fn series(tl: &Timeline, key: &str, scale: f64) -> Vec<(f64, f64)> {
     let Some(column) = tl.series.get(key) else { return Vec::new() };
-    tl.t_s.iter().zip(column).filter_map(|(t, v)| v.map(|v| (t - tl.workload_start_s, v as f64 * scale))).collect()
+    let points: Vec<(f64, f64)> =
+        tl.t_s.iter().zip(column).filter_map(|(t, v)| v.map(|v| (t - tl.workload_start_s, v as f64 * scale))).collect();
+    thin(&points)
 }
 
 /// A line of the memory panel: its name, points in MiB, colour, and whether dashed (a limit).
@@ -342,12 +367,15 @@ fn memory_panel(
 
 /// The disk's write throughput between samples, MiB/s (512-byte sectors).
 fn write_rates(tl: &Timeline) -> Vec<(f64, f64)> {
-    let sectors = series(tl, "disk_sectors_written", 1.0);
-    sectors
+    let Some(column) = tl.series.get("disk_sectors_written") else { return Vec::new() };
+    let sectors: Vec<(f64, f64)> =
+        tl.t_s.iter().zip(column).filter_map(|(t, v)| v.map(|v| (t - tl.workload_start_s, v as f64))).collect();
+    let rates: Vec<(f64, f64)> = sectors
         .windows(2)
         .filter(|w| w[1].0 > w[0].0)
         .map(|w| (w[1].0, (w[1].1 - w[0].1).max(0.0) * 512.0 / 1048576.0 / (w[1].0 - w[0].0)))
-        .collect()
+        .collect();
+    thin(&rates)
 }
 
 /// Whether it wrote at all.
@@ -369,6 +397,19 @@ fn disk_panel(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thinning_keeps_each_spans_extremes_in_time_order() {
+        let few: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 1.0)).collect();
+        assert_eq!(thin(&few), few);
+        // 600,000 samples of 5 ms with one stall of 3 s in the middle.
+        let mut many: Vec<(f64, f64)> = (0..600_000).map(|i| (i as f64 * 0.01, 5.0)).collect();
+        many[300_123].1 = 3000.0;
+        let drawn = thin(&many);
+        assert!(drawn.len() <= MAX_POINTS, "{}", drawn.len());
+        assert!(drawn.contains(&(3001.23, 3000.0)), "the stall is drawn");
+        assert!(drawn.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
+    }
 
     /// The flush's marks from the record's times; a SysRq-W dump where
     /// /init's rule took it: 1 s into a silence, for each dump the record

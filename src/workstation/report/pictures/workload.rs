@@ -2,7 +2,7 @@
 //! axis (groups overlaid, one colour each), a CDF of the probe's waits per
 //! group over all its runs, and bars of the groups' figures.
 
-use super::{Figure, Kept, SLOW_MS, colour, drawing, id, label, legend, linear_top, log_range, rows_of, slug};
+use super::{Figure, Kept, SLOW_MS, colour, drawing, id, label, legend, linear_top, log_range, rows_of, slug, thin};
 use crate::workstation::report::Row;
 use crate::workstation::report::findings::STALL_MS;
 use plotters::prelude::*;
@@ -67,7 +67,13 @@ fn waits_over_time(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Resul
                 .runs_of(i)
                 .flat_map(|r| {
                     let tl = &r.timeline;
-                    tl.probe_t_s.iter().zip(&tl.probe_response_ms).map(|(t, ms)| (t - tl.workload_start_s, ms.max(y0)))
+                    let run: Vec<(f64, f64)> = tl
+                        .probe_t_s
+                        .iter()
+                        .zip(&tl.probe_response_ms)
+                        .map(|(t, ms)| (t - tl.workload_start_s, ms.max(y0)))
+                        .collect();
+                    thin(&run)
                 })
                 .collect();
             if points.is_empty() {
