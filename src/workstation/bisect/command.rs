@@ -449,10 +449,18 @@ pub fn status(lab: &Lab, dir: Option<&Path>) -> Result<String, String> {
     let dir = state_dir(lab, dir);
     let state =
         State::load(&dir)?.ok_or_else(|| format!("no bisect has run in {} (no {})", dir.display(), session::FILE))?;
-    let metric = Metric::parse(&state.metric)?;
     let image = if state.titles.is_empty() { ImageEntries::read(&lab.manifest)? } else { git_titles(&state) };
+    status_of(&state, &image)
+}
+
+/// What `bisect status` prints of `state`, its candidates named by
+/// `image`'s entries (the fuzz target's way in: a state that loaded
+/// gives this text or an error, never a panic).
+pub fn status_of(state: &State, image: &ImageEntries) -> Result<String, String> {
+    let state = state.clone();
+    let metric = Metric::parse(&state.metric)?;
     let action = state.action(&metric);
-    let mut out = describe(&state, &metric, &action, &image);
+    let mut out = describe(&state, &metric, &action, image);
     let next = match &action {
         Action::Boot(next) => Some(next.iter().map(|c| state.candidates[*c].clone()).collect::<Vec<_>>().join(", ")),
         Action::Add(name) => Some(name.clone()),

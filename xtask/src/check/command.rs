@@ -26,7 +26,7 @@ const PARTS: [(&str, &str); 9] = [
     ),
     (
         "fuzz",
-        "Fuzz the serial log parser and the md/LVM2 metadata readers, each for a while (installs cargo-fuzz if missing)",
+        "Fuzz the serial log parser, the md/LVM2 metadata readers, the lab file and the bisect state, each for a while (installs cargo-fuzz if missing)",
     ),
 ];
 

@@ -1,5 +1,5 @@
-//! `cargo xtask check fuzz`: the serial log parser and the readers of md and
-//! LVM2 metadata under libFuzzer (cargo fuzz, installed from crates.io if
+//! `cargo xtask check fuzz`: the serial log parser, the readers of md and
+//! LVM2 metadata, the lab file reader and the bisect's state under libFuzzer (cargo fuzz, installed from crates.io if
 //! missing), each for a bounded time; `prepare` installs and builds ahead. Runs on stable
 //! Rust with `--sanitizer none`: the target asserts its own invariants.
 
@@ -24,6 +24,9 @@ const TARGETS: &[Target] = &[
     Target { name: "serial_log", rss_mib: 2048, more_seeds: &[] },
     // The real lvm2 PV and the real mdadm superblocks the unit tests read.
     Target { name: "layers", rss_mib: 512, more_seeds: &["tests/data/layers"] },
+    // Hand-written and damaged lab files and bisect states (issue: hostile input).
+    Target { name: "lab_file", rss_mib: 512, more_seeds: &[] },
+    Target { name: "bisect_state", rss_mib: 512, more_seeds: &[] },
 ];
 
 /// cargo-fuzz installed (from crates.io, if missing) and every target
