@@ -268,7 +268,7 @@ impl Lab {
     }
 
     fn parse(path: &Path, text: &str, env: Option<Env>) -> Result<Lab, String> {
-        let file: LabFile = toml::from_str(&text).map_err(|e| toml_error(path, text, &e))?;
+        let file: LabFile = toml::from_str(text).map_err(|e| toml_error(path, text, &e))?;
         // Every path of the file is resolved once, against the file's own
         // directory made absolute: a server's command runs there, and a
         // relative `{image}` would name another place from there.
