@@ -1,13 +1,17 @@
 //! A user's command template for `sh -c` (a `[server.qemu]` command, a
 //! bisect's `--build`), filled in once: each `{name}` becomes its value in
 //! one pass over the template, so a value is never scanned again for
-//! placeholders (a path holding `{image}` stays that path). A path goes in
-//! as one single-quoted shell word, so the template must have it bare:
-//! inside quotes or backticks the quoting would be broken (`"{image}"`
-//! would let the shell expand a `$(…)` in the path), and that is refused
-//! before anything runs. A plain value (an entry label, a commit id,
-//! settings) holds only characters no shell treats specially, checked by
-//! its caller, so it may stand anywhere.
+//! placeholders (a path holding `{image}` stays that path).
+//!
+//! A path never becomes shell text: `{image}` becomes `"${BOOTMARK_IMAGE}"`
+//! and the path goes to `sh` in that environment variable, whose value the
+//! shell never parses again — wherever the template puts it (a comment, a
+//! heredoc, backticks), a `$(…)` or a quote in the path is only text. The
+//! template must still have a path placeholder bare, as a word of its own
+//! (inside quotes it would not expand as meant), and that is refused before
+//! anything runs. A plain value (an entry label, a commit id, settings)
+//! holds only characters no shell treats specially, checked by its caller,
+//! so it goes in as it is and may stand anywhere.
 
 use std::path::Path;
 
@@ -28,10 +32,35 @@ enum Quoting {
     Backtick,
 }
 
+/// A filled template: the text for `sh -c`, and the environment its path
+/// placeholders expand from.
+#[derive(Debug, PartialEq)]
+pub struct Filled {
+    pub text: String,
+    pub env: Vec<(String, std::ffi::OsString)>,
+}
+
+impl Filled {
+    /// As a log shows it: the variables, then the command.
+    pub fn shown(&self) -> String {
+        let vars: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={}", v.to_string_lossy())).collect();
+        match vars.is_empty() {
+            true => self.text.clone(),
+            false => format!("{}  # with {}", self.text, vars.join(", ")),
+        }
+    }
+}
+
+/// The environment variable a path placeholder expands from: `{image}` → `BOOTMARK_IMAGE`.
+fn variable(name: &str) -> String {
+    format!("BOOTMARK_{}", name.to_ascii_uppercase())
+}
+
 /// `template` with every `{name}` of `values` filled in, in one pass.
 /// `what` names the template in errors (`--build`, `server "a"'s qemu.command`).
-pub fn fill(template: &str, values: &[(&str, Value)], what: &str) -> Result<String, String> {
+pub fn fill(template: &str, values: &[(&str, Value)], what: &str) -> Result<Filled, String> {
     let mut out = String::with_capacity(template.len());
+    let mut env = Vec::new();
     let mut quoting = Quoting::Bare;
     let mut rest = template;
     while let Some(c) = rest.chars().next() {
@@ -41,11 +70,17 @@ pub fn fill(template: &str, values: &[(&str, Value)], what: &str) -> Result<Stri
             match value {
                 Value::Path(_) if quoting != Quoting::Bare => {
                     return Err(format!(
-                        "{what}: {{{name}}} stands inside quotes or backticks, where the path bootmark puts there \
-                         cannot be quoted safely: write it bare ({{{name}}}, not \"{{{name}}}\"); bootmark quotes it"
+                        "{what}: {{{name}}} stands inside quotes or backticks, where the path would not expand as \
+                         meant: write it bare ({{{name}}}, not \"{{{name}}}\"): the shell gets the path in ${}",
+                        variable(name)
                     ));
                 }
-                Value::Path(path) => out.push_str(&shell_word(path)?),
+                Value::Path(path) => {
+                    out.push_str(&format!("\"${{{}}}\"", variable(name)));
+                    if !env.iter().any(|(k, _)| *k == variable(name)) {
+                        env.push((variable(name), path.as_os_str().to_os_string()));
+                    }
+                }
                 Value::Plain(text) => out.push_str(text),
             }
             rest = &rest[name.len() + 2..];
@@ -68,24 +103,14 @@ pub fn fill(template: &str, values: &[(&str, Value)], what: &str) -> Result<Stri
         out.push_str(&rest[..len]);
         rest = &rest[len..];
     }
-    Ok(out)
-}
-
-/// A path as one single-quoted word for `sh -c` (a path holding `'` or
-/// not UTF-8 is refused rather than escaped).
-pub fn shell_word(path: &Path) -> Result<String, String> {
-    let text = path.to_str().ok_or_else(|| format!("{}: not UTF-8: not put into `sh -c`", path.display()))?;
-    if text.contains('\'') {
-        return Err(format!("{text}: a path with ' is not put into `sh -c`"));
-    }
-    Ok(format!("'{text}'"))
+    Ok(Filled { text: out, env })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn build(template: &str, tree: &str, image: &str) -> Result<String, String> {
+    fn build(template: &str, tree: &str, image: &str) -> Result<Filled, String> {
         let values = [
             ("tree", Value::Path(Path::new(tree))),
             ("image", Value::Path(Path::new(image))),
@@ -94,12 +119,44 @@ mod tests {
         fill(template, &values, "--build")
     }
 
+    /// What `sh -c` makes of the filled template: its stdout.
+    fn run(f: &Filled) -> String {
+        let out = std::process::Command::new("sh").args(["-c", &f.text]).envs(f.env.iter().cloned()).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
     #[test]
-    fn each_placeholder_is_filled_once_and_its_value_never_scanned_again() {
+    fn each_placeholder_is_filled_once_and_a_path_reaches_the_shell_as_a_variable() {
         // The issue's case: a --dir holding {image} and $(…).
-        let got = build("cp {tree}/kernel {image}/kernel # {commit}", "d{image}$(touch X)/tree", "/i").unwrap();
-        assert_eq!(got, "cp 'd{image}$(touch X)/tree'/kernel '/i'/kernel # abc123");
-        assert_eq!(build("make -C {tree} O={image}", "/t", "/o{tree}").unwrap(), "make -C '/t' O='/o{tree}'");
+        let f = build("echo {tree}/kernel {image}/kernel # {commit}", "d{image}$(echo RAN)/tree", "/i").unwrap();
+        assert_eq!(f.text, "echo \"${BOOTMARK_TREE}\"/kernel \"${BOOTMARK_IMAGE}\"/kernel # abc123");
+        assert_eq!(run(&f), "d{image}$(echo RAN)/tree/kernel /i/kernel\n");
+        assert_eq!(f.env[0], ("BOOTMARK_TREE".to_string(), "d{image}$(echo RAN)/tree".into()));
+    }
+
+    /// Where a quote tracker can be fooled (a comment's apostrophe, a
+    /// backtick closed inside double quotes, a heredoc): the path is still
+    /// only text, never run.
+    #[test]
+    fn a_path_is_never_run_wherever_the_template_puts_it() {
+        let path = "/tmp/x$(printf RAN)`printf RAN`'\"";
+        let mut filled = 0;
+        for template in [
+            "# don't\necho {image}",
+            "echo \"built `date +%Y` from {image}\"",
+            "cat <<EOF\n{image}\nEOF",
+            "echo {image}; echo {image}",
+        ] {
+            // Refused (the quote tracker fooled the safe way) or filled: never run.
+            let Ok(f) = build(template, "/t", path) else { continue };
+            filled += 1;
+            let out = run(&f);
+            assert!(
+                !out.contains("xRAN") && out.contains("x$(printf RAN)`printf RAN`"),
+                "{template}: {out}"
+            );
+        }
+        assert!(filled >= 3, "{filled}");
     }
 
     #[test]
@@ -109,14 +166,13 @@ mod tests {
             assert!(e.contains("inside quotes or backticks"), "{template}: {e}");
         }
         // Quotes closed before it, an escaped quote, plain values inside quotes: fine.
-        assert_eq!(build("echo 'a' {image} \"b\"", "/t", "/i").unwrap(), "echo 'a' '/i' \"b\"");
-        assert_eq!(build("echo \\' {image}", "/t", "/i").unwrap(), "echo \\' '/i'");
-        assert_eq!(build("echo '{commit}' \"{commit}\"", "/t", "/i").unwrap(), "echo 'abc123' \"abc123\"");
-        assert!(build("x {image}", "/t", "/it's").unwrap_err().contains("a path with '"));
+        assert_eq!(build("echo 'a' {image} \"b\"", "/t", "/i").unwrap().text, "echo 'a' \"${BOOTMARK_IMAGE}\" \"b\"");
+        assert_eq!(build("echo \\' {image}", "/t", "/i").unwrap().text, "echo \\' \"${BOOTMARK_IMAGE}\"");
+        assert_eq!(build("echo '{commit}' \"{commit}\"", "/t", "/i").unwrap().text, "echo 'abc123' \"abc123\"");
     }
 
     #[test]
     fn unknown_braces_are_kept() {
-        assert_eq!(build("echo ${HOME} {other} {tree", "/t", "/i").unwrap(), "echo ${HOME} {other} {tree");
+        assert_eq!(build("echo ${HOME} {other} {tree", "/t", "/i").unwrap().text, "echo ${HOME} {other} {tree");
     }
 }

@@ -107,7 +107,7 @@ pub enum Built {
 
 /// The user's build command for one commit: `{tree}`, `{image}` (paths,
 /// quoted) and `{commit}` (hex) filled in one pass (template.rs).
-fn fill_build(command: &str, tree: &Path, image: &Path, commit: &str) -> Result<String, String> {
+fn fill_build(command: &str, tree: &Path, image: &Path, commit: &str) -> Result<template::Filled, String> {
     if commit.is_empty() || !commit.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(format!("commit {commit:?} is not a commit id: not put into `sh -c`"));
     }
@@ -224,11 +224,12 @@ impl Builds {
         say(&format!("bisect: building {title} (its output: {})", log.display()));
         let started = std::time::Instant::now();
         let mut out = std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-        std::io::Write::write_all(&mut out, format!("$ {command}\n").as_bytes())
+        std::io::Write::write_all(&mut out, format!("$ {}\n", command.shown()).as_bytes())
             .map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
         let build = Command::new("sh")
-            .args(["-c", &command])
+            .args(["-c", &command.text])
+            .envs(command.env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)

@@ -62,7 +62,7 @@ impl QemuPower {
     /// The command goes to `sh -c`, so the entry is taken only as the
     /// image's labels are made (letters, digits, `.`, `_` and `-`) and the
     /// settings only as `bootmark.set=` takes them (those and `=`, `,`, `:`, `+`).
-    pub fn command_for(&self, entry: &str, set: Option<&str>) -> Result<String, String> {
+    pub fn command_for(&self, entry: &str, set: Option<&str>) -> Result<template::Filled, String> {
         let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
         if entry.is_empty() || !entry.chars().all(plain) {
             return Err(format!(
@@ -149,14 +149,15 @@ impl QemuPower {
             .map_err(|e| format!("cannot open {}: {e}", self.output.display()))?;
         let err = out.try_clone().map_err(|e| format!("{}: {e}", self.output.display()))?;
         let child = Command::new("sh")
-            .args(["-c", &format!("exec {line}")])
+            .args(["-c", &format!("exec {}", line.text)])
+            .envs(line.env.iter().cloned())
             .current_dir(&self.dir)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
             .process_group(0)
             .spawn()
-            .map_err(|e| format!("power on: cannot run `{line}`: {e}"))?;
+            .map_err(|e| format!("power on: cannot run `{}`: {e}", line.shown()))?;
         let pid = child.id();
         if let Ok(mut held) = self.child.lock() {
             *held = Some(child);
@@ -205,26 +206,25 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         // A "guest" that starts a child of its own, as cargo xtask qemu starts QEMU.
         let power = QemuPower::new("sh -c 'echo booting {entry}; sleep 60 & wait'", &dir, &dir, "vm");
-        assert_eq!(power.command_for("k1", None).unwrap(), "sh -c 'echo booting k1; sleep 60 & wait'");
+        assert_eq!(power.command_for("k1", None).unwrap().text, "sh -c 'echo booting k1; sleep 60 & wait'");
         for hostile in ["k1; rm -rf ~", "$(reboot)", "", "a b"] {
             assert!(power.command_for(hostile, None).unwrap_err().contains("is not an image label"), "{hostile}");
         }
         let e = power.command_for("k1", Some("vm.swappiness=1")).unwrap_err();
         assert!(e.contains("has no {set}") && e.contains("--set={set}"), "{e}");
         let with_set = QemuPower::new("xtask qemu --entry-label {entry} --set={set}", &dir, &dir, "vm");
-        assert_eq!(with_set.command_for("k1", None).unwrap(), "xtask qemu --entry-label k1 --set=");
+        assert_eq!(with_set.command_for("k1", None).unwrap().text, "xtask qemu --entry-label k1 --set=");
         assert_eq!(
-            with_set.command_for("k1", Some("vm.swappiness=1,queue.max_sectors_kb=128")).unwrap(),
+            with_set.command_for("k1", Some("vm.swappiness=1,queue.max_sectors_kb=128")).unwrap().text,
             "xtask qemu --entry-label k1 --set=vm.swappiness=1,queue.max_sectors_kb=128"
         );
         assert!(with_set.command_for("k1", Some("a=1;reboot")).unwrap_err().contains("or into `sh -c`"));
-        // An image path holding placeholders and $(…): filled once, quoted once.
+        // An image path holding placeholders and $(…): filled once, and only as a variable's value.
         let image = QemuPower::new("xtask qemu --image {image} --entry-label {entry}", &dir, &dir, "vm")
             .with_image(Path::new("/l/{entry}$(touch X)"));
-        assert_eq!(
-            image.command_for("k1", None).unwrap(),
-            "xtask qemu --image '/l/{entry}$(touch X)' --entry-label k1"
-        );
+        let filled = image.command_for("k1", None).unwrap();
+        assert_eq!(filled.text, "xtask qemu --image \"${BOOTMARK_IMAGE}\" --entry-label k1");
+        assert_eq!(filled.env, [("BOOTMARK_IMAGE".to_string(), "/l/{entry}$(touch X)".into())]);
         let quoted = QemuPower::new("xtask qemu --image \"{image}\" {entry}", &dir, &dir, "vm").with_image(&dir);
         assert!(quoted.command_for("k1", None).unwrap_err().contains("inside quotes"));
         assert!(!power.power_is_on());
