@@ -151,10 +151,7 @@ mod tests {
             let Ok(f) = build(template, "/t", path) else { continue };
             filled += 1;
             let out = run(&f);
-            assert!(
-                !out.contains("xRAN") && out.contains("x$(printf RAN)`printf RAN`"),
-                "{template}: {out}"
-            );
+            assert!(!out.contains("xRAN") && out.contains("x$(printf RAN)`printf RAN`"), "{template}: {out}");
         }
         assert!(filled >= 3, "{filled}");
     }

@@ -20,6 +20,10 @@
 
 use std::path::{Component, Path};
 
+/// A job file's line this long, or longer, is refused (fio 3.33 reads 8192
+/// bytes at a time, older fio 4096).
+const MAX_LINE: usize = 4096;
+
 /// Options whose value is one path or several separated by `:` (a `\:` is
 /// a literal colon), each resolved by fio against the directory it runs in.
 const PLACES: [&str; 10] = [
@@ -108,6 +112,16 @@ pub fn check(text: &str) -> Vec<Refusal> {
             option: option.into(),
             why,
         };
+        // fio reads a line in pieces of 8192 bytes (4096 in older fio): the
+        // rest of a longer one is another line, unseen by a check of whole lines.
+        if raw.len() >= MAX_LINE {
+            refusals.push(refuse(
+                &section,
+                "(a long line)",
+                format!("{} bytes: fio reads a line of {MAX_LINE} bytes or more as several", raw.len()),
+            ));
+            continue;
+        }
         if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
             continue;
         }
@@ -122,7 +136,16 @@ pub fn check(text: &str) -> Vec<Refusal> {
         // fio cuts every line at its first ';' and its first '#' (strip_blank_end).
         let line = line.split([';', '#']).next().unwrap_or("").trim();
         if let Some(name) = line.strip_prefix('[') {
-            section = name.trim_end_matches(']').trim().to_string();
+            // fio takes the name as all but the line's last character, `]` or not.
+            let Some(name) = name.strip_suffix(']') else {
+                refusals.push(refuse(
+                    &section,
+                    line,
+                    "a section line without its closing ]: fio would take another name".into(),
+                ));
+                continue;
+            };
+            section = name.trim().to_string();
             // A job without a filename writes the file its section names (add_job):
             // [/dev/sdb] is a job on that disk.
             if !section.starts_with("global")
@@ -157,8 +180,21 @@ fn refused_option(option: &str, value: Option<&str>) -> Option<String> {
         return Some((*why).into());
     }
     let value = value.unwrap_or("");
+    // A log named by nothing is named after its job (checked as the section's name).
+    if option.starts_with("write_") && option.ends_with("_log") && value.is_empty() {
+        return None;
+    }
     if PLACES.contains(&option) {
         return split_paths(value).into_iter().find_map(|p| outside(&p, option == "filename_format"));
+    }
+    // The job's name: a job without a filename writes the file it names.
+    if option == "name" {
+        return outside(value, false)
+            .map(|why| format!("a job with no filename writes the file its name names, and {why}"));
+    }
+    // A pattern in single quotes is a file fio reads into the data it writes.
+    if matches!(option, "buffer_pattern" | "verify_pattern") && value.contains('\'') {
+        return Some(format!("'{value}' names a file fio would read into what it writes"));
     }
     match option {
         "ioengine" if !FILE_ENGINES.contains(&value) => Some(format!(
@@ -187,25 +223,35 @@ fn split_paths(value: &str) -> Vec<String> {
 
 /// Why `path` is not a place inside the directory fio runs in, if it is
 /// not. `$jobname`, `$jobnum`, `$filenum` and `$clientuid` are fio's own
-/// names for a file_format's parts; any other `$` is refused.
+/// names for a file_format's parts (`$clientuid` checked as empty, which it
+/// is when fio runs alone, and as a name); any other `$` is refused.
 fn outside(path: &str, format: bool) -> Option<String> {
     if path.is_empty() {
         return Some("an empty path".into());
     }
-    let mut rest = path.to_string();
-    if format {
-        for own in ["$jobname", "$jobnum", "$filenum", "$clientuid"] {
-            rest = rest.replace(own, "x");
+    // $jobname is the job's name (checked: never empty), $jobnum and $filenum numbers.
+    let expanded = |clientuid: &str| {
+        let mut rest = path.to_string();
+        if format {
+            for own in ["$jobname", "$jobnum", "$filenum"] {
+                rest = rest.replace(own, "x");
+            }
+            rest = rest.replace("$clientuid", clientuid);
         }
-    }
-    if rest.contains('$') {
-        return Some(format!("'{path}' holds a $ fio would expand, so where it writes is unknown until it runs"));
-    }
-    if path.starts_with('/') {
-        return Some(format!("'{path}' is an absolute path: it can name any disk or file of the server"));
-    }
-    if !Path::new(&rest).components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
-        return Some(format!("'{path}' climbs out of the workload's directory with '..'"));
+        rest
+    };
+    for rest in [expanded(""), expanded("x")] {
+        if rest.contains('$') {
+            return Some(format!("'{path}' holds a $ fio would expand, so where it writes is unknown until it runs"));
+        }
+        if rest.starts_with('/') {
+            return Some(format!("'{path}' is an absolute path: it can name any disk or file of the server"));
+        }
+        if rest.is_empty()
+            || !Path::new(&rest).components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        {
+            return Some(format!("'{path}' climbs out of the workload's directory with '..', or names nothing"));
+        }
     }
     None
 }
@@ -245,6 +291,7 @@ mod tests {
             "[w]\nfilename=with\\:colon\nmem=mmap:buffers\nrw=trim\n",
             "[x]\nioengine = io_uring\nfilename = a : b\n",
             "[x]\nfilename=data ; /dev/sdb\n[global]\nrw=write # filename=/dev/sdb\n[sdb]\nrw=read\n",
+            "[w]\nwrite_bw_log\nwrite_lat_log=\nname=writer\nbuffer_pattern=0xdeadbeef\nfilename_format=$jobname.$filenum\n",
         ] {
             assert_eq!(why(job), [], "{job}");
         }
@@ -278,6 +325,12 @@ mod tests {
             ("[/dev/sdb]\nrw=write\n", "[section]"),
             ("[../x]\nrw=write\n", "[section]"),
             ("[a]\ninclude\tother.fio\n", "include\tother.fio"),
+            // Found by trying (helper, 2026-12-06): each wrote outside its directory.
+            ("[a]\nfilename_format=$clientuid/tmp/victim\n", "filename_format"),
+            ("[a\nfilename_format=$jobname/tmp/victim\n", "[a"),
+            (&format!("#{}filename=/tmp/victim\n", "A".repeat(8190)), "(a long line)"),
+            ("[a]\nbuffer_pattern='/etc/shadow'\n", "buffer_pattern"),
+            ("[a]\nname=/dev/sdb\n", "name"),
         ];
         for (job, option) in cases {
             let got = why(job);
