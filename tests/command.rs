@@ -22,6 +22,19 @@ fn run(name: &str, deadline_s: u32, workloads: &[&str]) -> (Vec<Value>, String) 
 
 /// [`run`] with more arguments to `bootmark run`.
 fn run_with(name: &str, extra: &[&str], deadline_s: u32, workloads: &[&str]) -> (Vec<Value>, String) {
+    run_inheriting(name, extra, None, deadline_s, workloads)
+}
+
+/// [`run_with`], bootmark started with `inherited` open as its fd 9 (as a
+/// shell's `9<>FILE` leaves it).
+fn run_inheriting(
+    name: &str,
+    extra: &[&str],
+    inherited: Option<std::os::fd::RawFd>,
+    deadline_s: u32,
+    workloads: &[&str],
+) -> (Vec<Value>, String) {
+    use std::os::unix::process::CommandExt;
     let dir = scratch(name);
     let plan = dir.with_extension("plan.json");
     let json = format!(
@@ -30,14 +43,18 @@ fn run_with(name: &str, extra: &[&str], deadline_s: u32, workloads: &[&str]) -> 
         workloads.join(",")
     );
     std::fs::write(&plan, json).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_bootmark"))
-        .args(["run", "--plan"])
-        .arg(&plan)
-        .arg("--dir")
-        .arg(&dir)
-        .args(extra)
-        .output()
-        .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_bootmark"));
+    command.args(["run", "--plan"]).arg(&plan).arg("--dir").arg(&dir).args(extra);
+    if let Some(fd) = inherited {
+        // SAFETY: dup2 between the child's own descriptors, before it execs.
+        unsafe {
+            command.pre_exec(move || match libc::dup2(fd, 9) {
+                9 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            })
+        };
+    }
+    let out = command.output().unwrap();
     let records: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -215,20 +232,30 @@ fn a_confined_program_reaches_no_disk_and_the_record_says_so() {
          echo x > /dev/sdb 2>/dev/null && echo CREATED; \
          mknod node b 7 0 2>/dev/null && echo MKNOD; \
          mount -t tmpfs none . 2>/dev/null && echo MOUNTED; \
-         grep CapBnd /proc/self/status; true",
+         echo overwritten >&9 2>/dev/null && echo INHERITED; \
+         grep CapBnd /proc/self/status; stat -c %a /dev/null; true",
         disk = disk.node
     );
-    let (recs, stderr) = run_with("confined", &["--confine-programs"], 600, &[&sh(&script)]);
+    // The disk also open as bootmark's fd 9, as a careless shell line leaves it.
+    let held = std::fs::File::options().read(true).write(true).open(&disk.node).unwrap();
+    let (recs, stderr) = run_inheriting(
+        "confined",
+        &["--confine-programs"],
+        Some(std::os::fd::AsRawFd::as_raw_fd(&held)),
+        600,
+        &[&sh(&script)],
+    );
     let r = &recs[0];
     assert_eq!(r["status"], "ok", "{stderr} {}", r["error"]);
     let stdout = r["details"]["stdout"].as_str().unwrap();
     let mut lines = stdout.lines();
     assert_eq!(lines.next(), Some("fd full null random shm stderr stdin stdout urandom zero "), "{stdout}");
-    for word in ["REACHED", "CREATED", "MKNOD", "MOUNTED"] {
+    for word in ["REACHED", "CREATED", "MKNOD", "MOUNTED", "INHERITED"] {
         assert!(!stdout.contains(word), "{word}: {stdout}");
     }
     let bounding = lines.next().and_then(|l| l.strip_prefix("CapBnd:")).unwrap_or_else(|| panic!("{stdout}"));
     let bounding = u64::from_str_radix(bounding.trim(), 16).unwrap();
+    assert_eq!(lines.next(), Some("666"), "/dev/null is everyone's: {stdout}");
     for cap in [16, 17, 21, 27] {
         assert_eq!(bounding & 1 << cap, 0, "capability {cap} in {bounding:x}");
     }
@@ -237,6 +264,8 @@ fn a_confined_program_reaches_no_disk_and_the_record_says_so() {
     assert_eq!(confined["capabilities_dropped"][3], "CAP_MKNOD", "{confined}");
     assert_eq!(confined["bounding_set"], "the program's own");
     assert!(disk.untouched(), "{} was written", disk.node);
+    // Closed, so that the write below reaches the file behind the loop device when it ends.
+    drop(held);
     // Unconfined, the same program reaches it: the test can tell.
     let (recs, _) = run("unconfined", 600, &[&sh(&format!("echo overwritten > {} && echo REACHED", disk.node))]);
     assert_eq!(recs[0]["details"]["stdout"], "REACHED\n");

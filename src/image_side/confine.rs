@@ -164,11 +164,12 @@ impl Confinement {
 
     /// In the child made by [`Confinement::clone_process`]: make its view
     /// of the mounts its own, give it the small /dev, hide the stick, drop
-    /// the capabilities. On failure, the step and errno.
+    /// the capabilities, close every descriptor past stderr but `keep` (the
+    /// exec-error pipe, close-on-exec). On failure, the step and errno.
     ///
     /// # Safety
     /// Only in that child, before exec: it changes the process's mounts and capabilities.
-    pub unsafe fn enter(&self) -> Result<(), (Step, i32)> {
+    pub unsafe fn enter(&self, keep: libc::c_int) -> Result<(), (Step, i32)> {
         let errno = || unsafe { *libc::__errno_location() };
         let null = std::ptr::null::<libc::c_void>();
         unsafe {
@@ -198,7 +199,8 @@ impl Confinement {
                 return Err((Step::Dev, errno()));
             }
             for (path, dev) in &self.nodes {
-                if libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, *dev) != 0 {
+                // mknod's mode goes through the umask: chmod makes it 0666.
+                if libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, *dev) != 0 || libc::chmod(path.as_ptr(), 0o666) != 0 {
                     return Err((Step::Nodes, errno()));
                 }
             }
@@ -241,7 +243,27 @@ impl Confinement {
                     }
                 }
             }
-            drop_from_own_sets().map_err(|e| (Step::Capabilities, e))
+            drop_from_own_sets().map_err(|e| (Step::Capabilities, e))?;
+            close_inherited(keep);
+            Ok(())
+        }
+    }
+}
+
+/// Close every descriptor from 3 up but `keep`: one left open by whoever
+/// started bootmark (a disk opened by a shell's `9<>/dev/sdb`) would reach
+/// that disk from inside.
+unsafe fn close_inherited(keep: libc::c_int) {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given.
+    let max = match unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } {
+        0 => limit.rlim_cur.min(65_536) as libc::c_int,
+        _ => 1024,
+    };
+    for fd in 3..max {
+        if fd != keep {
+            // SAFETY: closing a descriptor this child owns a copy of.
+            unsafe { libc::close(fd) };
         }
     }
 }

@@ -133,7 +133,7 @@ pub fn start(
             for fd in 0..3 {
                 libc::fcntl(fd, libc::F_SETFD, 0);
             }
-            let failed = match confinement.map(|c| c.enter()) {
+            let failed = match confinement.map(|c| c.enter(exec_w.as_raw_fd())) {
                 Some(Err(failed)) => failed,
                 _ => {
                     if libc::chdir(dir_c.as_ptr()) == 0 {
