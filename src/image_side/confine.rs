@@ -200,7 +200,9 @@ impl Confinement {
             }
             for (path, dev) in &self.nodes {
                 // mknod's mode goes through the umask: chmod makes it 0666.
-                if libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, *dev) != 0 || libc::chmod(path.as_ptr(), 0o666) != 0 {
+                if libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, *dev) != 0
+                    || libc::chmod(path.as_ptr(), 0o666) != 0
+                {
                     return Err((Step::Nodes, errno()));
                 }
             }
