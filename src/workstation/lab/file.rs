@@ -550,7 +550,23 @@ fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> String {
             path.display()
         );
     }
-    format!("{}:{at} {message}", path.display())
+    format!("{}:{at} {}", path.display(), without_values(message))
+}
+
+/// A TOML error's message with the values it quotes (`invalid type:
+/// integer \`98765432\``) not shown: a password in an inline table or
+/// under an escaped key is no line a check of keys finds. Messages that
+/// quote keys (an unknown or missing field) keep them.
+fn without_values(message: &str) -> String {
+    if ["unknown field", "missing field", "duplicate key", "unknown variant"].iter().any(|k| message.starts_with(k)) {
+        return message.to_string();
+    }
+    let mut out = String::new();
+    for (i, part) in message.split('`').enumerate() {
+        // Odd parts were between backticks.
+        out.push_str(if i % 2 == 1 { "(not shown)" } else { part });
+    }
+    out
 }
 
 /// A line that sets a password-like key (`password`, `pasword`, `passwd`, `secret`, `token`…).
@@ -825,6 +841,16 @@ http_url = "http://10.0.0.1/bootmark/"
             Lab::read(&d.join("lab.toml"), &no_env).unwrap_err()
         };
         assert!(e.contains("line 9, column 8: invalid type: string \"ninety\", expected u16"), "{e}");
+        // In an inline table, or under an escaped key, no line says "password =": the value is still not shown.
+        let ipmi = "[server.ipmi]\nhost = \"127.0.0.1\"\nport = 9001\nuser = \"admin\"\npassword_file = \"dl140.pass\"\n";
+        for table in [
+            "ipmi = { host = \"10.0.0.5\", user = \"admin\", password = 98765432 }\n",
+            "[server.ipmi]\nhost = \"10.0.0.5\"\nuser = \"admin\"\n\"p\\u0061ssword\" = 98765432\n",
+        ] {
+            write(&d.join("lab.toml"), &IPMI_PXE.replace(ipmi, table), 0o600);
+            let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
+            assert!(!e.contains("98765432") && e.contains("(not shown)"), "the password is printed: {e}");
+        }
     }
 
     #[test]
