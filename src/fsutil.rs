@@ -63,3 +63,33 @@ mod tests {
         remove_tree(&base).unwrap();
     }
 }
+
+/// Where `path` is, or will be once made: its links resolved as far as it
+/// exists, the rest (which cannot hold links yet) with `.` and `..` taken
+/// as written. Two spellings of one place, `serial.log` and
+/// `sub/../serial.log` or `link/serial.log`, compare equal before either
+/// file exists.
+pub fn resolved(path: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    while std::fs::canonicalize(existing).is_err() {
+        let (Some(parent), Some(name)) = (existing.parent(), existing.components().next_back()) else {
+            return absolute;
+        };
+        rest.push(name);
+        existing = parent;
+    }
+    let mut real = std::fs::canonicalize(existing).unwrap_or_else(|_| existing.to_path_buf());
+    for part in rest.into_iter().rev() {
+        match part {
+            Component::ParentDir => {
+                real.pop();
+            }
+            Component::CurDir => {}
+            other => real.push(other),
+        }
+    }
+    real
+}

@@ -123,7 +123,7 @@ fn fill_build(command: &str, tree: &Path, image: &Path, commit: &str) -> Result<
 fn check_own_checkout(tree: &Path, dir: &Path) -> Result<(), String> {
     let checkout = dir.join("tree");
     let next = "give the bisect a --dir of its own (it makes DIR/tree, its clone)";
-    if resolved(dir).starts_with(tree) {
+    if crate::fsutil::resolved(dir).starts_with(tree) {
         return Err(format!(
             "--dir {} is inside --tree {}: the bisect would write there; {next}",
             dir.display(),
@@ -151,22 +151,6 @@ fn check_own_checkout(tree: &Path, dir: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// `path` with its links resolved as far as it exists (a --dir the bisect
-/// will make is compared as where it will be).
-fn resolved(path: &Path) -> PathBuf {
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut existing = absolute.as_path();
-    let mut rest = Vec::new();
-    while std::fs::canonicalize(existing).is_err() {
-        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else { return absolute };
-        rest.push(name);
-        existing = parent;
-    }
-    let mut real = std::fs::canonicalize(existing).unwrap_or_else(|_| existing.to_path_buf());
-    real.extend(rest.iter().rev());
-    real
 }
 
 /// The candidates' images, built one at a time in the bisect's checkout

@@ -436,13 +436,18 @@ fn check_server(s: ServerFile, lab: &Path, at: &dyn Fn(&Path) -> PathBuf, env: O
 /// and a console inside the state directory (a step's own log) would feed
 /// the log back into itself.
 fn check_consoles(servers: &[Server], state_dir: &Path) -> Result<(), String> {
-    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let state = real(state_dir);
+    use std::os::unix::fs::MetadataExt;
+    let state = crate::fsutil::resolved(state_dir);
     let mut seen: Vec<(PathBuf, &str)> = Vec::new();
+    // One file under two names (a hard link) is one console too.
+    let same_file = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    };
     for s in servers {
         let Console::File(log) = &s.console else { continue };
-        let log = real(log);
-        if let Some((_, other)) = seen.iter().find(|(p, _)| *p == log) {
+        let log = crate::fsutil::resolved(log);
+        if let Some((_, other)) = seen.iter().find(|(p, _)| *p == log || same_file(p, &log)) {
             return Err(format!(
                 "servers {other:?} and {:?} both read the console file {}: each server needs its own, or one would take the other's boots for its own",
                 s.name,
@@ -749,7 +754,15 @@ http_url = "http://10.0.0.1/bootmark/"
             ),
             (server("a", "lab.state/a/k0-1.log"), "is inside the lab's state directory"),
             (format!("state = \"s\"\n{}", server("a", "s/a.log")), "is inside the lab's state directory"),
+            // Other spellings of one file, none of them there yet (found by trying).
+            (server("a", "shared.log") + &server("b", "sub/../shared.log"), "both read the console file"),
+            (server("a", "shared.log") + &server("b", "here/shared.log"), "both read the console file"),
+            (server("a", "sub/../lab.state/a.log"), "is inside the lab's state directory"),
+            (server("a", "real.log") + &server("b", "hard.log"), "both read the console file"),
         ];
+        std::os::unix::fs::symlink(".", d.join("here")).unwrap();
+        std::fs::write(d.join("real.log"), "").unwrap();
+        std::fs::hard_link(d.join("real.log"), d.join("hard.log")).unwrap();
         for (servers, want) in cases {
             write(&d.join("lab.toml"), &format!("image = \"image\"\n{servers}"), 0o644);
             let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
@@ -842,7 +855,8 @@ http_url = "http://10.0.0.1/bootmark/"
         };
         assert!(e.contains("line 9, column 8: invalid type: string \"ninety\", expected u16"), "{e}");
         // In an inline table, or under an escaped key, no line says "password =": the value is still not shown.
-        let ipmi = "[server.ipmi]\nhost = \"127.0.0.1\"\nport = 9001\nuser = \"admin\"\npassword_file = \"dl140.pass\"\n";
+        let ipmi =
+            "[server.ipmi]\nhost = \"127.0.0.1\"\nport = 9001\nuser = \"admin\"\npassword_file = \"dl140.pass\"\n";
         for table in [
             "ipmi = { host = \"10.0.0.5\", user = \"admin\", password = 98765432 }\n",
             "[server.ipmi]\nhost = \"10.0.0.5\"\nuser = \"admin\"\n\"p\\u0061ssword\" = 98765432\n",

@@ -112,6 +112,9 @@ pub struct ServerPlan {
     pub steps: Vec<(steps::Step, u64)>,
 }
 
+/// Steps of a lab, at most (a hundred days of boots of a minute each).
+const MAX_STEPS: usize = 150_000;
+
 /// Every server's steps, checked against the image (the entries the lab
 /// names must be the image's), in the order the lab's seed gives.
 pub fn plan(lab: &Lab, image: &ImageEntries) -> Result<Vec<ServerPlan>, String> {
@@ -121,10 +124,18 @@ pub fn plan(lab: &Lab, image: &ImageEntries) -> Result<Vec<ServerPlan>, String> 
 /// `plan` with the seed a session keeps in its state.
 pub fn plan_seeded(lab: &Lab, image: &ImageEntries, seed: u64) -> Result<Vec<ServerPlan>, String> {
     let mut out = Vec::new();
+    let mut total = 0usize;
     for server in &lab.servers {
         let names: Vec<String> = match &server.entries {
             Some(names) => {
-                for n in names {
+                for (i, n) in names.iter().enumerate() {
+                    // Steps are named SERVER/ENTRY#N: one entry twice would give two steps one name.
+                    if names[..i].contains(n) {
+                        return Err(format!(
+                            "server {:?}: entry {n:?} is listed twice; repeat = N boots each entry N times",
+                            server.name
+                        ));
+                    }
                     if !image.entries.iter().any(|e| &e.label == n) {
                         let have: Vec<&str> = image.entries.iter().map(|e| e.label.as_str()).collect();
                         return Err(format!(
@@ -138,6 +149,15 @@ pub fn plan_seeded(lab: &Lab, image: &ImageEntries, seed: u64) -> Result<Vec<Ser
             }
             None => image.entries.iter().map(|e| e.label.clone()).collect(),
         };
+        total = total.saturating_add(names.len().saturating_mul(lab.repeat as usize));
+        if total > MAX_STEPS {
+            return Err(format!(
+                "{} entries × repeat {} on {} server(s) is more than {MAX_STEPS} steps: a lab of that size is several labs",
+                names.len(),
+                lab.repeat,
+                lab.servers.len()
+            ));
+        }
         let mut planned = Vec::new();
         for step in steps::for_server(&server.name, &names, lab.repeat, lab.order, seed) {
             let entry = image.entries.iter().find(|e| e.label == step.entry).expect("checked above");
@@ -235,6 +255,36 @@ fn hours_minutes(seconds: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An entry listed twice would give two steps one name (their logs one
+    /// file); a lab of more steps than any could run is refused, not planned.
+    #[test]
+    fn a_plan_has_no_two_steps_of_one_name_and_a_bounded_size() {
+        let entries = (0..200)
+            .map(|i| ImageEntry {
+                label: format!("k{i}"),
+                title: format!("kernel {i}"),
+                cmdline: format!("console=ttyS0 bootmark.plan=quick bootmark.entry=k{i}"),
+                cmdline_room: None,
+                kernel_release: None,
+            })
+            .collect();
+        let image = ImageEntries { entries, plan_definition: None, iso_menus: None };
+        let dir = std::env::temp_dir();
+        let lab = |extra: &str| {
+            let text = format!(
+                "image = \"image\"\n{extra}\n[[server]]\nname = \"a\"\nconsole = \"file:a.log\"\n{}\n[server.qemu]\ncommand = \"x {{entry}}\"\n",
+                if extra.contains("repeat") { "" } else { "entries = [\"k0\", \"k1\", \"k0\"]" }
+            );
+            file::Lab::parse_without_passwords(&dir.join("lab.toml"), &text).unwrap()
+        };
+        let e = plan(&lab(""), &image).err().unwrap();
+        assert!(e.contains("entry \"k0\" is listed twice"), "{e}");
+        let started = std::time::Instant::now();
+        let e = plan(&lab("repeat = 10000"), &image).err().unwrap();
+        assert!(e.contains("200 entries × repeat 10000 on 1 server(s) is more than 150000 steps"), "{e}");
+        assert!(started.elapsed().as_secs() < 5, "planned before refusing");
+    }
 
     /// A boot's settings go on its entry's line only as far as its kernel keeps it.
     #[test]
