@@ -42,28 +42,6 @@ pub fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn removes_nested_trees_and_does_not_follow_symlinks() {
-        let base = std::env::temp_dir().join(format!("bootmark-rt-{}", std::process::id()));
-        let outside = base.join("outside");
-        let tree = base.join("tree");
-        std::fs::create_dir_all(tree.join("a/b/c")).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(outside.join("keep"), b"x").unwrap();
-        std::fs::write(tree.join("a/b/c/f"), b"y").unwrap();
-        std::os::unix::fs::symlink(&outside, tree.join("a/link")).unwrap();
-        remove_tree(&tree).unwrap();
-        assert!(!tree.exists());
-        assert!(outside.join("keep").exists(), "the symlink's target survives");
-        remove_tree(&tree).unwrap(); // already gone is fine
-        remove_tree(&base).unwrap();
-    }
-}
-
 /// Where `path` is, or will be once made: its links resolved as far as it
 /// exists, the rest (which cannot hold links yet) with `.` and `..` taken
 /// as written. Two spellings of one place, `serial.log` and
@@ -92,4 +70,26 @@ pub fn resolved(path: &Path) -> std::path::PathBuf {
         }
     }
     real
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removes_nested_trees_and_does_not_follow_symlinks() {
+        let base = std::env::temp_dir().join(format!("bootmark-rt-{}", std::process::id()));
+        let outside = base.join("outside");
+        let tree = base.join("tree");
+        std::fs::create_dir_all(tree.join("a/b/c")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), b"x").unwrap();
+        std::fs::write(tree.join("a/b/c/f"), b"y").unwrap();
+        std::os::unix::fs::symlink(&outside, tree.join("a/link")).unwrap();
+        remove_tree(&tree).unwrap();
+        assert!(!tree.exists());
+        assert!(outside.join("keep").exists(), "the symlink's target survives");
+        remove_tree(&tree).unwrap(); // already gone is fine
+        remove_tree(&base).unwrap();
+    }
 }
