@@ -460,6 +460,16 @@ fn the_pictures_draw_every_run_with_axes_that_hold_its_data() {
             std::fs::remove_file(&first).unwrap();
             std::fs::write(&first, before.unwrap()).unwrap();
         }
+        // A FIFO at a picture's name: refused without opening it (an open would wait for a writer).
+        let before = std::fs::read(&first).unwrap();
+        std::fs::remove_file(&first).unwrap();
+        let fifo = std::ffi::CString::new(first.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let out = again();
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        std::fs::remove_file(&first).unwrap();
+        std::fs::write(&first, before).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         std::fs::remove_file(&input).unwrap();
     }

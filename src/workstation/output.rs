@@ -57,15 +57,21 @@ pub struct Pending {
 impl Pending {
     pub fn create(path: &Path) -> Result<Pending, String> {
         let name = path.file_name().ok_or_else(|| format!("{}: not a file name", path.display()))?;
-        let tmp = path.with_file_name(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
-        // Made new, never opened through what is there (a link planted at
-        // the temporary name is removed, not followed).
-        let new = || std::fs::File::options().write(true).create_new(true).open(&tmp);
-        let file = new()
-            .or_else(|_| std::fs::remove_file(&tmp).and_then(|()| new()))
-            // Named as the user gave it: the temporary file beside it is ours, not theirs.
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        Ok(Pending { path: path.to_path_buf(), tmp, file: Some(std::io::BufWriter::new(file)) })
+        // Made new, never opened through what is there and never removing
+        // it: a name that is taken (a link, anyone's file) is passed over for the next.
+        let mut last = None;
+        for attempt in 0..16 {
+            let tmp = path.with_file_name(format!(".{}.tmp-{}-{attempt}", name.to_string_lossy(), std::process::id()));
+            match std::fs::File::options().write(true).create_new(true).open(&tmp) {
+                Ok(file) => {
+                    return Ok(Pending { path: path.to_path_buf(), tmp, file: Some(std::io::BufWriter::new(file)) });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                // Named as the user gave it: the temporary file beside it is ours, not theirs.
+                Err(e) => return Err(format!("cannot write {}: {e}", path.display())),
+            }
+        }
+        Err(format!("cannot write {}: its temporary names beside it are all taken ({last:?})", path.display()))
     }
 
     /// Flush, sync and rename into place.

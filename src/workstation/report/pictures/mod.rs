@@ -244,8 +244,12 @@ fn replaceable(path: &Path) -> Result<(), String> {
     if meta.file_type().is_symlink() {
         return Err(format!("--svg: {} is a link; a picture is not written through it: {next}", path.display()));
     }
+    // Only a regular file is opened (a FIFO there would block the open).
     let mut head = vec![0u8; 4096];
-    let n = std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
+    let n = match meta.is_file() {
+        true => std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0),
+        false => 0,
+    };
     if !meta.is_file() || !String::from_utf8_lossy(&head[..n]).contains(OURS) {
         return Err(format!(
             "--svg: {} is there and is not a picture bootmark wrote, so it is not replaced: {next}",
