@@ -45,8 +45,12 @@ pub struct Booted {
 
 /// More boots than any bisect makes (a cap of 64 per step, a few dozen steps).
 const MAX_BOOTS: usize = 100_000;
-/// More servers than a lab holds.
-const MAX_SERVERS: usize = 1_000;
+/// Servers side by side, at most (choosing a round's candidates costs
+/// servers² × candidates).
+const MAX_SERVERS: usize = 64;
+/// Candidates, at most: a ladder of an image's entries or a git range's
+/// commits (a range of more is bisected in parts).
+const MAX_CANDIDATES: usize = 10_000;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -110,7 +114,9 @@ impl State {
                 candidates.len()
             ));
         }
-        Ok(State::unbooted(metric, candidates, cap, servers, None))
+        let state = State::unbooted(metric, candidates, cap, servers, None);
+        state.check()?;
+        Ok(state)
     }
 
     /// A settings bisect of `differences` (at least one).
@@ -121,7 +127,9 @@ impl State {
             );
         }
         let ends = vec![settings::GOOD.into(), settings::BAD.into()];
-        Ok(State::unbooted(metric, ends, cap, servers, Some(differences)))
+        let state = State::unbooted(metric, ends, cap, servers, Some(differences));
+        state.check()?;
+        Ok(state)
     }
 
     fn unbooted(
@@ -275,6 +283,12 @@ impl State {
         if self.candidates.len() < 2 {
             return Err(format!("{} candidates: a bisect has two ends at least", self.candidates.len()));
         }
+        if self.candidates.len() > MAX_CANDIDATES {
+            return Err(format!("{} candidates: at most {MAX_CANDIDATES}", self.candidates.len()));
+        }
+        if self.settings.as_ref().is_some_and(|d| d.settings.is_empty()) {
+            return Err("a settings bisect with no differences".into());
+        }
         if !(2..=64).contains(&self.cap) || !(1..=MAX_SERVERS).contains(&self.servers) {
             return Err(format!(
                 "cap {} (2 to 64) or servers {} (1 to {MAX_SERVERS}) out of range",
@@ -292,6 +306,12 @@ impl State {
                     "boot {:?} names candidate {}, server {} or a number past {MAX_BOOTS}",
                     b.id, b.candidate, b.server
                 ));
+            }
+            // A metric's value is a time, a size or a rate of one boot.
+            if let Some(v) = b.value
+                && !(v.is_finite() && v.abs() < 1e12)
+            {
+                return Err(format!("boot {:?} has the value {v:e}, no figure of a boot", b.id));
             }
         }
         Ok(())
@@ -572,6 +592,8 @@ mod tests {
         damaged(&|v| v["boots"][0]["id"] = "a/k3#b18446744073709551615".into(), "a number past 100000");
         damaged(&|v| v["boots"][0]["candidate"] = 99.into(), "names candidate 99");
         damaged(&|v| v["cap"] = 0.into(), "cap 0");
+        damaged(&|v| v["boots"][0]["value"] = 1.7e308.into(), "has the value 1.7e308");
+        damaged(&|v| v["servers"] = 1000.into(), "servers 1000 (1 to 64)");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
