@@ -151,6 +151,22 @@ pub struct Servers<'a> {
     dir: std::path::PathBuf,
 }
 
+/// A panic anywhere in a session (a step's thread, the state's writer)
+/// unwinds through here: every server this session prepared is powered
+/// off before the process ends, never left running on its own.
+impl Drop for Servers<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for p in &self.prepared {
+            if let Err(e) = p.bmc.power_off() {
+                eprintln!("bootmark: after a panic, server {:?} could not be powered off: {e}", p.server.name);
+            }
+        }
+    }
+}
+
 impl<'a> Servers<'a> {
     pub fn prepare(lab: &'a Lab, image: &ImageEntries, dir: &Path) -> Result<Servers<'a>, String> {
         Servers::prepare_these(lab, image, dir, &(0..lab.servers.len()).collect::<Vec<_>>())
@@ -554,6 +570,40 @@ fn seed_from_clock() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A panic while a server runs: the session's servers are powered off
+    /// as the panic unwinds (a lab that panicked left QEMU running).
+    #[test]
+    fn a_panic_powers_the_servers_off() {
+        let dir = std::env::temp_dir().join(format!("bootmark-lab-panic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = "image = \"image\"\nstate = \"st\"\n[[server]]\nname = \"vm\"\nconsole = \"file:vm.log\"\n\
+                    [server.qemu]\ncommand = \"sleep 60 # {entry}\"\n";
+        let lab = super::super::file::Lab::parse_without_passwords(&dir.join("lab.toml"), text).unwrap();
+        let entry = super::super::ImageEntry {
+            label: "k0".into(),
+            title: "k0".into(),
+            cmdline: "console=ttyS0 bootmark.plan=quick bootmark.entry=k0".into(),
+            cmdline_room: None,
+            kernel_release: None,
+        };
+        let image = ImageEntries { entries: vec![entry], plan_definition: None, iso_menus: None };
+        std::fs::create_dir_all(&lab.state_dir).unwrap();
+        let servers = Servers::prepare(&lab, &image, &lab.state_dir).unwrap();
+        servers.prepared[0].bmc.power_on("k0", None).unwrap();
+        let pid_file = lab.state_dir.join("vm.power.pid");
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+        // SAFETY: kill with signal 0 only asks whether the group exists.
+        assert_eq!(unsafe { libc::kill(-pid, 0) }, 0, "the server's process group runs");
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let _held = servers;
+            panic!("a step's thread panicked");
+        }));
+        assert!(unwound.is_err());
+        // SAFETY: kill with signal 0 only asks whether the group exists.
+        assert_ne!(unsafe { libc::kill(-pid, 0) }, 0, "the server's process group still runs");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn ipmitools_own_session_lines_are_not_console_output() {
