@@ -45,7 +45,7 @@ pub fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
 /// Where `path` is, or will be once made: its links resolved as far as it
 /// exists, the rest (which cannot hold links yet) with `.` and `..` taken
 /// as written. Two spellings of one place, `serial.log` and
-/// `sub/../serial.log` or `link/serial.log`, compare equal before either
+/// a detour through a directory and back up, or `link/serial.log`, compare equal before either
 /// file exists.
 pub fn resolved(path: &Path) -> std::path::PathBuf {
     use std::path::Component;

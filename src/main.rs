@@ -249,10 +249,8 @@ enum Command {
         /// puts back what it found at the end.
         #[arg(long, value_name = "NAMES")]
         variants: Option<String>,
-        /// Run the plan's programs (command, fio) as a boot runs them: in their own mount
-        /// namespace whose /dev holds only null, zero, full, random and urandom, without
-        /// CAP_MKNOD, CAP_SYS_ADMIN, CAP_SYS_RAWIO and CAP_SYS_MODULE, so no disk is reached by
-        /// name. Needs root.
+        /// Run the plan's programs confined as a boot runs them: no disk reachable by name
+        /// (docs/plans.md). Needs root.
         #[arg(long)]
         confine_programs: bool,
         /// Keep the files the workloads wrote, for inspection.

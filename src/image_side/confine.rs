@@ -22,19 +22,29 @@
 //! (through another process's `/proc/PID/root`, say). It keeps a careless
 //! name from reaching a disk; the record says it ran confined.
 
-use std::ffi::CString;
+use std::ffi::CStr;
 use std::io;
 
 /// CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_ADMIN, CAP_MKNOD (linux/capability.h, unchanged since 2.2).
 pub const DROPPED: [(u32, &str); 4] =
     [(16, "CAP_SYS_MODULE"), (17, "CAP_SYS_RAWIO"), (21, "CAP_SYS_ADMIN"), (27, "CAP_MKNOD")];
 
-/// The character devices a program may have: (name, major, minor).
-pub const NODES: [(&str, u32, u32); 5] =
-    [("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8), ("urandom", 1, 9)];
+/// The character devices a program may have: (path, major, minor).
+const NODES: [(&CStr, u32, u32); 5] =
+    [(c"/dev/null", 1, 3), (c"/dev/zero", 1, 5), (c"/dev/full", 1, 7), (c"/dev/random", 1, 8), (c"/dev/urandom", 1, 9)];
+/// Their names, as the record gives them.
+pub const NODE_NAMES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
+/// The links a program's /dev has: (link, target).
+const LINKS: [(&CStr, &CStr); 4] = [
+    (c"/dev/fd", c"/proc/self/fd"),
+    (c"/dev/stdin", c"/proc/self/fd/0"),
+    (c"/dev/stdout", c"/proc/self/fd/1"),
+    (c"/dev/stderr", c"/proc/self/fd/2"),
+];
 
 /// Where /init mounts the results stick: unmounted from a program's view.
 pub const STICK_MOUNT: &str = "/results";
+const STICK_MOUNT_C: &CStr = c"/results";
 
 const CLONE_NEWNS: libc::c_ulong = 0x0002_0000;
 const PR_CAPBSET_READ: libc::c_int = 23;
@@ -85,61 +95,29 @@ impl Step {
     }
 }
 
-/// Everything the child needs, made before the fork (the child allocates nothing).
+/// How the child confines itself (all it uses is static: it allocates nothing).
 pub struct Confinement {
     pub bounding: Bounding,
-    root: CString,
-    dev: CString,
-    shm: CString,
-    tmpfs: CString,
-    ramfs: CString,
-    dev_options: CString,
-    results: Option<CString>,
-    nodes: Vec<(CString, libc::dev_t)>,
-    links: Vec<(CString, CString)>,
+    /// Unmount the results stick from the program's view.
+    hide_stick: bool,
 }
 
 impl Confinement {
     /// Prepare, and on a kernel without per-process bounding sets lower the
-    /// system's now. `results`: the stick's mount point, hidden from the program.
-    pub fn prepare(results: Option<&str>) -> io::Result<Confinement> {
-        let c = |s: &str| CString::new(s).map_err(io::Error::other);
+    /// system's now. `hide_stick`: the results stick is mounted at [`STICK_MOUNT`].
+    pub fn prepare(hide_stick: bool) -> io::Result<Confinement> {
         // SAFETY: PR_CAPBSET_READ only reads; on a kernel without it, EINVAL.
         let own = unsafe { libc::prctl(PR_CAPBSET_READ, 0, 0, 0, 0) } >= 0;
         if !own {
             lower_system_bounding_set()?;
         }
-        let nodes = NODES
-            .iter()
-            .map(|(name, major, minor)| Ok((c(&format!("/dev/{name}"))?, libc::makedev(*major, *minor))))
-            .collect::<io::Result<_>>()?;
-        let links = [
-            ("fd", "/proc/self/fd"),
-            ("stdin", "/proc/self/fd/0"),
-            ("stdout", "/proc/self/fd/1"),
-            ("stderr", "/proc/self/fd/2"),
-        ]
-        .iter()
-        .map(|(name, to)| Ok((c(&format!("/dev/{name}"))?, c(to)?)))
-        .collect::<io::Result<_>>()?;
-        Ok(Confinement {
-            bounding: if own { Bounding::Own } else { Bounding::System },
-            root: c("/")?,
-            dev: c("/dev")?,
-            shm: c("/dev/shm")?,
-            tmpfs: c("tmpfs")?,
-            ramfs: c("ramfs")?,
-            dev_options: c("mode=0755")?,
-            results: results.map(c).transpose()?,
-            nodes,
-            links,
-        })
+        Ok(Confinement { bounding: if own { Bounding::Own } else { Bounding::System }, hide_stick })
     }
 
     /// What the record says of it.
     pub fn facts(&self) -> serde_json::Value {
         serde_json::json!({
-            "dev": NODES.iter().map(|n| n.0).collect::<Vec<_>>(),
+            "dev": NODE_NAMES,
             "capabilities_dropped": DROPPED.iter().map(|d| d.1).collect::<Vec<_>>(),
             "bounding_set": match self.bounding {
                 Bounding::Own => "the program's own",
@@ -175,55 +153,45 @@ impl Confinement {
         unsafe {
             // Mounts made below must not propagate back (a shared / since
             // 2.6.15); a kernel before propagation has nothing to change.
-            if libc::mount(
-                std::ptr::null(),
-                self.root.as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                null,
-            ) != 0
+            if libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, null)
+                != 0
                 && errno() != libc::EINVAL
             {
                 return Err((Step::Private, errno()));
             }
             let flags = libc::MS_NOSUID | libc::MS_NOEXEC;
-            if libc::mount(
-                self.tmpfs.as_ptr(),
-                self.dev.as_ptr(),
-                self.tmpfs.as_ptr(),
-                flags,
-                self.dev_options.as_ptr().cast(),
-            ) != 0
-                && libc::mount(self.ramfs.as_ptr(), self.dev.as_ptr(), self.ramfs.as_ptr(), flags, null) != 0
+            if libc::mount(c"tmpfs".as_ptr(), c"/dev".as_ptr(), c"tmpfs".as_ptr(), flags, c"mode=0755".as_ptr().cast())
+                != 0
+                && libc::mount(c"ramfs".as_ptr(), c"/dev".as_ptr(), c"ramfs".as_ptr(), flags, null) != 0
             {
                 return Err((Step::Dev, errno()));
             }
-            for (path, dev) in &self.nodes {
+            for (path, major, minor) in NODES {
+                let dev = libc::makedev(major, minor);
                 // mknod's mode goes through the umask: chmod makes it 0666.
-                if libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, *dev) != 0
-                    || libc::chmod(path.as_ptr(), 0o666) != 0
+                if libc::mknod(path.as_ptr(), libc::S_IFCHR | 0o666, dev) != 0 || libc::chmod(path.as_ptr(), 0o666) != 0
                 {
                     return Err((Step::Nodes, errno()));
                 }
             }
-            for (link, to) in &self.links {
+            for (link, to) in LINKS {
                 libc::symlink(to.as_ptr(), link.as_ptr());
             }
-            if libc::mkdir(self.shm.as_ptr(), 0o1777) != 0 {
+            if libc::mkdir(c"/dev/shm".as_ptr(), 0o1777) != 0 {
                 return Err((Step::Nodes, errno()));
             }
             // No new name under /dev, not even a regular file called sdb.
             if libc::mount(
-                self.tmpfs.as_ptr(),
-                self.dev.as_ptr(),
-                self.tmpfs.as_ptr(),
+                c"tmpfs".as_ptr(),
+                c"/dev".as_ptr(),
+                c"tmpfs".as_ptr(),
                 flags | libc::MS_REMOUNT | libc::MS_RDONLY,
                 null,
             ) != 0
                 && libc::mount(
-                    self.ramfs.as_ptr(),
-                    self.dev.as_ptr(),
-                    self.ramfs.as_ptr(),
+                    c"ramfs".as_ptr(),
+                    c"/dev".as_ptr(),
+                    c"ramfs".as_ptr(),
                     flags | libc::MS_REMOUNT | libc::MS_RDONLY,
                     null,
                 ) != 0
@@ -231,9 +199,9 @@ impl Confinement {
                 return Err((Step::Dev, errno()));
             }
             // Shared memory still works (musl's shm_open is /dev/shm); best effort.
-            libc::mount(self.tmpfs.as_ptr(), self.shm.as_ptr(), self.tmpfs.as_ptr(), flags | libc::MS_NODEV, null);
-            if let Some(results) = &self.results
-                && libc::umount2(results.as_ptr(), libc::MNT_DETACH) != 0
+            libc::mount(c"tmpfs".as_ptr(), c"/dev/shm".as_ptr(), c"tmpfs".as_ptr(), flags | libc::MS_NODEV, null);
+            if self.hide_stick
+                && libc::umount2(STICK_MOUNT_C.as_ptr(), libc::MNT_DETACH) != 0
                 && !matches!(errno(), libc::EINVAL | libc::ENOENT)
             {
                 return Err((Step::Stick, errno()));

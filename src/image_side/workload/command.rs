@@ -161,7 +161,7 @@ pub fn run(p: &Params, ctx: &Context) -> io::Result<Outcome> {
     let watchdog = ctx.deadline_ns.map(|d| d.saturating_sub(WATCHDOG_MARGIN_NS));
     let limit_ns = [own_limit.map(|l| start + l), watchdog].into_iter().flatten().min().unwrap_or(u64::MAX);
     let confinement = match ctx.confine_programs {
-        true => Some(Confinement::prepare(Some(crate::image_side::confine::STICK_MOUNT))?),
+        true => Some(Confinement::prepare(true)?),
         false => None,
     };
     let mut started = exec::start(&program, &args, &dir, p.output_limit.0 as usize, confinement.as_ref())?;

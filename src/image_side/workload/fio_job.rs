@@ -194,17 +194,26 @@ fn refused_option(option: &str, value: Option<&str>) -> Option<String> {
     }
     // A pattern in single quotes is a file fio reads into the data it writes.
     if matches!(option, "buffer_pattern" | "verify_pattern") && value.contains('\'') {
-        return Some(format!("'{value}' names a file fio would read into what it writes"));
+        return Some(quoted(value, "names a file fio would read into what it writes"));
     }
     match option {
-        "ioengine" if !FILE_ENGINES.contains(&value) => Some(format!(
-            "the {value} engine reaches past the files the job names (devices, networks or code of its own); engines that only use files: {}",
-            FILE_ENGINES.join(", ")
-        )),
+        "ioengine" if !FILE_ENGINES.contains(&value) => Some(
+            "the engine reaches past the files the job names (devices, networks or code of its own); engines that only use files: sync, psync, vsync, pvsync, pvsync2, libaio, io_uring, posixaio, mmap, splice, null, falloc, ftruncate, filecreate, filestat, filedelete, dircreate, dirstat, dirdelete, cpuio".into(),
+        ),
         // mem=mmap:/path, iomem=mmaphuge:/path: fio's buffers in that file.
         "mem" | "iomem" => value.split_once(':').and_then(|(_, path)| outside(path.trim(), false)),
         _ => None,
     }
+}
+
+/// `'text' why`: one way of saying it, for every refusal of a value.
+fn quoted(text: &str, why: &str) -> String {
+    let mut out = String::with_capacity(text.len() + why.len() + 3);
+    out.push('\'');
+    out.push_str(text);
+    out.push_str("' ");
+    out.push_str(why);
+    out
 }
 
 /// The paths of a `:`-separated value, `\:` kept as a colon.
@@ -227,7 +236,7 @@ fn split_paths(value: &str) -> Vec<String> {
 /// is when fio runs alone, and as a name); any other `$` is refused.
 fn outside(path: &str, format: bool) -> Option<String> {
     if path.is_empty() {
-        return Some("an empty path".into());
+        return Some(String::from("an empty path"));
     }
     // $jobname is the job's name (checked: never empty), $jobnum and $filenum numbers.
     let expanded = |clientuid: &str| {
@@ -242,15 +251,15 @@ fn outside(path: &str, format: bool) -> Option<String> {
     };
     for rest in [expanded(""), expanded("x")] {
         if rest.contains('$') {
-            return Some(format!("'{path}' holds a $ fio would expand, so where it writes is unknown until it runs"));
+            return Some(quoted(path, "holds a $ fio would expand, so where it writes is unknown until it runs"));
         }
         if rest.starts_with('/') {
-            return Some(format!("'{path}' is an absolute path: it can name any disk or file of the server"));
+            return Some(quoted(path, "is an absolute path: it can name any disk or file of the server"));
         }
         if rest.is_empty()
             || !Path::new(&rest).components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
         {
-            return Some(format!("'{path}' climbs out of the workload's directory with '..', or names nothing"));
+            return Some(quoted(path, "climbs out of the workload's directory with '..', or names nothing"));
         }
     }
     None
@@ -337,6 +346,12 @@ mod tests {
             assert_eq!(got.len(), 1, "{job}: {got:?}");
             assert_eq!(got[0].2, option, "{job}");
         }
+    }
+
+    #[test]
+    fn the_engine_refusal_names_every_file_engine() {
+        let why = refused_option("ioengine", Some("sg")).unwrap();
+        assert!(why.ends_with(&FILE_ENGINES.join(", ")), "{why}");
     }
 
     #[test]
