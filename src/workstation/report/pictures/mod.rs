@@ -67,9 +67,9 @@ pub const MAX_POINTS: usize = 2000;
 /// At most [`MAX_POINTS`] of `points` (in time order): the lowest and the
 /// highest of each of `MAX_POINTS / 2` equal spans of them, in time order,
 /// so a stall or a spike is drawn however many samples surround it.
-pub(super) fn thin(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+pub(super) fn thin(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     if points.len() <= MAX_POINTS {
-        return points.to_vec();
+        return points;
     }
     let span = points.len().div_ceil(MAX_POINTS / 2);
     let mut out = Vec::with_capacity(MAX_POINTS);

@@ -134,7 +134,8 @@ pub fn figure(r: &Record, group: &str, colour: RGBColor, axes: Axes) -> Result<F
         let (memory, disk) = rest.split_vertically(190);
 
         let points: Vec<(f64, f64)> = tl.probe_t_s.iter().zip(waits).map(|(t, ms)| (t - start, ms.max(y0))).collect();
-        let (points, thinned) = (thin(&points), points.len() > MAX_POINTS);
+        let thinned = points.len() > MAX_POINTS;
+        let points = thin(points);
         let caption = match thinned {
             false => "the probe's waits, ms (log): ls + a 4 KiB read + the timer's lateness".to_string(),
             true => format!(
@@ -303,12 +304,15 @@ fn colour_key(area: &DrawingArea<SVGBackend, Shift>, named: &[(String, RGBColor)
     Ok(())
 }
 
-/// A /proc series of the timeline as (seconds since the workload began, value × `scale`).
-fn series(tl: &Timeline, key: &str, scale: f64) -> Vec<(f64, f64)> {
+/// A /proc series of the timeline as (seconds since the workload began, value × `scale`), every sample.
+fn samples(tl: &Timeline, key: &str, scale: f64) -> Vec<(f64, f64)> {
     let Some(column) = tl.series.get(key) else { return Vec::new() };
-    let points: Vec<(f64, f64)> =
-        tl.t_s.iter().zip(column).filter_map(|(t, v)| v.map(|v| (t - tl.workload_start_s, v as f64 * scale))).collect();
-    thin(&points)
+    tl.t_s.iter().zip(column).filter_map(|(t, v)| v.map(|v| (t - tl.workload_start_s, v as f64 * scale))).collect()
+}
+
+/// [`samples`], thinned to what a panel draws.
+fn series(tl: &Timeline, key: &str, scale: f64) -> Vec<(f64, f64)> {
+    thin(samples(tl, key, scale))
 }
 
 /// A line of the memory panel: its name, points in MiB, colour, and whether dashed (a limit).
@@ -367,15 +371,14 @@ fn memory_panel(
 
 /// The disk's write throughput between samples, MiB/s (512-byte sectors).
 fn write_rates(tl: &Timeline) -> Vec<(f64, f64)> {
-    let Some(column) = tl.series.get("disk_sectors_written") else { return Vec::new() };
-    let sectors: Vec<(f64, f64)> =
-        tl.t_s.iter().zip(column).filter_map(|(t, v)| v.map(|v| (t - tl.workload_start_s, v as f64))).collect();
+    // Rates from every sample, thinned only once computed.
+    let sectors = samples(tl, "disk_sectors_written", 1.0);
     let rates: Vec<(f64, f64)> = sectors
         .windows(2)
         .filter(|w| w[1].0 > w[0].0)
         .map(|w| (w[1].0, (w[1].1 - w[0].1).max(0.0) * 512.0 / 1048576.0 / (w[1].0 - w[0].0)))
         .collect();
-    thin(&rates)
+    thin(rates)
 }
 
 /// Whether it wrote at all.
@@ -401,11 +404,11 @@ mod tests {
     #[test]
     fn thinning_keeps_each_spans_extremes_in_time_order() {
         let few: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 1.0)).collect();
-        assert_eq!(thin(&few), few);
+        assert_eq!(thin(few.clone()), few);
         // 600,000 samples of 5 ms with one stall of 3 s in the middle.
         let mut many: Vec<(f64, f64)> = (0..600_000).map(|i| (i as f64 * 0.01, 5.0)).collect();
         many[300_123].1 = 3000.0;
-        let drawn = thin(&many);
+        let drawn = thin(many);
         assert!(drawn.len() <= MAX_POINTS, "{}", drawn.len());
         assert!(drawn.contains(&(3001.23, 3000.0)), "the stall is drawn");
         assert!(drawn.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");

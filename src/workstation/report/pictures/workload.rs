@@ -73,7 +73,7 @@ fn waits_over_time(w: &str, rows: &[Row], group: &[usize], kept: &Kept) -> Resul
                         .zip(&tl.probe_response_ms)
                         .map(|(t, ms)| (t - tl.workload_start_s, ms.max(y0)))
                         .collect();
-                    thin(&run)
+                    thin(run)
                 })
                 .collect();
             if points.is_empty() {
