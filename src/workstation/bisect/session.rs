@@ -257,6 +257,16 @@ impl State {
     /// The state in `dir`, if a bisect has run there.
     pub fn load(dir: &Path) -> Result<Option<State>, String> {
         let path = dir.join(FILE);
+        // At most MAX_BOOTS boots of a few hundred bytes each: a larger file is no state of ours.
+        if let Ok(m) = std::fs::metadata(&path)
+            && m.len() > 64 << 20
+        {
+            return Err(format!(
+                "{}: {} bytes: not a bisect state (at most 64 MiB); move it away to start again",
+                path.display(),
+                m.len()
+            ));
+        }
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -257,6 +257,11 @@ impl Lab {
     }
 
     fn read_with(path: &Path, env: Option<Env>) -> Result<Lab, String> {
+        // A lab file is a page of TOML: anything past 1 MiB is not one, and is not read into memory.
+        let len = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?.len();
+        if len > 1 << 20 {
+            return Err(format!("{}: {len} bytes: not a lab file (at most 1 MiB)", path.display()));
+        }
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         Lab::parse(path, &text, env)
     }
@@ -777,6 +782,14 @@ http_url = "http://10.0.0.1/bootmark/"
         let lab = Lab::read(&relative, &no_env).unwrap();
         assert_eq!((lab.manifest.clone(), lab.state_dir.clone()), (d.join("image"), d.join("lab.state")));
         assert_eq!(lab.servers[0].console, Console::File(d.join("a.log")));
+    }
+
+    #[test]
+    fn a_file_past_a_mebibyte_is_no_lab_file_and_is_not_read() {
+        let d = dir("huge");
+        write(&d.join("lab.toml"), &format!("{IPMI_PXE}#{}\n", "x".repeat(1 << 20)), 0o600);
+        let e = Lab::read(&d.join("lab.toml"), &no_env).unwrap_err();
+        assert!(e.contains("not a lab file (at most 1 MiB)"), "{e}");
     }
 
     /// The fuzz target's seeds are lab files that read, so it starts from real ones.
