@@ -523,6 +523,8 @@ fn main() -> ExitCode {
                 dump_blocked_tasks: false,
                 // The user's own machine, run by hand: confined only when asked.
                 confine_programs,
+                // What a boot image costs its server; not this machine's business.
+                footprint: None,
                 kernel_events: match kernel_events {
                     true => bootmark::measure::tracing::Events::AtRunTime,
                     false => bootmark::measure::tracing::Events::Off,

@@ -104,6 +104,49 @@ pub struct Timeline {
     /// STACKS_KEPT of them): the call chain behind a wchan.
     #[serde(default)]
     pub writer_stacks: BTreeMap<String, Vec<String>>,
+    /// The writer's state at each sample, from /proc/PID/stat: `R` running,
+    /// `D` uninterruptible, `S` sleeping…; null where unread. Empty in
+    /// records from before it was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writer_state: Vec<Option<String>>,
+    /// The writer's kernel stack at each sample, as an index into
+    /// `stacks` (read whatever wchan said: a `0` wchan still has a stack);
+    /// null where none was read or the table was full. Empty in records
+    /// from before each sample kept its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writer_stack: Vec<Option<u32>>,
+    /// The probe's wchan, state and stack at each sample while the workload
+    /// ran (null outside it), as the writer's: where the probe itself
+    /// waited at a late tick. Empty in records from before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_wchan: Vec<Option<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_state: Vec<Option<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_stack: Vec<Option<u32>>,
+    /// The distinct kernel stacks the samples saw (writer's and probe's), innermost frame first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stacks: Vec<Vec<String>>,
+}
+
+impl Timeline {
+    /// The writer's kernel stack at sample `i`: its own where the record
+    /// kept one per sample, else the first stack seen under its wchan
+    /// (records from before), which may be another moment's.
+    pub fn writer_stack_at(&self, i: usize) -> Option<&[String]> {
+        if !self.writer_stack.is_empty() {
+            let index = (*self.writer_stack.get(i)?)?;
+            return self.stacks.get(index as usize).map(Vec::as_slice);
+        }
+        let wchan = self.writer_wchan.get(i)?.as_deref()?;
+        self.writer_stacks.get(wchan).map(Vec::as_slice)
+    }
+
+    /// The probe's kernel stack at sample `i`.
+    pub fn probe_stack_at(&self, i: usize) -> Option<&[String]> {
+        let index = (*self.probe_stack.get(i)?)?;
+        self.stacks.get(index as usize).map(Vec::as_slice)
+    }
 }
 
 /// /proc/diskstats increases of one device over a workload. Fields in
@@ -119,4 +162,17 @@ pub struct DiskDelta {
     pub sectors_read: u64,
     pub sectors_written: u64,
     pub writes: u64,
+}
+
+/// What the boot image cost the server when the plan started (/init only;
+/// `measure::footprint`): what a comparison of kernels must know it shares.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Footprint {
+    /// The root filesystem's regular files (the initramfs, held in memory
+    /// that is never reclaimed), KiB; null past the walk's bound.
+    pub rootfs_kib: Option<u64>,
+    /// /init's peak resident memory (VmHWM), KiB.
+    pub init_peak_rss_kib: Option<u64>,
+    /// Seconds the kernel had been up when the plan started (/proc/uptime).
+    pub uptime_s: Option<f64>,
 }

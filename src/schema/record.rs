@@ -80,6 +80,10 @@ pub struct Record {
     /// `sysrq_w`, `tracepoints`): "used…" or "not used: why".
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+    /// What the boot image cost the server when the plan started; absent
+    /// outside the boot image and in records from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<crate::schema::measures::Footprint>,
     /// Workload-specific facts (cache state for seqread, per-instance figures, sort phases).
     pub details: serde_json::Value,
     pub notes: Vec<String>,
@@ -292,6 +296,7 @@ impl Record {
             blocked_tasks: Vec::new(),
             kernel_events: None,
             sources: BTreeMap::new(),
+            footprint: None,
             details: serde_json::Value::Null,
             notes: Vec::new(),
         }

@@ -463,6 +463,18 @@ fn probe_ticks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error
         writer_wchan: Seq<Option<Str>>,
         #[serde(default)]
         writer_stacks: Map<Str, Seq<Str>>,
+        #[serde(default)]
+        writer_state: Seq<Option<Str>>,
+        #[serde(default)]
+        writer_stack: Seq<Option<Check<u32>>>,
+        #[serde(default)]
+        probe_wchan: Seq<Option<Str>>,
+        #[serde(default)]
+        probe_state: Seq<Option<Str>>,
+        #[serde(default)]
+        probe_stack: Seq<Option<Check<u32>>>,
+        #[serde(default)]
+        stacks: Seq<Seq<Str>>,
     }
     Timeline::deserialize(d).map(|t| t.probe_t_s.len)
 }

@@ -108,6 +108,34 @@ pub fn load_for_machine(path: &Path, sys: &Path) -> Report {
     load_in_passes(&set, sys, &mut |m| load(&Path::new("/").join(&m.path), &m.params))
 }
 
+/// Remove the files of the set at `path` whose modules the kernel now holds
+/// (/proc/modules). A loaded module's file is never read again, and on the
+/// initramfs (ramfs: never reclaimed) its pages are memory the server does
+/// not get back — memory the dirty limits are computed without, and more of
+/// it for a kernel with more modules. Files of modules not loaded stay, for
+/// a later mount or layer. The files and bytes freed.
+pub fn release_loaded(path: &Path) -> (usize, u64) {
+    let Some(set) = std::fs::read(path).ok().and_then(|b| serde_json::from_slice::<ModuleSet>(&b).ok()) else {
+        return (0, 0);
+    };
+    let loaded = crate::fsutil::read_trimmed("/proc/modules").unwrap_or_default();
+    release(&set, Path::new("/"), &loaded)
+}
+
+/// [`release_loaded`] under `root`, the kernel's list given.
+fn release(set: &ModuleSet, root: &Path, proc_modules: &str) -> (usize, u64) {
+    let loaded: BTreeSet<&str> = proc_modules.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let mut freed = (0, 0);
+    for m in set.modules.iter().filter(|m| loaded.contains(m.name.as_str())) {
+        let file = root.join(&m.path);
+        let Ok(meta) = std::fs::symlink_metadata(&file) else { continue };
+        if meta.is_file() && std::fs::remove_file(&file).is_ok() {
+            freed = (freed.0 + 1, freed.1 + meta.len());
+        }
+    }
+    freed
+}
+
 /// The passes, with the loader given (tests count instead of loading).
 pub fn load_in_passes(set: &ModuleSet, sys: &Path, loader: &mut dyn FnMut(&Module) -> std::io::Result<()>) -> Report {
     let start = Instant::now();
@@ -261,6 +289,27 @@ mod tests {
                 module("xfs", When::Filesystem, &[], &["xfs"]),
             ],
         }
+    }
+
+    /// Only the files of modules the kernel holds go; the others stay for
+    /// a later mount, and a module already gone is not an error.
+    #[test]
+    fn loaded_modules_files_are_released_and_the_others_kept() {
+        let root = std::env::temp_dir().join(format!("bootmark-release-{}", std::process::id()));
+        let set = set();
+        for m in &set.modules {
+            let file = root.join(&m.path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, vec![0u8; 1000]).unwrap();
+        }
+        let proc_modules = "jbd2 196608 1 ext4, Live 0xffffffffc0a00000\next4 1024000 1 - Live 0xffffffffc0b00000\n";
+        assert_eq!(release(&set, &root, proc_modules), (2, 2000));
+        for m in &set.modules {
+            let kept = root.join(&m.path).exists();
+            assert_eq!(kept, !["jbd2", "ext4"].contains(&m.name.as_str()), "{}", m.name);
+        }
+        assert_eq!(release(&set, &root, proc_modules), (0, 0), "released once");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

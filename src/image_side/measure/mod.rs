@@ -5,6 +5,7 @@
 pub mod blocked;
 pub mod clock;
 pub mod evidence;
+pub mod footprint;
 pub mod histogram;
 pub mod klog;
 pub mod probe;

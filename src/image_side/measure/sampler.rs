@@ -30,8 +30,24 @@ const VMSTAT: [&str; 7] = [
     "nr_dirty_background_threshold",
 ];
 
-/// Distinct blocking points whose stacks a timeline keeps, and lines per stack.
-const STACKS_KEPT: usize = 8;
+/// Pressure stall information (4.20+, CONFIG_PSI): the microseconds some
+/// task, and all tasks, were stalled on I/O and on memory, cumulative;
+/// sampled as `psi_io_some_us`, `psi_io_full_us`, and the same for memory.
+pub const PSI: [(&str, &str); 2] = [("/proc/pressure/io", "psi_io"), ("/proc/pressure/memory", "psi_memory")];
+
+/// The `total=` of a PSI file's `some` and `full` lines, in µs.
+fn psi_totals(text: &str) -> [Option<u64>; 2] {
+    let total = |kind: &str| {
+        let line = text.lines().find(|l| l.starts_with(kind))?;
+        line.split_whitespace().find_map(|w| w.strip_prefix("total="))?.parse().ok()
+    };
+    [total("some "), total("full ")]
+}
+
+/// Distinct kernel stacks a timeline keeps (each sample points at one),
+/// and lines per stack: a writer's and a probe's waits repeat (a run sees a
+/// dozen or so), and each stack is about 1 KiB of every record on the serial line.
+const STACKS_KEPT: usize = 32;
 const STACK_LINES: usize = 24;
 
 /// Counters at one moment, for before/after deltas.
@@ -46,6 +62,9 @@ pub struct Sampler {
     device: Option<String>,
     /// The worker process, while it runs: its wchan is sampled.
     pub writer: Option<libc::pid_t>,
+    /// The probe process, while the workload runs: sampled the same way, so
+    /// that a late tick says where the probe itself waited.
+    pub probe: Option<libc::pid_t>,
     origin_ns: u64,
     pub timeline: Timeline,
 }
@@ -94,7 +113,13 @@ fn disk_stat(name: &str) -> Option<DiskStat> {
 
 impl Sampler {
     pub fn new(device: Option<String>, interval_s: f64, origin_ns: u64) -> Sampler {
-        Sampler { device, writer: None, origin_ns, timeline: Timeline { interval_s, ..Timeline::default() } }
+        Sampler {
+            device,
+            writer: None,
+            probe: None,
+            origin_ns,
+            timeline: Timeline { interval_s, ..Timeline::default() },
+        }
     }
 
     /// Seconds on the timeline's axis for a CLOCK_MONOTONIC time.
@@ -119,23 +144,43 @@ impl Sampler {
         for key in VMSTAT {
             push(key, vm.get(key).map(|v| *v as u64));
         }
+        for (path, key) in PSI {
+            let [some, full] = crate::fsutil::read_trimmed(path).map_or([None, None], |t| psi_totals(&t));
+            push(&format!("{key}_some_us"), some);
+            push(&format!("{key}_full_us"), full);
+        }
         push("disk_sectors_written", disk.as_ref().map(|d| d.sectors_written));
         push("disk_in_flight", disk.as_ref().and_then(|d| d.in_flight));
-        let wchan = self.writer.and_then(|pid| crate::fsutil::read_trimmed(format!("/proc/{pid}/wchan")));
-        if let (Some(pid), Some(w)) = (self.writer, wchan.as_deref()) {
-            self.keep_stack(pid, w);
+        // The writer's and the probe's wchan, state and stack, each sample on
+        // its own: one wait site can be reached from several call chains, and
+        // a wchan of 0 (running, or a sleep x86_64 4.14–5.15 hides) still has a stack.
+        let (wchan, state, stack) = self.task(self.writer);
+        let tl = &mut self.timeline;
+        push_at(&mut tl.writer_wchan, n, wchan);
+        push_at(&mut tl.writer_state, n, state);
+        push_at(&mut tl.writer_stack, n, stack);
+        if self.probe.is_some() || !self.timeline.probe_wchan.is_empty() {
+            let (wchan, state, stack) = self.task(self.probe);
+            let tl = &mut self.timeline;
+            push_at(&mut tl.probe_wchan, n, wchan);
+            push_at(&mut tl.probe_state, n, state);
+            push_at(&mut tl.probe_stack, n, stack);
         }
-        self.timeline.writer_wchan.resize(n, None);
-        self.timeline.writer_wchan.push(wchan);
     }
 
-    /// The writer's kernel stack, the first time it is blocked in `wchan`.
-    fn keep_stack(&mut self, pid: libc::pid_t, wchan: &str) {
-        let stacks = &mut self.timeline.writer_stacks;
-        if wchan == "0" || stacks.contains_key(wchan) || stacks.len() >= STACKS_KEPT {
-            return;
-        }
-        let Some(text) = crate::fsutil::read_capped(format!("/proc/{pid}/stack"), 16 << 10) else { return };
+    /// One task's wchan, state and stack now; all None without a task or
+    /// once it has gone.
+    fn task(&mut self, pid: Option<libc::pid_t>) -> (Option<String>, Option<String>, Option<u32>) {
+        let Some(pid) = pid else { return (None, None, None) };
+        let Some(wchan) = crate::fsutil::read_trimmed(format!("/proc/{pid}/wchan")) else { return (None, None, None) };
+        (Some(wchan), task_state(pid), self.stack_index(pid))
+    }
+
+    /// The writer's kernel stack now (/proc/PID/stack: 2.6.29+, root), as
+    /// its index in the timeline's table of distinct stacks; None where
+    /// unreadable, empty, or new once the table is full.
+    fn stack_index(&mut self, pid: libc::pid_t) -> Option<u32> {
+        let text = crate::fsutil::read_capped(format!("/proc/{pid}/stack"), 16 << 10)?;
         // "[<0>] balance_dirty_pages+0x2d1/0x8e0" → "balance_dirty_pages+0x2d1/0x8e0"
         let frames: Vec<String> = String::from_utf8_lossy(&text)
             .lines()
@@ -143,10 +188,38 @@ impl Sampler {
             .filter(|f| !f.is_empty())
             .take(STACK_LINES)
             .collect();
-        if !frames.is_empty() {
-            stacks.insert(wchan.to_string(), frames);
+        if frames.is_empty() {
+            return None;
         }
+        let stacks = &mut self.timeline.stacks;
+        let index = match stacks.iter().position(|s| *s == frames) {
+            Some(i) => i,
+            None if stacks.len() < STACKS_KEPT => {
+                stacks.push(frames);
+                stacks.len() - 1
+            }
+            None => return None,
+        };
+        Some(index as u32)
     }
+}
+
+/// `value` as sample `n` of a series that may have missed earlier samples.
+fn push_at<T: Clone>(series: &mut Vec<Option<T>>, n: usize, value: Option<T>) {
+    series.resize(n, None);
+    series.push(value);
+}
+
+/// A task's state letter from /proc/PID/stat (`R`, `D`, `S`…): the field
+/// after the command, which is in parentheses and may hold anything.
+fn task_state(pid: libc::pid_t) -> Option<String> {
+    state_of(&crate::fsutil::read_capped(format!("/proc/{pid}/stat"), 4096)?)
+}
+
+fn state_of(stat: &[u8]) -> Option<String> {
+    let after = stat.iter().rposition(|b| *b == b')')?;
+    let state = stat.get(after + 1..)?.iter().find(|b| !b.is_ascii_whitespace())?;
+    state.is_ascii_alphabetic().then(|| (*state as char).to_string())
 }
 
 #[cfg(test)]
@@ -184,11 +257,57 @@ mod tests {
         child.wait().unwrap();
         let w = s.timeline.writer_wchan[0].clone().expect("a wchan for a live process");
         assert!(w != "0" && !w.is_empty(), "sleeping, so blocked somewhere: {w}");
-        // Where stacks can be read (root, a kernel with stack traces), its
-        // kernel stack is kept under that wchan, from the function itself down.
+        // Asleep, not running: its state says so.
+        assert_eq!(s.timeline.writer_state[0].as_deref(), Some("S"));
+        // Where stacks can be read (root, a kernel with stack traces), the
+        // sample's own kernel stack is kept, from the function itself down.
         if std::fs::read("/proc/self/stack").is_ok() {
-            let stack = &s.timeline.writer_stacks[&w];
+            let stack = s.timeline.writer_stack_at(0).expect("a stack for the sample");
             assert!(stack.iter().any(|f| f.starts_with(&w)), "{w}: {stack:?}");
         }
+    }
+
+    /// Each sample points at its own stack; a stack seen again is not
+    /// stored again; a command with spaces and parentheses does not hide
+    /// the state.
+    #[test]
+    fn samples_share_one_table_of_distinct_stacks() {
+        if std::fs::read("/proc/self/stack").is_err() {
+            return; // not root, or a kernel without stack traces: nothing to read
+        }
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut s = Sampler::new(None, 0.01, mono_ns());
+        s.writer = Some(child.id() as libc::pid_t);
+        for _ in 0..3 {
+            s.sample();
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let tl = &s.timeline;
+        assert_eq!(tl.writer_stack.len(), 3);
+        assert_eq!(tl.stacks.len(), 1, "one sleep, one stack: {:?}", tl.stacks);
+        assert!(tl.writer_stack.iter().all(|i| *i == Some(0)));
+    }
+
+    /// /proc/pressure/io as 6.x writes it; a kernel without PSI has no file.
+    #[test]
+    fn psi_totals_are_read_from_some_and_full() {
+        let io =
+            "some avg10=1.50 avg60=0.40 avg300=0.10 total=123456\nfull avg10=1.00 avg60=0.20 avg300=0.05 total=98765";
+        assert_eq!(psi_totals(io), [Some(123456), Some(98765)]);
+        // 4.20's cpu file has no full line; a cut line gives nothing, not a guess.
+        assert_eq!(psi_totals("some avg10=0.00 avg60=0.00 avg300=0.00 total=7"), [Some(7), None]);
+        assert_eq!(psi_totals("some avg10=0.00 tot"), [None, None]);
+    }
+
+    #[test]
+    fn the_state_is_read_after_the_command_whatever_it_holds() {
+        // This thread, reading its own stat, is running.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
+        assert_eq!(task_state(tid).as_deref(), Some("R"));
+        assert_eq!(task_state(-1), None);
+        assert_eq!(state_of(b"4242 (my (odd) D cmd) D 1 4242 0").as_deref(), Some("D"));
+        assert_eq!(state_of(b"4242 (cut"), None);
     }
 }

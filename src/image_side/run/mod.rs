@@ -46,6 +46,9 @@ pub struct Options {
     /// Run the plan's programs confined (confine.rs): only in the boot
     /// image, where the machine's other disks are not the plan's.
     pub confine_programs: bool,
+    /// What the boot image cost the server (/init measures it before the
+    /// plan), carried by every record; None elsewhere.
+    pub footprint: Option<crate::schema::measures::Footprint>,
 }
 
 /// How a run ended, for the exit code.
@@ -402,7 +405,8 @@ impl Runner<'_> {
         if !opts.keep {
             let _ = fsutil::remove_tree(&work_dir);
         }
-        let rec = build_record(self.run_id, &step, started_unix_s, plan, &self.evidence, observed);
+        let footprint = self.opts.footprint.as_ref();
+        let rec = build_record(self.run_id, &step, started_unix_s, plan, &self.evidence, observed, footprint);
         if opts.verbose {
             crate::note!("[{}/{}] {}", seq + 1, total, rec.summary_line());
         }
@@ -425,6 +429,7 @@ fn build_record(
     plan: &Plan,
     evidence: &Evidence,
     observed: observe::Observed,
+    opts_footprint: Option<&crate::schema::measures::Footprint>,
 ) -> Record {
     let RunStep { seq, repetition, spec, variant } = *step;
     let (user_s, sys_s) = observed.exit.map(|e| process::cpu_seconds(&e.usage)).unwrap_or((0.0, 0.0));
@@ -502,6 +507,7 @@ fn build_record(
         blocked_tasks: observed.blocked_tasks,
         kernel_events: observed.kernel_events,
         sources: observed.sources,
+        footprint: opts_footprint.cloned(),
         details,
         notes,
     }

@@ -169,9 +169,10 @@ pub fn observe(mut setup: Setup) -> Result<Observed, Interrupted> {
     unsafe { libc::setpgid(child.pid, child.pid) };
     let mut worker = WorkerReader { child, report: Vec::new(), eof: false };
     watch.sampler.writer = Some(worker.child.pid);
+    watch.sampler.probe = watch.probe.as_ref().filter(|p| p.alive).map(|p| p.child.pid);
     let deadline = start_ns + setup.deadline_ns;
     let pumped = watch.pump(deadline, Some(&mut worker));
-    watch.sampler.writer = None;
+    (watch.sampler.writer, watch.sampler.probe) = (None, None);
     let end_ns = mono_ns();
     let progress_written = setup.context.progress.written();
     let progress_read = setup.context.progress.read();
@@ -254,12 +255,20 @@ pub fn observe(mut setup: Setup) -> Result<Observed, Interrupted> {
 fn sources(setup: &Setup, watch: &Watch, tracepoints_not: Option<&String>) -> BTreeMap<String, String> {
     let ms = setup.sample_interval_ns / 1_000_000;
     let mut s = BTreeMap::new();
-    s.insert("wchan".to_string(), format!("used: /proc/PID/wchan of the worker every {ms} ms"));
+    s.insert(
+        "wchan".to_string(),
+        format!("used: /proc/PID/wchan and stat (state) of the worker and the probe every {ms} ms"),
+    );
     let stack = match std::fs::File::open("/proc/self/stack") {
-        Ok(_) => "used: /proc/PID/stack, the first time the worker blocks in each wchan".to_string(),
+        Ok(_) => "used: /proc/PID/stack of the worker and the probe at each sample".to_string(),
         Err(e) => format!("not used: /proc/self/stack: {e} (2.6.29+, root only)"),
     };
     s.insert("stack".to_string(), stack);
+    let psi = match std::fs::File::open(crate::image_side::measure::sampler::PSI[0].0) {
+        Ok(_) => format!("used: /proc/pressure/io and memory every {ms} ms"),
+        Err(e) => format!("not used: /proc/pressure/io: {e} (4.20+ with CONFIG_PSI, not psi=0)"),
+    };
+    s.insert("psi".to_string(), psi);
     let sysrq = match watch.blocked.enabled() {
         true => "used: SysRq-W when the probe is silent over 1 s".to_string(),
         false if setup.dump_blocked => "not used: not the initial PID namespace".to_string(),
