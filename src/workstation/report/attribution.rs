@@ -4,7 +4,7 @@
 //! was durable). The evidence is the sampler's: the writer's wchan at each
 //! tick and the kernel stack kept for each wchan.
 
-use super::mechanism::{self, Mechanism, Wait};
+use super::mechanism::{self, Mechanism, Wait, ZeroWchan};
 use crate::schema::record::Record;
 
 /// The samples one mechanism holds.
@@ -32,6 +32,9 @@ pub struct Attribution {
     pub samples: usize,
     /// Samples whose wchan read `0`: running, or a kernel that does not say.
     pub not_shown: usize,
+    /// Of them, those known to be running: the task's state read `R`, or a
+    /// kernel on which `0` means running ([`mechanism::zero_wchan`]).
+    pub running: usize,
     /// Mechanisms, most samples first.
     pub shares: Vec<Share>,
     /// Blocked in functions that name no mechanism: (wchan, samples), most first.
@@ -48,10 +51,37 @@ impl Attribution {
         self.shares.iter().find(|s| s.mechanism == m)
     }
 
-    /// Whether the kernel hid where the writer slept in most samples (5.x
-    /// before 5.16 reads wchan as 0 for most sleeps).
+    /// Samples whose wchan read `0` that may have been a hidden sleep (x86_64
+    /// 4.14–5.15 read wchan as 0 for most sleeps).
+    pub fn hidden(&self) -> usize {
+        self.not_shown - self.running
+    }
+
+    /// Whether the kernel hid where the writer slept in most samples.
     pub fn mostly_hidden(&self) -> bool {
-        self.samples > 0 && self.not_shown * 5 >= self.samples * 4
+        self.samples > 0 && self.hidden() * 5 >= self.samples * 4
+    }
+
+    /// Whether the writer was running, not blocked, in most samples.
+    pub fn mostly_running(&self) -> bool {
+        self.samples > 0 && self.running * 5 >= self.samples * 4
+    }
+
+    /// The samples whose wchan read 0, in words for this kernel: "running in
+    /// 12 of 41 samples", or "its wchan read 0 in 41 of 41 samples (x86_64
+    /// kernels 4.14 to 5.15 read 0 for most sleeps: running or hidden)".
+    pub fn zero_said(&self) -> String {
+        match (self.running, self.hidden()) {
+            (r, 0) => format!("it was running (on the CPU, not blocked) in {r} of {} samples", self.samples),
+            (0, h) => format!(
+                "its wchan read 0 in {h} of {} samples, and this kernel reads 0 for a sleeping task too (x86_64 4.14 to 5.15): running or a hidden sleep",
+                self.samples
+            ),
+            (r, h) => format!(
+                "it was running in {r} of {} samples, and its wchan read 0 while not running in {h} (a sleep this kernel hides)",
+                self.samples
+            ),
+        }
     }
 }
 
@@ -63,22 +93,61 @@ pub fn writer(r: &Record) -> Option<Attribution> {
 /// The writer's waits in `r` between two times on the timeline's axis (a
 /// stall's span), within the workload; None when nothing was sampled there.
 pub fn writer_between(r: &Record, from_s: f64, to_s: f64) -> Option<Attribution> {
+    between(r, Task::Writer, from_s, to_s)
+}
+
+/// The probe's own waits between two times (a late tick's span): where
+/// the probe itself was while the machine did not answer. None when the
+/// record did not sample it (records from before) or nothing fell there.
+pub fn probe_between(r: &Record, from_s: f64, to_s: f64) -> Option<Attribution> {
+    between(r, Task::Probe, from_s, to_s)
+}
+
+/// The tasks the sampler follows.
+#[derive(Clone, Copy, PartialEq)]
+enum Task {
+    Writer,
+    Probe,
+}
+
+fn between(r: &Record, task: Task, from_s: f64, to_s: f64) -> Option<Attribution> {
     let tl = &r.timeline;
-    // After this many seconds into the workload, the writes had returned: flushing.
-    let writes_end = r.times.writes_returned_s.unwrap_or(f64::INFINITY);
+    let (wchan_series, state_series) = match task {
+        Task::Writer => (&tl.writer_wchan, &tl.writer_state),
+        Task::Probe => (&tl.probe_wchan, &tl.probe_state),
+    };
+    // After this many seconds into the workload, the writes had returned:
+    // flushing. The probe never writes: each of its waits is read as such.
+    let writes_end = match task {
+        Task::Writer => r.times.writes_returned_s.unwrap_or(f64::INFINITY),
+        Task::Probe => f64::NEG_INFINITY,
+    };
     let mut a = Attribution::default();
     let mut frames: Vec<(Mechanism, String, usize)> = Vec::new();
     let mut wchans: Vec<(Mechanism, String, usize)> = Vec::new();
-    for (t, w) in tl.t_s.iter().zip(&tl.writer_wchan) {
+    let version = r.kernel.release.as_deref().and_then(mechanism::version);
+    let zero_is_running = mechanism::zero_wchan(version, r.kernel.arch.as_deref()) == ZeroWchan::Running;
+    for (i, (t, w)) in tl.t_s.iter().zip(wchan_series).enumerate() {
         if *t < tl.workload_start_s || *t > tl.workload_end_s || *t < from_s || *t > to_s {
             continue;
         }
         let Some(w) = w.as_deref() else { continue };
         a.samples += 1;
         let at = t - tl.workload_start_s;
-        let stack = tl.writer_stacks.get(w).map(Vec::as_slice);
-        match mechanism::classify(w, stack) {
-            Wait::NotShown => a.not_shown += 1,
+        let stack = match task {
+            Task::Writer => tl.writer_stack_at(i),
+            Task::Probe => tl.probe_stack_at(i),
+        };
+        let context = mechanism::Context { version, writing: at <= writes_end };
+        match mechanism::classify(w, stack, context) {
+            Wait::NotShown => {
+                a.not_shown += 1;
+                let state = state_series.get(i).and_then(|s| s.as_deref());
+                a.running += match state {
+                    Some(s) => s.starts_with('R') as usize,
+                    None => zero_is_running as usize,
+                };
+            }
             Wait::Unknown { wchan } => count(&mut a.unknown, wchan),
             Wait::In { mechanism, frame } => {
                 tally(&mut frames, mechanism, frame);

@@ -1,32 +1,71 @@
 //! Which kernel mechanism held a blocked task, from the evidence a record
-//! has: the function it slept in (wchan) and the kernel stack sampled
-//! under it. One vocabulary for every finding, so that block writeback
-//! throttling (`rq_qos_wait ← wbt_wait`) is never called dirty throttling
-//! (`balance_dirty_pages`), nor a wait for a buffer's I/O either of them.
+//! has: the function it slept in (wchan), the kernel stack sampled with it,
+//! the kernel's version and what the task was doing. One vocabulary for
+//! every finding, so that block writeback throttling (`rq_qos_wait ←
+//! wbt_wait`) is never called dirty throttling (`balance_dirty_pages`), nor
+//! a wait for a buffer's I/O either of them.
 //!
-//! A mechanism is named only from a frame that proves it. A frame common
-//! to several mechanisms (`rq_qos_wait`, `folio_wait_bit_common`) names
-//! the family it proves and no more; anything else is unknown, by name.
+//! A mechanism is named only from a frame that proves it on that kernel. A
+//! frame common to several mechanisms (`rq_qos_wait`, `folio_wait_bit_common`)
+//! names the family it proves and no more; anything else is unknown, by name.
+//! The same wchan means different things on different kernels: before 3.2
+//! `balance_dirty_pages()` wrote back itself, so a writer asleep in
+//! `get_request_wait` inside write() was doing dirty throttling's own
+//! writeback (or reclaim's), not starved of requests by someone else.
 
 use serde::Serialize;
+
+/// A kernel release's (major, minor, patch): "2.6.9-42.ELsmp" is (2, 6, 9).
+pub type Version = (u32, u32, u32);
+
+/// (major, minor, patch) of a kernel release such as "2.6.9-42.ELsmp".
+pub fn version(release: &str) -> Option<Version> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse::<u32>().ok());
+    Some((parts.next()??, parts.next()??, parts.next().flatten().unwrap_or(0)))
+}
+
+/// What a wait is read against: the kernel it happened on and whether the
+/// task was inside write() (the workload's writing phase) or flushing.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Context {
+    /// None when the record does not say its release: no version-bound reading is made.
+    pub version: Option<Version>,
+    pub writing: bool,
+}
+
+impl Context {
+    /// Before 3.2 (IO-less balance_dirty_pages), a writer over the dirty
+    /// limit wrote pages back itself from inside write().
+    fn writes_back_itself(self) -> bool {
+        self.writing && self.version.is_some_and(|v| v < (3, 2, 0))
+    }
+}
 
 /// A mechanism of the kernel that makes a task wait, with the setting
 /// that acts on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Mechanism {
-    /// `balance_dirty_pages`: the writer paused because dirty memory reached its limit.
+    /// `balance_dirty_pages`: the writer held because dirty memory reached
+    /// its limit (paused from 3.2, writing back itself before).
     DirtyThrottling,
-    /// blk-wbt (`wbt_wait`): the block layer holding writes back to keep reads fast.
+    /// Before 3.2, inside write() and with no stack to tell: a request,
+    /// page or buffer wait of writeback the writer did itself — dirty
+    /// throttling's own (`balance_dirty_pages` → `writeback_inodes`) or reclaim's.
+    WritebackInWrite,
+    /// blk-wbt (`wbt_wait`, `__wbt_wait`; 4.10 on): writes (and from 4.18
+    /// discards, never reads) held to wbt's depth for their kind.
     WritebackThrottling,
     /// `rq_qos_wait` with no policy frame in view: wbt, or an io cgroup controller.
     QosThrottling,
     /// No free request or tag on the queue (`blk_mq_get_tag`, 2.6's `get_request_wait`).
     RequestStarvation,
-    /// Waiting for pages under writeback to reach the disk (`folio_wait_writeback`).
+    /// Waiting for pages under writeback to reach the disk (`folio_wait_writeback`, `folio_wait_stable`).
     PageWriteback,
-    /// Waiting for a page's or a buffer's I/O, writeback or read (`folio_wait_bit_common`, `sync_buffer`).
+    /// Waiting for a page's or a buffer's I/O, or its lock held by another
+    /// task (`folio_wait_bit_common`, `sync_buffer`, `__lock_page`).
     PageIo,
-    /// The journal: a commit to finish or room for a handle (`jbd2_log_wait_commit`, `start_this_handle`).
+    /// The journal: a commit to finish, room for a handle, a buffer the
+    /// commit holds (`jbd2_log_wait_commit`, `start_this_handle`, `do_get_write_access`).
     Journal,
     /// The disk's cache flush at fsync (`blkdev_issue_flush`).
     CacheFlush,
@@ -39,54 +78,186 @@ impl Mechanism {
     pub fn name(self) -> &'static str {
         match self {
             Mechanism::DirtyThrottling => "dirty throttling (balance_dirty_pages)",
-            Mechanism::WritebackThrottling => "block writeback throttling (wbt)",
-            Mechanism::QosThrottling => "block-layer QoS throttling (rq_qos_wait: wbt or an io cgroup controller)",
+            Mechanism::WritebackInWrite => {
+                "writeback the writer did itself inside write() (before 3.2: dirty throttling's own writeback, or reclaim's)"
+            }
+            Mechanism::WritebackThrottling => {
+                "a wait in block writeback throttling (wbt_wait: wbt's limit, or a full queue)"
+            }
+            Mechanism::QosThrottling => {
+                "a wait in the block layer's QoS (rq_qos_wait: wbt, an io cgroup controller, or a full queue)"
+            }
             Mechanism::RequestStarvation => "waiting for a free request on the disk's queue",
             Mechanism::PageWriteback => "waiting for page writeback",
-            Mechanism::PageIo => "waiting for a page's or buffer's I/O",
+            Mechanism::PageIo => "waiting for a page's or buffer's I/O, or its lock",
             Mechanism::Journal => "the filesystem journal",
             Mechanism::CacheFlush => "the disk's cache flush",
             Mechanism::Reclaim => "memory reclaim",
         }
     }
 
-    /// The setting that acts on it, as a finding advises it.
-    pub fn setting(self) -> &'static str {
+    /// The kernels on which its frames mean what [`Mechanism::name`] says
+    /// (docs/results.md's table; a test keeps the two the same).
+    #[cfg(test)]
+    pub fn kernels(self) -> &'static str {
         match self {
-            Mechanism::DirtyThrottling => "vm.dirty_ratio / dirty_bytes",
-            Mechanism::WritebackThrottling | Mechanism::QosThrottling => "the queue's wbt_lat_usec (0 turns wbt off)",
-            Mechanism::RequestStarvation => "the queue's nr_requests",
-            Mechanism::PageWriteback | Mechanism::PageIo => "the disk's speed and the queue's max_sectors_kb",
-            Mechanism::Journal => "the filesystem's journal mode and commit interval",
-            Mechanism::CacheFlush => "the disk's write cache",
-            Mechanism::Reclaim => "memory, and vm.dirty_* (dirty pages cannot be reclaimed)",
+            Mechanism::DirtyThrottling => "every kernel (a pause from 3.2, the writer's own writeback before)",
+            Mechanism::WritebackInWrite => "2.6 to 3.1",
+            Mechanism::WritebackThrottling => "4.10 on (__wbt_wait's own loop to 4.20, rq_qos_wait under it from 5.0)",
+            Mechanism::QosThrottling => "5.0 on",
+            Mechanism::RequestStarvation => "every kernel (get_request_wait to 3.x, blk_mq_get_tag with blk-mq)",
+            Mechanism::PageWriteback | Mechanism::PageIo | Mechanism::Journal => "every kernel",
+            Mechanism::CacheFlush | Mechanism::Reclaim => "every kernel",
+        }
+    }
+
+    /// The setting that acts on it on a kernel of `version`, as a finding
+    /// advises it; None where no setting does (a page's I/O waits for the
+    /// disk, and no queue setting makes that shorter).
+    pub fn setting(self, version: Option<Version>) -> Option<&'static str> {
+        let since = |v: Version| version.is_none_or(|k| k >= v);
+        match self {
+            Mechanism::DirtyThrottling | Mechanism::WritebackInWrite if since((2, 6, 29)) => {
+                Some("vm.dirty_ratio / dirty_bytes, and dirty_background_ratio / dirty_background_bytes")
+            }
+            Mechanism::DirtyThrottling | Mechanism::WritebackInWrite => {
+                Some("vm.dirty_ratio and dirty_background_ratio")
+            }
+            Mechanism::WritebackThrottling | Mechanism::QosThrottling if since((4, 10, 0)) => {
+                Some("the queue's wbt_lat_usec (0 turns wbt off)")
+            }
+            Mechanism::WritebackThrottling | Mechanism::QosThrottling => None,
+            Mechanism::RequestStarvation => Some("the queue's nr_requests"),
+            Mechanism::PageWriteback | Mechanism::PageIo => None,
+            Mechanism::Journal => Some("the filesystem's journal mode (data=) and commit interval (commit=)"),
+            Mechanism::CacheFlush => Some("the disk's write cache"),
+            Mechanism::Reclaim => Some("memory, and vm.dirty_* (dirty pages cannot be reclaimed)"),
         }
     }
 }
 
-/// Frames that prove one mechanism, innermost first where one calls another.
-const PROVING: &[(&str, Mechanism)] = &[
-    ("wbt_wait", Mechanism::WritebackThrottling),
+/// Every mechanism, in the order the documentation's table lists them.
+#[cfg(test)]
+pub const ALL: [Mechanism; 10] = [
+    Mechanism::DirtyThrottling,
+    Mechanism::WritebackInWrite,
+    Mechanism::WritebackThrottling,
+    Mechanism::QosThrottling,
+    Mechanism::RequestStarvation,
+    Mechanism::PageWriteback,
+    Mechanism::PageIo,
+    Mechanism::Journal,
+    Mechanism::CacheFlush,
+    Mechanism::Reclaim,
+];
+
+/// What docs/results.md says of each mechanism beside what `classify`
+/// reads; only its test needs them, to keep the page and the code one.
+#[cfg(test)]
+impl Mechanism {
+    /// Why its setting acts on it, or why none does.
+    pub fn why(self) -> &'static str {
+        match self {
+            Mechanism::DirtyThrottling => {
+                "a lower limit throttles sooner: shorter pauses from 3.2, smaller rounds of the writer's own writeback before"
+            }
+            Mechanism::WritebackInWrite => {
+                "the dirty limit decides when the writer starts writing back itself; without a stack, reclaim is not ruled out"
+            }
+            Mechanism::WritebackThrottling => {
+                "wbt lowers the write depth when reads miss this target (its own `wbt_step` says when it scaled down); it never holds a read"
+            }
+            Mechanism::QosThrottling => "wbt or an io cgroup controller: only a stack with wbt's frame tells",
+            Mechanism::RequestStarvation => {
+                "more requests let more writes queue: the wait moves, the disk is no faster (before 3.2 inside write() it is the row above)"
+            }
+            Mechanism::PageWriteback | Mechanism::PageIo => {
+                "no setting: the I/O lasts as long as the disk takes, and another task may hold the lock"
+            }
+            Mechanism::Journal => {
+                "data=ordered writes a transaction's data before its commit; a longer commit batches more"
+            }
+            Mechanism::CacheFlush => "a volatile cache is flushed for fsync to be durable: compare like with like",
+            Mechanism::Reclaim => "dirty pages must be written before they can be freed",
+        }
+    }
+
+    /// The frames that show it, as the documentation lists them.
+    fn frames(self) -> Vec<&'static str> {
+        let named = |table: &[(&'static str, Mechanism)]| -> Vec<&'static str> {
+            table.iter().filter(|(_, m)| *m == self).map(|(f, _)| *f).collect()
+        };
+        match self {
+            Mechanism::WritebackInWrite => OWN_WRITEBACK.to_vec(),
+            _ => [named(REASONS), named(PROVING), named(SHARED)].concat(),
+        }
+    }
+}
+
+/// The table of mechanisms docs/results.md carries, from the tables
+/// `classify` reads (a test keeps the two the same).
+#[cfg(test)]
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| mechanism | frames that show it | kernels | setting that acts on it (newest kernels) | why |\n|---|---|---|---|---|\n",
+    );
+    for m in ALL {
+        let frames: Vec<String> = m.frames().iter().map(|f| format!("`{f}`")).collect();
+        out += &format!(
+            "| {} | {} | {} | {} | {} |\n",
+            m.name(),
+            frames.join(", "),
+            m.kernels(),
+            m.setting(None).unwrap_or("none"),
+            m.why()
+        );
+    }
+    out
+}
+
+/// Frames that say why the task is waiting at all, whatever it waits on
+/// inside them: a writer in `balance_dirty_pages` is throttled even where
+/// (before 3.2) it sleeps in `get_request_wait` writing pages back itself,
+/// and a task reclaiming memory is in reclaim whatever its pageout waits on.
+const REASONS: &[(&str, Mechanism)] = &[
     ("balance_dirty_pages", Mechanism::DirtyThrottling),
     // Its callers, where a kernel inlines it.
     ("balance_dirty_pages_ratelimited", Mechanism::DirtyThrottling),
     ("balance_dirty_pages_ratelimited_flags", Mechanism::DirtyThrottling),
+    ("try_to_free_pages", Mechanism::Reclaim),
+    ("throttle_vm_writeout", Mechanism::Reclaim),
+    ("shrink_inactive_list", Mechanism::Reclaim),
+];
+
+/// Frames that prove one mechanism, innermost first where one calls another.
+const PROVING: &[(&str, Mechanism)] = &[
+    ("wbt_wait", Mechanism::WritebackThrottling),
+    ("__wbt_wait", Mechanism::WritebackThrottling),
     ("blk_mq_get_tag", Mechanism::RequestStarvation),
     ("get_request_wait", Mechanism::RequestStarvation),
     ("get_request", Mechanism::RequestStarvation),
     ("folio_wait_writeback", Mechanism::PageWriteback),
     ("wait_on_page_writeback", Mechanism::PageWriteback),
+    // Stable pages: a page under writeback cannot change until it is written.
+    ("folio_wait_stable", Mechanism::PageWriteback),
+    ("wait_for_stable_page", Mechanism::PageWriteback),
     ("jbd2_log_wait_commit", Mechanism::Journal),
     ("jbd2_journal_commit_transaction", Mechanism::Journal),
     ("start_this_handle", Mechanism::Journal),
+    ("wait_transaction_locked", Mechanism::Journal),
+    ("__jbd2_log_wait_for_space", Mechanism::Journal),
+    ("__log_wait_for_space", Mechanism::Journal),
+    // A buffer the committing transaction holds (BH_Shadow), jbd and jbd2:
+    // the wchan itself before 3.11, sleep_on_shadow_bh to 3.16, bit_wait_io under it after.
+    ("do_get_write_access", Mechanism::Journal),
+    ("sleep_on_shadow_bh", Mechanism::Journal),
+    // ext3 data=ordered: a data buffer the commit is writing.
+    ("journal_dirty_data", Mechanism::Journal),
     ("log_wait_commit", Mechanism::Journal),
     ("do_journal_begin_r", Mechanism::Journal),
     ("queue_log_writer", Mechanism::Journal),
     ("flush_commit_list", Mechanism::Journal),
     ("blkdev_issue_flush", Mechanism::CacheFlush),
-    ("try_to_free_pages", Mechanism::Reclaim),
-    ("throttle_vm_writeout", Mechanism::Reclaim),
-    ("shrink_inactive_list", Mechanism::Reclaim),
 ];
 
 /// Frames several mechanisms share: they name the family, used only when
@@ -97,10 +268,34 @@ const SHARED: &[(&str, Mechanism)] = &[
     ("folio_wait_bit", Mechanism::PageIo),
     ("wait_on_page_bit", Mechanism::PageIo),
     ("wait_on_page_bit_common", Mechanism::PageIo),
+    // A page's or buffer's wait: sync_page/sync_buffer to 2.6.38 (2.6.10 on
+    // also the buffer's lock held by another task, not only its I/O),
+    // sleep_on_page/sleep_on_buffer to 3.16, bit_wait_io and folios after.
     ("sync_page", Mechanism::PageIo),
     ("sync_buffer", Mechanism::PageIo),
+    ("sleep_on_page", Mechanism::PageIo),
+    ("sleep_on_page_killable", Mechanism::PageIo),
+    ("sleep_on_buffer", Mechanism::PageIo),
     ("__wait_on_buffer", Mechanism::PageIo),
     ("bit_wait_io", Mechanism::PageIo),
+    ("__lock_page", Mechanism::PageIo),
+    ("__folio_lock", Mechanism::PageIo),
+    ("__lock_buffer", Mechanism::PageIo),
+];
+
+/// Waits that, before 3.2 and inside write(), are writeback the writer
+/// does itself: what `balance_dirty_pages()` (or reclaim) sleeps on while
+/// writing pages back, when no stack says which.
+const OWN_WRITEBACK: &[&str] = &[
+    "get_request_wait",
+    "get_request",
+    "sync_buffer",
+    "sync_page",
+    "sleep_on_buffer",
+    "sleep_on_page",
+    "wait_on_page_writeback",
+    "blk_congestion_wait",
+    "congestion_wait",
 ];
 
 /// Where a task was seen blocked: a mechanism, or none that its evidence proves.
@@ -110,9 +305,27 @@ pub enum Wait {
     In { mechanism: Mechanism, frame: String },
     /// Blocked in a function that names no mechanism here.
     Unknown { wchan: String },
-    /// wchan read `0`: running, or a kernel that does not say (5.x before
-    /// 5.16 reads 0 for most sleeps).
+    /// wchan read `0`: running, or a kernel that hides it ([`zero_wchan`]).
     NotShown,
+}
+
+/// What a wchan of `0` means on a kernel of `version` and architecture
+/// `arch`. Every kernel reads 0 for a running task; x86_64 kernels with the
+/// ORC unwinder (Debian's from 4.14) also read 0 for most sleeping ones,
+/// until 5.16 fixed get_wchan().
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZeroWchan {
+    Running,
+    RunningOrHidden,
+}
+
+pub fn zero_wchan(version: Option<Version>, arch: Option<&str>) -> ZeroWchan {
+    let x86_64 = arch.is_none_or(|a| a == "x86_64");
+    match version {
+        Some(v) if x86_64 && ((4, 14, 0)..(5, 16, 0)).contains(&v) => ZeroWchan::RunningOrHidden,
+        Some(_) => ZeroWchan::Running,
+        None => ZeroWchan::RunningOrHidden,
+    }
 }
 
 /// The function of a stack frame or a wchan, without its address prefix,
@@ -125,28 +338,43 @@ pub fn function(frame: &str) -> &str {
     frame.split('.').next().unwrap_or(frame)
 }
 
-/// The mechanism behind one wait: `wchan`, and the kernel stack sampled
-/// under it when there is one (innermost frame first).
-pub fn classify(wchan: &str, stack: Option<&[String]>) -> Wait {
+/// The mechanism behind one wait: `wchan`, the kernel stack sampled with
+/// it when there is one (innermost frame first), read on `context`'s kernel.
+pub fn classify(wchan: &str, stack: Option<&[String]>, context: Context) -> Wait {
     if wchan.is_empty() || wchan == "0" {
         return Wait::NotShown;
     }
     let frames: Vec<&str> =
         std::iter::once(function(wchan)).chain(stack.unwrap_or_default().iter().map(|f| function(f))).collect();
-    for table in [PROVING, SHARED] {
+    for table in [REASONS, PROVING, SHARED] {
         // The innermost frame that names a mechanism is the one the task sleeps for.
         for f in &frames {
             if let Some((_, m)) = table.iter().find(|(name, _)| f == name) {
-                return Wait::In { mechanism: *m, frame: f.to_string() };
+                // Without a stack, an old kernel's request or page wait
+                // inside write() is the writer's own writeback: whose, the
+                // wchan alone cannot say.
+                let own = stack.is_none() && context.writes_back_itself() && OWN_WRITEBACK.contains(f);
+                return match own {
+                    true => Wait::In { mechanism: Mechanism::WritebackInWrite, frame: f.to_string() },
+                    false => Wait::In { mechanism: *m, frame: f.to_string() },
+                };
             }
         }
     }
+    if stack.is_none() && context.writes_back_itself() && OWN_WRITEBACK.contains(&function(wchan)) {
+        return Wait::In { mechanism: Mechanism::WritebackInWrite, frame: function(wchan).to_string() };
+    }
     Wait::Unknown { wchan: wchan.to_string() }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 6.1 writer inside write(): no version-bound reading applies.
+    const NEW: Context = Context { version: Some((6, 1, 0)), writing: true };
+    /// 2.6.9 (SLES 9's base) inside write(), and flushing.
+    const OLD: Context = Context { version: Some((2, 6, 9)), writing: true };
+    const OLD_FLUSHING: Context = Context { version: Some((2, 6, 9)), writing: false };
 
     fn held(mechanism: Mechanism, frame: &str) -> Wait {
         Wait::In { mechanism, frame: frame.into() }
@@ -173,9 +401,9 @@ mod tests {
             "[<0>] ext4_sync_file+0xa6/0x3a0 [ext4]",
             "[<0>] __x64_sys_fdatasync+0x48/0x80",
         ]);
-        assert_eq!(classify("rq_qos_wait", Some(&s)), held(Mechanism::WritebackThrottling, "wbt_wait"));
+        assert_eq!(classify("rq_qos_wait", Some(&s), NEW), held(Mechanism::WritebackThrottling, "wbt_wait"));
         // Without the stack, the family and no more.
-        assert_eq!(classify("rq_qos_wait", None), held(Mechanism::QosThrottling, "rq_qos_wait"));
+        assert_eq!(classify("rq_qos_wait", None, NEW), held(Mechanism::QosThrottling, "rq_qos_wait"));
     }
 
     #[test]
@@ -187,25 +415,117 @@ mod tests {
             "ext4_buffered_write_iter+0x6b/0x120 [ext4]",
         ]);
         let dirty = held(Mechanism::DirtyThrottling, "balance_dirty_pages");
-        assert_eq!(classify("balance_dirty_pages", Some(&s)), dirty);
+        assert_eq!(classify("balance_dirty_pages", Some(&s), NEW), dirty);
         // 2.6 without /proc/PID/stack: the wchan alone proves it, a compiler's clone too.
-        assert_eq!(classify("balance_dirty_pages", None), dirty);
-        assert_eq!(classify("balance_dirty_pages.isra.0", None), dirty);
+        assert_eq!(classify("balance_dirty_pages", None, NEW), dirty);
+        assert_eq!(classify("balance_dirty_pages.isra.0", None, NEW), dirty);
         // 2.6.9's writer sleeps in blk_congestion_wait, called from balance_dirty_pages.
         let old = stack(&["blk_congestion_wait+0x77/0x90", "balance_dirty_pages+0x11b/0x1a0"]);
         assert_eq!(
-            classify("blk_congestion_wait", Some(&old)),
+            classify("blk_congestion_wait", Some(&old), OLD),
             held(Mechanism::DirtyThrottling, "balance_dirty_pages")
         );
+    }
+
+    /// Before 3.2 balance_dirty_pages() wrote back itself: its request and
+    /// page waits inside write() are its own writeback, not starvation.
+    #[test]
+    fn before_3_2_a_request_wait_inside_write_is_the_writers_own_writeback() {
+        // With a stack (2.6.29–3.1): the stack says whose writeback.
+        let s = stack(&[
+            "get_request_wait+0xdd/0x1a0",
+            "__make_request+0x8a/0x4d0",
+            "submit_bio+0x6d/0x110",
+            "ext3_ordered_writepage+0x1c4/0x220",
+            "generic_writepages+0x1e2/0x330",
+            "writeback_inodes_wb+0x2c5/0x440",
+            "balance_dirty_pages+0x21e/0x2c0",
+            "generic_file_buffered_write+0x1e8/0x2b0",
+        ]);
+        let throttled = held(Mechanism::DirtyThrottling, "balance_dirty_pages");
+        assert_eq!(classify("get_request_wait", Some(&s), OLD), throttled);
+        // On any kernel a stack through balance_dirty_pages is dirty throttling.
+        assert_eq!(classify("get_request_wait", Some(&s), NEW), throttled);
+        // Without one (2.6 before .29 has no /proc/PID/stack): the family, never starvation.
+        for wchan in ["get_request_wait", "sync_buffer", "sync_page", "wait_on_page_writeback", "blk_congestion_wait"] {
+            assert_eq!(classify(wchan, None, OLD), held(Mechanism::WritebackInWrite, wchan), "{wchan}");
+        }
+        // Flushing (fsync), the writer submits its own I/O: a full queue is a full queue.
+        assert_eq!(
+            classify("get_request_wait", None, OLD_FLUSHING),
+            held(Mechanism::RequestStarvation, "get_request_wait")
+        );
+        // 3.2 on, inside write(), a request wait is the queue's.
+        assert_eq!(classify("get_request_wait", None, NEW), held(Mechanism::RequestStarvation, "get_request_wait"));
+        // Reclaim's pageout is reclaim, whatever it waits on inside.
+        let reclaim = stack(&["get_request_wait+0xdd/0x1a0", "pageout+0x11f/0x170", "try_to_free_pages+0x1f0/0x2c0"]);
+        assert_eq!(classify("get_request_wait", Some(&reclaim), OLD), held(Mechanism::Reclaim, "try_to_free_pages"));
+    }
+
+    /// A buffer wait the stack places in the journal is the journal.
+    #[test]
+    fn a_buffer_wait_under_the_journal_is_the_journal() {
+        // jbd2 waiting for a buffer the commit is writing (BH_Shadow).
+        let shadow = stack(&[
+            "bit_wait_io+0x11/0x60",
+            "__wait_on_bit+0x42/0x110",
+            "out_of_line_wait_on_bit+0x8c/0xb0",
+            "do_get_write_access+0x2a4/0x3e0 [jbd2]",
+            "jbd2_journal_get_write_access+0x6a/0x90 [jbd2]",
+            "__ext4_journal_get_write_access+0x8e/0x1c0 [ext4]",
+        ]);
+        assert_eq!(classify("bit_wait_io", Some(&shadow), NEW), held(Mechanism::Journal, "do_get_write_access"));
+        // ext3 data=ordered on 2.6: a data buffer of the committing transaction.
+        let ordered = stack(&["sync_buffer+0x3b/0x50", "__wait_on_buffer+0x8b/0xb0", "journal_dirty_data+0x1c6/0x230"]);
+        assert_eq!(classify("sync_buffer", Some(&ordered), OLD), held(Mechanism::Journal, "journal_dirty_data"));
+        // Without the stack a buffer wait on 6.x is the family, and the lock is in its name.
+        assert_eq!(classify("bit_wait_io", None, NEW), held(Mechanism::PageIo, "bit_wait_io"));
+        assert!(Mechanism::PageIo.name().contains("lock"));
+        // 4.10–4.18's wbt sleeps in __wbt_wait; a page wait on stable pages is writeback.
+        assert_eq!(classify("__wbt_wait", None, NEW), held(Mechanism::WritebackThrottling, "__wbt_wait"));
+        assert_eq!(classify("folio_wait_stable", None, NEW), held(Mechanism::PageWriteback, "folio_wait_stable"));
+    }
+
+    #[test]
+    fn wchan_zero_is_running_except_where_the_kernel_hides_sleeps() {
+        assert_eq!(zero_wchan(Some((5, 10, 0)), Some("x86_64")), ZeroWchan::RunningOrHidden);
+        assert_eq!(zero_wchan(Some((5, 16, 0)), Some("x86_64")), ZeroWchan::Running);
+        assert_eq!(zero_wchan(Some((6, 12, 0)), None), ZeroWchan::Running);
+        assert_eq!(zero_wchan(Some((2, 6, 9)), Some("x86_64")), ZeroWchan::Running);
+        assert_eq!(zero_wchan(Some((5, 10, 0)), Some("aarch64")), ZeroWchan::Running);
+        assert_eq!(zero_wchan(None, None), ZeroWchan::RunningOrHidden);
+    }
+
+    /// docs/results.md lists the mechanisms as the code reads them.
+    #[test]
+    fn the_documentations_table_is_the_codes() {
+        let docs = include_str!("../../../docs/results.md");
+        let table = markdown_table();
+        assert!(docs.contains(&table), "docs/results.md should carry, verbatim:\n{table}");
+        // Each mechanism's frames, for WritebackInWrite its wchans alone.
+        assert!(table.contains("| `get_request_wait`, `get_request`, `sync_buffer`"), "{table}");
+    }
+
+    /// Advice only where the setting exists and acts on the mechanism.
+    #[test]
+    fn a_setting_is_advised_only_where_it_exists_and_acts() {
+        assert_eq!(Mechanism::WritebackThrottling.setting(Some((2, 6, 9))), None);
+        assert!(Mechanism::WritebackThrottling.setting(Some((6, 1, 0))).unwrap().contains("wbt_lat_usec"));
+        assert!(!Mechanism::DirtyThrottling.setting(Some((2, 6, 9))).unwrap().contains("dirty_bytes"));
+        assert!(Mechanism::DirtyThrottling.setting(Some((2, 6, 29))).unwrap().contains("dirty_bytes"));
+        assert_eq!(Mechanism::PageIo.setting(Some((6, 1, 0))), None);
+        assert_eq!(Mechanism::PageWriteback.setting(None), None);
+        assert_eq!(version("2.6.16.1"), Some((2, 6, 16)));
+        assert_eq!(version("6.1.0-50-amd64"), Some((6, 1, 0)));
     }
 
     /// What the old finding called "dirty throttling": a buffer's I/O, and
     /// 2.6's request-queue waits, are mechanisms of their own.
     #[test]
     fn a_buffer_wait_and_a_request_wait_are_not_dirty_throttling() {
-        assert_eq!(classify("sync_buffer", None), held(Mechanism::PageIo, "sync_buffer"));
-        assert_eq!(classify("get_request_wait", None), held(Mechanism::RequestStarvation, "get_request_wait"));
-        assert_eq!(classify("throttle_vm_writeout", None), held(Mechanism::Reclaim, "throttle_vm_writeout"));
+        assert_eq!(classify("sync_buffer", None, NEW), held(Mechanism::PageIo, "sync_buffer"));
+        assert_eq!(classify("get_request_wait", None, NEW), held(Mechanism::RequestStarvation, "get_request_wait"));
+        assert_eq!(classify("throttle_vm_writeout", None, NEW), held(Mechanism::Reclaim, "throttle_vm_writeout"));
     }
 
     #[test]
@@ -216,15 +536,18 @@ mod tests {
             "__filemap_fdatawait_range+0x8c/0x100",
             "file_write_and_wait_range+0x8e/0xc0",
         ]);
-        assert_eq!(classify("folio_wait_bit_common", Some(&s)), held(Mechanism::PageWriteback, "folio_wait_writeback"));
-        assert_eq!(classify("folio_wait_bit_common", None), held(Mechanism::PageIo, "folio_wait_bit_common"));
+        assert_eq!(
+            classify("folio_wait_bit_common", Some(&s), NEW),
+            held(Mechanism::PageWriteback, "folio_wait_writeback")
+        );
+        assert_eq!(classify("folio_wait_bit_common", None, NEW), held(Mechanism::PageIo, "folio_wait_bit_common"));
     }
 
     #[test]
     fn the_journal_and_an_unknown_wait_and_a_hidden_one() {
-        assert_eq!(classify("jbd2_log_wait_commit", None), held(Mechanism::Journal, "jbd2_log_wait_commit"));
-        assert_eq!(classify("do_nanosleep", None), Wait::Unknown { wchan: "do_nanosleep".into() });
-        assert_eq!(classify("0", None), Wait::NotShown);
-        assert_eq!(classify("", None), Wait::NotShown);
+        assert_eq!(classify("jbd2_log_wait_commit", None, NEW), held(Mechanism::Journal, "jbd2_log_wait_commit"));
+        assert_eq!(classify("do_nanosleep", None, NEW), Wait::Unknown { wchan: "do_nanosleep".into() });
+        assert_eq!(classify("0", None, NEW), Wait::NotShown);
+        assert_eq!(classify("", None, NEW), Wait::NotShown);
     }
 }

@@ -4,7 +4,7 @@
 //! says what the kernel did — every pause balance_dirty_pages made, every
 //! step wbt took — including on kernels that hide their wchan (5.x before 5.16).
 
-use crate::schema::events::{KernelEvents, Requests};
+use crate::schema::events::{KernelEvents, Requests, Wbt};
 use crate::schema::record::Record;
 
 use crate::schema::events::BALANCE_DIRTY_PAGES as DIRTY_EVENT;
@@ -82,8 +82,7 @@ pub fn target_disks(r: &Record) -> Vec<&str> {
 pub fn wbt(r: &Record) -> Option<(String, String)> {
     let k = events(r).filter(|k| k.enabled.iter().any(|e| e == WBT_EVENT))?;
     let disks = target_disks(r);
-    let on_target = k.wbt.iter().find(|(disk, _)| disks.is_empty() || disks.contains(&disk.as_str()));
-    let Some((disk, w)) = on_target else {
+    let Some((disk, w)) = wbt_steps(r)? else {
         let said = match disks.as_slice() {
             [] => "wbt's own tracepoints fired nothing over the workload".to_string(),
             named => format!("wbt's own tracepoints fired nothing on {} over the workload", named.join(", ")),
@@ -107,6 +106,16 @@ pub fn wbt(r: &Record) -> Option<(String, String)> {
         w.max_latency_us.map_or("?".into(), |d| d.to_string())
     );
     Some((said, evidence))
+}
+
+/// wbt's own steps on the target's disks: None when its tracepoint was not
+/// read, `Some(None)` when it fired nothing there (wbt never left its
+/// default depth).
+pub fn wbt_steps(r: &Record) -> Option<Option<(&str, &Wbt)>> {
+    let k = events(r).filter(|k| k.enabled.iter().any(|e| e == WBT_EVENT))?;
+    let disks = target_disks(r);
+    let on_target = k.wbt.iter().find(|(disk, _)| disks.is_empty() || disks.contains(&disk.as_str()));
+    Some(on_target.map(|(disk, w)| (disk.as_str(), w)))
 }
 
 /// The per-tick series `Reader::per_tick` left on the timeline.
@@ -165,8 +174,9 @@ pub fn device_reads(r: &Record) -> Option<(&str, &Requests)> {
 /// Where a read that waited `waited_ms` spent it, as the block tracepoints
 /// bound it: the device held no read longer than its reads' slowest issue to
 /// completion, so a wait longer than twice that passed mostly outside the
-/// device (the I/O scheduler's queue, a tag or wbt wait, or above the block
-/// layer — which of these, the events do not say). `Device` and `Outside`
+/// device (the I/O scheduler's queue, a wait for a tag, or above the block
+/// layer — which of these, the events do not say; never wbt, which holds
+/// only writes and discards). `Device` and `Outside`
 /// carry the sentence and the evidence; `Unknown` why it cannot be said.
 pub enum ReadWait {
     Device(String, String),
@@ -199,14 +209,19 @@ pub fn read_wait(r: &Record, waited_ms: f64) -> ReadWait {
             .filter(|w| w.count > 0)
             .map(|w| format!(", behind writes of {} KiB (median) it held {:.0} ms each", w.kib_p50, w.device_ms.p50_ms))
             .unwrap_or_default();
+        // A drive that queues requests itself (NCQ) counts its own queue as device time.
+        let depth = r.storage.queue.get("device/queue_depth").and_then(|q| q.parse::<u32>().ok()).filter(|q| *q > 1);
+        let queued = depth
+            .map(|q| format!("; that includes waiting in the drive's own queue of up to {q} requests (device/queue_depth), not only the medium"))
+            .unwrap_or_default();
         let said = format!(
-            "most of it in the device: {disk} held reads up to {:.0} ms from issue to completion (median {:.1} ms over {} reads; block_rq_issue → block_rq_complete){behind}",
+            "most of it in the device: {disk} held reads up to {:.0} ms from issue to completion (median {:.1} ms over {} reads; block_rq_issue → block_rq_complete){behind}{queued}",
             d.max_ms, d.p50_ms, reads.count
         );
         return ReadWait::Device(said, evidence);
     }
     let said = format!(
-        "not in the device: {disk} held no read over {:.0} ms from issue to completion ({} reads; block_rq_issue → block_rq_complete), so about {:.0} ms passed before the read reached it — in the I/O scheduler's queue, a tag or wbt wait, or above the block layer; which of these, the events do not say: unknown",
+        "not in the device: {disk} held no read over {:.0} ms from issue to completion ({} reads; block_rq_issue → block_rq_complete), so about {:.0} ms passed before the read reached it — in the I/O scheduler's queue, a wait for a tag, or above the block layer (not wbt: it holds writes only); which of these, the events do not say: unknown",
         d.max_ms,
         reads.count,
         waited_ms - d.max_ms
@@ -217,7 +232,7 @@ pub fn read_wait(r: &Record, waited_ms: f64) -> ReadWait {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::events::{Pauses, Phased, Wbt};
+    use crate::schema::events::{Pauses, Phased};
 
     fn traced(pauses: u64, wbt: Option<Wbt>) -> Record {
         let mut r = Record::blank("t", 0);
@@ -290,6 +305,16 @@ mod tests {
             "most of it in the device: sda held reads up to 49 ms from issue to completion (median 17.6 ms over 130 reads; block_rq_issue → block_rq_complete), behind writes of 1280 KiB (median) it held 460 ms each"
         );
         assert_eq!(evidence, "kernel_events.requests.\"sda R\": 130 reads, device_ms p50 17.6, max 49.0");
+        // A drive with its own queue: its queue is device time too, and the sentence says so.
+        let mut ncq = reads_traced((17.6, 49.0));
+        ncq.storage.queue.insert("device/queue_depth".into(), "32".into());
+        let ReadWait::Device(said, _) = read_wait(&ncq, 60.0) else { panic!("in the device") };
+        assert!(
+            said.ends_with(
+                "waiting in the drive's own queue of up to 32 requests (device/queue_depth), not only the medium"
+            ),
+            "{said}"
+        );
         // Its 913 ms read: at most 49 of it in the device.
         let ReadWait::Outside(said, _) = read_wait(&r, 913.0) else { panic!("outside the device") };
         assert!(said.starts_with("not in the device: sda held no read over 49 ms"), "{said}");

@@ -47,7 +47,7 @@ pub fn lines(rows: &[Row], baseline_of: &[Option<usize>], by: &[String], finding
     }
     let mut out = Vec::new();
     for v in values.iter().filter(|v| **v != base.as_str()) {
-        out.push(against_baseline(rows, baseline_of, v, base, findings));
+        out.push(against_baseline(rows, baseline_of, v, base, findings, dimension == "variant"));
     }
     out.extend(noise_floor_line(rows));
     out
@@ -127,15 +127,24 @@ fn noise_floor_line(rows: &[Row]) -> Option<String> {
 }
 
 /// One value against the baseline, workload by workload.
+/// `variants`: the values are plan variants, run in the same boots as the
+/// baseline: a mechanism present on one side only is then an experiment's
+/// result (the variant's setting removed or brought it), not a boot's luck.
 fn against_baseline(
     rows: &[Row],
     baseline_of: &[Option<usize>],
     value: &str,
     base: &str,
     findings: &[Finding],
+    variants: bool,
 ) -> String {
     let mut parts = Vec::new();
+    // Causes shown by a tested difference, and candidates: a request size
+    // (until a run that changes it alone confirms it), or a mechanism seen on
+    // one side of a comparison resting on one boot a side.
     let mut causes = Vec::new();
+    let mut candidates = Vec::new();
+    let mut across_boots = true;
     let mut all_same = true;
     // Whether any difference of this value is borne out by the runs: a
     // significant time, or the probe's p99 or worst stall (many probes per
@@ -152,6 +161,7 @@ fn against_baseline(
             None => row.name.clone(),
         };
         let runs = row.real_s.as_ref().map_or(0, |s| s.n).min(b.real_s.as_ref().map_or(0, |s| s.n));
+        across_boots &= row.boots.len() >= 2 && b.boots.len() >= 2;
         let weight = match across_boots_said(row, b) {
             _ if runs < 2 => "one run each: not tested".to_string(),
             Some(said) => match floor_of(row, b) {
@@ -208,8 +218,8 @@ fn against_baseline(
         let text = format!("{workload} {how} ({weight}){probe}{stall_text}{fio_text}");
         let significant = row.significant || fio_significant;
         parts.push(Part { text, differs: true, significant, size: change.abs() });
-        if let Some((said, _)) = request_cause(row, b, time_borne_out, !probe.is_empty()) {
-            causes.push(format!("{workload}: its write requests were {said}"));
+        if let Some((said, _)) = request_cause(row, b, !probe.is_empty()) {
+            candidates.push(format!("{workload}: its write requests were {said}"));
         }
     }
     // A rule that fires for this value is a cause only of a difference, and
@@ -221,10 +231,12 @@ fn against_baseline(
     // absence on the baseline is no evidence of a difference (the demo's
     // 5.10 against 6.12); not a read's wait the block tracepoints place
     // outside the device without saying where.
+    let tested = variants || across_boots;
     for f in findings.iter().filter(|f| !all_same && borne_out && f.names_cause) {
         let also_base = findings.iter().any(|g| g.rule == f.rule && fired_for(g, base));
-        if fired_for(f, value) && !also_base && !causes.iter().any(|c| c.contains(f.rule)) {
-            causes.push(format!("the {} finding below", f.rule));
+        let said = format!("the {} finding below", f.rule);
+        if fired_for(f, value) && !also_base && !causes.contains(&said) && !candidates.contains(&said) {
+            if tested { causes.push(said) } else { candidates.push(said) }
         }
     }
     if parts.is_empty() {
@@ -236,13 +248,15 @@ fn against_baseline(
         format!("{value} against {base}: ")
     };
     let mut line = head + &listed(parts);
-    if causes.len() > 3 {
-        let more = causes.len() - 3;
-        causes.truncate(3);
-        causes.push(format!("and {more} more"));
-    }
     if !causes.is_empty() {
-        line += &format!(". Cause: {}", causes.join("; "));
+        line += &format!(". Cause: {}", at_most_three(causes));
+    }
+    if !candidates.is_empty() {
+        let test = match tested {
+            true => "a run that changes that setting alone would confirm it",
+            false => "one boot a side: more boots, or a plan variant that removes it, would test it",
+        };
+        line += &format!(". Candidate cause ({test}): {}", at_most_three(candidates));
     }
     if !within_one_boot.is_empty() {
         let said = within_one_boot.join("; ");
@@ -251,36 +265,40 @@ fn against_baseline(
     line + "."
 }
 
-/// The request size as the cause of `row`'s difference from its baseline
-/// `b`: "1.1 MiB where 5.10's were 126 KiB (…): a read queued behind a
-/// larger request waits longer", or None. Fewer, larger requests move the
-/// same bytes in less per-request cost, and a read queued behind one waits
-/// for all of it. A cause is named only for a difference the runs bear out
-/// (`time_borne_out`: a significant time; `probe_changed`: the probe's p99,
-/// many probes per run). The read's wait is a cause only where its
-/// direction agrees — larger requests and longer waits, or smaller and
-/// shorter — and, where the block tracepoints timed the reads in the device
-/// on both sides, where the device carries the read's change too: a read
-/// that waits longer before reaching the disk is not waiting behind the
-/// disk's requests.
-/// Also returns the metric it explains: `probe_p99_ms` (the read's wait) or `real_s`.
-fn request_cause(row: &Row, b: &Row, time_borne_out: bool, probe_changed: bool) -> Option<(String, &'static str)> {
+/// Causes in a line: the first three, and how many more.
+fn at_most_three(mut causes: Vec<String>) -> String {
+    if causes.len() > 3 {
+        let more = causes.len() - 3;
+        causes.truncate(3);
+        causes.push(format!("and {more} more"));
+    }
+    causes.join("; ")
+}
+
+/// The request size as a candidate cause of `row`'s difference from its
+/// baseline `b`: "1.1 MiB where 5.10's were 126 KiB (…): a read queued
+/// behind a larger request waits longer (the disk held its reads …)", or
+/// None. A read queued behind a larger request waits for all of it — but
+/// that is named only where the kernel's own block events show it: the
+/// probe's p99 changed (`probe_changed`, many probes per run) in the
+/// direction of the sizes, and the block tracepoints timed the reads in the
+/// device on both sides with the device carrying the read's change. Sizes
+/// that merely differ beside a time that differs, or reads untimed in the
+/// device, are a correlation, not a cause. Even then a candidate: only a run
+/// that changes the size alone confirms it.
+/// Also returns the metric it explains: `probe_p99_ms`.
+fn request_cause(row: &Row, b: &Row, probe_changed: bool) -> Option<(String, &'static str)> {
     let (this, that) = request_sizes(row, b)?;
     let p99 = |r: &Row| r.probe_p99_ms.as_ref().map_or(0.0, |s| s.median);
-    let device = device_share(row, b);
-    let agrees = (this > that) == (p99(row) > p99(b)) && device.is_none_or(|(_, _, carries)| carries);
-    let proof = device
-        .map(|(d_this, d_that, _)| {
-            format!(" (the disk held its reads {d_this:.1} ms against {d_that:.1} ms at the median: block tracepoints)")
-        })
-        .unwrap_or_default();
-    let (effect, explains) = match (time_borne_out, probe_changed && agrees) {
-        (_, true) if this > that => {
-            (format!(": a read queued behind a larger request waits longer{proof}"), "probe_p99_ms")
-        }
-        (_, true) => (format!(": a read queued behind a smaller request waits less{proof}"), "probe_p99_ms"),
-        (true, false) => (String::new(), "real_s"),
-        (false, false) => return None,
+    let (d_this, d_that, carries) = device_share(row, b)?;
+    if !(probe_changed && carries && (this > that) == (p99(row) > p99(b))) {
+        return None;
+    }
+    let proof =
+        format!(" (the disk held its reads {d_this:.1} ms against {d_that:.1} ms at the median: block tracepoints)");
+    let (effect, explains) = match this > that {
+        true => (format!(": a read queued behind a larger request waits longer{proof}"), "probe_p99_ms"),
+        false => (format!(": a read queued behind a smaller request waits less{proof}"), "probe_p99_ms"),
     };
     let base = b.key.first().map_or("the baseline", String::as_str);
     let said = format!("{} where {base}'s were {} ({}){effect}", kib(this), kib(that), request_limit(row, b));
@@ -428,6 +446,10 @@ pub struct Cause {
     /// The metric it explains (`probe_p99_ms`, `real_s`); null for a finding,
     /// whose words say what it shows.
     pub explains: Option<&'static str>,
+    /// `candidate` until tested: a request size always (a run changing it
+    /// alone would confirm it), a finding's mechanism under two boots a
+    /// side unless the two sides are variants of the same boots; else `cause`.
+    pub status: &'static str,
     pub text: String,
 }
 
@@ -437,6 +459,7 @@ pub fn comparisons(
     baseline_of: &[Option<usize>],
     boots: &[usize],
     findings: &[Finding],
+    variants: bool,
 ) -> Vec<Comparison> {
     let mut out = Vec::new();
     for (i, row) in rows.iter().enumerate() {
@@ -451,16 +474,20 @@ pub fn comparisons(
         };
         let p99 = |r: &Row| r.probe_p99_ms.as_ref().map_or(0.0, |s| s.median);
         let stall = |r: &Row| r.max_stall_ms.unwrap_or(0.0);
-        let change = this.mean / that.mean - 1.0;
         let probe_changed = p99(row).max(p99(b)) >= 20.0 && p99(row).max(p99(b)) >= 2.0 * p99(row).min(p99(b));
         let mut causes = Vec::new();
-        if let Some((said, explains)) =
-            request_cause(row, b, row.significant && change.abs() >= SAME_WITHIN, probe_changed)
-        {
+        if let Some((said, explains)) = request_cause(row, b, probe_changed) {
             let mechanism = "the disk's write request size";
-            causes.push(Cause { code: "request-size", mechanism, explains: Some(explains), text: said });
+            causes.push(Cause {
+                code: "request-size",
+                mechanism,
+                explains: Some(explains),
+                status: "candidate",
+                text: said,
+            });
         }
         let (subject, base_subject) = (super::findings::subject(row), super::findings::subject(b));
+        let tested = variants || (row.boots.len() >= 2 && b.boots.len() >= 2);
         for f in findings.iter().filter(|f| f.names_cause) {
             let fired = |s: &str| f.subject.split("; ").any(|x| x == s);
             if fired(&subject) && !fired(&base_subject) {
@@ -468,6 +495,7 @@ pub fn comparisons(
                     code: f.rule,
                     mechanism: mechanism_of(f.rule),
                     explains: None,
+                    status: if tested { "cause" } else { "candidate" },
                     text: f.sentence.clone(),
                 });
             }

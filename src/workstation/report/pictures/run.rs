@@ -203,6 +203,7 @@ fn panel<'a, 'b>(
 fn mechanism_colour(m: Mechanism) -> RGBColor {
     match m {
         Mechanism::DirtyThrottling => RGBColor(214, 39, 40),
+        Mechanism::WritebackInWrite => RGBColor(247, 182, 210),
         Mechanism::WritebackThrottling => RGBColor(255, 127, 14),
         Mechanism::QosThrottling => RGBColor(255, 187, 120),
         Mechanism::RequestStarvation => RGBColor(148, 103, 189),
@@ -253,10 +254,12 @@ fn attribution_strip(area: &DrawingArea<SVGBackend, Shift>, r: &Record, (x0, x1)
         }
         Ok(())
     };
-    for (t, w) in tl.t_s.iter().zip(&tl.writer_wchan) {
+    let version = r.kernel.release.as_deref().and_then(mechanism::version);
+    let writes_end = r.times.writes_returned_s.unwrap_or(f64::INFINITY);
+    for (i, (t, w)) in tl.t_s.iter().zip(&tl.writer_wchan).enumerate() {
         let (Some(w), true) = (w.as_deref(), *t >= tl.workload_start_s && *t <= tl.workload_end_s) else { continue };
-        let stack = tl.writer_stacks.get(w).map(Vec::as_slice);
-        let (colour, name) = match mechanism::classify(w, stack) {
+        let context = mechanism::Context { version, writing: t - start <= writes_end };
+        let (colour, name) = match mechanism::classify(w, tl.writer_stack_at(i), context) {
             Wait::NotShown => continue,
             Wait::Unknown { .. } => (UNKNOWN, "a function no mechanism names"),
             Wait::In { mechanism, .. } => (mechanism_colour(mechanism), mechanism.name()),
