@@ -108,25 +108,23 @@ pub fn load_for_machine(path: &Path, sys: &Path) -> Report {
     load_in_passes(&set, sys, &mut |m| load(&Path::new("/").join(&m.path), &m.params))
 }
 
-/// Remove the files of the set at `path` whose modules the kernel now holds
-/// (/proc/modules). A loaded module's file is never read again, and on the
-/// initramfs (ramfs: never reclaimed) its pages are memory the server does
-/// not get back — memory the dirty limits are computed without, and more of
-/// it for a kernel with more modules. Files of modules not loaded stay, for
-/// a later mount or layer. The files and bytes freed.
-pub fn release_loaded(path: &Path) -> (usize, u64) {
-    let Some(set) = std::fs::read(path).ok().and_then(|b| serde_json::from_slice::<ModuleSet>(&b).ok()) else {
-        return (0, 0);
-    };
-    let loaded = crate::fsutil::read_trimmed("/proc/modules").unwrap_or_default();
-    release(&set, Path::new("/"), &loaded)
+/// Remove every module file of the set at `path`, once every mount is made:
+/// nothing in this boot loads a module again (a sequence's next step boots
+/// afresh, with its own initramfs). On the initramfs (ramfs: never
+/// reclaimed) the files are memory the server does not get back — memory
+/// the dirty limits are computed without, and more of it for a kernel with
+/// more modules: 19.5 MiB of Debian 12's 6.1 image. The files and bytes freed.
+pub fn release_files(path: &Path) -> (usize, u64) {
+    match std::fs::read(path).ok().and_then(|b| serde_json::from_slice::<ModuleSet>(&b).ok()) {
+        Some(set) => release(&set, Path::new("/")),
+        None => (0, 0),
+    }
 }
 
-/// [`release_loaded`] under `root`, the kernel's list given.
-fn release(set: &ModuleSet, root: &Path, proc_modules: &str) -> (usize, u64) {
-    let loaded: BTreeSet<&str> = proc_modules.lines().filter_map(|l| l.split_whitespace().next()).collect();
+/// [`release_files`] under `root`.
+fn release(set: &ModuleSet, root: &Path) -> (usize, u64) {
     let mut freed = (0, 0);
-    for m in set.modules.iter().filter(|m| loaded.contains(m.name.as_str())) {
+    for m in &set.modules {
         let file = root.join(&m.path);
         let Ok(meta) = std::fs::symlink_metadata(&file) else { continue };
         if meta.is_file() && std::fs::remove_file(&file).is_ok() {
@@ -291,10 +289,10 @@ mod tests {
         }
     }
 
-    /// Only the files of modules the kernel holds go; the others stay for
-    /// a later mount, and a module already gone is not an error.
+    /// Every module file of the set goes, once; a file already gone is not
+    /// an error, and nothing outside the set is touched.
     #[test]
-    fn loaded_modules_files_are_released_and_the_others_kept() {
+    fn the_sets_module_files_are_released_once() {
         let root = std::env::temp_dir().join(format!("bootmark-release-{}", std::process::id()));
         let set = set();
         for m in &set.modules {
@@ -302,13 +300,14 @@ mod tests {
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(&file, vec![0u8; 1000]).unwrap();
         }
-        let proc_modules = "jbd2 196608 1 ext4, Live 0xffffffffc0a00000\next4 1024000 1 - Live 0xffffffffc0b00000\n";
-        assert_eq!(release(&set, &root, proc_modules), (2, 2000));
-        for m in &set.modules {
-            let kept = root.join(&m.path).exists();
-            assert_eq!(kept, !["jbd2", "ext4"].contains(&m.name.as_str()), "{}", m.name);
-        }
-        assert_eq!(release(&set, &root, proc_modules), (0, 0), "released once");
+        let other = root.join("lib/modules/6.1/modules.dep");
+        std::fs::write(&other, b"kept").unwrap();
+        std::fs::remove_file(root.join(&set.modules[0].path)).unwrap();
+        let n = set.modules.len() - 1;
+        assert_eq!(release(&set, &root), (n, 1000 * n as u64));
+        assert!(set.modules.iter().all(|m| !root.join(&m.path).exists()));
+        assert!(other.exists(), "only the set's files");
+        assert_eq!(release(&set, &root), (0, 0), "released once");
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -211,11 +211,11 @@ fn run_plan(
     for left in run::remove_leftovers(dir) {
         say(serial, &format!("bootmark: removed {left}, left on the target by an earlier boot that did not finish"));
     }
-    // Every mount is made: the loaded modules' files are never read again,
-    // and in the initramfs they hold memory the server would not get back.
-    let (files, bytes) = super::modules::release_loaded(Path::new(crate::schema::modules::SET));
+    // Every mount is made: no module is loaded again in this boot, and in
+    // the initramfs their files hold memory the server would not get back.
+    let (files, bytes) = super::modules::release_files(Path::new(crate::schema::modules::SET));
     if files > 0 {
-        say(serial, &format!("bootmark: {files} loaded modules' files freed ({} KiB of memory)", bytes >> 10));
+        say(serial, &format!("bootmark: {files} module files freed ({} KiB of memory)", bytes >> 10));
     }
     let runs_per_variant = plan.repeat.saturating_mul(plan.workloads.len() as u32);
     let opts = Options {
