@@ -6,6 +6,9 @@
 //! - `manyfiles` (sync=end) vs fio with the seed's job (psync, 16k, round-robin
 //!   over 1000 files created on open, no fallocate, end_fsync) — fio's job_runtime;
 //! - `seqwrite` with the probe on vs off (what the probe costs in throughput);
+//! - one sample of the /proc sampler, timed alone over a thousand (the
+//!   writer's and the probe's wchan, state and kernel stack, meminfo,
+//!   vmstat, diskstats, PSI): its share of a CPU at the default 250 ms;
 //! - `seqwrite` with the kernel's tracepoints read vs not (`--kernel-events`:
 //!   what reading them costs; root and a kernel with tracefs, else said and skipped).
 //!
@@ -115,6 +118,7 @@ pub fn run(args: &Args) -> Result<()> {
         || bootmark(&binary, &dir, &seqwrite, cpus, false),
     )?;
     rows.push(("seqwrite probe on vs off", a, b));
+
     // The tracepoints as the boot image reads them (here switched on by
     // `--kernel-events`: root, and this kernel's tracefs), with the probe on both sides.
     match bootmark(&binary, &dir, &seqwrite_probed, cpus, true) {
@@ -130,6 +134,8 @@ pub fn run(args: &Args) -> Result<()> {
         Err(e) => eprintln!("bench: kernel events on vs off: not measured: {e}"),
     }
 
+    let (per_sample_us, stacks) = sampler_cost(&dir)?;
+
     println!("\nmedians over {} pairs, {} MiB per run, {}{pinned}", args.pairs, args.mib, describe_fs(&dir));
     println!(
         "{:<32} {:>10} {:>10} {:>7}   {:>9} {:>9} {:>7}",
@@ -140,7 +146,50 @@ pub fn run(args: &Args) -> Result<()> {
         let (ca, cb) = (median(a.iter().map(|f| f.cpu)), median(b.iter().map(|f| f.cpu)));
         println!("{name:<32} {wa:>9.3}s {wb:>9.3}s {:>6.3}x   {ca:>8.3}s {cb:>8.3}s {:>6.3}x", wa / wb, ca / cb);
     }
+    println!(
+        "one /proc sample (writer and probe, {stacks}): {per_sample_us:.0} µs of CPU; every 250 ms that is {:.3} % of one CPU",
+        per_sample_us / 250_000.0 * 100.0
+    );
     Ok(())
+}
+
+/// Samples timed for [`sampler_cost`].
+const SAMPLES_TIMED: u32 = 1000;
+
+/// What one sample of the /proc sampler costs its process, in µs of CPU
+/// (user + sys, from getrusage), with two sleeping processes standing in
+/// for the writer and the probe; and whether their stacks could be read.
+fn sampler_cost(dir: &Path) -> Result<(f64, &'static str)> {
+    use bootmark::measure::sampler::Sampler;
+    let sh = shell()?;
+    let sleeper = || crate::host::process::spawn(cmd!(sh, "sleep 60"), Streams::null());
+    let (mut writer, mut probe) = (sleeper()?, sleeper()?);
+    let device = bootmark::measure::evidence::storage(dir).device.map(|d| d.disk);
+    let mut sampler = Sampler::new(device, 0.25, bootmark::measure::clock::mono_ns());
+    (sampler.writer, sampler.probe) = (Some(writer.id() as i32), Some(probe.id() as i32));
+    let before = cpu_seconds();
+    for _ in 0..SAMPLES_TIMED {
+        sampler.sample();
+    }
+    let spent = cpu_seconds() - before;
+    let stacks = match sampler.timeline.stacks.is_empty() {
+        true => "stacks unreadable here (not root?)",
+        false => "stacks read",
+    };
+    for child in [&mut writer, &mut probe] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    Ok((spent / SAMPLES_TIMED as f64 * 1e6, stacks))
+}
+
+/// This process's user + system CPU seconds so far.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    s(u.ru_utime) + s(u.ru_stime)
 }
 
 fn plan_json(workload: &str, params: &str, probe: bool) -> String {
