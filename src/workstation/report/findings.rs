@@ -721,22 +721,30 @@ fn writeback_throttling(subject: &str, r: &Record) -> Option<Finding> {
     let asleep =
         format!("asleep in {}{chain} in {}; shown by {proof}{steps}", s.wchan, attribution::describe(s, a.samples));
     let wbt_frame = s.mechanism == Mechanism::WritebackThrottling;
+    // wbt holds writes back only below its default depth: a step down from
+    // a raised depth (24) back to the default (16) throttles nothing.
+    let default = wbt_default_depth(r);
+    let below_default = |w: &crate::schema::events::Wbt| w.lowest_max_depth.map(|d| d < default);
     let (rule, sentence) = match traced::wbt_steps(r) {
-        Some(Some((_, w))) if wbt_frame && w.scaled_down > 0 => (
+        Some(Some((_, w))) if wbt_frame && w.scaled_down > 0 && below_default(w) == Some(true) => (
             "writeback-throttling",
             format!(
-                "the writer was held by block writeback throttling (wbt): {asleep}. wbt scaled the queue's write depth down while reads missed its latency target: the block layer holding writes back to keep reads fast, not the dirty limit (balance_dirty_pages); {} acts on it, and the seed-sweep plan's wbt-off variant would test it",
+                "the writer was held by block writeback throttling (wbt): {asleep}. wbt scaled the queue's write depth down below its default of {default} while reads missed its latency target: the block layer holding writes back to keep reads fast, not the dirty limit (balance_dirty_pages); {} acts on it, and the seed-sweep plan's wbt-off variant would test it",
                 wbt_setting(r)
             ),
         ),
         // A flush's writes (WB_SYNC_ALL: REQ_SYNC) get wbt's maximum depth;
         // others get half or a quarter of it, which is wbt's own limit.
-        Some(_) if wbt_frame && s.flushing >= s.writing => (
-            "full-queue",
-            format!(
-                "the writer waited for its writes in flight: {asleep}. wbt never scaled down, so it was at or above its default depth (a flush's synchronous writes get its maximum): this is a full queue for these writes, not wbt holding them back for reads; with wbt off the wait would move to the tag allocator, and the disk's speed sets how long it lasts"
-            ),
-        ),
+        Some(steps)
+            if wbt_frame && s.flushing >= s.writing && steps.is_none_or(|(_, w)| below_default(w) == Some(false)) =>
+        {
+            (
+                "full-queue",
+                format!(
+                    "the writer waited for its writes in flight: {asleep}. wbt never took the write depth below its default of {default}, so it was at or above it (a flush's synchronous writes get its maximum): this is a full queue for these writes, not wbt holding them back for reads; with wbt off the wait would move to the tag allocator, and the disk's speed sets how long it lasts"
+                ),
+            )
+        }
         _ => (
             "qos-wait",
             format!(
@@ -749,6 +757,15 @@ fn writeback_throttling(subject: &str, r: &Record) -> Option<Finding> {
         ),
     };
     Some(Finding { rule, subject: subject.into(), sentence, evidence, record: Some(id(r)), names_cause: false })
+}
+
+/// wbt's default write depth on the target's queue: 16 (RWB_DEF_DEPTH),
+/// or the queue's own depth if smaller (the drive's queue_depth where the
+/// record has it, else nr_requests), as `rq_depth_calc_max_depth` takes it.
+pub fn wbt_default_depth(r: &Record) -> u64 {
+    let queue = |key: &str| r.storage.queue.get(key).and_then(|v| v.parse::<u64>().ok()).filter(|d| *d > 0);
+    let depth = queue("device/queue_depth").or_else(|| queue("queue/nr_requests"));
+    depth.map_or(16, |d| d.min(16))
 }
 
 /// The queue's wbt_lat_usec on the target (and, under an LV or array, on
@@ -1182,12 +1199,12 @@ mod tests {
         assert!(held.contains("wbt_lat_usec") && !held.contains("dirty_ratio"), "{held}");
         assert!(!held.contains("to keep reads fast"), "{held}");
         // wbt's events on, and it never scaled down (the demo's 6.1: one step, up, to depth 24): a full queue.
-        let traced = |scaled_down| {
+        let traced_to = |scaled_down, lowest| {
             let mut t = r.clone();
             let wbt = crate::schema::events::Wbt {
                 steps: 1 + scaled_down,
                 scaled_down,
-                lowest_max_depth: Some(if scaled_down > 0 { 4 } else { 24 }),
+                lowest_max_depth: Some(lowest),
                 ..Default::default()
             };
             t.kernel_events = Some(crate::schema::events::KernelEvents {
@@ -1198,13 +1215,21 @@ mod tests {
             t.storage.device = Some(crate::schema::machine::Device { disk: "sda".into(), ..Default::default() });
             find(&[t])
         };
+        let traced = |scaled_down| traced_to(scaled_down, if scaled_down > 0 { 4 } else { 24 });
         let found = traced(0);
         let full = &found.iter().find(|f| f.rule == "full-queue").expect("a full queue").sentence;
         assert!(full.contains("1 steps (0 down), the lowest write depth they set 24"), "{full}");
         assert!(full.contains("a full queue for these writes, not wbt holding them back for reads"), "{full}");
         assert!(full.contains("with wbt off the wait would move to the tag allocator"), "{full}");
         assert!(!found.iter().any(|f| f.rule == "writeback-throttling"), "{found:#?}");
-        // It scaled down: wbt held the writes back, by its own account.
+        // Up to 24 and one step down, back to its default 16 (the demo's 6.1 of
+        // 2026-12-06): it never held writes below its default: a full queue.
+        let found = traced_to(1, 16);
+        assert!(!found.iter().any(|f| f.rule == "writeback-throttling"), "{found:#?}");
+        let full = &found.iter().find(|f| f.rule == "full-queue").expect("a full queue").sentence;
+        assert!(full.contains("2 steps (1 down), the lowest write depth they set 16"), "{full}");
+        assert!(full.contains("never took the write depth below its default of 16"), "{full}");
+        // It scaled down below its default: wbt held the writes back, by its own account.
         let found = traced(3);
         let held = &found.iter().find(|f| f.rule == "writeback-throttling").expect("wbt named").sentence;
         assert!(held.starts_with("the writer was held by block writeback throttling (wbt)"), "{held}");
