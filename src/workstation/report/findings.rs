@@ -166,6 +166,19 @@ fn peak_mib(r: &Record, series: &str) -> Option<f64> {
         .map(|kib| kib as f64 / 1024.0)
 }
 
+/// The peak of two timeline series added sample by sample during the
+/// workload (a missing second counted as 0), in MiB.
+fn peak_sum_mib(r: &Record, first: &str, second: &str) -> Option<f64> {
+    let (a, b) = (r.timeline.series.get(first)?, r.timeline.series.get(second));
+    let (start, end) = (r.timeline.workload_start_s, r.timeline.workload_end_s);
+    let sums = r.timeline.t_s.iter().enumerate().filter(|(_, t)| **t >= start && **t <= end.max(start));
+    let sums = sums.filter_map(|(i, _)| {
+        let x = (*a.get(i)?)?;
+        Some(x + b.and_then(|b| b.get(i).copied().flatten()).unwrap_or(0))
+    });
+    sums.max().map(|kib| kib as f64 / 1024.0)
+}
+
 /// The probe stalled over a second: how often, how long, when relative to
 /// the page cache's Dirty and Writeback, and how long recovery took.
 fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Finding> {
@@ -279,14 +292,10 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
         None => ". It had not recovered by the probe's deadline after the workload.".into(),
     };
     evidence.push(format!("responsiveness.recovery_s = {}", p.recovery_s.map_or("null".into(), |r| format!("{r:.1}"))));
-    Some(Finding {
-        rule: "stall",
-        subject: subject.into(),
-        sentence,
-        evidence,
-        record: Some(id(worst)),
-        names_cause: true,
-    })
+    // A cause only where the writer's samples inside the stall name a mechanism.
+    let named = worst_tick.and_then(|(t, ms)| attribution::writer_between(worst, *t, t + ms / 1000.0));
+    let names_cause = named.is_some_and(|a| !a.mostly_hidden() && !a.shares.is_empty());
+    Some(Finding { rule: "stall", subject: subject.into(), sentence, evidence, record: Some(id(worst)), names_cause })
 }
 
 /// The share of a span in which some task, and all tasks, were stalled on
@@ -310,7 +319,7 @@ fn psi_during(r: &Record, from_s: f64, to_s: f64) -> Option<(String, String)> {
     let (from, to) = (tl.t_s[before] - tl.workload_start_s, tl.t_s[after] - tl.workload_start_s);
     Some((
         format!(
-            "the kernel's pressure accounting (PSI) over {from:.1}–{to:.1} s: some task stalled on I/O {some:.0} % of the time, every task {full:.0} %{memory}"
+            "the kernel's pressure accounting (PSI) over {from:.1}–{to:.1} s: some task stalled on I/O {some:.0} % of the time, every non-idle task {full:.0} %{memory}"
         ),
         format!("timeline.series.psi_io_some_us/full_us over {from:.2}–{to:.2} s: {some:.1} % / {full:.1} %"),
     ))
@@ -426,7 +435,7 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
     }
     let max_sectors = worst.storage.queue.get("queue/max_sectors_kb").map_or("not recorded", String::as_str);
     let member = layers.iter().find(|l| l.kind == "disk").and_then(|d| d.scheduler.as_deref());
-    let scheduler_advice = read_advice(worst, member.or(worst.storage.scheduler.as_deref()));
+    let scheduler_advice = read_advice(member.or(worst.storage.scheduler.as_deref()));
     let (where_, advice, names_cause) = match traced::read_wait(worst, p.read.max_ms) {
         traced::ReadWait::Device(said, proof) => {
             evidence.push(proof);
@@ -460,27 +469,24 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
     })
 }
 
-/// What acts on a read's wait before the device, on this record's kernel
-/// and scheduler: nothing is advised that the kernel lacks (wbt before
-/// 4.10) or that would favour reads less than what it has (deadline after
-/// the anticipatory scheduler, whose reads already expire four times sooner).
-fn read_advice(r: &Record, scheduler: Option<&str>) -> String {
-    let version = r.kernel.release.as_deref().and_then(mechanism::version);
-    // wbt throttles the writes ahead of reads; it never holds a read.
-    let wbt = match version.is_none_or(|v| v >= (4, 10, 0)) {
-        true => ", or a lower wbt_lat_usec (wbt holds the writes back so that reads wait less)",
-        false => "",
-    };
-    match scheduler.unwrap_or("") {
-        "anticipatory" => "the anticipatory scheduler already favours reads (a read expires after 125 ms by default against deadline's 500 ms, and it waits for a reader's next read): what acts on it is its own read_expire and antic_expire, and a plan variant setting them would test it".to_string(),
+/// What would act on a read's wait before the device, under this record's
+/// scheduler: nothing that would favour reads less than what it has
+/// (deadline after the anticipatory scheduler, whose reads already expire
+/// four times sooner).
+/// Only a candidate, and only if the wait was in the scheduler's queue,
+/// which the events do not say (a lock or the journal above the block
+/// layer is out of every scheduler's reach). wbt is not advised: it times
+/// reads from issue, so a wait before issue is out of its sight.
+fn read_advice(scheduler: Option<&str>) -> String {
+    let advice = match scheduler.unwrap_or("") {
+        "anticipatory" => "the anticipatory scheduler already favours reads (a read expires after 125 ms by default against deadline's 500 ms, and it waits for a reader's next read): its own read_expire and antic_expire would act on it, and a plan variant setting them would test it".to_string(),
         "deadline" | "mq-deadline" => format!(
-            "the {} scheduler already serves reads first (read_expire 500 ms by default): its read_expire and fifo_batch act on it{wbt}; a plan variant setting them would test it",
+            "the {} scheduler already serves reads first (read_expire 500 ms by default): its read_expire and fifo_batch would act on it; a plan variant setting them would test it",
             scheduler.unwrap_or_default()
         ),
-        _ => format!(
-            "a scheduler that favours reads (deadline){wbt} is the setting to try, and a plan variant with another scheduler (the seed-sweep plan's) would test it"
-        ),
-    }
+        _ => "a scheduler that favours reads (deadline) would act on it, and a plan variant with another scheduler (the seed-sweep plan's) would test it".to_string(),
+    };
+    format!("if the read waited in the I/O scheduler's queue (a candidate: the events do not say), {advice}")
 }
 
 /// The first frames of the writer's kernel stack under `wchan`, without
@@ -552,10 +558,16 @@ fn dirty_limit_mib(r: &Record) -> Option<(f64, String)> {
         ));
     }
     let dirtyable = at_start_mib(r, "mem_free_kib")? + at_start_mib(r, "cached_kib")?;
+    // Before 3.14 the kernel counted anonymous pages as dirtyable too: the
+    // limit was higher than free + page cache gives (a lower bound here).
+    let anon = match mechanism::version(r.kernel.release.as_deref()?) {
+        Some(v) if v < (3, 14, 0) => "; a lower bound: this kernel counts anonymous memory as dirtyable too",
+        _ => "; reserves lower it",
+    };
     Some((
         dirtyable * ratio / 100.0,
         format!(
-            "this kernel's formula: dirty_ratio {ratio:.0} % of {dirtyable:.0} MiB free + page cache at the start; reserves lower it"
+            "this kernel's formula: dirty_ratio {ratio:.0} % of {dirtyable:.0} MiB free + page cache at the start{anon}"
         ),
     ))
 }
@@ -566,6 +578,8 @@ fn dirty_limit(subject: &str, worst: &Record, across: Option<(usize, usize, f64)
     let (limit_mib, how) = dirty_limit_mib(worst)?;
     let dirty = peak_mib(worst, "dirty_kib")?;
     let writeback = peak_mib(worst, "writeback_kib").unwrap_or(0.0);
+    // The kernel compares Dirty + Writeback at one moment, not two peaks.
+    let together = peak_sum_mib(worst, "dirty_kib", "writeback_kib").unwrap_or(dirty);
     let write_max = worst.latency.write.max_ms;
     let waits = attribution::writer(worst);
     let throttled = waits.as_ref().and_then(|a| a.share(Mechanism::DirtyThrottling));
@@ -577,7 +591,7 @@ fn dirty_limit(subject: &str, worst: &Record, across: Option<(usize, usize, f64)
     // Dirty + Writeback at 80 % of it means the writer reached it; a writer
     // seen sleeping in balance_dirty_pages says so directly, and so do the
     // kernel's own pauses (its tracepoint) where the wchan is hidden.
-    let near_limit = limit_mib > 0.0 && dirty + writeback >= 0.8 * limit_mib;
+    let near_limit = limit_mib > 0.0 && together >= 0.8 * limit_mib;
     let paused_ms = traced::dirty_pause_ms(worst).unwrap_or(0.0);
     if write_max < THROTTLED_WRITE_MS || !(near_limit || throttled_share >= 0.25 || paused_ms >= THROTTLED_WRITE_MS) {
         return None;
@@ -636,16 +650,21 @@ fn dirty_limit(subject: &str, worst: &Record, across: Option<(usize, usize, f64)
     let (waits_said, what) = match traced::dirty(worst) {
         Some((said, exhibit)) => {
             evidence.push(exhibit);
-            let what = match shown {
-                true => "the writer was throttled at the dirty limit",
-                false => "the writer came near the dirty limit and was never paused there: not a cause",
+            let what = match (throttled.is_some(), shown) {
+                (true, _) => "the writer was throttled at the dirty limit",
+                // The tracepoint counts every task's pauses: this one's only
+                // where the workload is the only writer (the boot image).
+                (false, true) => {
+                    "writers were paused at the dirty limit (the kernel's tracepoint counts every task's pauses; in the boot image the workload is the only writer)"
+                }
+                (false, false) => "the writer came near the dirty limit and was never paused there: not a cause",
             };
             (format!("{waits_said}; {said}"), what)
         }
         None if shown => (waits_said, "the writer was throttled at the dirty limit"),
         None if own_writeback => (
             waits_said,
-            "the writer reached the dirty limit and waited in writeback it did itself: dirty throttling's own (before 3.2) or reclaim's, which no stack here tells apart: a candidate",
+            "the writer reached the dirty limit and waited on requests or buffers inside write(): before 3.2 dirty throttling's own writeback, reclaim's or ext3's ordered data, which no stack here tells apart: a candidate",
         ),
         None => (
             waits_said,
@@ -666,7 +685,7 @@ fn dirty_limit(subject: &str, worst: &Record, across: Option<(usize, usize, f64)
         rule: "dirty-limit",
         subject: subject.into(),
         sentence: format!(
-            "{what}: Dirty peaked at {dirty:.0} MiB (+ {writeback:.0} MiB under writeback) against a limit of about {limit_mib:.0} MiB ({how}), and single write() calls blocked up to {write_max:.0} ms{waits_said}. {}; a plan variant with a lower vm.dirty_ratio would test it",
+            "{what}: Dirty peaked at {dirty:.0} MiB and Writeback at {writeback:.0} MiB, together at most {together:.0} MiB at one sample, against a limit of about {limit_mib:.0} MiB ({how}), and single write() calls blocked up to {write_max:.0} ms{waits_said}. {}; a plan variant with a lower vm.dirty_ratio would test it",
             dirty_advice(worst)
         ),
         evidence,
@@ -691,12 +710,13 @@ fn dirty_advice(r: &Record) -> String {
 
 /// The writer asleep in the block layer's throttling (`rq_qos_wait`, with
 /// wbt's frame in its stack or with none kept): what it was, by wbt's own
-/// events on the target. wbt holds writes below the queue's depth only when
-/// it scales down; at or above its default depth (no scale-down) a writer
-/// waiting there waits for the writes of its class already in flight — a
-/// full queue, which turning wbt off would move to the tag allocator. With
-/// no wbt events read, which of the two is unknown: a candidate. Never a
-/// cause in the verdict: a kernel that hides its wchan cannot show it.
+/// events on the target. wbt holds writes back for reads only when it scales
+/// the depth below its default; at or above it (no such scale-down) a writer
+/// waiting there waits at wbt's normal cap on writes in flight (16, 24 once
+/// scaled up: below the device's own tags) — wbt's ceiling, not wbt
+/// protecting reads. With no wbt events read, which of the two is unknown: a
+/// candidate. Never a cause in the verdict: a kernel that hides its wchan
+/// cannot show it.
 fn writeback_throttling(subject: &str, r: &Record) -> Option<Finding> {
     let a = attribution::writer(r)?;
     let s =
@@ -739,16 +759,16 @@ fn writeback_throttling(subject: &str, r: &Record) -> Option<Finding> {
             if wbt_frame && s.flushing >= s.writing && steps.is_none_or(|(_, w)| below_default(w) == Some(false)) =>
         {
             (
-                "full-queue",
+                "wbt-ceiling",
                 format!(
-                    "the writer waited for its writes in flight: {asleep}. wbt never took the write depth below its default of {default}, so it was at or above it (a flush's synchronous writes get its maximum): this is a full queue for these writes, not wbt holding them back for reads; with wbt off the wait would move to the tag allocator, and the disk's speed sets how long it lasts"
+                    "the writer waited for its writes in flight: {asleep}. wbt never took the write depth below its default of {default}, so it held these writes at its normal ceiling (a flush's synchronous writes get its maximum, at or above the default), not below it because reads missed their target: wbt's cap on writes in flight, not wbt protecting reads. Whether the disk would finish sooner without the cap, a run with wbt off would test (the wait then moves to the device's own tags)"
                 ),
             )
         }
         _ => (
             "qos-wait",
             format!(
-                "the writer waited in the block layer's throttling: {asleep}. Whether wbt held writes back (it scales down only when reads miss its target) or the queue was simply full, no event here says: a candidate; {}, read with wbt's tracepoints, would test it",
+                "the writer waited in the block layer's throttling: {asleep}. Whether wbt held writes back for reads (it scales below its default depth only when reads miss its target) or held them at its normal ceiling, no event here says: a candidate; {}, read with wbt's tracepoints, would test it",
                 match s.mechanism.setting(r.kernel.release.as_deref().and_then(mechanism::version)) {
                     Some(_) => format!("a run with {}", wbt_setting(r)),
                     None => "a run".to_string(),
@@ -1125,9 +1145,11 @@ mod tests {
             found_dumped[0].sentence
         );
         assert!(text("read-starvation").contains("took 3.7 s") && text("read-starvation").contains("anticipatory"));
-        // 2.6.9 under AS: no deadline (it favours reads less than AS), no wbt (4.10+): AS's own tunables.
+        // 2.6.9 under AS: no deadline (it favours reads less than AS), no wbt: AS's own tunables,
+        // and only if the read waited in the scheduler's queue, which nothing here says.
         let starved = text("read-starvation");
-        assert!(starved.contains("The anticipatory scheduler already favours reads"), "{starved}");
+        assert!(starved.contains("If the read waited in the I/O scheduler's queue (a candidate"), "{starved}");
+        assert!(starved.contains("the anticipatory scheduler already favours reads"), "{starved}");
         assert!(starved.contains("its own read_expire and antic_expire"), "{starved}");
         assert!(!starved.contains("wbt_lat_usec") && !starved.contains("favours reads (deadline)"), "{starved}");
         // Untraced, the place of the read's wait is said to be unknown, and no cause is claimed from it.
@@ -1182,11 +1204,11 @@ mod tests {
         assert!(dirty.contains("in 9 of 41 samples, all while writing (4.0–6.0 s"), "{dirty}");
         assert!(
             dirty.contains(
-                "its other waits were not dirty throttling: a wait in block writeback throttling (wbt_wait: wbt's limit, or a full queue) in 16 of 41 samples, all while flushing (6.2–10.0 s into the workload), shown by wbt_wait"
+                "its other waits were not dirty throttling: a wait in block writeback throttling (wbt_wait: held back for reads, or at wbt's normal ceiling) in 16 of 41 samples, all while flushing (6.2–10.0 s into the workload), shown by wbt_wait"
             ),
             "{dirty}"
         );
-        // Untraced: wbt's limit or a full queue, which no event says: a candidate.
+        // Untraced: held back or at wbt's ceiling, which no event says: a candidate.
         let held = text("qos-wait");
         assert!(
             held.starts_with("the writer waited in the block layer's throttling: asleep in rq_qos_wait ← wbt_wait ← __rq_qos_throttle in 16 of 41 samples, all while flushing"),
@@ -1198,7 +1220,7 @@ mod tests {
         );
         assert!(held.contains("wbt_lat_usec") && !held.contains("dirty_ratio"), "{held}");
         assert!(!held.contains("to keep reads fast"), "{held}");
-        // wbt's events on, and it never scaled down (the demo's 6.1: one step, up, to depth 24): a full queue.
+        // wbt's events on, and it never scaled down (the demo's 6.1: one step, up, to depth 24): wbt's ceiling.
         let traced_to = |scaled_down, lowest| {
             let mut t = r.clone();
             let wbt = crate::schema::events::Wbt {
@@ -1217,16 +1239,16 @@ mod tests {
         };
         let traced = |scaled_down| traced_to(scaled_down, if scaled_down > 0 { 4 } else { 24 });
         let found = traced(0);
-        let full = &found.iter().find(|f| f.rule == "full-queue").expect("a full queue").sentence;
+        let full = &found.iter().find(|f| f.rule == "wbt-ceiling").expect("wbt's ceiling").sentence;
         assert!(full.contains("1 steps (0 down), the lowest write depth they set 24"), "{full}");
-        assert!(full.contains("a full queue for these writes, not wbt holding them back for reads"), "{full}");
-        assert!(full.contains("with wbt off the wait would move to the tag allocator"), "{full}");
+        assert!(full.contains("wbt's cap on writes in flight, not wbt protecting reads"), "{full}");
+        assert!(full.contains("a run with wbt off would test"), "{full}");
         assert!(!found.iter().any(|f| f.rule == "writeback-throttling"), "{found:#?}");
         // Up to 24 and one step down, back to its default 16 (the demo's 6.1 of
-        // 2026-12-06): it never held writes below its default: a full queue.
+        // 2026-12-06): it never held writes below its default: its ceiling.
         let found = traced_to(1, 16);
         assert!(!found.iter().any(|f| f.rule == "writeback-throttling"), "{found:#?}");
-        let full = &found.iter().find(|f| f.rule == "full-queue").expect("a full queue").sentence;
+        let full = &found.iter().find(|f| f.rule == "wbt-ceiling").expect("wbt's ceiling").sentence;
         assert!(full.contains("2 steps (1 down), the lowest write depth they set 16"), "{full}");
         assert!(full.contains("never took the write depth below its default of 16"), "{full}");
         // It scaled down below its default: wbt held the writes back, by its own account.
@@ -1291,13 +1313,59 @@ mod tests {
         let found = find(&[r.clone()]);
         let stall = &found.iter().find(|f| f.rule == "stall").unwrap().sentence;
         assert!(
-            stall.contains("the kernel's pressure accounting (PSI) over 2.0–6.2 s: some task stalled on I/O 50 % of the time, every task 25 %"),
+            stall.contains("the kernel's pressure accounting (PSI) over 2.0–6.2 s: some task stalled on I/O 50 % of the time, every non-idle task 25 %"),
             "{stall}"
         );
         // Records from before the probe was sampled: nothing said of it.
         r.timeline.probe_wchan.clear();
         let found = find(&[r]);
         assert!(!found.iter().any(|f| f.sentence.contains("the probe itself")));
+    }
+
+    /// What the kernel compares is Dirty + Writeback at one moment, not the
+    /// two peaks added; pauses the tracepoint saw are every task's, so with
+    /// the writer never seen there they are "writers"; and a 2.6.24–3.13
+    /// kernel's limit from free + page cache is a lower bound.
+    #[test]
+    fn the_dirty_limit_says_what_its_figures_are() {
+        let mut r = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        let n = r.timeline.t_s.len();
+        // Dirty peaks at the start, Writeback at the end: never 380 + 200 at once.
+        let dirty: Vec<Option<u64>> = (0..n).map(|i| Some(((n - i) * 380 * 1024 / n) as u64)).collect();
+        let writeback: Vec<Option<u64>> = (0..n).map(|i| Some((i * 200 * 1024 / n) as u64)).collect();
+        r.timeline.series.insert("dirty_kib".into(), dirty);
+        r.timeline.series.insert("writeback_kib".into(), writeback);
+        assert_eq!(peak_sum_mib(&r, "dirty_kib", "writeback_kib").map(f64::round), Some(380.0));
+        r.timeline.writer_wchan = r.timeline.t_s.iter().map(|_| Some("0".to_string())).collect();
+        r.kernel.release = Some("5.10.0".into());
+        r.vm.insert("dirty_bytes".into(), Some(400 << 20));
+        let pause = crate::schema::events::Pauses { count: 9, total_ms: 900.0, max_ms: 200.0 };
+        r.kernel_events = Some(crate::schema::events::KernelEvents {
+            enabled: vec!["writeback:balance_dirty_pages".into()],
+            dirty_pauses: crate::schema::events::Phased { writing: pause, ..Default::default() },
+            ..Default::default()
+        });
+        let found = find(&[r.clone()]);
+        let dirty = &found.iter().find(|f| f.rule == "dirty-limit").unwrap().sentence;
+        assert!(
+            dirty.starts_with(
+                "writers were paused at the dirty limit (the kernel's tracepoint counts every task's pauses"
+            ),
+            "{dirty}"
+        );
+        assert!(
+            dirty.contains("Dirty peaked at 380 MiB and Writeback at 195 MiB, together at most 380 MiB at one sample"),
+            "{dirty}"
+        );
+        // 2.6.30: no vmstat threshold, the formula, and a lower bound.
+        let mut old = r;
+        old.kernel.release = Some("2.6.30".into());
+        old.vm.insert("dirty_bytes".into(), Some(0));
+        old.vm.insert("dirty_ratio".into(), Some(40));
+        old.timeline.series.insert("mem_free_kib".into(), vec![Some(800 * 1024); n]);
+        old.timeline.series.insert("cached_kib".into(), vec![Some(200 * 1024); n]);
+        let (_, how) = dirty_limit_mib(&old).unwrap();
+        assert!(how.ends_with("a lower bound: this kernel counts anonymous memory as dirtyable too"), "{how}");
     }
 
     /// A wchan of 0 is said by the kernel's version: running on 2.6 (and
@@ -1328,7 +1396,7 @@ mod tests {
         let found = find(&[r]);
         let dirty = &found.iter().find(|f| f.rule == "dirty-limit").unwrap().sentence;
         assert!(dirty.contains("where the writer slept is unknown: it was running in 21 of 41 samples, and its wchan read 0 while not running in 20"), "{dirty}");
-        assert!(!found.iter().any(|f| f.rule.contains("throttling") || f.rule == "full-queue"));
+        assert!(!found.iter().any(|f| f.rule.contains("throttling") || f.rule == "wbt-ceiling"));
     }
 
     /// On an LV over RAID 1 the reads queue at the member disks: the

@@ -79,14 +79,12 @@ impl Mechanism {
         match self {
             Mechanism::DirtyThrottling => "dirty throttling (balance_dirty_pages)",
             Mechanism::WritebackInWrite => {
-                "writeback the writer did itself inside write() (before 3.2: dirty throttling's own writeback, or reclaim's)"
+                "a request or buffer wait inside write() before 3.2 (dirty throttling's own writeback, reclaim's, or ext3's ordered data for the journal: no stack to tell)"
             }
             Mechanism::WritebackThrottling => {
-                "a wait in block writeback throttling (wbt_wait: wbt's limit, or a full queue)"
+                "a wait in block writeback throttling (wbt_wait: held back for reads, or at wbt's normal ceiling)"
             }
-            Mechanism::QosThrottling => {
-                "a wait in the block layer's QoS (rq_qos_wait: wbt, an io cgroup controller, or a full queue)"
-            }
+            Mechanism::QosThrottling => "a wait in the block layer's QoS (rq_qos_wait: wbt or an io cgroup controller)",
             Mechanism::RequestStarvation => "waiting for a free request on the disk's queue",
             Mechanism::PageWriteback => "waiting for page writeback",
             Mechanism::PageIo => "waiting for a page's or buffer's I/O, or its lock",
@@ -117,19 +115,20 @@ impl Mechanism {
     pub fn setting(self, version: Option<Version>) -> Option<&'static str> {
         let since = |v: Version| version.is_none_or(|k| k >= v);
         match self {
-            Mechanism::DirtyThrottling | Mechanism::WritebackInWrite if since((2, 6, 29)) => {
+            Mechanism::DirtyThrottling if since((2, 6, 29)) => {
                 Some("vm.dirty_ratio / dirty_bytes, and dirty_background_ratio / dirty_background_bytes")
             }
-            Mechanism::DirtyThrottling | Mechanism::WritebackInWrite => {
-                Some("vm.dirty_ratio and dirty_background_ratio")
-            }
+            Mechanism::DirtyThrottling => Some("vm.dirty_ratio and dirty_background_ratio"),
+            // Three mechanisms the wchan cannot tell apart: none is advised.
+            Mechanism::WritebackInWrite => None,
             Mechanism::WritebackThrottling | Mechanism::QosThrottling if since((4, 10, 0)) => {
                 Some("the queue's wbt_lat_usec (0 turns wbt off)")
             }
             Mechanism::WritebackThrottling | Mechanism::QosThrottling => None,
             Mechanism::RequestStarvation => Some("the queue's nr_requests"),
             Mechanism::PageWriteback | Mechanism::PageIo => None,
-            Mechanism::Journal => Some("the filesystem's journal mode (data=) and commit interval (commit=)"),
+            // commit= sets only the periodic commit; an fsync commits at once.
+            Mechanism::Journal => Some("the filesystem's journal mode (data=)"),
             Mechanism::CacheFlush => Some("the disk's write cache"),
             Mechanism::Reclaim => Some("memory, and vm.dirty_* (dirty pages cannot be reclaimed)"),
         }
@@ -162,7 +161,7 @@ impl Mechanism {
                 "a lower limit throttles sooner: shorter pauses from 3.2, smaller rounds of the writer's own writeback before"
             }
             Mechanism::WritebackInWrite => {
-                "the dirty limit decides when the writer starts writing back itself; without a stack, reclaim is not ruled out"
+                "without a stack, dirty throttling, reclaim and ext3's ordered-data writes (journal_dirty_data) wait alike: none is advised"
             }
             Mechanism::WritebackThrottling => {
                 "wbt lowers the write depth when reads miss this target (its own `wbt_step` says when it scaled down); it never holds a read"
@@ -175,7 +174,7 @@ impl Mechanism {
                 "no setting: the I/O lasts as long as the disk takes, and another task may hold the lock"
             }
             Mechanism::Journal => {
-                "data=ordered writes a transaction's data before its commit; a longer commit batches more"
+                "data=ordered writes a transaction's data before its commit; commit= sets only the periodic commit, and an fsync commits at once"
             }
             Mechanism::CacheFlush => "a volatile cache is flushed for fsync to be durable: compare like with like",
             Mechanism::Reclaim => "dirty pages must be written before they can be freed",
@@ -512,6 +511,7 @@ mod tests {
         assert_eq!(Mechanism::WritebackThrottling.setting(Some((2, 6, 9))), None);
         assert!(Mechanism::WritebackThrottling.setting(Some((6, 1, 0))).unwrap().contains("wbt_lat_usec"));
         assert!(!Mechanism::DirtyThrottling.setting(Some((2, 6, 9))).unwrap().contains("dirty_bytes"));
+        assert_eq!(Mechanism::WritebackInWrite.setting(Some((2, 6, 9))), None, "three mechanisms, none advised");
         assert!(Mechanism::DirtyThrottling.setting(Some((2, 6, 29))).unwrap().contains("dirty_bytes"));
         assert_eq!(Mechanism::PageIo.setting(Some((6, 1, 0))), None);
         assert_eq!(Mechanism::PageWriteback.setting(None), None);

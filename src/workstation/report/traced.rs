@@ -90,7 +90,11 @@ pub fn wbt(r: &Record) -> Option<(String, String)> {
         return Some((format!("{said}{}", lost(k)), "kernel_events.wbt: nothing on the target".into()));
     };
     let depth = w.lowest_max_depth.map(|d| format!(", the lowest write depth they set {d}")).unwrap_or_default();
-    let reads = w.max_latency_us.map(|us| format!("; reads over its target took up to {:.1} ms", us as f64 / 1000.0));
+    // wbt_lat reports a window's quickest read (or one sync read still in
+    // flight) over the target: reads took at least that long, not at most.
+    let reads = w.max_latency_us.map(|us| {
+        format!("; a window's quickest read over its target took up to {:.1} ms (wbt_lat)", us as f64 / 1000.0)
+    });
     let said = format!(
         "wbt's own tracepoints on {disk}: {} steps ({} down){depth}{}{}",
         w.steps,
@@ -366,7 +370,7 @@ mod tests {
         let (said, _) = wbt(&traced(0, Some(w))).unwrap();
         assert_eq!(
             said,
-            "wbt's own tracepoints on sda: 5 steps (4 down), the lowest write depth they set 2; reads over its target took up to 81.2 ms"
+            "wbt's own tracepoints on sda: 5 steps (4 down), the lowest write depth they set 2; a window's quickest read over its target took up to 81.2 ms (wbt_lat)"
         );
         let (said, evidence) = wbt(&traced(0, None)).unwrap();
         assert_eq!(

@@ -6,7 +6,7 @@
 //! first dirty-limit finding confused. The record must carry the tracepoints
 //! that prove each; the report must name dirty throttling from the
 //! balance_dirty_pages tracepoint, the wait under wbt_wait by wbt's own
-//! events (held back only where it scaled down, else a full queue), and
+//! events (held back only where it scaled below its default, else its ceiling), and
 //! never the one as the other; the requests the kernel sent must be no
 //! larger than the queue's max_sectors_kb the record carries. A second boot
 //! plants the truth: wbt's target at 2 ms, which the probe's reads miss, so
@@ -111,7 +111,8 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     }
     let said = |rule: &str| report.findings.iter().find(|f| f.rule == rule);
     let dirty = said("dirty-limit").ok_or_else(|| format!("no dirty-limit finding: {:#?}", report.findings))?;
-    if !dirty.sentence.contains("the writer was throttled at the dirty limit")
+    let throttled = ["the writer was throttled at the dirty limit", "writers were paused at the dirty limit"];
+    if !throttled.iter().any(|t| dirty.sentence.contains(t))
         || !dirty.sentence.contains("writeback:balance_dirty_pages tracepoint paused writers")
     {
         return Err(format!("the dirty-limit finding does not rest on the kernel's pauses: {}", dirty.sentence));
@@ -120,7 +121,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         return Err(format!("wbt counted as dirty throttling: {:?}", dirty.evidence));
     }
     // The writer's fdatasync waits under wbt_wait; what that was, wbt's own
-    // events say: held back only if wbt scaled down, else a full queue.
+    // events say: held back only if wbt scaled below its default, else its ceiling.
     let k = r.kernel_events.as_ref().ok_or("no kernel events")?;
     wbt_named_by_its_events(r, k, &report.findings)?;
     // The machine says what it was: QEMU's disk, throttled (the asset tag xtask qemu set).
@@ -184,7 +185,7 @@ fn wbt_forced_low(first: &qemu::Args) -> Result<()> {
 
 /// The third truth: wbt off (`wbt_lat_usec` 0). No finding may say the
 /// writer waited in wbt, held or not; the flush's wait moves to the tag
-/// allocator, as the full-queue finding says it would.
+/// allocator, as the wbt-ceiling finding says a wbt-off run would test.
 fn wbt_off(first: &qemu::Args) -> Result<()> {
     let (booted, docs) = boot_with_wbt(first, "wbtoff", "0")?;
     let records = results(&docs);
@@ -192,7 +193,7 @@ fn wbt_off(first: &qemu::Args) -> Result<()> {
     let report = bootmark::report::report(records.iter().copied(), Default::default())?;
     let rules: Vec<&str> = report.findings.iter().map(|f| f.rule).collect();
     let claims_wbt = report.findings.iter().find(|f| {
-        ["writeback-throttling", "full-queue", "qos-wait"].contains(&f.rule) || f.sentence.contains("wbt_wait")
+        ["writeback-throttling", "wbt-ceiling", "qos-wait"].contains(&f.rule) || f.sentence.contains("wbt_wait")
     });
     if let Some(f) = claims_wbt {
         return Err(format!("wbt was off, yet a finding names it: {}: {}", f.rule, f.sentence));
@@ -249,7 +250,7 @@ fn held_below_default(r: &Record, k: &bootmark::schema::events::KernelEvents) ->
 
 /// The report's words for the writer's waits under wbt_wait agree with
 /// wbt's own events: "held by wbt" only where it took the depth below its
-/// default, "a full queue" only where it did not; never both, and never the
+/// default, "its ceiling" only where it did not; never both, and never the
 /// family's "candidate" when the events were read.
 fn wbt_named_by_its_events(
     r: &Record,
@@ -257,16 +258,16 @@ fn wbt_named_by_its_events(
     findings: &[bootmark::report::findings::Finding],
 ) -> Result<()> {
     let said = |rule: &str| findings.iter().find(|f| f.rule == rule);
-    let (held, full, unsure) = (said("writeback-throttling"), said("full-queue"), said("qos-wait"));
+    let (held, full, unsure) = (said("writeback-throttling"), said("wbt-ceiling"), said("qos-wait"));
     let down = scaled_down(r, k);
     match (held_below_default(r, k), held, full) {
         (true, Some(f), None)
             if f.sentence.starts_with("the writer was held by block writeback throttling (wbt)")
                 && f.sentence.contains("µs here; 0 turns wbt off) acts on it") => {}
-        (false, None, Some(f)) if f.sentence.contains("a full queue for these writes, not wbt holding them back") => {}
+        (false, None, Some(f)) if f.sentence.contains("wbt's cap on writes in flight, not wbt protecting reads") => {}
         _ => {
             return Err(format!(
-                "wbt scaled down {down} times ({:?}), yet the report says: held {:?}; full queue {:?}",
+                "wbt scaled down {down} times ({:?}), yet the report says: held {:?}; at its ceiling {:?}",
                 k.wbt,
                 held.map(|f| &f.sentence),
                 full.map(|f| &f.sentence)
