@@ -155,28 +155,25 @@ fn mib_at(r: &Record, series: &str, t: f64) -> Option<f64> {
 /// The peak of a timeline series during the workload, in MiB.
 fn peak_mib(r: &Record, series: &str) -> Option<f64> {
     let column = r.timeline.series.get(series)?;
-    let (start, end) = (r.timeline.workload_start_s, r.timeline.workload_end_s);
-    r.timeline
-        .t_s
-        .iter()
-        .zip(column)
-        .filter(|(t, _)| **t >= start && **t <= end.max(start))
-        .filter_map(|(_, v)| *v)
-        .max()
-        .map(|kib| kib as f64 / 1024.0)
+    let peak = workload_samples(r).filter_map(|i| column.get(i).copied().flatten()).max();
+    peak.map(|kib| kib as f64 / 1024.0)
 }
 
 /// The peak of two timeline series added sample by sample during the
 /// workload (a missing second counted as 0), in MiB.
 fn peak_sum_mib(r: &Record, first: &str, second: &str) -> Option<f64> {
     let (a, b) = (r.timeline.series.get(first)?, r.timeline.series.get(second));
-    let (start, end) = (r.timeline.workload_start_s, r.timeline.workload_end_s);
-    let sums = r.timeline.t_s.iter().enumerate().filter(|(_, t)| **t >= start && **t <= end.max(start));
-    let sums = sums.filter_map(|(i, _)| {
+    let sums = workload_samples(r).filter_map(|i| {
         let x = (*a.get(i)?)?;
         Some(x + b.and_then(|b| b.get(i).copied().flatten()).unwrap_or(0))
     });
     sums.max().map(|kib| kib as f64 / 1024.0)
+}
+
+/// The indices of the timeline's samples taken while the workload ran.
+fn workload_samples(r: &Record) -> impl Iterator<Item = usize> + '_ {
+    let (start, end) = (r.timeline.workload_start_s, r.timeline.workload_end_s);
+    r.timeline.t_s.iter().enumerate().filter(move |(_, t)| **t >= start && **t <= end.max(start)).map(|(i, _)| i)
 }
 
 /// The probe stalled over a second: how often, how long, when relative to
@@ -200,8 +197,10 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
     // When the worst tick was due, and what the page cache held then.
     let tl = &worst.timeline;
     let worst_tick = tl.probe_t_s.iter().zip(&tl.probe_response_ms).max_by(|a, b| a.1.total_cmp(b.1));
+    // The writer's samples inside the stall: said below, and what makes the finding a cause.
+    let during = worst_tick.and_then(|(t, ms)| attribution::writer_between(worst, *t, t + ms / 1000.0));
     match worst_tick.map(|(t, ms)| (*t, *ms)) {
-        Some((t, ms)) => {
+        Some((t, _)) => {
             let at = t - tl.workload_start_s;
             match (mib_at(worst, "dirty_kib", t), mib_at(worst, "writeback_kib", t)) {
                 (Some(d), Some(w)) => {
@@ -223,7 +222,7 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
                 );
             }
             // Where the writer was while the probe waited: the samples inside the stall.
-            sentence += &match attribution::writer_between(worst, t, t + ms / 1000.0) {
+            sentence += &match &during {
                 None => "; no sample of the writer fell inside it".to_string(),
                 Some(a) if a.mostly_hidden() => {
                     format!("; while it lasted the writer's {}: where it waited is unknown", a.zero_said())
@@ -293,8 +292,7 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
     };
     evidence.push(format!("responsiveness.recovery_s = {}", p.recovery_s.map_or("null".into(), |r| format!("{r:.1}"))));
     // A cause only where the writer's samples inside the stall name a mechanism.
-    let named = worst_tick.and_then(|(t, ms)| attribution::writer_between(worst, *t, t + ms / 1000.0));
-    let names_cause = named.is_some_and(|a| !a.mostly_hidden() && !a.shares.is_empty());
+    let names_cause = during.is_some_and(|a| !a.mostly_hidden() && !a.shares.is_empty());
     Some(Finding { rule: "stall", subject: subject.into(), sentence, evidence, record: Some(id(worst)), names_cause })
 }
 
