@@ -46,11 +46,11 @@ fn rootfs_kib() -> Option<u64> {
     Some(pages * 4)
 }
 
-/// VmHWM of /proc/self/status: the most memory /init has held resident.
+/// VmHWM of /proc/self/status (`key: value kB`, meminfo's layout): the
+/// most memory /init has held resident.
 fn peak_rss_kib() -> Option<u64> {
     let status = crate::fsutil::read_trimmed("/proc/self/status")?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    super::procstat::parse_meminfo(&status).get("VmHWM").copied()
 }
 
 /// Seconds since the kernel started (/proc/uptime's first figure).

@@ -1,4 +1,5 @@
-//! Readers for /proc/meminfo, /proc/vmstat and /proc/diskstats that accept
+//! Readers for /proc/meminfo, /proc/vmstat, /proc/diskstats, /proc/pressure
+//! and a task's state in /proc/PID/stat that accept
 //! every kernel's layout: a field or file a kernel lacks is simply absent.
 //!
 //! All three are parsed here. vmstat is a flat `name value` file (procfs's
@@ -87,6 +88,28 @@ fn parse_diskstats_line(line: &str) -> Option<DiskStat> {
     }
 }
 
+/// The `total=` of a PSI file's `some` and `full` lines (/proc/pressure/*,
+/// 4.20+), in µs.
+pub fn psi_totals(text: &str) -> [Option<u64>; 2] {
+    let total = |kind: &str| {
+        let line = text.lines().find(|l| l.starts_with(kind))?;
+        line.split_whitespace().find_map(|w| w.strip_prefix("total="))?.parse().ok()
+    };
+    [total("some "), total("full ")]
+}
+
+/// A task's state letter from /proc/PID/stat (`R`, `D`, `S`…): the field
+/// after the command, which is in parentheses and may hold anything.
+pub fn task_state(pid: libc::pid_t) -> Option<String> {
+    state_of(&crate::fsutil::read_capped(format!("/proc/{pid}/stat"), 4096)?)
+}
+
+fn state_of(stat: &[u8]) -> Option<String> {
+    let after = stat.iter().rposition(|b| *b == b')')?;
+    let state = stat.get(after + 1..)?.iter().find(|b| !b.is_ascii_whitespace())?;
+    state.is_ascii_alphabetic().then(|| (*state as char).to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +148,26 @@ mod tests {
         assert_eq!(m["Dirty"], 400);
         assert_eq!(m["HugePages_Total"], 0);
         assert!(!m.contains_key("MemAvailable"));
+    }
+
+    /// /proc/pressure/io as 6.x writes it; a kernel without PSI has no file.
+    #[test]
+    fn psi_totals_are_read_from_some_and_full() {
+        let io =
+            "some avg10=1.50 avg60=0.40 avg300=0.10 total=123456\nfull avg10=1.00 avg60=0.20 avg300=0.05 total=98765";
+        assert_eq!(psi_totals(io), [Some(123456), Some(98765)]);
+        // 4.20's cpu file has no full line; a cut line gives nothing, not a guess.
+        assert_eq!(psi_totals("some avg10=0.00 avg60=0.00 avg300=0.00 total=7"), [Some(7), None]);
+        assert_eq!(psi_totals("some avg10=0.00 tot"), [None, None]);
+    }
+
+    #[test]
+    fn the_state_is_read_after_the_command_whatever_it_holds() {
+        // This thread, reading its own stat, is running.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
+        assert_eq!(task_state(tid).as_deref(), Some("R"));
+        assert_eq!(task_state(-1), None);
+        assert_eq!(state_of(b"4242 (my (odd) D cmd) D 1 4242 0").as_deref(), Some("D"));
+        assert_eq!(state_of(b"4242 (cut"), None);
     }
 }

@@ -35,15 +35,6 @@ const VMSTAT: [&str; 7] = [
 /// sampled as `psi_io_some_us`, `psi_io_full_us`, and the same for memory.
 pub const PSI: [(&str, &str); 2] = [("/proc/pressure/io", "psi_io"), ("/proc/pressure/memory", "psi_memory")];
 
-/// The `total=` of a PSI file's `some` and `full` lines, in µs.
-fn psi_totals(text: &str) -> [Option<u64>; 2] {
-    let total = |kind: &str| {
-        let line = text.lines().find(|l| l.starts_with(kind))?;
-        line.split_whitespace().find_map(|w| w.strip_prefix("total="))?.parse().ok()
-    };
-    [total("some "), total("full ")]
-}
-
 /// Distinct kernel stacks a timeline keeps (each sample points at one),
 /// and lines per stack: a writer's and a probe's waits repeat (a run sees a
 /// dozen or so), and each stack is about 1 KiB of every record on the serial line.
@@ -145,7 +136,7 @@ impl Sampler {
             push(key, vm.get(key).map(|v| *v as u64));
         }
         for (path, key) in PSI {
-            let [some, full] = crate::fsutil::read_trimmed(path).map_or([None, None], |t| psi_totals(&t));
+            let [some, full] = crate::fsutil::read_trimmed(path).map_or([None, None], |t| procstat::psi_totals(&t));
             push(&format!("{key}_some_us"), some);
             push(&format!("{key}_full_us"), full);
         }
@@ -173,11 +164,11 @@ impl Sampler {
     fn task(&mut self, pid: Option<libc::pid_t>) -> (Option<String>, Option<String>, Option<u32>) {
         let Some(pid) = pid else { return (None, None, None) };
         let Some(wchan) = crate::fsutil::read_trimmed(format!("/proc/{pid}/wchan")) else { return (None, None, None) };
-        (Some(wchan), task_state(pid), self.stack_index(pid))
+        (Some(wchan), procstat::task_state(pid), self.stack_index(pid))
     }
 
-    /// The writer's kernel stack now (/proc/PID/stack: 2.6.29+, root), as
-    /// its index in the timeline's table of distinct stacks; None where
+    /// A task's kernel stack now (/proc/PID/stack: 2.6.29+, root), as its
+    /// index in the timeline's table of distinct stacks; None where
     /// unreadable, empty, or new once the table is full.
     fn stack_index(&mut self, pid: libc::pid_t) -> Option<u32> {
         let text = crate::fsutil::read_capped(format!("/proc/{pid}/stack"), 16 << 10)?;
@@ -208,18 +199,6 @@ impl Sampler {
 fn push_at<T: Clone>(series: &mut Vec<Option<T>>, n: usize, value: Option<T>) {
     series.resize(n, None);
     series.push(value);
-}
-
-/// A task's state letter from /proc/PID/stat (`R`, `D`, `S`…): the field
-/// after the command, which is in parentheses and may hold anything.
-fn task_state(pid: libc::pid_t) -> Option<String> {
-    state_of(&crate::fsutil::read_capped(format!("/proc/{pid}/stat"), 4096)?)
-}
-
-fn state_of(stat: &[u8]) -> Option<String> {
-    let after = stat.iter().rposition(|b| *b == b')')?;
-    let state = stat.get(after + 1..)?.iter().find(|b| !b.is_ascii_whitespace())?;
-    state.is_ascii_alphabetic().then(|| (*state as char).to_string())
 }
 
 #[cfg(test)]
@@ -288,26 +267,5 @@ mod tests {
         assert_eq!(tl.writer_stack.len(), 3);
         assert_eq!(tl.stacks.len(), 1, "one sleep, one stack: {:?}", tl.stacks);
         assert!(tl.writer_stack.iter().all(|i| *i == Some(0)));
-    }
-
-    /// /proc/pressure/io as 6.x writes it; a kernel without PSI has no file.
-    #[test]
-    fn psi_totals_are_read_from_some_and_full() {
-        let io =
-            "some avg10=1.50 avg60=0.40 avg300=0.10 total=123456\nfull avg10=1.00 avg60=0.20 avg300=0.05 total=98765";
-        assert_eq!(psi_totals(io), [Some(123456), Some(98765)]);
-        // 4.20's cpu file has no full line; a cut line gives nothing, not a guess.
-        assert_eq!(psi_totals("some avg10=0.00 avg60=0.00 avg300=0.00 total=7"), [Some(7), None]);
-        assert_eq!(psi_totals("some avg10=0.00 tot"), [None, None]);
-    }
-
-    #[test]
-    fn the_state_is_read_after_the_command_whatever_it_holds() {
-        // This thread, reading its own stat, is running.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
-        assert_eq!(task_state(tid).as_deref(), Some("R"));
-        assert_eq!(task_state(-1), None);
-        assert_eq!(state_of(b"4242 (my (odd) D cmd) D 1 4242 0").as_deref(), Some("D"));
-        assert_eq!(state_of(b"4242 (cut"), None);
     }
 }

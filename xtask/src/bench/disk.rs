@@ -188,8 +188,8 @@ fn cpu_seconds() -> f64 {
     // SAFETY: getrusage fills the struct it is given.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    s(u.ru_utime) + s(u.ru_stime)
+    let (user, sys) = bootmark::process::cpu_seconds(&u);
+    user + sys
 }
 
 fn plan_json(workload: &str, params: &str, probe: bool) -> String {
