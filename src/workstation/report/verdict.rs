@@ -161,7 +161,7 @@ fn against_baseline(
             None => row.name.clone(),
         };
         let runs = row.real_s.as_ref().map_or(0, |s| s.n).min(b.real_s.as_ref().map_or(0, |s| s.n));
-        across_boots &= row.boots.len() >= 2 && b.boots.len() >= 2;
+        across_boots &= two_boots_a_side(row, b);
         let weight = match across_boots_said(row, b) {
             _ if runs < 2 => "one run each: not tested".to_string(),
             Some(said) => match floor_of(row, b) {
@@ -263,6 +263,12 @@ fn against_baseline(
         line += &format!(". {}{}", said[..1].to_uppercase(), &said[1..]);
     }
     line + "."
+}
+
+/// Whether a comparison rests on two boots or more on each side: the least
+/// on which a mechanism seen on one side only is called a cause.
+fn two_boots_a_side(row: &Row, b: &Row) -> bool {
+    row.boots.len() >= 2 && b.boots.len() >= 2
 }
 
 /// Causes in a line: the first three, and how many more.
@@ -487,7 +493,7 @@ pub fn comparisons(
             });
         }
         let (subject, base_subject) = (super::findings::subject(row), super::findings::subject(b));
-        let tested = variants || (row.boots.len() >= 2 && b.boots.len() >= 2);
+        let tested = variants || two_boots_a_side(row, b);
         for f in findings.iter().filter(|f| f.names_cause) {
             let fired = |s: &str| f.subject.split("; ").any(|x| x == s);
             if fired(&subject) && !fired(&base_subject) {

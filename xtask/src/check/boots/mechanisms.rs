@@ -230,22 +230,26 @@ fn boot_with_wbt(first: &qemu::Args, name: &str, wbt_lat_usec: &str) -> Result<(
     Ok((booted, docs))
 }
 
-/// wbt's scale-downs on the record's target disk, by its own `wbt_step`.
-fn scaled_down(r: &Record, k: &bootmark::schema::events::KernelEvents) -> u64 {
+/// wbt's own `wbt_step` account of the record's target disk.
+fn target_wbt<'a>(
+    r: &'a Record,
+    k: &'a bootmark::schema::events::KernelEvents,
+) -> impl Iterator<Item = &'a bootmark::schema::events::Wbt> {
     let disk = r.storage.device.as_ref().map(|d| d.disk.as_str());
-    k.wbt.iter().filter(|(d, _)| Some(d.as_str()) == disk).map(|(_, w)| w.scaled_down).sum()
+    k.wbt.iter().filter(move |(d, _)| Some(d.as_str()) == disk).map(|(_, w)| w)
+}
+
+/// wbt's scale-downs on the record's target disk.
+fn scaled_down(r: &Record, k: &bootmark::schema::events::KernelEvents) -> u64 {
+    target_wbt(r, k).map(|w| w.scaled_down).sum()
 }
 
 /// Whether wbt took the target's write depth below its default: only then
 /// did it hold writes back (a step down from a raised depth to the default
 /// throttles nothing).
 fn held_below_default(r: &Record, k: &bootmark::schema::events::KernelEvents) -> bool {
-    let disk = r.storage.device.as_ref().map(|d| d.disk.as_str());
     let default = bootmark::report::findings::wbt_default_depth(r);
-    k.wbt
-        .iter()
-        .filter(|(d, _)| Some(d.as_str()) == disk)
-        .any(|(_, w)| w.scaled_down > 0 && w.lowest_max_depth.is_some_and(|depth| depth < default))
+    target_wbt(r, k).any(|w| w.scaled_down > 0 && w.lowest_max_depth.is_some_and(|depth| depth < default))
 }
 
 /// The report's words for the writer's waits under wbt_wait agree with
