@@ -13,7 +13,7 @@ use std::path::PathBuf;
 const ENTRIES_AT_MOST: usize = 100_000;
 
 pub fn measure() -> Footprint {
-    Footprint { rootfs_kib: rootfs_kib(), init_peak_rss_kib: peak_rss_kib(), uptime_s: uptime_s() }
+    Footprint { rootfs_kib: rootfs_kib(), init_peak_rss_kib: peak_rss_kib(), uptime_s: super::procstat::uptime_s() }
 }
 
 /// The regular files on the root filesystem (not below other mounts), in
@@ -47,16 +47,11 @@ fn rootfs_kib() -> Option<u64> {
 }
 
 /// VmHWM of /proc/self/status (`key: value kB`, meminfo's layout): the
-/// most memory /init has held resident.
+/// most memory /init has held resident. (procfs's Status needs SigQ, which
+/// 2.6.9–2.6.11 lack; VmHWM itself came in 2.6.15, and is absent before.)
 fn peak_rss_kib() -> Option<u64> {
     let status = crate::fsutil::read_trimmed("/proc/self/status")?;
     super::procstat::parse_meminfo(&status).get("VmHWM").copied()
-}
-
-/// Seconds since the kernel started (/proc/uptime's first figure).
-fn uptime_s() -> Option<f64> {
-    let text = crate::fsutil::read_trimmed("/proc/uptime")?;
-    text.split_whitespace().next()?.parse().ok().filter(|s: &f64| s.is_finite())
 }
 
 #[cfg(test)]

@@ -1,13 +1,17 @@
-//! Readers for /proc/meminfo, /proc/vmstat, /proc/diskstats, /proc/pressure
-//! and a task's state in /proc/PID/stat that accept
-//! every kernel's layout: a field or file a kernel lacks is simply absent.
+//! Readers for /proc/meminfo, /proc/vmstat, /proc/diskstats, /proc/pressure,
+//! /proc/uptime and a task's state in /proc/PID/stat that accept every
+//! kernel's layout: a field or file a kernel lacks is simply absent.
 //!
-//! All three are parsed here. vmstat is a flat `name value` file (procfs's
-//! parser of it cost /init 7 KB of gzip for five lines). procfs's Meminfo
-//! insists on fields (e.g. VmallocChunk, Committed_AS) and its DiskStat on
-//! the 14-field layout, but
-//! 2.6.9–2.6.24 print partitions in /proc/diskstats with only 4 counters, and
-//! losing the whole file on such a kernel would lose the evidence that matters.
+//! procfs parses what its parsers read on every kernel we boot: a task's
+//! stat (2.6.9's 41 fields are its minimum), PSI (4.20+, both lines) and
+//! /proc/uptime. It is given bytes this module read itself, with open(2)
+//! and read(2): procfs's own Process API opens through openat, which
+//! 2.6.9–2.6.15 lack. The other files are parsed here, because procfs's
+//! parser would lose the whole file on a kernel it does not expect:
+//! vmstat is a flat `name value` file; procfs's Meminfo insists on fields
+//! (e.g. VmallocChunk, Committed_AS) and its DiskStat on the 14-field
+//! layout, but 2.6.9–2.6.24 print partitions in /proc/diskstats with only 4
+//! counters; its Status insists on SigQ (2.6.12+), where /init reads only VmHWM.
 
 use std::collections::BTreeMap;
 
@@ -88,26 +92,35 @@ fn parse_diskstats_line(line: &str) -> Option<DiskStat> {
     }
 }
 
-/// The `total=` of a PSI file's `some` and `full` lines (/proc/pressure/*,
-/// 4.20+), in µs.
-pub fn psi_totals(text: &str) -> [Option<u64>; 2] {
-    let total = |kind: &str| {
-        let line = text.lines().find(|l| l.starts_with(kind))?;
-        line.split_whitespace().find_map(|w| w.strip_prefix("total="))?.parse().ok()
-    };
-    [total("some "), total("full ")]
+/// The `total=` of an io or memory PSI file's `some` and `full` lines
+/// (/proc/pressure/*, 4.20+), in µs; both absent if either line is
+/// missing or cut (a file half read is not evidence).
+pub fn psi_totals(text: &[u8]) -> [Option<u64>; 2] {
+    use procfs::FromRead;
+    match procfs::IoPressure::from_read(text) {
+        Ok(p) => [Some(p.some.total), Some(p.full.total)],
+        Err(_) => [None, None],
+    }
 }
 
-/// A task's state letter from /proc/PID/stat (`R`, `D`, `S`…): the field
-/// after the command, which is in parentheses and may hold anything.
+/// A task's state letter from /proc/PID/stat (`R`, `D`, `S`…).
 pub fn task_state(pid: libc::pid_t) -> Option<String> {
     state_of(&crate::fsutil::read_capped(format!("/proc/{pid}/stat"), 4096)?)
 }
 
+/// procfs finds the state after the command's last `)`: the command is in
+/// parentheses and may hold anything, spaces and parentheses included.
 fn state_of(stat: &[u8]) -> Option<String> {
-    let after = stat.iter().rposition(|b| *b == b')')?;
-    let state = stat.get(after + 1..)?.iter().find(|b| !b.is_ascii_whitespace())?;
-    state.is_ascii_alphabetic().then(|| (*state as char).to_string())
+    use procfs::FromRead;
+    let state = procfs::process::Stat::from_read(stat).ok()?.state;
+    state.is_ascii_alphabetic().then(|| state.to_string())
+}
+
+/// Seconds since the kernel started: /proc/uptime's first figure.
+pub fn uptime_s() -> Option<f64> {
+    use procfs::FromRead;
+    let text = crate::fsutil::read_capped("/proc/uptime", 256)?;
+    Some(procfs::Uptime::from_read(&text[..]).ok()?.uptime).filter(|s| s.is_finite())
 }
 
 #[cfg(test)]
@@ -153,13 +166,18 @@ mod tests {
     /// /proc/pressure/io as 6.x writes it; a kernel without PSI has no file.
     #[test]
     fn psi_totals_are_read_from_some_and_full() {
-        let io =
-            "some avg10=1.50 avg60=0.40 avg300=0.10 total=123456\nfull avg10=1.00 avg60=0.20 avg300=0.05 total=98765";
+        let io = b"some avg10=1.50 avg60=0.40 avg300=0.10 total=123456\nfull avg10=1.00 avg60=0.20 avg300=0.05 total=98765\n";
         assert_eq!(psi_totals(io), [Some(123456), Some(98765)]);
-        // 4.20's cpu file has no full line; a cut line gives nothing, not a guess.
-        assert_eq!(psi_totals("some avg10=0.00 avg60=0.00 avg300=0.00 total=7"), [Some(7), None]);
-        assert_eq!(psi_totals("some avg10=0.00 tot"), [None, None]);
+        // A line missing or cut gives nothing, not a guess.
+        assert_eq!(psi_totals(b"some avg10=0.00 avg60=0.00 avg300=0.00 total=7\n"), [None, None]);
+        assert_eq!(psi_totals(b"some avg10=0.00 tot"), [None, None]);
+        assert_eq!(psi_totals(b""), [None, None]);
     }
+
+    /// /proc/PID/stat as 2.6.9 writes it on i386 (fs/proc/array.c: 41
+    /// fields, ending at the policy) and as 6.1 does (52 fields).
+    const STAT_2_6_9: &[u8] = b"1 (init) S 0 0 0 0 -1 256 512 3411 28 64 2 1 30 14 16 0 1 0 6 1605632 120 4294967295 134512640 134540984 3221224896 3221224180 1074123842 0 0 1475401980 671819267 3222430003 0 0 0 0 0 0\n";
+    const STAT_6_1: &[u8] = b"4242 (my (odd) D cmd) D 1 4242 4242 0 -1 4194560 1190 0 0 0 3 41 0 0 20 0 1 0 5321 2334720 260 18446744073709551615 94458650337280 94458651037433 140725594640640 0 0 0 0 0 0 1 0 0 17 1 0 0 0 0 0 94458651212368 94458651236800 94458672013312 140725594648451 140725594648480 140725594648480 140725594652647 0\n";
 
     #[test]
     fn the_state_is_read_after_the_command_whatever_it_holds() {
@@ -167,7 +185,15 @@ mod tests {
         let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::pid_t;
         assert_eq!(task_state(tid).as_deref(), Some("R"));
         assert_eq!(task_state(-1), None);
-        assert_eq!(state_of(b"4242 (my (odd) D cmd) D 1 4242 0").as_deref(), Some("D"));
+        assert_eq!(state_of(STAT_2_6_9).as_deref(), Some("S"));
+        assert_eq!(state_of(STAT_6_1).as_deref(), Some("D"));
+        // Cut before the fields every kernel prints: nothing, not a guess.
         assert_eq!(state_of(b"4242 (cut"), None);
+        assert_eq!(state_of(&STAT_6_1[..60]), None);
+    }
+
+    #[test]
+    fn uptime_is_read_on_this_host() {
+        assert!(uptime_s().is_some_and(|s| s > 0.0));
     }
 }

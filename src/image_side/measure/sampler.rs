@@ -136,7 +136,8 @@ impl Sampler {
             push(key, vm.get(key).map(|v| *v as u64));
         }
         for (path, key) in PSI {
-            let [some, full] = crate::fsutil::read_trimmed(path).map_or([None, None], |t| procstat::psi_totals(&t));
+            let [some, full] =
+                crate::fsutil::read_capped(path, 4096).map_or([None, None], |t| procstat::psi_totals(&t));
             push(&format!("{key}_some_us"), some);
             push(&format!("{key}_full_us"), full);
         }
