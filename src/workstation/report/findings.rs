@@ -491,12 +491,15 @@ fn read_advice(scheduler: Option<&str>) -> String {
 /// offsets: "balance_dirty_pages_ratelimited ← generic_perform_write ← …".
 fn call_chain(r: &Record, wchan: &str) -> Option<String> {
     let tl = &r.timeline;
-    // The first sample in `wchan` that kept a stack.
+    // The first sample in `wchan` that kept a stack of that same sleep; its
+    // callers are the frames after the wchan's own.
     let frames = (0..tl.writer_wchan.len())
         .filter(|&i| tl.writer_wchan[i].as_deref() == Some(wchan))
-        .find_map(|i| tl.writer_stack_at(i))?;
+        .find_map(|i| mechanism::stack_of_the_moment(wchan, tl.writer_stack_at(i)))?;
+    let wanted = mechanism::function(wchan);
+    let at = frames.iter().position(|f| mechanism::function(f) == wanted)?;
     let names: Vec<&str> =
-        frames.iter().map(|f| mechanism::function(f)).filter(|n| *n != mechanism::function(wchan)).take(3).collect();
+        frames[at..].iter().map(|f| mechanism::function(f)).filter(|n| *n != wanted).take(3).collect();
     (!names.is_empty()).then(|| names.join(" ← "))
 }
 
@@ -1263,6 +1266,36 @@ mod tests {
             held.evidence,
             ["timeline.writer_wchan (no stack): 16 of 41 samples, all while flushing (6.2–10.0 s into the workload)"]
         );
+    }
+
+    /// The call chain said for a wait is read from a stack of that sleep:
+    /// a stack read after the writer woke (6.1, the mechanisms check's
+    /// tinydirty boot) is passed over for the next one that holds the wchan.
+    #[test]
+    fn a_call_chain_comes_from_a_stack_that_holds_the_wait() {
+        let mut r = write_run("b1", 0, "tinydirty", 20.0, 400.0, 4);
+        let tl = &mut r.timeline;
+        let later = [
+            "exit_to_user_mode_prepare+0x17c/0x240",
+            "irqentry_exit_to_user_mode+0x5/0x30",
+            "asm_sysvec_apic_timer_interrupt+0x16/0x20",
+        ];
+        let same = [
+            "balance_dirty_pages+0x3bc/0xd60",
+            "balance_dirty_pages_ratelimited_flags+0x2a0/0x380",
+            "generic_perform_write+0x15a/0x240",
+            "ext4_buffered_write_iter+0x8c/0x140 [ext4]",
+        ];
+        tl.stacks = vec![later.map(String::from).to_vec(), same.map(String::from).to_vec()];
+        tl.writer_wchan = tl.t_s.iter().map(|_| Some("balance_dirty_pages".into())).collect();
+        tl.writer_stack = (0..tl.t_s.len()).map(|i| Some(if i < 3 { 0 } else { 1 })).collect();
+        assert_eq!(
+            call_chain(&r, "balance_dirty_pages").as_deref(),
+            Some("balance_dirty_pages_ratelimited_flags ← generic_perform_write ← ext4_buffered_write_iter")
+        );
+        // Only stacks of other moments: no chain, rather than theirs.
+        r.timeline.writer_stack = r.timeline.t_s.iter().map(|_| Some(0)).collect();
+        assert_eq!(call_chain(&r, "balance_dirty_pages"), None);
     }
 
     /// The probe's own wait at its worst tick: where the probe itself was

@@ -337,8 +337,22 @@ pub fn function(frame: &str) -> &str {
     frame.split('.').next().unwrap_or(frame)
 }
 
+/// The stack sampled with `wchan`, if it is of the same moment: the two are
+/// read one after the other, and a task woken between the reads leaves a
+/// stack of somewhere else (a 6.1 writer sampled in balance_dirty_pages,
+/// its stack then at a preemption on the way back to user space). A stack
+/// holds its wchan's function whenever both are of one sleep; a wchan of 0
+/// says nothing to compare, and its stack stands alone.
+pub fn stack_of_the_moment<'a>(wchan: &str, stack: Option<&'a [String]>) -> Option<&'a [String]> {
+    let stack = stack?;
+    let shown = !(wchan.is_empty() || wchan == "0");
+    let wanted = function(wchan);
+    (!shown || stack.iter().any(|f| function(f) == wanted)).then_some(stack)
+}
+
 /// The mechanism behind one wait: `wchan`, the kernel stack sampled with
-/// it when there is one (innermost frame first), read on `context`'s kernel.
+/// it when there is one (innermost frame first; see `stack_of_the_moment`),
+/// read on `context`'s kernel.
 pub fn classify(wchan: &str, stack: Option<&[String]>, context: Context) -> Wait {
     if wchan.is_empty() || wchan == "0" {
         return Wait::NotShown;
@@ -381,6 +395,31 @@ mod tests {
 
     fn stack(frames: &[&str]) -> Vec<String> {
         frames.iter().map(|f| f.to_string()).collect()
+    }
+
+    /// Two samples of 6.1's writer (the mechanisms check's tinydirty boot,
+    /// 2026-12-06), wchan read first, then the stack: one of the same sleep,
+    /// one read after the writer woke and was preempted on its way back to
+    /// user space, which is no evidence about balance_dirty_pages.
+    #[test]
+    fn a_stack_is_read_with_its_wchan_only_when_it_holds_it() {
+        let same = stack(&[
+            "balance_dirty_pages+0x3bc/0xd60",
+            "balance_dirty_pages_ratelimited_flags+0x2a0/0x380",
+            "generic_perform_write+0x15a/0x240",
+            "ext4_buffered_write_iter+0x8c/0x140 [ext4]",
+            "vfs_write+0x235/0x3f0",
+        ]);
+        let later = stack(&[
+            "exit_to_user_mode_prepare+0x17c/0x240",
+            "irqentry_exit_to_user_mode+0x5/0x30",
+            "asm_sysvec_apic_timer_interrupt+0x16/0x20",
+        ]);
+        assert_eq!(stack_of_the_moment("balance_dirty_pages", Some(&same)), Some(&same[..]));
+        assert_eq!(stack_of_the_moment("balance_dirty_pages", Some(&later)), None);
+        // A wchan of 0 has nothing to compare: its stack stands alone.
+        assert_eq!(stack_of_the_moment("0", Some(&later)), Some(&later[..]));
+        assert_eq!(stack_of_the_moment("balance_dirty_pages", None), None);
     }
 
     /// The 6.1 writer of the demo, in fdatasync: the block layer's
