@@ -11,7 +11,8 @@
 //! larger than the queue's max_sectors_kb the record carries. A second boot
 //! plants the truth: wbt's target at 2 ms, which the probe's reads miss, so
 //! wbt scales down and the report must say it held the writes back; a third
-//! turns wbt off, and no finding may name it.
+//! sets a 4 MiB dirty limit with wbt off: dirty throttling must be named from
+//! the kernel's pauses, and no finding may name wbt.
 
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
@@ -28,6 +29,9 @@ use std::path::Path;
 /// under QEMU's TCG (a real server's firmware comes before and is not ours).
 const FOOTPRINT_KIB_AT_MOST: u64 = 15_728;
 const FIRST_WORKLOAD_S_AT_MOST: f64 = 30.0;
+
+/// The demo's dirty40 variant, as settings: the second boot keeps them.
+const DIRTY40: &str = "vm.dirty_ratio=40,vm.dirty_background_ratio=10";
 
 /// The disk's throttle: a quarter of the dl140's 30 MB/s.
 const DISK_MBPS: u32 = 8;
@@ -49,7 +53,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     scratch_disk(&disk, "ext3", 512)?;
     let args = qemu::Args {
         // The demo's dirty40 variant, as settings: the second boot changes one of them.
-        set: Some("dirty40:vm.dirty_ratio=40,vm.dirty_background_ratio=10".into()),
+        set: Some(format!("dirty40:{DIRTY40}")),
         entry: Some(0),
         machine: "dl140".into(),
         // 384 MiB, not the dl140's 1 GiB: under dirty_ratio 40 the writer then
@@ -111,10 +115,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
     }
     let said = |rule: &str| report.findings.iter().find(|f| f.rule == rule);
     let dirty = said("dirty-limit").ok_or_else(|| format!("no dirty-limit finding: {:#?}", report.findings))?;
-    let throttled = ["the writer was throttled at the dirty limit", "writers were paused at the dirty limit"];
-    if !throttled.iter().any(|t| dirty.sentence.contains(t))
-        || !dirty.sentence.contains("writeback:balance_dirty_pages tracepoint paused writers")
-    {
+    if !rests_on_pauses(dirty) {
         return Err(format!("the dirty-limit finding does not rest on the kernel's pauses: {}", dirty.sentence));
     }
     if dirty.evidence.iter().any(|e| e.contains("rq_qos_wait") || e.contains("wbt_wait")) {
@@ -162,7 +163,7 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
 /// 240 requests/s). wbt must scale the write depth down by its own account,
 /// and the report must then, and only then, say wbt held the writes back.
 fn wbt_forced_low(first: &qemu::Args) -> Result<()> {
-    let (booted, docs) = boot_with_wbt(first, "wbtlow", "2000")?;
+    let (booted, docs) = boot_with_wbt(first, "wbtlow", DIRTY40, "2000")?;
     let records = results(&docs);
     let r = records[0];
     let k = r.kernel_events.as_ref().ok_or("wbtlow: no kernel events")?;
@@ -180,18 +181,40 @@ fn wbt_forced_low(first: &qemu::Args) -> Result<()> {
         "e2e: mechanisms: wbt_lat_usec 2000: wbt scaled down {down} times; findings {rules:?} ({:.1} s)",
         booted.elapsed.as_secs_f64()
     );
-    wbt_off(first)
+    tiny_dirty_wbt_off(first)
 }
 
-/// The third truth: wbt off (`wbt_lat_usec` 0). No finding may say the
-/// writer waited in wbt, held or not; the flush's wait moves to the tag
-/// allocator, as the wbt-ceiling finding says a wbt-off run would test.
-fn wbt_off(first: &qemu::Args) -> Result<()> {
-    let (booted, docs) = boot_with_wbt(first, "wbtoff", "0")?;
+/// The third truth: a tiny dirty limit (`vm.dirty_bytes` 4 MiB, background
+/// 1 MiB) with wbt off (`wbt_lat_usec` 0). The kernel must take the limit
+/// (its tracepoint's limit about 1024 pages) and pause the writer there;
+/// the report must name dirty throttling from those pauses, and no finding
+/// may say the writer waited in wbt, held or not.
+fn tiny_dirty_wbt_off(first: &qemu::Args) -> Result<()> {
+    let dirty = "vm.dirty_bytes=4194304,vm.dirty_background_bytes=1048576";
+    let (booted, docs) = boot_with_wbt(first, "tinydirty", dirty, "0")?;
     let records = results(&docs);
     let r = records[0];
+    let k = r.kernel_events.as_ref().ok_or("tinydirty: no kernel events")?;
+    let took = r.vm.get("dirty_bytes").copied().flatten() == Some(4_194_304);
+    let limit = k.dirty_limit_pages.unwrap_or(0);
+    if !took || !(900..=1100).contains(&limit) {
+        return Err(format!(
+            "tinydirty: the 4 MiB dirty limit was not in force: vm.dirty_bytes {:?}, the tracepoint's limit {limit} pages",
+            r.vm.get("dirty_bytes")
+        ));
+    }
+    if k.dirty_pauses.writing.count == 0 {
+        return Err(format!("tinydirty: the kernel never paused the writer at a 4 MiB limit: {:?}", k.dirty_pauses));
+    }
     let report = bootmark::report::report(records.iter().copied(), Default::default())?;
     let rules: Vec<&str> = report.findings.iter().map(|f| f.rule).collect();
+    let found = report.findings.iter().find(|f| f.rule == "dirty-limit");
+    if !found.is_some_and(rests_on_pauses) {
+        return Err(format!(
+            "tinydirty: dirty throttling not named from the kernel's pauses: {:?}",
+            found.map(|f| &f.sentence)
+        ));
+    }
     let claims_wbt = report.findings.iter().find(|f| {
         ["writeback-throttling", "wbt-ceiling", "qos-wait"].contains(&f.rule) || f.sentence.contains("wbt_wait")
     });
@@ -201,18 +224,33 @@ fn wbt_off(first: &qemu::Args) -> Result<()> {
     // Where the flush waited instead, as the samples say (reported, not required: the disk decides).
     let tags = r.timeline.writer_wchan.iter().flatten().filter(|w| w.as_str() == "blk_mq_get_tag").count();
     println!(
-        "e2e: mechanisms: wbt_lat_usec 0: no wbt claim; the writer waited for a tag in {tags} samples; findings {rules:?} ({:.1} s)",
+        "e2e: mechanisms: dirty_bytes 4 MiB, wbt_lat_usec 0: the tracepoint's limit {limit} pages, the writer paused {} times ({:.0} ms) and named so; no wbt claim; the writer waited for a tag in {tags} samples; findings {rules:?} ({:.1} s)",
+        k.dirty_pauses.writing.count,
+        k.dirty_pauses.writing.total_ms,
         booted.elapsed.as_secs_f64()
     );
     Ok(())
 }
 
-/// The first boot's run again on a fresh disk as the variant `name`, wbt's
-/// target set to `wbt_lat_usec`: its serial's documents, holding one ok
-/// record that read the setting back.
-fn boot_with_wbt(first: &qemu::Args, name: &str, wbt_lat_usec: &str) -> Result<(qemu::Booted, Vec<Document>)> {
+/// The dirty-limit finding says the writer (or writers) was paused, from
+/// the kernel's balance_dirty_pages tracepoint.
+fn rests_on_pauses(f: &bootmark::report::findings::Finding) -> bool {
+    let throttled = ["the writer was throttled at the dirty limit", "writers were paused at the dirty limit"];
+    throttled.iter().any(|t| f.sentence.contains(t))
+        && f.sentence.contains("writeback:balance_dirty_pages tracepoint paused writers")
+}
+
+/// The first boot's run again on a fresh disk as the variant `name`, with
+/// the dirty limits `dirty` and wbt's target set to `wbt_lat_usec`: its
+/// serial's documents, holding one ok record that read the setting back.
+fn boot_with_wbt(
+    first: &qemu::Args,
+    name: &str,
+    dirty: &str,
+    wbt_lat_usec: &str,
+) -> Result<(qemu::Booted, Vec<Document>)> {
     let args = qemu::Args {
-        set: Some(format!("{name}:vm.dirty_ratio=40,vm.dirty_background_ratio=10,queue.wbt_lat_usec={wbt_lat_usec}")),
+        set: Some(format!("{name}:{dirty},queue.wbt_lat_usec={wbt_lat_usec}")),
         fresh_disk: Some("ext3".into()),
         log: first.log.as_ref().map(|l| l.with_file_name(format!("serial-mechanisms-{name}.log"))),
         ..first.clone()

@@ -256,7 +256,9 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "mechanisms",
         title: "mechanisms",
         about: "The demo's dirty40 run on --machine dl140: 6.1 paused in balance_dirty_pages while writing and held \
-                by wbt in its fdatasync, each named from the kernel's tracepoints, neither as the other",
+                by wbt in its fdatasync, each named from the kernel's tracepoints, neither as the other; then wbt's \
+                target at 2 ms (wbt scales down, named), and a 4 MiB dirty_bytes with wbt off (dirty throttling named \
+                from its pauses, wbt nowhere)",
         groups: &[E2e],
         lane: Alone,
         run: |b| mechanisms::test(b.package()?, &b.base),
