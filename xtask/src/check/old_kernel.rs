@@ -186,13 +186,49 @@ pub fn install(program: &[libc::sock_filter]) -> std::io::Result<()> {
 }
 
 /// Start `cmd` under the old kernel's syscall surface: the filter is
-/// installed in the child between fork and exec.
+/// installed in the child between fork and exec. As root, the child also
+/// gets a mount namespace of its own where /proc/pressure is an empty
+/// directory, as on every kernel before 4.20 (the filter simulates
+/// syscalls; files in /proc it cannot hide).
 pub fn spawn_under(k: OldKernel, cmd: Cmd<'_>, streams: Streams) -> Result<std::process::Child> {
     let bpf = filter(k);
+    let hide = running_as_root();
     crate::host::process::spawn_prepared(cmd, streams, move |c| {
-        // SAFETY: the closure only calls `install` (prctl), which is async-signal-safe.
-        unsafe { c.pre_exec(move || install(&bpf)) };
+        // SAFETY: the closure only makes syscalls (unshare, mount, prctl),
+        // which are async-signal-safe, on strings made before the fork.
+        unsafe {
+            c.pre_exec(move || {
+                if hide {
+                    hide_pressure_stall_information()?;
+                }
+                install(&bpf)
+            })
+        };
     })
+}
+
+/// In a new mount namespace, a read-only empty tmpfs over /proc/pressure.
+fn hide_pressure_stall_information() -> std::io::Result<()> {
+    let check = |rc: libc::c_int| if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
+    // SAFETY: constant NUL-terminated strings; no memory is allocated.
+    unsafe {
+        check(libc::unshare(libc::CLONE_NEWNS))?;
+        // Private first, so the tmpfs does not propagate to the host's mounts.
+        check(libc::mount(
+            c"none".as_ptr(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ))?;
+        check(libc::mount(
+            c"none".as_ptr(),
+            c"/proc/pressure".as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_RDONLY,
+            std::ptr::null(),
+        ))
+    }
 }
 
 /// `cargo xtask check old-kernel`: both static binaries, both kernels, the quick plan.
@@ -261,7 +297,7 @@ fn check_quick_plan(kernel: OldKernel, binary: &Path) -> Result<String> {
     if status != 0 {
         return Err(format!("exit status {status:#x}; records so far:\n{text}"));
     }
-    check_records(&text, usage, wall)
+    check_records(&text, usage, wall, running_as_root())
 }
 
 /// A `command` workload under the old kernel's syscall surface: /init
@@ -449,7 +485,8 @@ pub fn quick_plan_records(text: &str) -> Result<Vec<Record>> {
 }
 
 /// The checks on one run's records; returns a line of figures.
-pub fn check_records(text: &str, total_cpu: f64, wall: f64) -> Result<String> {
+/// `pressure_hidden`: the run saw no /proc/pressure (`spawn_under` as root).
+pub fn check_records(text: &str, total_cpu: f64, wall: f64, pressure_hidden: bool) -> Result<String> {
     let records = quick_plan_records(text)?;
     let cpu = |r: &Record| r.times.user_s + r.times.sys_s;
     let mut accounted = 0.0;
@@ -476,12 +513,25 @@ pub fn check_records(text: &str, total_cpu: f64, wall: f64) -> Result<String> {
         if !r.sources.get("wchan").is_some_and(|s| s.starts_with("used")) {
             return Err(format!("{name}: the wchan source is not said: {:?}", r.sources));
         }
+        // No PSI before 4.20 (hidden by spawn_under as root): said so, and no series sampled from it.
+        if pressure_hidden {
+            let psi = r.sources.get("psi").map_or("", String::as_str);
+            let sampled = r.timeline.series.iter().any(|(k, v)| k.starts_with("psi_") && v.iter().any(Option::is_some));
+            if !psi.starts_with("not used: /proc/pressure/io") || sampled {
+                return Err(format!("{name}: PSI read on a kernel without it, or not said so: sources.psi {psi:?}"));
+            }
+        }
         let probe = r.responsiveness.as_ref().ok_or_else(|| format!("{name}: the probe did not run"))?;
         if probe.baseline_samples == 0 {
             return Err(format!("{name}: the probe took no baseline samples"));
         }
         accounted += cpu(r) + probe.probe_cpu_s;
         probe_cpu += probe.probe_cpu_s;
+    }
+    // The writer's state is read with procfs's parser, under 2.6.9's syscalls.
+    let seqwrite = &records[1];
+    if !seqwrite.timeline.writer_state.iter().flatten().any(|s| s.len() == 1) {
+        return Err(format!("seqwrite: no writer state sampled: {:?}", seqwrite.timeline.writer_state));
     }
     let idle = &records[5];
     let (idle_cpu, idle_wall) = (cpu(idle), idle.times.wall_s);
@@ -502,7 +552,8 @@ pub fn check_records(text: &str, total_cpu: f64, wall: f64) -> Result<String> {
         return Err(format!("the runner used {runner_cpu:.2} s CPU in a {wall:.1} s run: something spins"));
     }
     Ok(format!(
-        "6 records ok; wall {wall:.1} s, CPU total {total_cpu:.2} s (runner {runner_cpu:.2} s, probe {probe_cpu:.3} s, idle workload {idle_cpu:.3} s)"
+        "6 records ok{}; wall {wall:.1} s, CPU total {total_cpu:.2} s (runner {runner_cpu:.2} s, probe {probe_cpu:.3} s, idle workload {idle_cpu:.3} s)",
+        if pressure_hidden { ", no PSI said so" } else { "" }
     ))
 }
 
@@ -633,10 +684,13 @@ mod tests {
                     ..Default::default()
                 });
                 r.timeline.t_s = vec![0.0];
+                r.timeline.writer_state = vec![Some("D".into())];
                 r.sources.insert("wchan".into(), "used: /proc/PID/wchan of the worker every 100 ms".into());
                 let none =
                     "not used: the kernel predates 2.6.27 (no pipe2): it has no trace events; tracefs not looked for";
                 r.sources.insert("tracepoints".into(), none.into());
+                let no_psi = "not used: /proc/pressure/io: No such file or directory (os error 2) (4.20+ with CONFIG_PSI, not psi=0)";
+                r.sources.insert("psi".into(), no_psi.into());
                 r
             })
             .collect();
@@ -649,11 +703,18 @@ mod tests {
     fn record_checks_catch_a_spinning_runner_and_missing_records() {
         let healthy = quick_run(|_| {});
         let (cpu, wall) = (6.0 * 0.03 + 6.0 * 0.002 + 0.1, 8.0);
-        assert!(check_records(&healthy, cpu, wall).is_ok(), "{:?}", check_records(&healthy, cpu, wall));
-        assert!(check_records(&healthy, cpu + 0.5 * wall, wall).unwrap_err().contains("the runner used"));
-        assert!(check_records("", 0.0, 1.0).unwrap_err().contains("six records"));
+        assert!(check_records(&healthy, cpu, wall, true).is_ok(), "{:?}", check_records(&healthy, cpu, wall, true));
+        assert!(check_records(&healthy, cpu + 0.5 * wall, wall, true).unwrap_err().contains("the runner used"));
+        assert!(check_records("", 0.0, 1.0, true).unwrap_err().contains("six records"));
         type Edit = fn(&mut Vec<Record>);
-        let cases: [(&str, Edit); 10] = [
+        let cases: [(&str, Edit); 13] = [
+            ("no writer state sampled", |r| r[1].timeline.writer_state = vec![None]),
+            ("PSI read on a kernel without it", |r| {
+                r[0].sources.insert("psi".into(), "used: /proc/pressure/io and memory every 100 ms".into());
+            }),
+            ("PSI read on a kernel without it", |r| {
+                r[3].timeline.series.insert("psi_io_some_us".into(), vec![Some(7)]);
+            }),
             ("tracepoints read or not said", |r| r[1].kernel_events = Some(Default::default())),
             ("tracepoints read or not said", |r| {
                 r[2].sources.insert("tracepoints".into(), "used: see kernel_events".into());
@@ -673,7 +734,7 @@ mod tests {
             ("the probe used", |r| r[0].responsiveness.as_mut().unwrap().probe_cpu_s = 2.0),
         ];
         for (reason, edit) in cases {
-            let err = check_records(&quick_run(edit), cpu + 2.0, wall).unwrap_err();
+            let err = check_records(&quick_run(edit), cpu + 2.0, wall, true).unwrap_err();
             assert!(err.contains(reason), "expected '{reason}', got: {err}");
         }
     }
