@@ -12,7 +12,10 @@
 //! plants the truth: wbt's target at 2 ms, which the probe's reads miss, so
 //! wbt scales down and the report must say it held the writes back; a third
 //! sets a 4 MiB dirty limit with wbt off: dirty throttling must be named from
-//! the kernel's pauses, and no finding may name wbt.
+//! the kernel's pauses, and no finding may name wbt. The first two boots'
+//! queues are both at 6.1's max_sectors_kb of 128: their comparison must
+//! name no request size (bisect_ladder.rs checks the other side: 6.12 at
+//! 1280 against 128, the one setting changed, named as a candidate).
 
 use crate::boot::disks::scratch_disk;
 use crate::boot::qemu;
@@ -155,15 +158,16 @@ pub fn test(package: &str, base: &Path) -> Result<()> {
         k.lost,
         booted.elapsed.as_secs_f64()
     );
-    wbt_forced_low(&args)
+    wbt_forced_low(&args, r)?;
+    tiny_dirty_wbt_off(&args)
 }
 
 /// The truth planted: the same run with wbt's latency target at 2 ms, which
 /// the probe's reads on the throttled disk miss (each takes 4 ms or more at
 /// 240 requests/s). wbt must scale the write depth down by its own account,
 /// and the report must then, and only then, say wbt held the writes back.
-fn wbt_forced_low(first: &qemu::Args) -> Result<()> {
-    let (booted, docs) = boot_with_wbt(first, "wbtlow", DIRTY40, "2000")?;
+fn wbt_forced_low(first: &qemu::Args, first_record: &Record) -> Result<()> {
+    let (booted, docs) = boot_variant(first, "wbtlow", &format!("{DIRTY40},queue.wbt_lat_usec=2000"))?;
     let records = results(&docs);
     let r = records[0];
     let k = r.kernel_events.as_ref().ok_or("wbtlow: no kernel events")?;
@@ -177,11 +181,19 @@ fn wbt_forced_low(first: &qemu::Args) -> Result<()> {
     let report = bootmark::report::report(records.iter().copied(), Default::default())?;
     let rules: Vec<&str> = report.findings.iter().map(|f| f.rule).collect();
     wbt_named_by_its_events(r, k, &report.findings)?;
+    // Both boots' queues at 6.1's 128 KiB: their comparison names no request size.
+    let both = bootmark::report::report([first_record, r], Default::default())?;
+    if let Some(c) = both.comparisons().iter().find(|c| c.causes.iter().any(|x| x.code == "request-size")) {
+        return Err(format!(
+            "wbtlow against dirty40, both at max_sectors_kb 128, names a request size: {:?}",
+            c.causes
+        ));
+    }
     println!(
         "e2e: mechanisms: wbt_lat_usec 2000: wbt scaled down {down} times; findings {rules:?} ({:.1} s)",
         booted.elapsed.as_secs_f64()
     );
-    tiny_dirty_wbt_off(first)
+    Ok(())
 }
 
 /// The third truth: a tiny dirty limit (`vm.dirty_bytes` 4 MiB, background
@@ -190,8 +202,8 @@ fn wbt_forced_low(first: &qemu::Args) -> Result<()> {
 /// the report must name dirty throttling from those pauses, and no finding
 /// may say the writer waited in wbt, held or not.
 fn tiny_dirty_wbt_off(first: &qemu::Args) -> Result<()> {
-    let dirty = "vm.dirty_bytes=4194304,vm.dirty_background_bytes=1048576";
-    let (booted, docs) = boot_with_wbt(first, "tinydirty", dirty, "0")?;
+    let settings = "vm.dirty_bytes=4194304,vm.dirty_background_bytes=1048576,queue.wbt_lat_usec=0";
+    let (booted, docs) = boot_variant(first, "tinydirty", settings)?;
     let records = results(&docs);
     let r = records[0];
     let k = r.kernel_events.as_ref().ok_or("tinydirty: no kernel events")?;
@@ -240,17 +252,12 @@ fn rests_on_pauses(f: &bootmark::report::findings::Finding) -> bool {
         && f.sentence.contains("writeback:balance_dirty_pages tracepoint paused writers")
 }
 
-/// The first boot's run again on a fresh disk as the variant `name`, with
-/// the dirty limits `dirty` and wbt's target set to `wbt_lat_usec`: its
-/// serial's documents, holding one ok record that read the setting back.
-fn boot_with_wbt(
-    first: &qemu::Args,
-    name: &str,
-    dirty: &str,
-    wbt_lat_usec: &str,
-) -> Result<(qemu::Booted, Vec<Document>)> {
+/// The first boot's run again on a fresh disk as the variant `name` with
+/// `settings` (`bootmark.set=`'s): its serial's documents, holding one ok
+/// record whose queue reads each `queue.` setting back.
+fn boot_variant(first: &qemu::Args, name: &str, settings: &str) -> Result<(qemu::Booted, Vec<Document>)> {
     let args = qemu::Args {
-        set: Some(format!("{name}:{dirty},queue.wbt_lat_usec={wbt_lat_usec}")),
+        set: Some(format!("{name}:{settings}")),
         fresh_disk: Some("ext3".into()),
         log: first.log.as_ref().map(|l| l.with_file_name(format!("serial-mechanisms-{name}.log"))),
         ..first.clone()
@@ -261,9 +268,14 @@ fn boot_with_wbt(
     let [r] = records.as_slice() else {
         return Err(format!("{name}: expected one record, got {}\n{}", records.len(), qemu::tail(&booted.serial, 25)));
     };
-    let read_back = r.storage.queue.get("queue/wbt_lat_usec").map(String::as_str);
-    if r.status != Status::Ok || read_back != Some(wbt_lat_usec) {
-        return Err(format!("{name}: {:?} {:?}, wbt_lat_usec {read_back:?}", r.status, r.error));
+    if r.status != Status::Ok {
+        return Err(format!("{name}: {:?} {:?}", r.status, r.error));
+    }
+    for (key, value) in settings.split(',').filter_map(|s| s.strip_prefix("queue.")?.split_once('=')) {
+        let read_back = r.storage.queue.get(&format!("queue/{key}")).map(String::as_str);
+        if read_back != Some(value) {
+            return Err(format!("{name}: queue/{key} read back as {read_back:?}, set to {value}"));
+        }
     }
     Ok((booted, docs))
 }
