@@ -97,10 +97,20 @@ fn parse_diskstats_line(line: &str) -> Option<DiskStat> {
 /// missing or cut (a file half read is not evidence).
 pub fn psi_totals(text: &[u8]) -> [Option<u64>; 2] {
     use procfs::FromRead;
+    if !psi_fits_procfs(text) {
+        return [None, None];
+    }
     match procfs::IoPressure::from_read(text) {
         Ok(p) => [Some(p.some.total), Some(p.full.total)],
         Err(_) => [None, None],
     }
+}
+
+/// procfs slices a PSI line past its first five bytes, and panics on a
+/// shorter one: such text (never the kernel's, but /init must not die on
+/// it) is left unparsed.
+fn psi_fits_procfs(text: &[u8]) -> bool {
+    text.is_ascii() && text.split(|b| *b == b'\n').take(2).all(|line| line.len() > 5)
 }
 
 /// A task's state letter from /proc/PID/stat (`R`, `D`, `S`…).
@@ -112,8 +122,23 @@ pub fn task_state(pid: libc::pid_t) -> Option<String> {
 /// parentheses and may hold anything, spaces and parentheses included.
 fn state_of(stat: &[u8]) -> Option<String> {
     use procfs::FromRead;
+    if !stat_fits_procfs(stat) {
+        return None;
+    }
     let state = procfs::process::Stat::from_read(stat).ok()?.state;
     state.is_ascii_alphabetic().then(|| state.to_string())
+}
+
+/// procfs slices a stat line around its command's parentheses and two bytes
+/// past the last `)`, and panics where those are missing or out of order:
+/// such text (never the kernel's) is left unparsed.
+fn stat_fits_procfs(stat: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(stat);
+    let text = text.trim();
+    match (text.find('('), text.rfind(')')) {
+        (Some(open), Some(close)) => open >= 1 && close > open && text[close..].is_ascii() && text.len() >= close + 2,
+        _ => false,
+    }
 }
 
 /// Seconds since the kernel started: /proc/uptime's first figure.
@@ -172,6 +197,10 @@ mod tests {
         assert_eq!(psi_totals(b"some avg10=0.00 avg60=0.00 avg300=0.00 total=7\n"), [None, None]);
         assert_eq!(psi_totals(b"some avg10=0.00 tot"), [None, None]);
         assert_eq!(psi_totals(b""), [None, None]);
+        // Lines procfs would panic on: nothing, and no panic.
+        assert_eq!(psi_totals(b"some"), [None, None]);
+        assert_eq!(psi_totals(b"some avg10=0.00 avg60=0.00 avg300=0.00 total=7\nfull"), [None, None]);
+        assert_eq!(psi_totals("some\u{e9}avg10=1".as_bytes()), [None, None]);
     }
 
     /// /proc/PID/stat as 2.6.9 writes it on i386 (fs/proc/array.c: 41
@@ -190,6 +219,10 @@ mod tests {
         // Cut before the fields every kernel prints: nothing, not a guess.
         assert_eq!(state_of(b"4242 (cut"), None);
         assert_eq!(state_of(&STAT_6_1[..60]), None);
+        // Shapes procfs would panic on: nothing, and no panic.
+        for odd in [&b"4242 (x)"[..], b"(x) S 1", b"4242 )x( S 1", "4242 (x)\u{e9}S".as_bytes(), b"", b"  "] {
+            assert_eq!(state_of(odd), None, "{:?}", String::from_utf8_lossy(odd));
+        }
     }
 
     #[test]
