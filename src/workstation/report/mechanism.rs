@@ -328,11 +328,13 @@ pub fn zero_wchan(version: Option<Version>, arch: Option<&str>) -> ZeroWchan {
 }
 
 /// The function of a stack frame or a wchan, without its address prefix,
-/// its offset or a compiler's clone suffix: "[<0>] balance_dirty_pages.isra.0+0x2f1/0x900"
-/// is balance_dirty_pages.
+/// its offset, its module or a compiler's clone suffix: "[<0>] balance_dirty_pages.isra.0+0x2f1/0x900"
+/// is balance_dirty_pages, and so is "jbd2_log_wait_commit [jbd2]" (a wchan
+/// of 5.12 to 5.14, which printed it with its module) jbd2_log_wait_commit.
 pub fn function(frame: &str) -> &str {
     let frame = frame.trim();
     let frame = frame.rsplit("] ").next().unwrap_or(frame);
+    let frame = frame.split_whitespace().next().unwrap_or(frame);
     let frame = frame.split('+').next().unwrap_or(frame);
     frame.split('.').next().unwrap_or(frame)
 }
@@ -420,6 +422,10 @@ mod tests {
         // A wchan of 0 has nothing to compare: its stack stands alone.
         assert_eq!(stack_of_the_moment("0", Some(&later)), Some(&later[..]));
         assert_eq!(stack_of_the_moment("balance_dirty_pages", None), None);
+        // 5.12–5.14 printed a module's wchan with its module: the same function.
+        let journal = stack(&["jbd2_log_wait_commit+0xac/0x120 [jbd2]", "jbd2_complete_transaction+0x63/0x90 [jbd2]"]);
+        assert_eq!(function("jbd2_log_wait_commit [jbd2]"), "jbd2_log_wait_commit");
+        assert_eq!(stack_of_the_moment("jbd2_log_wait_commit [jbd2]", Some(&journal)), Some(&journal[..]));
     }
 
     /// The 6.1 writer of the demo, in fdatasync: the block layer's
