@@ -86,10 +86,28 @@ fn keys(variant: &Variant) -> Vec<(String, String)> {
     vm.chain(variant.queue.iter().map(|(k, v)| (format!("queue.{k}"), v.clone()))).collect()
 }
 
-/// Read what is there now, for every key the variants will change.
+/// The kernel's dirty limits come in pairs: writing one of a pair zeroes the
+/// other (page-writeback.c's dirty_*_handler), so changing one changes both.
+const PAIRS: [(&str, &str); 2] =
+    [("vm.dirty_ratio", "vm.dirty_bytes"), ("vm.dirty_background_ratio", "vm.dirty_background_bytes")];
+
+/// A key, and its pair's other half if it has one.
+fn with_partner(key: String) -> Vec<String> {
+    let partner = PAIRS.iter().find_map(|(a, b)| match key.as_str() {
+        k if k == *a => Some(b.to_string()),
+        k if k == *b => Some(a.to_string()),
+        _ => None,
+    });
+    std::iter::once(key).chain(partner).collect()
+}
+
+/// Read what is there now, for every key the variants will change, and the
+/// other half of a dirty-limit pair they change: a variant that sets
+/// dirty_bytes zeroes dirty_ratio, which only writing dirty_ratio back undoes
+/// (the kernel refuses a dirty_bytes of 0).
 pub fn remember(knobs: &Knobs, variants: &[Variant]) -> Original {
     let mut seen: Vec<(String, String)> = Vec::new();
-    for (key, _) in variants.iter().flat_map(keys) {
+    for key in variants.iter().flat_map(keys).flat_map(|(key, _)| with_partner(key)) {
         if !seen.iter().any(|(k, _)| *k == key)
             && let Some(v) = knobs.read(&key)
         {
@@ -269,6 +287,27 @@ mod tests {
         assert!(restore(&knobs, &original).is_empty());
         assert_eq!(knobs.read("vm.dirty_bytes").as_deref(), Some("67108864"), "0 was not written back");
         assert_eq!(knobs.read("vm.dirty_ratio").as_deref(), Some("40"));
+    }
+
+    /// A variant that sets only dirty_bytes: the kernel zeroes dirty_ratio
+    /// (written here by hand: files do not pair), and the restore must
+    /// write the ratio back, the one write that clears dirty_bytes. Before,
+    /// dirty_ratio was not remembered and every later variant ran under
+    /// the byte limit.
+    #[test]
+    fn a_byte_limit_is_undone_by_writing_its_ratio_back() {
+        let knobs = fake_knobs("partner");
+        std::fs::write(knobs.vm_dir.join("dirty_bytes"), "0\n").unwrap();
+        std::fs::write(knobs.vm_dir.join("dirty_background_bytes"), "0\n").unwrap();
+        let tiny = variant(r#"{"name": "tiny", "vm": {"dirty_bytes": 4194304, "dirty_background_bytes": 1048576}}"#);
+        let original = remember(&knobs, std::slice::from_ref(&tiny));
+        assert!(apply(&knobs, &tiny).fully());
+        // What the kernel does to each pair's other half.
+        std::fs::write(knobs.vm_dir.join("dirty_ratio"), "0\n").unwrap();
+        std::fs::write(knobs.vm_dir.join("dirty_background_ratio"), "0\n").unwrap();
+        assert!(restore(&knobs, &original).is_empty());
+        assert_eq!(knobs.read("vm.dirty_ratio").as_deref(), Some("40"));
+        assert_eq!(knobs.read("vm.dirty_background_ratio").as_deref(), Some("10"));
     }
 
     /// What is there is captured as a variant that validates and, applied,
