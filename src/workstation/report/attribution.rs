@@ -138,6 +138,7 @@ fn between(r: &Record, task: Task, from_s: f64, to_s: f64) -> Option<Attribution
             Task::Writer => tl.writer_stack_at(i),
             Task::Probe => tl.probe_stack_at(i),
         };
+        // Filtered here as classify does, so that `from_stack` says what it read.
         let stack = mechanism::stack_of_the_moment(w, stack);
         let context = mechanism::Context { version, writing: at <= writes_end };
         match mechanism::classify(w, stack, context) {

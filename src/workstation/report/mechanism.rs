@@ -353,12 +353,13 @@ pub fn stack_of_the_moment<'a>(wchan: &str, stack: Option<&'a [String]>) -> Opti
 }
 
 /// The mechanism behind one wait: `wchan`, the kernel stack sampled with
-/// it when there is one (innermost frame first; see `stack_of_the_moment`),
-/// read on `context`'s kernel.
+/// it when there is one (innermost frame first; read only if it is of the
+/// same moment, `stack_of_the_moment`), read on `context`'s kernel.
 pub fn classify(wchan: &str, stack: Option<&[String]>, context: Context) -> Wait {
     if wchan.is_empty() || wchan == "0" {
         return Wait::NotShown;
     }
+    let stack = stack_of_the_moment(wchan, stack);
     let frames: Vec<&str> =
         std::iter::once(function(wchan)).chain(stack.unwrap_or_default().iter().map(|f| function(f))).collect();
     for table in [REASONS, PROVING, SHARED] {

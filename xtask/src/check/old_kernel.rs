@@ -192,8 +192,7 @@ pub fn install(program: &[libc::sock_filter]) -> std::io::Result<()> {
 /// syscalls; files in /proc it cannot hide).
 pub fn spawn_under(k: OldKernel, cmd: Cmd<'_>, streams: Streams) -> Result<std::process::Child> {
     let bpf = filter(k);
-    // A host without PSI (psi=0, CONFIG_PSI off) has nothing to hide.
-    let hide = running_as_root() && host_has_pressure();
+    let hide = hides_pressure();
     crate::host::process::spawn_prepared(cmd, streams, move |c| {
         // SAFETY: the closure only makes syscalls (unshare, mount, prctl),
         // which are async-signal-safe, on strings made before the fork.
@@ -212,9 +211,15 @@ fn host_has_pressure() -> bool {
     std::path::Path::new("/proc/pressure").is_dir()
 }
 
+/// Whether `spawn_under` hides /proc/pressure: as root, where the host has
+/// it (psi=0 or CONFIG_PSI off leave nothing to hide).
+fn hides_pressure() -> bool {
+    running_as_root() && host_has_pressure()
+}
+
 /// Whether a run under `spawn_under` sees no /proc/pressure, as before 4.20.
 fn pressure_absent_under_spawn() -> bool {
-    running_as_root() || !host_has_pressure()
+    hides_pressure() || !host_has_pressure()
 }
 
 /// In a new mount namespace, a read-only empty tmpfs over /proc/pressure.

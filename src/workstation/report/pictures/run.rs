@@ -259,12 +259,11 @@ fn attribution_strip(area: &DrawingArea<SVGBackend, Shift>, r: &Record, (x0, x1)
     for (i, (t, w)) in tl.t_s.iter().zip(&tl.writer_wchan).enumerate() {
         let (Some(w), true) = (w.as_deref(), *t >= tl.workload_start_s && *t <= tl.workload_end_s) else { continue };
         let context = mechanism::Context { version, writing: t - start <= writes_end };
-        let (colour, name) =
-            match mechanism::classify(w, mechanism::stack_of_the_moment(w, tl.writer_stack_at(i)), context) {
-                Wait::NotShown => continue,
-                Wait::Unknown { .. } => (UNKNOWN, "a function no mechanism names"),
-                Wait::In { mechanism, .. } => (mechanism_colour(mechanism), mechanism.name()),
-            };
+        let (colour, name) = match mechanism::classify(w, tl.writer_stack_at(i), context) {
+            Wait::NotShown => continue,
+            Wait::Unknown { .. } => (UNKNOWN, "a function no mechanism names"),
+            Wait::In { mechanism, .. } => (mechanism_colour(mechanism), mechanism.name()),
+        };
         let (from, to) = (t - start, t - start + step);
         run = match run {
             Some((f, end, c)) if c == colour && from <= end + step * 0.5 => Some((f, to, c)),

@@ -171,17 +171,8 @@ fn settings(dir: &Path, ladder: &bootmark::bisect::session::State, bootmark: &Pa
 /// cause where the probe's p99 changed twice over with it: then only as a
 /// candidate (the next issue's confirming runs test it).
 fn request_size_named(out_dir: &Path) -> Result<String> {
-    let mut files = Vec::new();
-    for server in ["a", "b"] {
-        for entry in std::fs::read_dir(out_dir.join(server)).map_err(|e| format!("bisect-settings: {server}: {e}"))? {
-            let path = entry.map_err(|e| e.to_string())?.path();
-            if path.extension().is_some_and(|x| x == "jsonl") {
-                files.push(path);
-            }
-        }
-    }
-    // In one order whatever the directory's: the report's baseline is its first group.
-    files.sort();
+    // In the bisect's own order (sorted): the report's baseline is its first group.
+    let files = bootmark::bisect::command::record_files(out_dir);
     let mut records = Vec::new();
     for path in &files {
         let text = crate::host::fs::read_to_string(path)?;
