@@ -124,9 +124,34 @@ pub struct Timeline {
     pub probe_state: Vec<Option<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probe_stack: Vec<Option<u32>>,
+    /// The probe sampled again and again while one of its ticks was late
+    /// (slower than its baseline allows), between the timeline's samples:
+    /// where the probe waited in exactly the ticks that were slow. Empty
+    /// where no tick was late, and in records from before.
+    #[serde(default, skip_serializing_if = "LateTicks::is_empty")]
+    pub probe_late: LateTicks,
     /// The distinct kernel stacks the samples saw (writer's and probe's), innermost frame first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stacks: Vec<Vec<String>>,
+}
+
+/// The probe's samples taken while a tick was late, as columns: sample `i`
+/// was taken at `t_s[i]` on the timeline's axis, so it belongs to the tick
+/// of `probe_t_s` whose response spans that time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LateTicks {
+    pub t_s: Vec<f64>,
+    /// The probe's wchan, state and stack (an index into `Timeline::stacks`), as at the timeline's samples.
+    pub wchan: Vec<Option<String>>,
+    pub state: Vec<Option<String>>,
+    pub stack: Vec<Option<u32>>,
+}
+
+impl LateTicks {
+    pub fn is_empty(&self) -> bool {
+        self.t_s.is_empty()
+    }
 }
 
 impl Timeline {
@@ -145,6 +170,12 @@ impl Timeline {
     /// The probe's kernel stack at sample `i`.
     pub fn probe_stack_at(&self, i: usize) -> Option<&[String]> {
         let index = (*self.probe_stack.get(i)?)?;
+        self.stacks.get(index as usize).map(Vec::as_slice)
+    }
+
+    /// The probe's kernel stack at its late sample `i`.
+    pub fn probe_late_stack_at(&self, i: usize) -> Option<&[String]> {
+        let index = (*self.probe_late.stack.get(i)?)?;
         self.stacks.get(index as usize).map(Vec::as_slice)
     }
 }

@@ -474,7 +474,18 @@ fn probe_ticks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error
         #[serde(default)]
         probe_stack: Seq<Option<Check<u32>>>,
         #[serde(default)]
+        probe_late: LateTicks,
+        #[serde(default)]
         stacks: Seq<Seq<Str>>,
+    }
+    #[derive(Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)] // read to be checked
+    struct LateTicks {
+        t_s: Seq<F64>,
+        wchan: Seq<Option<Str>>,
+        state: Seq<Option<Str>>,
+        stack: Seq<Option<Check<u32>>>,
     }
     Timeline::deserialize(d).map(|t| t.probe_t_s.len)
 }
@@ -491,6 +502,7 @@ pub fn timeline_implausible(t: &crate::schema::measures::Timeline) -> Option<Str
         ("probe_response_ms", &t.probe_response_ms),
         ("probe_read_ms", &t.probe_read_ms),
         ("probe_ls_ms", &t.probe_ls_ms),
+        ("probe_late.t_s", &t.probe_late.t_s),
     ];
     let values =
         scalars.iter().map(|(n, v)| (*n, *v)).chain(arrays.iter().flat_map(|(n, a)| a.iter().map(|v| (*n, *v))));

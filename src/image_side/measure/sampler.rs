@@ -41,6 +41,11 @@ pub const PSI: [(&str, &str); 2] = [("/proc/pressure/io", "psi_io"), ("/proc/pre
 const STACKS_KEPT: usize = 32;
 const STACK_LINES: usize = 24;
 
+/// The probe's late samples a timeline keeps: a few per slow tick (they
+/// thin out as a tick gets later: `observe`), about 60 bytes each on the
+/// serial line, so at most some 30 KiB of a record.
+const LATE_SAMPLES_KEPT: usize = 512;
+
 /// Counters at one moment, for before/after deltas.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -120,6 +125,10 @@ impl Sampler {
 
     pub fn sample(&mut self) {
         let t = secs(mono_ns().saturating_sub(self.origin_ns));
+        // The tasks first, at the sample's time: the /proc counters after them
+        // take milliseconds on a loaded machine, longer than a slow read lasts.
+        let writer = self.task(self.writer);
+        let probe = (self.probe.is_some() || !self.timeline.probe_wchan.is_empty()).then(|| self.task(self.probe));
         let mem = procstat::meminfo();
         let vm = procstat::vmstat();
         let disk = self.device.as_deref().and_then(disk_stat);
@@ -146,18 +155,34 @@ impl Sampler {
         // The writer's and the probe's wchan, state and stack, each sample on
         // its own: one wait site can be reached from several call chains, and
         // a wchan of 0 (running, or a sleep x86_64 4.14–5.15 hides) still has a stack.
-        let (wchan, state, stack) = self.task(self.writer);
+        let (wchan, state, stack) = writer;
         let tl = &mut self.timeline;
         push_at(&mut tl.writer_wchan, n, wchan);
         push_at(&mut tl.writer_state, n, state);
         push_at(&mut tl.writer_stack, n, stack);
-        if self.probe.is_some() || !self.timeline.probe_wchan.is_empty() {
-            let (wchan, state, stack) = self.task(self.probe);
-            let tl = &mut self.timeline;
+        if let Some((wchan, state, stack)) = probe {
             push_at(&mut tl.probe_wchan, n, wchan);
             push_at(&mut tl.probe_state, n, state);
             push_at(&mut tl.probe_stack, n, stack);
         }
+    }
+
+    /// The probe's wchan, state and stack now, while one of its ticks is
+    /// late: kept beside the timeline's samples (`Timeline::probe_late`).
+    /// Returns false once no more are kept (the table is full, or there is
+    /// no probe).
+    pub fn sample_late_probe(&mut self) -> bool {
+        if self.probe.is_none() || self.timeline.probe_late.t_s.len() >= LATE_SAMPLES_KEPT {
+            return false;
+        }
+        let now = self.at(mono_ns());
+        let (wchan, state, stack) = self.task(self.probe);
+        let late = &mut self.timeline.probe_late;
+        late.t_s.push(now);
+        late.wchan.push(wchan);
+        late.state.push(state);
+        late.stack.push(stack);
+        true
     }
 
     /// One task's wchan, state and stack now; all None without a task or
@@ -245,6 +270,27 @@ mod tests {
             let stack = s.timeline.writer_stack_at(0).expect("a stack for the sample");
             assert!(stack.iter().any(|f| f.starts_with(&w)), "{w}: {stack:?}");
         }
+    }
+
+    /// A late tick's samples go beside the timeline's, on its axis, and
+    /// stop at the table's bound; without a probe none is taken.
+    #[test]
+    fn a_late_probe_is_sampled_beside_the_timeline() {
+        let mut s = Sampler::new(None, 0.25, mono_ns());
+        assert!(!s.sample_late_probe(), "no probe, no sample");
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        s.probe = Some(child.id() as libc::pid_t);
+        assert!(s.sample_late_probe());
+        let late = &s.timeline.probe_late;
+        assert_eq!((late.t_s.len(), late.wchan.len(), late.state.len(), late.stack.len()), (1, 1, 1, 1));
+        assert!(late.t_s[0] >= 0.2, "on the timeline's axis: {}", late.t_s[0]);
+        assert_eq!(late.state[0].as_deref(), Some("S"));
+        assert!(s.timeline.t_s.is_empty(), "not a timeline sample");
+        while s.sample_late_probe() {}
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(s.timeline.probe_late.t_s.len(), LATE_SAMPLES_KEPT);
     }
 
     /// Each sample points at its own stack; a stack seen again is not

@@ -99,6 +99,43 @@ struct Watch<'a> {
     started: u64,
     blocked: BlockedDumps,
     tracing: Option<tracing::Session>,
+    late: LateTick,
+}
+
+/// The probe's tick in progress, seen from this side: when it is due (from
+/// the last tick that answered), when it counts as late, and when to sample
+/// the probe next while it is. The probe cannot say where it waits while it
+/// waits; this process can read its wchan and stack meanwhile.
+#[derive(Default)]
+struct LateTick {
+    /// Slower than this (the baseline's recovery threshold) is late; None
+    /// until the workload starts, and where there was no baseline.
+    threshold_ns: Option<u64>,
+    interval_ns: u64,
+    /// When the tick in progress was due, as far as this side knows.
+    due_ns: u64,
+    /// The next late sample, while the tick has not answered.
+    next_ns: Option<u64>,
+}
+
+/// The least time between two samples of one late tick; later into a tick
+/// they thin out (a quarter of its lateness apart), so a stall of a minute
+/// costs some fifty samples, not thousands.
+const LATE_SAMPLE_MIN_NS: u64 = 5_000_000;
+
+impl LateTick {
+    /// A tick answered at `now`: the next one is due an interval after this
+    /// one, or now if this one overran (as the probe reckons it).
+    fn answered(&mut self, due_ns: u64, now: u64) {
+        self.due_ns = (due_ns + self.interval_ns).max(now);
+        self.next_ns = self.threshold_ns.map(|t| self.due_ns + t);
+    }
+
+    /// After a late sample at `now`: when the next is due.
+    fn sampled(&mut self, now: u64) {
+        let lateness = now.saturating_sub(self.due_ns);
+        self.next_ns = Some(now + (lateness / 4).max(LATE_SAMPLE_MIN_NS));
+    }
 }
 
 pub fn observe(mut setup: Setup) -> Result<Observed, Interrupted> {
@@ -126,6 +163,7 @@ pub fn observe(mut setup: Setup) -> Result<Observed, Interrupted> {
         started: now,
         blocked: BlockedDumps::new(setup.dump_blocked, now),
         tracing: None,
+        late: LateTick { interval_ns: setup.probe_interval_ns, ..LateTick::default() },
     };
     setup.context.progress.reset();
     if watch.probe.is_some() && matches!(watch.pump(now + setup.baseline_ns, None), Pumped::Interrupted) {
@@ -170,9 +208,11 @@ pub fn observe(mut setup: Setup) -> Result<Observed, Interrupted> {
     let mut worker = WorkerReader { child, report: Vec::new(), eof: false };
     watch.sampler.writer = Some(worker.child.pid);
     watch.sampler.probe = watch.probe.as_ref().filter(|p| p.alive).map(|p| p.child.pid);
+    watch.watch_late_ticks();
     let deadline = start_ns + setup.deadline_ns;
     let pumped = watch.pump(deadline, Some(&mut worker));
     (watch.sampler.writer, watch.sampler.probe) = (None, None);
+    (watch.late.threshold_ns, watch.late.next_ns) = (None, None);
     let end_ns = mono_ns();
     let progress_written = setup.context.progress.written();
     let progress_read = setup.context.progress.read();
@@ -345,11 +385,17 @@ impl Watch<'_> {
             if worker.is_some() {
                 self.blocked.check(now);
             }
+            if self.late.next_ns.is_some_and(|at| now >= at) {
+                match self.sampler.sample_late_probe() {
+                    true => self.late.sampled(now),
+                    false => self.late.threshold_ns = None,
+                }
+            }
             if now >= self.next_heartbeat {
                 self.heartbeat(now);
                 self.next_heartbeat = now + HEARTBEAT_NS;
             }
-            let wake = until.min(self.next_sample).min(self.next_heartbeat);
+            let wake = until.min(self.next_sample).min(self.next_heartbeat).min(self.late.next_ns.unwrap_or(u64::MAX));
             let timeout_ms = (wake.saturating_sub(now) / 1_000_000 + 1).min(1000) as libc::c_int;
             self.wait_for_input(worker.as_deref_mut(), timeout_ms);
         }
@@ -396,7 +442,11 @@ impl Watch<'_> {
                 p.samples.extend(p.pending[..whole].chunks_exact(SAMPLE_BYTES).map(Sample::decode));
                 p.pending.drain(..whole);
                 if whole > 0 {
-                    self.blocked.probe_answered(mono_ns());
+                    let now = mono_ns();
+                    self.blocked.probe_answered(now);
+                    if let Some(last) = p.samples.last() {
+                        self.late.answered(last.due_ns, now);
+                    }
                 }
             }
         }
@@ -412,6 +462,18 @@ impl Watch<'_> {
             line += &format!(", {:.0}% done, ETA {:.0} s", fraction * 100.0, eta.max(0.0));
         }
         crate::note!("{line}");
+    }
+
+    /// From the workload's start, sample the probe whenever its tick runs
+    /// later than the baseline's recovery threshold (none without a baseline).
+    fn watch_late_ticks(&mut self) {
+        let Some(p) = self.probe.as_ref().filter(|p| p.alive) else { return };
+        if p.samples.is_empty() {
+            return;
+        }
+        self.late.threshold_ns = Some(probe::recovery_threshold_ns(&p.samples));
+        let last = p.samples[p.samples.len() - 1];
+        self.late.answered(last.due_ns, mono_ns());
     }
 
     /// Keep the probe running after the workload until it is back to its
@@ -465,5 +527,32 @@ impl Watch<'_> {
             None => 0.0,
         };
         (p.samples, cpu, notes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tick counts as late from its due time plus the threshold; its
+    /// samples thin out as it gets later; a tick that overran makes the next
+    /// one due when it answered, as the probe reckons it.
+    #[test]
+    fn a_late_tick_is_sampled_from_its_threshold_and_ever_more_sparsely() {
+        let ms = 1_000_000;
+        let mut late = LateTick { threshold_ns: Some(11 * ms), interval_ns: 100 * ms, ..LateTick::default() };
+        late.answered(1_000 * ms, 1_002 * ms);
+        assert_eq!((late.due_ns, late.next_ns), (1_100 * ms, Some(1_111 * ms)));
+        late.sampled(1_111 * ms);
+        assert_eq!(late.next_ns, Some(1_116 * ms), "at least 5 ms apart");
+        late.sampled(1_500 * ms);
+        assert_eq!(late.next_ns, Some(1_600 * ms), "a quarter of its lateness apart");
+        // That tick answered 1.7 s after its due time: the next is due then.
+        late.answered(1_100 * ms, 2_800 * ms);
+        assert_eq!((late.due_ns, late.next_ns), (2_800 * ms, Some(2_811 * ms)));
+        // Without a threshold (no baseline, or the workload over) nothing is sampled.
+        late.threshold_ns = None;
+        late.answered(2_800 * ms, 2_801 * ms);
+        assert_eq!(late.next_ns, None);
     }
 }

@@ -103,48 +103,87 @@ pub fn probe_between(r: &Record, from_s: f64, to_s: f64) -> Option<Attribution> 
     between(r, Task::Probe, from_s, to_s)
 }
 
-/// The tasks the sampler follows.
+/// The probe's own waits between two times from only the samples taken
+/// because one of its ticks was late (`Timeline::probe_late`): each read
+/// at the moment its time says. A timeline sample's time is when the
+/// sample began, and the probe's wchan is read after the /proc counters,
+/// milliseconds later: too late for a read of tens of ms. None when no
+/// such sample fell there.
+pub fn probe_late_between(r: &Record, from_s: f64, to_s: f64) -> Option<Attribution> {
+    between(r, Task::LateProbe, from_s, to_s)
+}
+
+/// The tasks the sampler follows, and the probe's late samples alone.
 #[derive(Clone, Copy, PartialEq)]
 enum Task {
     Writer,
     Probe,
+    LateProbe,
+}
+
+/// One sample of a task: when, its wchan, state and kernel stack.
+struct Moment<'a> {
+    t_s: f64,
+    wchan: &'a str,
+    state: Option<&'a str>,
+    stack: Option<&'a [String]>,
+}
+
+/// A task's samples in time order: the timeline's, and for the probe also
+/// those taken while one of its ticks was late (`Timeline::probe_late`).
+fn moments(r: &Record, task: Task) -> Vec<Moment<'_>> {
+    let tl = &r.timeline;
+    let (wchans, states): (&[Option<String>], &[Option<String>]) = match task {
+        Task::Writer => (&tl.writer_wchan, &tl.writer_state),
+        Task::Probe => (&tl.probe_wchan, &tl.probe_state),
+        Task::LateProbe => (&[], &[]),
+    };
+    let mut out: Vec<Moment> = (tl.t_s.iter().zip(wchans).enumerate())
+        .filter_map(|(i, (t, w))| {
+            let stack = match task {
+                Task::Writer => tl.writer_stack_at(i),
+                Task::Probe | Task::LateProbe => tl.probe_stack_at(i),
+            };
+            let state = states.get(i).and_then(|s| s.as_deref());
+            Some(Moment { t_s: *t, wchan: w.as_deref()?, state, stack })
+        })
+        .collect();
+    if task != Task::Writer {
+        let late = &tl.probe_late;
+        out.extend(late.t_s.iter().zip(&late.wchan).enumerate().filter_map(|(i, (t, w))| {
+            let state = late.state.get(i).and_then(|s| s.as_deref());
+            Some(Moment { t_s: *t, wchan: w.as_deref()?, state, stack: tl.probe_late_stack_at(i) })
+        }));
+        out.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    }
+    out
 }
 
 fn between(r: &Record, task: Task, from_s: f64, to_s: f64) -> Option<Attribution> {
     let tl = &r.timeline;
-    let (wchan_series, state_series) = match task {
-        Task::Writer => (&tl.writer_wchan, &tl.writer_state),
-        Task::Probe => (&tl.probe_wchan, &tl.probe_state),
-    };
     // After this many seconds into the workload, the writes had returned:
     // flushing. The probe never writes: each of its waits is read as such.
     let writes_end = match task {
         Task::Writer => r.times.writes_returned_s.unwrap_or(f64::INFINITY),
-        Task::Probe => f64::NEG_INFINITY,
+        Task::Probe | Task::LateProbe => f64::NEG_INFINITY,
     };
     let mut a = Attribution::default();
     let mut frames: Vec<(Mechanism, String, usize)> = Vec::new();
     let mut wchans: Vec<(Mechanism, String, usize)> = Vec::new();
     let version = r.kernel.release.as_deref().and_then(mechanism::version);
     let zero_is_running = mechanism::zero_wchan(version, r.kernel.arch.as_deref()) == ZeroWchan::Running;
-    for (i, (t, w)) in tl.t_s.iter().zip(wchan_series).enumerate() {
-        if *t < tl.workload_start_s || *t > tl.workload_end_s || *t < from_s || *t > to_s {
+    for Moment { t_s: t, wchan: w, state, stack } in moments(r, task) {
+        if t < tl.workload_start_s || t > tl.workload_end_s || t < from_s || t > to_s {
             continue;
         }
-        let Some(w) = w.as_deref() else { continue };
         a.samples += 1;
         let at = t - tl.workload_start_s;
-        let stack = match task {
-            Task::Writer => tl.writer_stack_at(i),
-            Task::Probe => tl.probe_stack_at(i),
-        };
         // Filtered here as classify does, so that `from_stack` says what it read.
         let stack = mechanism::stack_of_the_moment(w, stack);
         let context = mechanism::Context { version, writing: at <= writes_end };
         match mechanism::classify(w, stack, context) {
             Wait::NotShown => {
                 a.not_shown += 1;
-                let state = state_series.get(i).and_then(|s| s.as_deref());
                 a.running += match state {
                     Some(s) => s.starts_with('R') as usize,
                     None => zero_is_running as usize,

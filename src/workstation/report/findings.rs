@@ -37,6 +37,9 @@ pub struct Finding {
 pub(crate) const STALL_MS: f64 = 1000.0;
 /// A write() slower than this is what the dirty-limit rule looks into.
 const THROTTLED_WRITE_MS: f64 = 100.0;
+/// A probe read slower than this is what the slow-read rule looks into
+/// (a cold 4 KiB read from an idle disk takes a few ms, even a 2006 one's).
+const SLOW_READ_MS: f64 = 10.0;
 
 /// What one group keeps for its findings while records stream by: counts,
 /// and the records the rules read (the worst stall, the writer held longest
@@ -58,6 +61,8 @@ pub struct Evidence {
     worst: Option<(f64, Option<Record>)>,
     /// The ok run that spent longest flushing (the first of equals), if the flush rule finds something in it.
     flushiest: Option<(f64, Option<Record>)>,
+    /// The ok run with the slowest probe read (the first of equals), if the slow-read rule finds something in it.
+    slowest_read: Option<(f64, Option<Record>)>,
 }
 
 impl Evidence {
@@ -103,6 +108,14 @@ impl Evidence {
             };
             self.throttled = Some((held, kept));
         }
+        let read_ms = g.responsiveness.as_ref().map_or(0.0, |p| p.read.max_ms);
+        if self.slowest_read.as_ref().is_none_or(|(w, _)| read_ms > *w) {
+            let kept = match read_ms >= SLOW_READ_MS {
+                true => Some(g.whole()?).filter(|r| slowest_read_wait(r).is_some()).cloned(),
+                false => None,
+            };
+            self.slowest_read = Some((read_ms, kept));
+        }
         let f = flush_s(&g.times);
         if self.flushiest.as_ref().is_none_or(|(w, _)| f > *w) {
             // The flush rule fires exactly when the times say so: a record
@@ -129,6 +142,12 @@ impl Evidence {
         out.extend(kept.into_iter().find_map(|r| writeback_throttling(subject, r)));
         if let Some((_, Some(r))) = &self.flushiest {
             out.extend(flush(subject, r));
+        }
+        // The slowest read is read-starvation's own where that rule fired.
+        if let Some((_, Some(r))) = &self.slowest_read
+            && !out.iter().any(|f| f.rule == "read-starvation")
+        {
+            out.extend(slow_read(subject, r));
         }
         out
     }
@@ -451,11 +470,18 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
         }
         traced::ReadWait::Unknown(said) => (said, scheduler_advice, false),
     };
+    let own = match slowest_read_wait(worst) {
+        Some((said, proof)) => {
+            evidence.extend(proof);
+            format!("; {said}")
+        }
+        None => String::new(),
+    };
     Some(Finding {
         rule: "read-starvation",
         subject: subject.into(),
         sentence: format!(
-            "a read waited while the workload wrote: one uncached 4 KiB read took {:.1} s (p99 {:.0} ms) under the I/O scheduler {scheduler}; {where_}. {}{}",
+            "a read waited while the workload wrote: one uncached 4 KiB read took {:.1} s (p99 {:.0} ms) under the I/O scheduler {scheduler}; {where_}{own}. {}{}",
             p.read.max_ms / 1000.0,
             p.read.p99_ms,
             advice[..1].to_uppercase(),
@@ -465,6 +491,70 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
         record: Some(id(worst)),
         names_cause,
     })
+}
+
+/// The probe's reads were slow, not yet starved: where the slowest of them
+/// waited, from the probe's own samples inside it. Names no cause: a page's
+/// I/O wait says the read waited for the disk, not why the disk was slow.
+fn slow_read(subject: &str, r: &Record) -> Option<Finding> {
+    let p = r.responsiveness.as_ref()?;
+    let (said, evidence) = slowest_read_wait(r)?;
+    Some(Finding {
+        rule: "slow-read",
+        subject: subject.into(),
+        sentence: format!(
+            "the probe's reads slowed while the workload wrote (p50 {:.1} ms, p99 {:.0} ms, max {:.0} ms); {said}",
+            p.read.p50_ms, p.read.p99_ms, p.read.max_ms
+        ),
+        evidence,
+        record: Some(id(r)),
+        names_cause: false,
+    })
+}
+
+/// Where the probe waited during its slowest read while the workload ran:
+/// its samples taken because that tick was late (`Timeline::probe_late`),
+/// inside the tick's read (after its timer and its `ls`). None when the
+/// read was not slow or no such sample fell inside it (records from
+/// before they were taken, too).
+fn slowest_read_wait(r: &Record) -> Option<(String, Vec<String>)> {
+    let tl = &r.timeline;
+    let during = |k: &usize| tl.probe_t_s.get(*k).is_some_and(|t| *t >= tl.workload_start_s && *t <= tl.workload_end_s);
+    let (k, read_ms) =
+        tl.probe_read_ms.iter().copied().enumerate().filter(|(k, _)| during(k)).max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let response_ms = *tl.probe_response_ms.get(k)?;
+    if read_ms < SLOW_READ_MS || response_ms < read_ms {
+        return None;
+    }
+    let (from, to) = (tl.probe_t_s[k] + (response_ms - read_ms) / 1000.0, tl.probe_t_s[k] + response_ms / 1000.0);
+    let a = attribution::probe_late_between(r, from, to)?;
+    let at = from - tl.workload_start_s;
+    let head = format!("the slowest read took {read_ms:.0} ms, {at:.1} s into the workload");
+    let span = format!("timeline.probe_late over {from:.3}–{to:.3} s (probe_read_ms {read_ms:.1})");
+    let said = match a.shares.first() {
+        _ if a.mostly_hidden() => {
+            format!("{head}; the probe itself inside it: {}: where it waited is unknown", a.zero_said())
+        }
+        Some(s) => {
+            let from_what = if s.from_stack { "its kernel stack" } else { "its wchan alone" };
+            let said = format!(
+                "{head}; inside it the probe itself was asleep in {} in {} of {} samples ({from_what}): {}",
+                s.wchan,
+                s.samples,
+                a.samples,
+                s.mechanism.name()
+            );
+            return Some((said, vec![format!("{span}: {} in {} of {} samples", s.frame, s.samples, a.samples)]));
+        }
+        None if !a.unknown.is_empty() => {
+            format!(
+                "{head}; inside it the probe itself was blocked in {}, which names no mechanism: unknown",
+                a.unknown[0].0
+            )
+        }
+        None => format!("{head}; the probe itself inside it: {}", a.zero_said()),
+    };
+    Some((said, vec![format!("{span}: {} samples", a.samples)]))
 }
 
 /// What would act on a read's wait before the device, under this record's
@@ -1296,6 +1386,50 @@ mod tests {
         // Only stacks of other moments: no chain, rather than theirs.
         r.timeline.writer_stack = r.timeline.t_s.iter().map(|_| Some(0)).collect();
         assert_eq!(call_chain(&r, "balance_dirty_pages"), None);
+    }
+
+    /// A read slowed, not starved: the probe's samples taken while its
+    /// slowest tick was late say where it waited, and only those inside that
+    /// tick's read (after its ls) count as the read's.
+    #[test]
+    fn a_slow_read_says_where_the_probe_waited_inside_it() {
+        let mut r = write_run("b1", 0, "asfound", 20.0, 60.0, 20);
+        r.kernel.release = Some("6.12.0".into());
+        let tl = &mut r.timeline;
+        // The tick due at 2.0 s answered after 60 ms: its ls took 5 ms and
+        // its read 54 ms, so the read ran from 2.006 to 2.060 s.
+        tl.probe_read_ms = vec![0.5, 54.0, 1.0];
+        tl.probe_ls_ms = vec![0.3, 5.0, 0.5];
+        let read_stack =
+            ["folio_wait_bit_common+0x13d/0x350", "filemap_get_pages+0x2a0/0x6c0", "filemap_read+0xd9/0x350"];
+        let ls_stack = ["__lock_buffer+0x2d/0x40", "ext4_read_inode_bitmap+0x1e0/0x5c0"];
+        tl.stacks = vec![read_stack.map(String::from).to_vec(), ls_stack.map(String::from).to_vec()];
+        let late = |at: &[(f64, &str, u32)]| crate::schema::measures::LateTicks {
+            t_s: at.iter().map(|a| a.0).collect(),
+            wchan: at.iter().map(|a| Some(a.1.to_string())).collect(),
+            state: at.iter().map(|_| Some("D".to_string())).collect(),
+            stack: at.iter().map(|a| Some(a.2)).collect(),
+        };
+        let in_ls = (2.004, "__lock_buffer", 1);
+        let in_read = (2.03, "folio_wait_bit_common", 0);
+        tl.probe_late = late(&[in_ls, (2.015, in_read.1, 0), in_read, (2.05, in_read.1, 0)]);
+        let found = find(&[r.clone()]);
+        let slow = found.iter().find(|f| f.rule == "slow-read").expect("a slow-read finding");
+        assert!(
+            slow.sentence.contains("the probe's reads slowed while the workload wrote (p50 1.0 ms, p99 48 ms, max 54 ms); the slowest read took 54 ms, 2.0 s into the workload; inside it the probe itself was asleep in folio_wait_bit_common in 3 of 3 samples (its kernel stack): waiting for a page's or buffer's I/O, or its lock"),
+            "{}",
+            slow.sentence
+        );
+        assert!(!slow.names_cause, "where the probe waited is no cause");
+        assert!(slow.evidence.iter().any(|e| e
+            == "timeline.probe_late over 2.006–2.060 s (probe_read_ms 54.0): folio_wait_bit_common in 3 of 3 samples"));
+        // Only the ls waited while late: nothing is said of the read.
+        r.timeline.probe_late = late(&[in_ls]);
+        assert!(find(&[r.clone()]).iter().all(|f| f.rule != "slow-read"));
+        // A read under 10 ms is not slow, whatever was sampled.
+        r.timeline.probe_late = late(&[in_read]);
+        r.timeline.probe_read_ms[1] = 8.0;
+        assert!(find(&[r]).iter().all(|f| f.rule != "slow-read"));
     }
 
     /// The probe's own wait at its worst tick: where the probe itself was

@@ -193,6 +193,22 @@ fn request_size_named(out_dir: &Path) -> Result<String> {
             compared.map(|f| &f.sentence)
         ));
     };
+    // Where the probe's own read waited, from its samples inside its slowest
+    // read (taken while that tick was late): 6.12 reads wchan and stack.
+    let read_findings = ["slow-read", "read-starvation"];
+    let probe_waited = report.findings.iter().find(|f| {
+        read_findings.contains(&f.rule)
+            && f.subject.contains("bad-settings")
+            && f.sentence.contains("inside it the probe itself was asleep in ")
+            && f.sentence.contains("samples (its kernel stack)")
+    });
+    let Some(probe_waited) = probe_waited else {
+        let said: Vec<_> =
+            report.findings.iter().filter(|f| read_findings.contains(&f.rule)).map(|f| &f.sentence).collect();
+        return Err(format!(
+            "bisect-settings: no finding says where the probe itself waited inside its slowest read under max_sectors_kb 1280: {said:?}"
+        ));
+    };
     let comparisons = report.comparisons();
     let causes: Vec<_> = comparisons.iter().flat_map(|c| &c.causes).filter(|c| c.code == "request-size").collect();
     if let Some(c) = causes.iter().find(|c| c.status != "candidate" || !limits.iter().any(|l| c.text.contains(l))) {
@@ -202,5 +218,5 @@ fn request_size_named(out_dir: &Path) -> Result<String> {
         Some(c) => format!("the verdict: a candidate cause: {}", c.text),
         None => "the verdict names no cause (the probe's p99 did not change twice over)".to_string(),
     };
-    Ok(format!("{}; {verdict}", finding.sentence))
+    Ok(format!("{}; {verdict}; {}", finding.sentence, probe_waited.sentence))
 }
