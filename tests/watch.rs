@@ -339,6 +339,7 @@ fn a_console_that_ends_or_goes_quiet_is_opened_again_when_the_caller_can() {
             deadline: Some(Duration::from_secs(30)),
             prefix: "[t] ".into(),
             reopen_after: Some(Duration::from_secs(1)),
+            server_ended: None,
         };
         let mut opened = 1;
         let mut again = || {
@@ -368,6 +369,7 @@ fn a_console_that_ends_or_goes_quiet_is_opened_again_when_the_caller_can() {
         deadline: None,
         prefix: String::new(),
         reopen_after: None,
+        server_ended: None,
     };
     let (ending, _) = follow(Source::open(&spec, 115200).unwrap(), &how, None).unwrap();
     server.join().unwrap();

@@ -64,6 +64,15 @@ impl Controller {
         }
     }
 
+    /// Why the server went off by itself, for a server that is a program
+    /// (qemu) whose program has ended; None for a BMC, which says nothing of it.
+    pub fn ended(&self) -> Option<String> {
+        match self {
+            Controller::Qemu(q) => q.ended(),
+            _ => None,
+        }
+    }
+
     /// The next boot only, from `device`. Asked just before the power
     /// cycle: IPMI BMCs forget a boot device set more than 60 s before the
     /// boot.

@@ -19,6 +19,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// The lines of the power-on program's output an error quotes.
+const LAST_LINES_SAID: usize = 6;
+
 pub struct QemuPower {
     command: String,
     /// What `{image}` stands for: the image's directory.
@@ -31,6 +34,8 @@ pub struct QemuPower {
     /// The program this session started, reaped once it ends (a guest that
     /// powered itself off), so that its group no longer counts as running.
     child: Mutex<Option<Child>>,
+    /// How that program ended, once it has (until the next power-on).
+    exited: Mutex<Option<std::process::ExitStatus>>,
     /// The process group known to be ours: started here, or found with
     /// the identity its pid file recorded. A group id is not given to
     /// another group while any of its processes lives, so it stays ours
@@ -47,6 +52,7 @@ impl QemuPower {
             pid_file: state_dir.join(format!("{server}.power.pid")),
             output: state_dir.join(format!("{server}.power.out")),
             child: Mutex::new(None),
+            exited: Mutex::new(None),
             owned: Mutex::new(None),
         }
     }
@@ -109,11 +115,30 @@ impl QemuPower {
         self.running().is_some()
     }
 
+    /// Why the program this session started is no longer running, once it
+    /// has ended: its exit status and the last lines it printed (a QEMU that
+    /// could not start says why there, and nothing reaches the console).
+    pub fn ended(&self) -> Option<String> {
+        self.reap();
+        let status = (*self.exited.lock().ok()?)?;
+        let printed = std::fs::read_to_string(&self.output).unwrap_or_default();
+        let lines: Vec<&str> = printed.lines().filter(|l| !l.trim().is_empty()).collect();
+        let last = lines[lines.len().saturating_sub(LAST_LINES_SAID)..].join(" | ");
+        Some(format!(
+            "the server's power-on command ended ({status}){}; all it printed is in {}",
+            if last.is_empty() { String::new() } else { format!(", its last lines: {last}") },
+            self.output.display()
+        ))
+    }
+
     fn reap(&self) {
         if let Ok(mut child) = self.child.lock()
-            && child.as_mut().is_some_and(|c| c.try_wait().ok().flatten().is_some())
+            && let Some(status) = child.as_mut().and_then(|c| c.try_wait().ok().flatten())
         {
             *child = None;
+            if let Ok(mut exited) = self.exited.lock() {
+                *exited = Some(status);
+            }
         }
     }
 
@@ -161,6 +186,9 @@ impl QemuPower {
         let pid = child.id();
         if let Ok(mut held) = self.child.lock() {
             *held = Some(child);
+        }
+        if let Ok(mut exited) = self.exited.lock() {
+            *exited = None;
         }
         if let Ok(mut owned) = self.owned.lock() {
             *owned = Some(pid as i32);

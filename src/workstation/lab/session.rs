@@ -344,15 +344,19 @@ fn run_step(
         Err(first) => {
             say(&format!("lab: {id}: {first}; trying again until the step's deadline"));
             let since = Instant::now();
-            let opened = console.open_until(since + Duration::from_secs(deadline_s));
+            let opened = console.open_until(since + Duration::from_secs(deadline_s), &|| p.bmc.ended());
             waited = since.elapsed();
             match opened {
                 Ok(Some(source)) => source,
                 Ok(None) => return Ok(None),
-                Err(e) => {
+                Err(unopened) => {
                     p.bmc.power_off()?;
-                    let why =
-                        format!("the console could not be opened within the step's deadline of {deadline_s} s: {e}");
+                    let why = match unopened {
+                        Unopened::Deadline(e) => {
+                            format!("the console could not be opened within the step's deadline of {deadline_s} s: {e}")
+                        }
+                        Unopened::ServerEnded(why) => format!("{why}; its console was never there"),
+                    };
                     std::fs::write(&records_path, b"")
                         .map_err(|e| format!("cannot write {}: {e}", records_path.display()))?;
                     sync_step(&[&records_path], &dir.join(&server.name))?;
@@ -382,6 +386,7 @@ fn run_step(
         deadline: Some(left),
         prefix: format!("[{id}] "),
         reopen_after: Some(Duration::from_secs(REOPEN_AFTER_S)),
+        server_ended: Some(&|| p.bmc.ended()),
     };
     let followed = if console.reopens() {
         let mut again = || console.open(false);
@@ -398,7 +403,8 @@ fn run_step(
         Ending::Lost(why) => {
             // Never left running into the next step's time.
             p.bmc.power_off()?;
-            let silent = printed_nothing(&log_path);
+            // A server that went off by itself said why; its console's silence is not the firmware's.
+            let silent = printed_nothing(&log_path) && !why.contains("power-on command ended");
             let why = if silent {
                 // The lab switched the power itself: a console that said
                 // nothing at all is a server stuck before its kernel, or a
@@ -485,11 +491,18 @@ impl<'a> StepConsole<'a> {
 
     /// Open the console after the power-on, trying each second until
     /// `until`; None when Ctrl-C stops the lab meanwhile.
-    fn open_until(&mut self, until: Instant) -> Result<Option<Source>, String> {
+    /// Open it, trying every second until `until`; given up on sooner once
+    /// the server went off by itself (`ended` says why: a console its
+    /// program would have made never will be).
+    fn open_until(&mut self, until: Instant, ended: &dyn Fn() -> Option<String>) -> Result<Option<Source>, Unopened> {
         loop {
+            let server_ended = ended();
             match self.open(false) {
                 Ok(source) => return Ok(Some(source)),
-                Err(e) if Instant::now() >= until => return Err(e),
+                Err(_) if server_ended.is_some() => {
+                    return Err(Unopened::ServerEnded(server_ended.unwrap_or_default()));
+                }
+                Err(e) if Instant::now() >= until => return Err(Unopened::Deadline(e)),
                 Err(_) if crate::interrupt::interrupted() => return Ok(None),
                 Err(_) => std::thread::sleep(Duration::from_secs(1)),
             }
@@ -509,6 +522,14 @@ impl<'a> StepConsole<'a> {
             let _ = c.wait();
         }
     }
+}
+
+/// Why a step's console was never opened.
+enum Unopened {
+    /// Not there by the step's deadline: the error of the last try.
+    Deadline(String),
+    /// The server went off by itself first, and why.
+    ServerEnded(String),
 }
 
 /// A run record from another entry than the step's: the server ignored
@@ -571,15 +592,13 @@ fn seed_from_clock() -> u64 {
 mod tests {
     use super::*;
 
-    /// A panic while a server runs: the session's servers are powered off
-    /// as the panic unwinds (a lab that panicked left QEMU running).
-    #[test]
-    fn a_panic_powers_the_servers_off() {
-        let dir = std::env::temp_dir().join(format!("bootmark-lab-panic-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let text = "image = \"image\"\nstate = \"st\"\n[[server]]\nname = \"vm\"\nconsole = \"file:vm.log\"\n\
-                    [server.qemu]\ncommand = \"sleep 60 # {entry}\"\n";
-        let lab = super::super::file::Lab::parse_without_passwords(&dir.join("lab.toml"), text).unwrap();
+    /// A lab of one `[server.qemu]` named vm (console `vm.log`) running
+    /// `command`, in `dir`, and an image of one entry, k0.
+    fn one_qemu_server(dir: &Path, command: &str) -> (super::super::file::Lab, ImageEntries) {
+        let text = format!(
+            "image = \"image\"\nstate = \"st\"\n[[server]]\nname = \"vm\"\nconsole = \"file:vm.log\"\n[server.qemu]\ncommand = \"{command}\"\n"
+        );
+        let lab = super::super::file::Lab::parse_without_passwords(&dir.join("lab.toml"), &text).unwrap();
         let entry = super::super::ImageEntry {
             label: "k0".into(),
             title: "k0".into(),
@@ -587,8 +606,17 @@ mod tests {
             cmdline_room: None,
             kernel_release: None,
         };
-        let image = ImageEntries { entries: vec![entry], plan_definition: None, iso_menus: None };
         std::fs::create_dir_all(&lab.state_dir).unwrap();
+        (lab, ImageEntries { entries: vec![entry], plan_definition: None, iso_menus: None })
+    }
+
+    /// A panic while a server runs: the session's servers are powered off
+    /// as the panic unwinds (a lab that panicked left QEMU running).
+    #[test]
+    fn a_panic_powers_the_servers_off() {
+        let dir = std::env::temp_dir().join(format!("bootmark-lab-panic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (lab, image) = one_qemu_server(&dir, "sleep 60 # {entry}");
         let servers = Servers::prepare(&lab, &image, &lab.state_dir).unwrap();
         servers.prepared[0].bmc.power_on("k0", None).unwrap();
         let pid_file = lab.state_dir.join("vm.power.pid");
@@ -641,6 +669,39 @@ mod tests {
         assert_eq!(wrong_entry(&[], "k0"), None, "no run record: the deadline decides");
     }
 
+    /// A qemu server whose program cannot start (QEMU not installed, a
+    /// typo in the command): the step fails with the program's own words
+    /// once its console has settled (at once where it never made one), not
+    /// at its deadline with a guess about the firmware or console.
+    #[test]
+    fn a_power_on_program_that_ends_at_once_fails_the_step_with_its_own_words() {
+        let dir = std::env::temp_dir().join(format!("bootmark-lab-ended-{}", std::process::id()));
+        // Its console made before it ended, and never made.
+        for made in ["touch vm.log;", ""] {
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let command =
+                format!("sh -c \\\"echo 'missing host tools: qemu-system-x86_64' >&2; {made} exit 3\\\" # {{entry}}");
+            let (lab, image) = one_qemu_server(&dir, &command);
+            let servers = Servers::prepare(&lab, &image, &lab.state_dir).unwrap();
+            let since = Instant::now();
+            let outcome =
+                run_step(&servers.prepared[0], ("k0", None), "lab/k0#b1", 300, &lab.state_dir).unwrap().unwrap();
+            assert!(
+                since.elapsed() < Duration::from_secs(60),
+                "{made:?}: not the 300 s deadline: {:?}",
+                since.elapsed()
+            );
+            assert_eq!(outcome.status, Status::Failed);
+            let why = outcome.why.unwrap();
+            assert!(why.contains("the server's power-on command ended (exit status: 3)"), "{made:?}: {why}");
+            assert!(why.contains("its last lines: missing host tools: qemu-system-x86_64"), "{made:?}: {why}");
+            assert!(!why.contains("firmware") && !why.contains("console=ttyS0"), "{made:?}: no guess: {why}");
+            drop(servers);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_console_log_that_appears_after_the_power_on_is_waited_for_and_read_whole() {
         let dir = std::env::temp_dir().join(format!("bootmark-lab-console-{}", std::process::id()));
@@ -655,7 +716,9 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1500));
             std::fs::write(&path, "SeaBIOS (version 1.16.2)\n").unwrap();
         });
-        let mut source = step.open_until(Instant::now() + Duration::from_secs(20)).unwrap().expect("opened");
+        let Ok(Some(mut source)) = step.open_until(Instant::now() + Duration::from_secs(20), &|| None) else {
+            panic!("opened")
+        };
         writer.join().unwrap();
         match source.read(500).unwrap() {
             crate::workstation::watch::source::Chunk::Data(bytes) => {
@@ -666,7 +729,8 @@ mod tests {
         // Never there: an error once the deadline has passed, for the step to fail.
         let never = Console::File(dir.join("never.log"));
         let since = Instant::now();
-        let e = StepConsole::new(&never, None).open_until(Instant::now() + Duration::from_secs(1)).err().unwrap();
+        let unopened = StepConsole::new(&never, None).open_until(Instant::now() + Duration::from_secs(1), &|| None);
+        let Err(Unopened::Deadline(e)) = unopened else { panic!("the deadline, nothing else, ends the wait") };
         assert!(e.contains("never.log") && since.elapsed() < Duration::from_secs(5), "{e}");
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -93,6 +93,7 @@ pub fn watch(opts: &Options) -> Result<(Ending, Vec<Document>), String> {
         deadline: None,
         prefix: String::new(),
         reopen_after: None,
+        server_ended: None,
     };
     follow(source, &how, None)
 }
@@ -106,7 +107,7 @@ const MAX_REOPENS: u32 = 5;
 
 /// How to follow an open console (`bootmark watch`'s flags, and what
 /// `bootmark lab` adds for one step of a lab).
-pub struct Follow {
+pub struct Follow<'a> {
     pub log: Option<PathBuf>,
     pub out: Option<PathBuf>,
     pub until: Until,
@@ -119,7 +120,14 @@ pub struct Follow {
     /// With a `Reopen`: open the console again after this long without
     /// output (besides when it ends).
     pub reopen_after: Option<Duration>,
+    /// Whether the server went off by itself (a lab's qemu server whose
+    /// program ended), and why: once the console has settled after it
+    /// (`source::SETTLED_AFTER`), the follow ends then rather than at its deadline.
+    pub server_ended: Option<ServerEnded<'a>>,
 }
+
+/// Why a server went off by itself, once it has (`Follow::server_ended`).
+pub type ServerEnded<'a> = &'a dyn Fn() -> Option<String>;
 
 /// Follow `source` until `how.until`, silence, the deadline, Ctrl-C (when
 /// the caller installed `run::interrupt`) or the source's end — which,
@@ -140,6 +148,8 @@ pub fn follow(mut source: Source, how: &Follow, mut reopen: Option<Reopen>) -> R
     let mut last_open = Instant::now();
     let mut reopens = 0;
     let mut silence_said = false;
+    // When the server was first seen off by itself (`Follow::server_ended`).
+    let mut ended_at: Option<Instant> = None;
     loop {
         if let Some(end) = w.finished(how.until) {
             return Ok((end, w.into_documents()));
@@ -179,6 +189,21 @@ pub fn follow(mut source: Source, how: &Follow, mut reopen: Option<Reopen>) -> R
                 return Ok((end, w.into_documents()));
             }
             Chunk::Quiet => {
+                // Ended, and the console has settled since: all it will hold, it has given.
+                let settled = |since: Instant| since.elapsed() >= source::SETTLED_AFTER;
+                if ended_at.is_none() && how.server_ended.is_some_and(|ended| ended().is_some()) {
+                    ended_at = Some(Instant::now());
+                }
+                if ended_at.is_some_and(settled)
+                    && settled(last_data)
+                    && let Some(why) = how.server_ended.and_then(|ended| ended())
+                {
+                    w.flush_partial();
+                    // Nothing printed: the program's own words say why, not a guess about the console.
+                    let said = if w.boots == 0 { format!("{why}; no kernel printed") } else { w.guess(&why) };
+                    let end = w.finished(how.until).unwrap_or(Ending::Lost(said));
+                    return Ok((end, w.into_documents()));
+                }
                 let quiet = last_data.elapsed();
                 if let (Some(after), Some(again)) = (how.reopen_after, reopen.as_mut())
                     && quiet >= after

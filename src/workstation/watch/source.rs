@@ -58,6 +58,12 @@ const ROTATED_QUIET: Duration = Duration::from_secs(1);
 /// them passed on twice).
 const UNDECIDED_FOR: Duration = Duration::from_secs(30);
 
+/// How long a followed file must stay quiet after its writer has ended
+/// before all it holds has been passed on: a file written again from its
+/// start is held back while it agrees with what was passed (UNDECIDED_FOR),
+/// a new file at its path once the old was quiet (ROTATED_QUIET).
+pub const SETTLED_AFTER: Duration = Duration::from_secs(UNDECIDED_FOR.as_secs() + ROTATED_QUIET.as_secs() + 4);
+
 /// What a read brought.
 pub enum Chunk {
     Data(Vec<u8>),
