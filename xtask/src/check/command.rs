@@ -96,6 +96,9 @@ impl Subcommand for Check {
 }
 
 pub fn run(check: Check) -> Result<()> {
+    // One check alone on a fresh machine needs what the whole suite installs
+    // (QEMU, firmware, mkfs…): without it a boot waits out its deadline in silence.
+    crate::host::deps::ensure_test_tools()?;
     match check.name.as_str() {
         "old-kernel" => old_kernel::harness(),
         "arm64-init" => arm64_init::check(),
