@@ -41,8 +41,8 @@ pub const PSI: [(&str, &str); 2] = [("/proc/pressure/io", "psi_io"), ("/proc/pre
 const STACKS_KEPT: usize = 32;
 const STACK_LINES: usize = 24;
 
-/// The probe's late samples a timeline keeps: a few per slow tick (they
-/// thin out as a tick gets later: `observe`), about 60 bytes each on the
+/// The probe's late samples a timeline keeps: a few per slow tick (the
+/// longer a tick runs, the sparser: `observe`), about 60 bytes each on the
 /// serial line, so at most some 30 KiB of a record.
 const LATE_SAMPLES_KEPT: usize = 512;
 

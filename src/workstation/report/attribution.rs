@@ -106,9 +106,9 @@ pub fn probe_between(r: &Record, from_s: f64, to_s: f64) -> Option<Attribution> 
 /// The probe's own waits between two times from only the samples taken
 /// because one of its ticks was late (`Timeline::probe_late`): each read
 /// at the moment its time says. A timeline sample's time is when the
-/// sample began, and the probe's wchan is read after the /proc counters,
-/// milliseconds later: too late for a read of tens of ms. None when no
-/// such sample fell there.
+/// sample began; in records before 2026-12-07 the probe's wchan was read
+/// after the /proc counters, milliseconds after that time, which is as
+/// long as a slow read lasts. None when no such sample fell there.
 pub fn probe_late_between(r: &Record, from_s: f64, to_s: f64) -> Option<Attribution> {
     between(r, Task::LateProbe, from_s, to_s)
 }

@@ -9,6 +9,7 @@ use super::Row;
 use super::attribution;
 use super::mechanism::{self, Mechanism};
 use super::traced;
+use super::words;
 use crate::schema::record::{Record, Times};
 use crate::workstation::glance::Glance;
 use serde::Serialize;
@@ -203,10 +204,10 @@ fn stall(subject: &str, ok: usize, stalled: usize, worst: &Record) -> Option<Fin
         return None;
     }
     let mut sentence = format!(
-        "the machine stopped responding: the probe (ls + a 4 KiB uncached read every {:.0} ms) waited up to {:.1} s, {} times over 1 s in the worst run; {stalled} of {} runs stalled over 1 s",
+        "the machine stopped responding: the probe (ls + a 4 KiB uncached read every {:.0} ms) waited up to {:.1} s, {} over 1 s in the worst run; {stalled} of {} runs stalled over 1 s",
         p.interval_ms,
         p.max_ms / 1000.0,
-        p.stalls_over_1s,
+        words::times(p.stalls_over_1s),
         ok
     );
     let mut evidence = vec![
@@ -1467,6 +1468,12 @@ mod tests {
             stall.sentence
         );
         assert!(stall.evidence.iter().any(|e| e.starts_with("timeline.probe_wchan and probe_stack during the stall")));
+        assert!(stall.sentence.contains("waited up to 4.1 s, 3 times over 1 s in the worst run"), "{}", stall.sentence);
+        let mut once = r.clone();
+        once.responsiveness.as_mut().unwrap().stalls_over_1s = 1;
+        let found = find(&[once]);
+        let said = &found.iter().find(|f| f.rule == "stall").unwrap().sentence;
+        assert!(said.contains("waited up to 4.1 s, once over 1 s in the worst run"), "{said}");
         assert!(!stall.sentence.contains("PSI"), "no PSI series, nothing said of it");
         // PSI sampled (4.20+): I/O stalled some task half of the 4.25 s around the tick, every task a quarter.
         let n = r.timeline.t_s.len();

@@ -16,6 +16,7 @@ pub mod stats;
 pub mod text;
 mod traced;
 pub mod verdict;
+mod words;
 
 use crate::schema::record::Record;
 use crate::workstation::glance::Glance;

@@ -48,7 +48,8 @@ pub fn dirty(r: &Record) -> Option<(String, String)> {
             lost(k)
         ),
         n => format!(
-            "the kernel's {DIRTY_EVENT} tracepoint paused writers {n} times, {:.0} ms in all (longest {:.0} ms): {} while writing, {} while flushing, {} after{limit}{}",
+            "the kernel's {DIRTY_EVENT} tracepoint paused writers {}, {:.0} ms in all (longest {:.0} ms): {} while writing, {} while flushing, {} after{limit}{}",
+            super::words::times(n),
             all.total_ms,
             all.max_ms,
             p.writing.count,
