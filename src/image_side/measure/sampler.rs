@@ -46,6 +46,11 @@ const STACK_LINES: usize = 24;
 /// serial line, so at most some 30 KiB of a record.
 const LATE_SAMPLES_KEPT: usize = 512;
 
+/// Of the table of distinct stacks, the slots late samples leave to the
+/// timeline's own samples (the writer's above all): a long run of late
+/// ticks with varied stacks must not leave the writer's with none.
+const STACKS_LEFT_TO_THE_TIMELINE: usize = 8;
+
 /// Counters at one moment, for before/after deltas.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -127,8 +132,9 @@ impl Sampler {
         let t = secs(mono_ns().saturating_sub(self.origin_ns));
         // The tasks first, at the sample's time: the /proc counters after them
         // take milliseconds on a loaded machine, longer than a slow read lasts.
-        let writer = self.task(self.writer);
-        let probe = (self.probe.is_some() || !self.timeline.probe_wchan.is_empty()).then(|| self.task(self.probe));
+        let writer = self.task(self.writer, STACKS_KEPT);
+        let probe =
+            (self.probe.is_some() || !self.timeline.probe_wchan.is_empty()).then(|| self.task(self.probe, STACKS_KEPT));
         let mem = procstat::meminfo();
         let vm = procstat::vmstat();
         let disk = self.device.as_deref().and_then(disk_stat);
@@ -176,7 +182,7 @@ impl Sampler {
             return false;
         }
         let now = self.at(mono_ns());
-        let (wchan, state, stack) = self.task(self.probe);
+        let (wchan, state, stack) = self.task(self.probe, STACKS_KEPT - STACKS_LEFT_TO_THE_TIMELINE);
         let late = &mut self.timeline.probe_late;
         late.t_s.push(now);
         late.wchan.push(wchan);
@@ -186,17 +192,18 @@ impl Sampler {
     }
 
     /// One task's wchan, state and stack now; all None without a task or
-    /// once it has gone.
-    fn task(&mut self, pid: Option<libc::pid_t>) -> (Option<String>, Option<String>, Option<u32>) {
+    /// once it has gone. A stack not yet in the table is added only while
+    /// it holds fewer than `room`.
+    fn task(&mut self, pid: Option<libc::pid_t>, room: usize) -> (Option<String>, Option<String>, Option<u32>) {
         let Some(pid) = pid else { return (None, None, None) };
         let Some(wchan) = crate::fsutil::read_trimmed(format!("/proc/{pid}/wchan")) else { return (None, None, None) };
-        (Some(wchan), procstat::task_state(pid), self.stack_index(pid))
+        (Some(wchan), procstat::task_state(pid), self.stack_index(pid, room))
     }
 
     /// A task's kernel stack now (/proc/PID/stack: 2.6.29+, root), as its
     /// index in the timeline's table of distinct stacks; None where
-    /// unreadable, empty, or new once the table is full.
-    fn stack_index(&mut self, pid: libc::pid_t) -> Option<u32> {
+    /// unreadable, empty, or new once the table holds `room` stacks.
+    fn stack_index(&mut self, pid: libc::pid_t, room: usize) -> Option<u32> {
         let text = crate::fsutil::read_capped(format!("/proc/{pid}/stack"), 16 << 10)?;
         // "[<0>] balance_dirty_pages+0x2d1/0x8e0" → "balance_dirty_pages+0x2d1/0x8e0"
         let frames: Vec<String> = String::from_utf8_lossy(&text)
@@ -211,7 +218,7 @@ impl Sampler {
         let stacks = &mut self.timeline.stacks;
         let index = match stacks.iter().position(|s| *s == frames) {
             Some(i) => i,
-            None if stacks.len() < STACKS_KEPT => {
+            None if stacks.len() < room.min(STACKS_KEPT) => {
                 stacks.push(frames);
                 stacks.len() - 1
             }

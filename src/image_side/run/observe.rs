@@ -387,8 +387,10 @@ impl Watch<'_> {
             }
             if self.late.next_ns.is_some_and(|at| now >= at) {
                 match self.sampler.sample_late_probe() {
-                    true => self.late.sampled(now),
-                    false => self.late.threshold_ns = None,
+                    // From after the read: reading a stack can take longer than the least gap.
+                    true => self.late.sampled(mono_ns()),
+                    // The table is full: no more, and no wake-up for them either.
+                    false => (self.late.threshold_ns, self.late.next_ns) = (None, None),
                 }
             }
             if now >= self.next_heartbeat {
@@ -435,7 +437,12 @@ impl Watch<'_> {
         let Some(p) = self.probe.as_mut() else { return };
         let mut buf = [0u8; 4096];
         match p.child.output.read(&mut buf) {
-            Ok(0) | Err(_) => p.alive = false,
+            Ok(0) | Err(_) => {
+                // Gone: nothing of it is sampled any more (a zombie's wchan says nothing).
+                p.alive = false;
+                (self.late.threshold_ns, self.late.next_ns) = (None, None);
+                self.sampler.probe = None;
+            }
             Ok(n) => {
                 p.pending.extend_from_slice(&buf[..n]);
                 let whole = p.pending.len() / SAMPLE_BYTES * SAMPLE_BYTES;

@@ -351,7 +351,7 @@ fn probe_waited(r: &Record, from_s: f64, to_s: f64) -> Option<(String, Vec<Strin
         _ if a.mostly_hidden() => format!("the probe itself: {}: where it waited is unknown", a.zero_said()),
         Some(s) => {
             let proof = format!(
-                "timeline.probe_wchan and probe_stack during the stall: {} in {} of {} samples",
+                "timeline.probe_wchan, probe_stack and probe_late during the stall: {} in {} of {} samples",
                 s.frame, s.samples, a.samples
             );
             let said = format!(
@@ -368,7 +368,7 @@ fn probe_waited(r: &Record, from_s: f64, to_s: f64) -> Option<(String, Vec<Strin
         }
         None => format!("the probe itself: {}", a.zero_said()),
     };
-    Some((said, vec![format!("timeline.probe_wchan during the stall: {} samples", a.samples)]))
+    Some((said, vec![format!("timeline.probe_wchan and probe_late during the stall: {} samples", a.samples)]))
 }
 
 /// Which of the probe's parts waited longest, and where that wait was, as
@@ -498,14 +498,18 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
 /// waited, from the probe's own samples inside it. Names no cause: a page's
 /// I/O wait says the read waited for the disk, not why the disk was slow.
 fn slow_read(subject: &str, r: &Record) -> Option<Finding> {
-    let p = r.responsiveness.as_ref()?;
+    let reads = ReadsDuring::of(r)?;
     let (said, evidence) = slowest_read_wait(r)?;
+    let before = match reads.baseline_max_ms {
+        Some(b) => format!(" against at most {b:.1} ms before it"),
+        None => String::new(),
+    };
     Some(Finding {
         rule: "slow-read",
         subject: subject.into(),
         sentence: format!(
-            "the probe's reads slowed while the workload wrote (p50 {:.1} ms, p99 {:.0} ms, max {:.0} ms); {said}",
-            p.read.p50_ms, p.read.p99_ms, p.read.max_ms
+            "the probe's reads slowed while the workload ran (median {:.1} ms over {} ticks{before}); {said}",
+            reads.median_ms, reads.ticks
         ),
         evidence,
         record: Some(id(r)),
@@ -513,24 +517,53 @@ fn slow_read(subject: &str, r: &Record) -> Option<Finding> {
     })
 }
 
+/// The probe's reads over the workload alone, from each tick's own parts
+/// (`responsiveness` also counts the recovery after it), beside the
+/// slowest of the baseline's before it.
+struct ReadsDuring {
+    ticks: usize,
+    median_ms: f64,
+    /// The slowest: its tick (an index into the probe's timeline) and ms.
+    slowest: (usize, f64),
+    baseline_max_ms: Option<f64>,
+}
+
+impl ReadsDuring {
+    fn of(r: &Record) -> Option<ReadsDuring> {
+        let tl = &r.timeline;
+        let ticks = || tl.probe_t_s.iter().zip(&tl.probe_read_ms).enumerate();
+        let during: Vec<(usize, f64)> = ticks()
+            .filter(|(_, (t, _))| **t >= tl.workload_start_s && **t <= tl.workload_end_s)
+            .map(|(k, (_, ms))| (k, *ms))
+            .collect();
+        let slowest = *during.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let mut ms: Vec<f64> = during.iter().map(|d| d.1).collect();
+        ms.sort_by(f64::total_cmp);
+        let baseline_max_ms =
+            ticks().filter(|(_, (t, _))| **t < tl.workload_start_s).map(|(_, (_, ms))| *ms).max_by(f64::total_cmp);
+        Some(ReadsDuring { ticks: ms.len(), median_ms: ms[ms.len() / 2], slowest, baseline_max_ms })
+    }
+}
+
 /// Where the probe waited during its slowest read while the workload ran:
 /// its samples taken because that tick was late (`Timeline::probe_late`),
-/// inside the tick's read (after its timer and its `ls`). None when the
-/// read was not slow or no such sample fell inside it (records from
-/// before they were taken, too).
+/// inside the tick's read (after its timer and its `ls`). None when that
+/// read was not slow (under SLOW_READ_MS, or under twice the baseline's
+/// slowest) or no such sample fell inside it (records from before they
+/// were taken, too).
 fn slowest_read_wait(r: &Record) -> Option<(String, Vec<String>)> {
     let tl = &r.timeline;
-    let during = |k: &usize| tl.probe_t_s.get(*k).is_some_and(|t| *t >= tl.workload_start_s && *t <= tl.workload_end_s);
-    let (k, read_ms) =
-        tl.probe_read_ms.iter().copied().enumerate().filter(|(k, _)| during(k)).max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let reads = ReadsDuring::of(r)?;
+    let (k, read_ms) = reads.slowest;
     let response_ms = *tl.probe_response_ms.get(k)?;
-    if read_ms < SLOW_READ_MS || response_ms < read_ms {
+    let slow = read_ms >= SLOW_READ_MS && reads.baseline_max_ms.is_none_or(|b| read_ms >= 2.0 * b);
+    if !slow || response_ms < read_ms {
         return None;
     }
     let (from, to) = (tl.probe_t_s[k] + (response_ms - read_ms) / 1000.0, tl.probe_t_s[k] + response_ms / 1000.0);
     let a = attribution::probe_late_between(r, from, to)?;
     let at = from - tl.workload_start_s;
-    let head = format!("the slowest read took {read_ms:.0} ms, {at:.1} s into the workload");
+    let head = format!("its slowest read while the workload ran took {read_ms:.0} ms, {at:.1} s into it");
     let span = format!("timeline.probe_late over {from:.3}–{to:.3} s (probe_read_ms {read_ms:.1})");
     let said = match a.shares.first() {
         _ if a.mostly_hidden() => {
@@ -1417,7 +1450,7 @@ mod tests {
         let found = find(&[r.clone()]);
         let slow = found.iter().find(|f| f.rule == "slow-read").expect("a slow-read finding");
         assert!(
-            slow.sentence.contains("the probe's reads slowed while the workload wrote (p50 1.0 ms, p99 48 ms, max 54 ms); the slowest read took 54 ms, 2.0 s into the workload; inside it the probe itself was asleep in folio_wait_bit_common in 3 of 3 samples (its kernel stack): waiting for a page's or buffer's I/O, or its lock"),
+            slow.sentence.contains("the probe's reads slowed while the workload ran (median 1.0 ms over 3 ticks); its slowest read while the workload ran took 54 ms, 2.0 s into it; inside it the probe itself was asleep in folio_wait_bit_common in 3 of 3 samples (its kernel stack): waiting for a page's or buffer's I/O, or its lock"),
             "{}",
             slow.sentence
         );
@@ -1427,8 +1460,23 @@ mod tests {
         // Only the ls waited while late: nothing is said of the read.
         r.timeline.probe_late = late(&[in_ls]);
         assert!(find(&[r.clone()]).iter().all(|f| f.rule != "slow-read"));
-        // A read under 10 ms is not slow, whatever was sampled.
+        // Against a baseline whose slowest read took 30 ms, 54 ms is not slow.
         r.timeline.probe_late = late(&[in_read]);
+        let mut before = r.clone();
+        let tl = &mut before.timeline;
+        (tl.probe_t_s, tl.probe_read_ms, tl.probe_ls_ms, tl.probe_response_ms) = (
+            vec![-0.5, 1.0, 2.0, 3.0],
+            vec![30.0, 0.5, 54.0, 1.0],
+            vec![0.3, 0.3, 5.0, 0.5],
+            vec![31.0, 1.0, 60.0, 2.0],
+        );
+        assert!(find(&[before.clone()]).iter().all(|f| f.rule != "slow-read"));
+        // Against 20 ms it is, and the baseline is said.
+        before.timeline.probe_read_ms[0] = 20.0;
+        let found = find(&[before]);
+        let said = &found.iter().find(|f| f.rule == "slow-read").expect("slow against 20 ms").sentence;
+        assert!(said.contains("(median 1.0 ms over 3 ticks against at most 20.0 ms before it)"), "{said}");
+        // A read under 10 ms is not slow, whatever was sampled.
         r.timeline.probe_read_ms[1] = 8.0;
         assert!(find(&[r]).iter().all(|f| f.rule != "slow-read"));
     }
@@ -1467,7 +1515,12 @@ mod tests {
             "{}",
             stall.sentence
         );
-        assert!(stall.evidence.iter().any(|e| e.starts_with("timeline.probe_wchan and probe_stack during the stall")));
+        assert!(
+            stall
+                .evidence
+                .iter()
+                .any(|e| e.starts_with("timeline.probe_wchan, probe_stack and probe_late during the stall"))
+        );
         assert!(stall.sentence.contains("waited up to 4.1 s, 3 times over 1 s in the worst run"), "{}", stall.sentence);
         let mut once = r.clone();
         once.responsiveness.as_mut().unwrap().stalls_over_1s = 1;
