@@ -36,6 +36,8 @@ pub struct QemuPower {
     child: Mutex<Option<Child>>,
     /// How that program ended, once it has (until the next power-on).
     exited: Mutex<Option<std::process::ExitStatus>>,
+    /// Where its output starts in `output` (earlier power-ons' come before).
+    output_from: Mutex<u64>,
     /// The process group known to be ours: started here, or found with
     /// the identity its pid file recorded. A group id is not given to
     /// another group while any of its processes lives, so it stays ours
@@ -53,6 +55,7 @@ impl QemuPower {
             output: state_dir.join(format!("{server}.power.out")),
             child: Mutex::new(None),
             exited: Mutex::new(None),
+            output_from: Mutex::new(0),
             owned: Mutex::new(None),
         }
     }
@@ -118,10 +121,15 @@ impl QemuPower {
     /// Why the program this session started is no longer running, once it
     /// has ended: its exit status and the last lines it printed (a QEMU that
     /// could not start says why there, and nothing reaches the console).
+    /// A program that ended while others of its process group run on
+    /// (`sh -c 'qemu … &'`) has not: the server is on while the group lives.
     pub fn ended(&self) -> Option<String> {
         self.reap();
         let status = (*self.exited.lock().ok()?)?;
-        let printed = std::fs::read_to_string(&self.output).unwrap_or_default();
+        if self.running().is_some() {
+            return None;
+        }
+        let printed = self.printed_since_power_on();
         let lines: Vec<&str> = printed.lines().filter(|l| !l.trim().is_empty()).collect();
         let last = lines[lines.len().saturating_sub(LAST_LINES_SAID)..].join(" | ");
         Some(format!(
@@ -129,6 +137,20 @@ impl QemuPower {
             if last.is_empty() { String::new() } else { format!(", its last lines: {last}") },
             self.output.display()
         ))
+    }
+
+    /// The end of what the program of the last power-on printed (its own
+    /// alone, not an earlier power-on's): at most its last 64 KiB.
+    fn printed_since_power_on(&self) -> String {
+        use std::io::{Read, Seek, SeekFrom};
+        let from = self.output_from.lock().map_or(0, |f| *f);
+        let mut text = Vec::new();
+        if let Ok(mut f) = std::fs::File::open(&self.output) {
+            let len = f.metadata().map_or(0, |m| m.len());
+            let start = from.max(len.saturating_sub(64 << 10));
+            let _ = f.seek(SeekFrom::Start(start)).and_then(|_| f.read_to_end(&mut text));
+        }
+        String::from_utf8_lossy(&text).into_owned()
     }
 
     fn reap(&self) {
@@ -173,6 +195,12 @@ impl QemuPower {
             .open(&self.output)
             .map_err(|e| format!("cannot open {}: {e}", self.output.display()))?;
         let err = out.try_clone().map_err(|e| format!("{}: {e}", self.output.display()))?;
+        if let (Ok(mut from), Ok(meta)) = (self.output_from.lock(), out.metadata()) {
+            *from = meta.len();
+        }
+        if let Ok(mut exited) = self.exited.lock() {
+            *exited = None;
+        }
         let child = Command::new("sh")
             .args(["-c", &format!("exec {}", line.text)])
             .envs(line.env.iter().cloned())
@@ -186,9 +214,6 @@ impl QemuPower {
         let pid = child.id();
         if let Ok(mut held) = self.child.lock() {
             *held = Some(child);
-        }
-        if let Ok(mut exited) = self.exited.lock() {
-            *exited = None;
         }
         if let Ok(mut owned) = self.owned.lock() {
             *owned = Some(pid as i32);
@@ -227,6 +252,42 @@ fn identity(pid: i32) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ended means the whole group is gone (a wrapper that backgrounds QEMU
+    /// and exits is still a server that is on), and its words are this
+    /// power-on's alone, never an earlier one's.
+    #[test]
+    fn a_program_has_ended_only_when_its_group_has_and_says_only_its_own_words() {
+        let dir = std::env::temp_dir().join(format!("bootmark-lab-ended-words-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let wait_for = |power: &QemuPower| {
+            let since = Instant::now();
+            loop {
+                if let Some(why) = power.ended() {
+                    return why;
+                }
+                assert!(since.elapsed() < Duration::from_secs(10), "never ended");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        // The leader exits at once; its background child holds the group for 1 s.
+        let wrapper = QemuPower::new("sleep 1 & echo started {entry}", &dir, &dir, "wrapped");
+        wrapper.power_on("k0", None).unwrap();
+        let since = Instant::now();
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(wrapper.ended(), None, "its child still runs: the server is on");
+        let why = wait_for(&wrapper);
+        assert!(since.elapsed() >= Duration::from_millis(900), "ended with its child, not before");
+        assert!(why.contains("(exit status: 0), its last lines: started k0"), "{why}");
+        // A second power-on whose program prints nothing quotes nothing of the first's.
+        let silent = QemuPower::new("sh -c 'exit 4' # {entry}", &dir, &dir, "wrapped");
+        silent.power_on("k0", None).unwrap();
+        let why = wait_for(&silent);
+        assert!(why.contains("(exit status: 4); all it printed"), "{why}");
+        assert!(!why.contains("started k0"), "an earlier power-on's words: {why}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn power_on_runs_the_entry_and_power_off_ends_its_whole_group() {

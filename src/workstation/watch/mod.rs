@@ -180,6 +180,11 @@ pub fn follow(mut source: Source, how: &Follow, mut reopen: Option<Reopen>) -> R
             Chunk::Restart => {}
             Chunk::End => {
                 w.flush_partial();
+                // A server that went off by itself took its console with it
+                // (QEMU's tcp server): its own words, not a reconnect's error.
+                if let Some(why) = how.server_ended.and_then(|ended| ended()) {
+                    return Ok((w.server_went_off(how.until, &why), w.into_documents()));
+                }
                 if let Some(again) = reopen.as_mut().filter(|_| reopens < MAX_REOPENS) {
                     w.say("!! the console ended: opening it again");
                     (source, last_open, reopens) = (again()?, Instant::now(), reopens + 1);
@@ -198,11 +203,7 @@ pub fn follow(mut source: Source, how: &Follow, mut reopen: Option<Reopen>) -> R
                     && settled(last_data)
                     && let Some(why) = how.server_ended.and_then(|ended| ended())
                 {
-                    w.flush_partial();
-                    // Nothing printed: the program's own words say why, not a guess about the console.
-                    let said = if w.boots == 0 { format!("{why}; no kernel printed") } else { w.guess(&why) };
-                    let end = w.finished(how.until).unwrap_or(Ending::Lost(said));
-                    return Ok((end, w.into_documents()));
+                    return Ok((w.server_went_off(how.until, &why), w.into_documents()));
                 }
                 let quiet = last_data.elapsed();
                 if let (Some(after), Some(again)) = (how.reopen_after, reopen.as_mut())
@@ -424,6 +425,15 @@ impl Watcher {
     }
 
     /// Why the run was not seen to its end, from what the console showed.
+    /// How a follow ends once the server went off by itself (`why`): as
+    /// its records say if they are all there, else lost in the server's own
+    /// words (with nothing printed, no guess about the console).
+    fn server_went_off(&mut self, until: Until, why: &str) -> Ending {
+        self.flush_partial();
+        let said = if self.boots == 0 { format!("{why}; no kernel printed") } else { self.guess(why) };
+        self.finished(until).unwrap_or(Ending::Lost(said))
+    }
+
     fn guess(&self, what: &str) -> String {
         let why = if self.panics > 0 {
             "the kernel panicked (see the log)"
