@@ -96,32 +96,45 @@ impl Subcommand for Check {
 }
 
 pub fn run(check: Check) -> Result<()> {
-    // One check alone on a fresh machine needs what the whole suite installs
-    // (QEMU, firmware, mkfs…): without it a boot waits out its deadline in silence.
-    crate::host::deps::ensure_test_tools()?;
     match check.name.as_str() {
         "old-kernel" => old_kernel::harness(),
         "arm64-init" => arm64_init::check(),
         "fake-boots" => fake_boots::harness(),
         "kcidb" => kcidb::check(),
         "pictures" => pictures::check(),
-        "kernel-from-source" => kernel_from_source::test(&project_root().join("target/kernel-boot"), Arch::X86_64),
+        "kernel-from-source" => {
+            boot_tools()?;
+            kernel_from_source::test(&project_root().join("target/kernel-boot"), Arch::X86_64)
+        }
         "kernel-from-source-arm64" => {
+            boot_tools()?;
             kernel_from_source::test(&project_root().join("target/kernel-boot"), Arch::Aarch64)
         }
-        "bisect-git" => bisect_git::test(&project_root().join("target")),
+        "bisect-git" => {
+            boot_tools()?;
+            bisect_git::test(&project_root().join("target"))
+        }
         "fuzz" => fuzz::run(check.seconds),
         name => match Group::ALL.iter().find(|g| g.name() == name) {
             Some(group) => {
+                boot_tools()?;
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
                 boots::run_group(*group, check.kills, &|| cores >= 2)
             }
             None => {
                 let scenario = scenarios::named(name).ok_or_else(|| format!("no check is named {name}"))?;
+                boot_tools()?;
                 boots::run_one(scenario, check.kills)
             }
         },
     }
+}
+
+/// A check that boots QEMU, run alone on a fresh machine, needs what the
+/// whole suite installs first (QEMU, firmware, mkfs…): without it every boot
+/// waits out its deadline in silence.
+fn boot_tools() -> Result<()> {
+    crate::host::deps::ensure_test_tools()
 }
 
 #[cfg(test)]
