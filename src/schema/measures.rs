@@ -110,7 +110,7 @@ pub struct Timeline {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writer_state: Vec<Option<String>>,
     /// The writer's kernel stack at each sample, as an index into
-    /// `stacks` (read whatever wchan said: a `0` wchan still has a stack);
+    /// `stacks` (read whatever wchan said: a `0` wchan still has a stack; not read while the task runs, state `R`);
     /// null where none was read or the table was full. Empty in records
     /// from before each sample kept its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -46,10 +46,19 @@ const STACK_LINES: usize = 24;
 /// serial line, so at most some 30 KiB of a record.
 const LATE_SAMPLES_KEPT: usize = 512;
 
-/// Of the table of distinct stacks, the slots late samples leave to the
-/// timeline's own samples (the writer's above all): a long run of late
-/// ticks with varied stacks must not leave the writer's with none.
-const STACKS_LEFT_TO_THE_TIMELINE: usize = 8;
+/// Of the table of distinct stacks, the most the probe's samples (the
+/// timeline's and the late ones) may add: its ls and read paths vary from
+/// tick to tick, and they must not leave the writer's none (a CI boot of
+/// 6.1 under wbt_lat_usec 2000 had the table full, 14 of its stacks the
+/// probe's, before the writer's flush waited in wbt).
+const PROBE_STACKS_KEPT: usize = 12;
+
+/// Whose stack is read: the probe's may fill only PROBE_STACKS_KEPT slots.
+#[derive(Clone, Copy, PartialEq)]
+enum Whose {
+    Writer,
+    Probe,
+}
 
 /// Counters at one moment, for before/after deltas.
 #[derive(Clone, Debug, Default)]
@@ -67,6 +76,8 @@ pub struct Sampler {
     /// that a late tick says where the probe itself waited.
     pub probe: Option<libc::pid_t>,
     origin_ns: u64,
+    /// Stacks the probe's samples added to the table.
+    probe_stacks: usize,
     pub timeline: Timeline,
 }
 
@@ -119,6 +130,7 @@ impl Sampler {
             writer: None,
             probe: None,
             origin_ns,
+            probe_stacks: 0,
             timeline: Timeline { interval_s, ..Timeline::default() },
         }
     }
@@ -132,9 +144,9 @@ impl Sampler {
         let t = secs(mono_ns().saturating_sub(self.origin_ns));
         // The tasks first, at the sample's time: the /proc counters after them
         // take milliseconds on a loaded machine, longer than a slow read lasts.
-        let writer = self.task(self.writer, STACKS_KEPT);
-        let probe =
-            (self.probe.is_some() || !self.timeline.probe_wchan.is_empty()).then(|| self.task(self.probe, STACKS_KEPT));
+        let writer = self.task(self.writer, Whose::Writer);
+        let probe = (self.probe.is_some() || !self.timeline.probe_wchan.is_empty())
+            .then(|| self.task(self.probe, Whose::Probe));
         let mem = procstat::meminfo();
         let vm = procstat::vmstat();
         let disk = self.device.as_deref().and_then(disk_stat);
@@ -182,7 +194,7 @@ impl Sampler {
             return false;
         }
         let now = self.at(mono_ns());
-        let (wchan, state, stack) = self.task(self.probe, STACKS_KEPT - STACKS_LEFT_TO_THE_TIMELINE);
+        let (wchan, state, stack) = self.task(self.probe, Whose::Probe);
         let late = &mut self.timeline.probe_late;
         late.t_s.push(now);
         late.wchan.push(wchan);
@@ -192,18 +204,24 @@ impl Sampler {
     }
 
     /// One task's wchan, state and stack now; all None without a task or
-    /// once it has gone. A stack not yet in the table is added only while
-    /// it holds fewer than `room`.
-    fn task(&mut self, pid: Option<libc::pid_t>, room: usize) -> (Option<String>, Option<String>, Option<u32>) {
+    /// once it has gone. A running task's stack is not read: the state says
+    /// where it was (on the CPU), and its stacks differ at every sample (a
+    /// CI boot's writer filled 18 of the table's 32 slots so, and its wait
+    /// in wbt later had none to show it).
+    fn task(&mut self, pid: Option<libc::pid_t>, whose: Whose) -> (Option<String>, Option<String>, Option<u32>) {
         let Some(pid) = pid else { return (None, None, None) };
         let Some(wchan) = crate::fsutil::read_trimmed(format!("/proc/{pid}/wchan")) else { return (None, None, None) };
-        (Some(wchan), procstat::task_state(pid), self.stack_index(pid, room))
+        let state = procstat::task_state(pid);
+        let running = state.as_deref().is_some_and(|s| s.starts_with('R'));
+        let stack = if running { None } else { self.stack_index(pid, whose) };
+        (Some(wchan), state, stack)
     }
 
     /// A task's kernel stack now (/proc/PID/stack: 2.6.29+, root), as its
     /// index in the timeline's table of distinct stacks; None where
-    /// unreadable, empty, or new once the table holds `room` stacks.
-    fn stack_index(&mut self, pid: libc::pid_t, room: usize) -> Option<u32> {
+    /// unreadable, empty, or new once the table is full (for the probe:
+    /// once it added PROBE_STACKS_KEPT).
+    fn stack_index(&mut self, pid: libc::pid_t, whose: Whose) -> Option<u32> {
         let text = crate::fsutil::read_capped(format!("/proc/{pid}/stack"), 16 << 10)?;
         // "[<0>] balance_dirty_pages+0x2d1/0x8e0" → "balance_dirty_pages+0x2d1/0x8e0"
         let frames: Vec<String> = String::from_utf8_lossy(&text)
@@ -216,10 +234,12 @@ impl Sampler {
             return None;
         }
         let stacks = &mut self.timeline.stacks;
+        let room = stacks.len() < STACKS_KEPT && (whose == Whose::Writer || self.probe_stacks < PROBE_STACKS_KEPT);
         let index = match stacks.iter().position(|s| *s == frames) {
             Some(i) => i,
-            None if stacks.len() < room.min(STACKS_KEPT) => {
+            None if room => {
                 stacks.push(frames);
+                self.probe_stacks += (whose == Whose::Probe) as usize;
                 stacks.len() - 1
             }
             None => return None,
@@ -237,6 +257,13 @@ fn push_at<T: Clone>(series: &mut Vec<Option<T>>, n: usize, value: Option<T>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child asleep in the kernel (nanosleep), settled there.
+    fn asleep() -> std::process::Child {
+        let child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        child
+    }
 
     #[test]
     fn every_series_has_one_entry_per_sample() {
@@ -260,8 +287,7 @@ mod tests {
     /// nanosleep reads as a sleep function, never as running.
     #[test]
     fn the_writers_wchan_is_sampled() {
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut child = asleep();
         let mut s = Sampler::new(None, 0.01, mono_ns());
         s.writer = Some(child.id() as libc::pid_t);
         s.sample();
@@ -285,8 +311,7 @@ mod tests {
     fn a_late_probe_is_sampled_beside_the_timeline() {
         let mut s = Sampler::new(None, 0.25, mono_ns());
         assert!(!s.sample_late_probe(), "no probe, no sample");
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut child = asleep();
         s.probe = Some(child.id() as libc::pid_t);
         assert!(s.sample_late_probe());
         let late = &s.timeline.probe_late;
@@ -300,6 +325,29 @@ mod tests {
         assert_eq!(s.timeline.probe_late.t_s.len(), LATE_SAMPLES_KEPT);
     }
 
+    /// The probe's stacks fill at most their share of the table: once it
+    /// added PROBE_STACKS_KEPT, a new stack of the probe is not kept, while
+    /// the writer's still is.
+    #[test]
+    fn the_probes_stacks_leave_the_writer_room() {
+        if std::fs::read("/proc/self/stack").is_err() {
+            return; // not root, or a kernel without stack traces: nothing to read
+        }
+        let mut child = asleep();
+        let pid = child.id() as libc::pid_t;
+        let mut s = Sampler::new(None, 0.25, mono_ns());
+        s.probe = Some(pid);
+        s.probe_stacks = PROBE_STACKS_KEPT;
+        assert!(s.sample_late_probe());
+        assert_eq!(s.timeline.probe_late.stack, [None], "the probe's share is used up");
+        s.probe = None;
+        s.writer = Some(pid);
+        s.sample();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(s.timeline.writer_stack, [Some(0)], "the writer's is kept");
+    }
+
     /// Each sample points at its own stack; a stack seen again is not
     /// stored again; a command with spaces and parentheses does not hide
     /// the state.
@@ -308,8 +356,7 @@ mod tests {
         if std::fs::read("/proc/self/stack").is_err() {
             return; // not root, or a kernel without stack traces: nothing to read
         }
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut child = asleep();
         let mut s = Sampler::new(None, 0.01, mono_ns());
         s.writer = Some(child.id() as libc::pid_t);
         for _ in 0..3 {
