@@ -148,8 +148,9 @@ pub fn follow(mut source: Source, how: &Follow, mut reopen: Option<Reopen>) -> R
     let mut last_open = Instant::now();
     let mut reopens = 0;
     let mut silence_said = false;
-    // When the server was first seen off by itself (`Follow::server_ended`).
-    let mut ended_at: Option<Instant> = None;
+    // When the server was first seen off by itself, and why (`Follow::server_ended`):
+    // asked once, as the answer reads the end of the server's output again.
+    let mut ended: Option<(Instant, String)> = None;
     loop {
         if let Some(end) = w.finished(how.until) {
             return Ok((end, w.into_documents()));
@@ -196,14 +197,14 @@ pub fn follow(mut source: Source, how: &Follow, mut reopen: Option<Reopen>) -> R
             Chunk::Quiet => {
                 // Ended, and the console has settled since: all it will hold, it has given.
                 let settled = |since: Instant| since.elapsed() >= source::SETTLED_AFTER;
-                if ended_at.is_none() && how.server_ended.is_some_and(|ended| ended().is_some()) {
-                    ended_at = Some(Instant::now());
+                if ended.is_none() {
+                    ended = how.server_ended.and_then(|ended| ended()).map(|why| (Instant::now(), why));
                 }
-                if ended_at.is_some_and(settled)
+                if let Some((at, why)) = &ended
+                    && settled(*at)
                     && settled(last_data)
-                    && let Some(why) = how.server_ended.and_then(|ended| ended())
                 {
-                    return Ok((w.server_went_off(how.until, &why), w.into_documents()));
+                    return Ok((w.server_went_off(how.until, why), w.into_documents()));
                 }
                 let quiet = last_data.elapsed();
                 if let (Some(after), Some(again)) = (how.reopen_after, reopen.as_mut())
