@@ -15,8 +15,11 @@ use std::path::{Path, PathBuf};
 /// directory: the largest request the kernel sends and the controller takes,
 /// writeback throttling's target latency (4.10+), the queue's depth on the
 /// kernel's side and on the device's, read-ahead, whether it spins, its
-/// write cache (4.7+).
-const QUEUE_FILES: [&str; 8] = [
+/// write cache (4.7+); and the disk's own share of the dirty limit, from
+/// its backing device (`bdi`, a link to /sys/class/bdi/MAJ:MIN, 2.6.24+):
+/// `min_ratio` and `max_ratio` (percent of the limit), `strict_limit` (6.2+:
+/// throttled by its own share even below the machine's freerun ceiling).
+const QUEUE_FILES: [&str; 11] = [
     "queue/max_sectors_kb",
     "queue/max_hw_sectors_kb",
     "queue/wbt_lat_usec",
@@ -25,6 +28,9 @@ const QUEUE_FILES: [&str; 8] = [
     "queue/rotational",
     "queue/write_cache",
     "device/queue_depth",
+    "bdi/min_ratio",
+    "bdi/max_ratio",
+    "bdi/strict_limit",
 ];
 
 /// The queue settings of the disk whose sysfs directory is `disk_dir`,
@@ -153,6 +159,7 @@ mod tests {
     #[test]
     fn queue_settings_are_read_by_path_and_a_missing_file_is_left_out() {
         let root = std::env::temp_dir().join(format!("bootmark-sysfs-queue-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
         let mk = |p: &str, content: &str| write_under(&root, p, content);
         for (file, value) in [
             ("queue/max_sectors_kb", "1280\n"),
@@ -168,8 +175,15 @@ mod tests {
         ] {
             mk(&format!("sda/{file}"), value);
         }
+        // Its backing device is a link, as sysfs has it: read through it.
+        for (file, value) in [("min_ratio", "0\n"), ("max_ratio", "100\n"), ("strict_limit", "0\n")] {
+            mk(&format!("class/bdi/8:0/{file}"), value);
+        }
+        std::os::unix::fs::symlink("../class/bdi/8:0", root.join("sda/bdi")).unwrap();
         let q = queue_settings(&root.join("sda"));
-        assert_eq!(q.len(), 10, "{q:?}");
+        assert_eq!(q.len(), 13, "{q:?}");
+        assert_eq!(q["bdi/max_ratio"], "100");
+        assert_eq!(q["bdi/strict_limit"], "0");
         assert_eq!(q["queue/max_sectors_kb"], "1280");
         assert_eq!(q["queue/wbt_lat_usec"], "75000");
         assert_eq!(q["queue/write_cache"], "write back");

@@ -697,6 +697,26 @@ fn dirty_limit_mib(r: &Record) -> Option<(f64, String)> {
     ))
 }
 
+/// The target disk's own share of the dirty limit where it is not the
+/// kernel's default (its backing device's min_ratio 0, max_ratio 100,
+/// strict_limit off): the kernel throttles a writer by that share, so the
+/// machine-wide limit above overstates this disk's. None where the record
+/// has no bdi files (before 2.6.24) or they are the defaults.
+fn disk_share_of_dirty_limit(r: &Record) -> Option<String> {
+    let bdi = |file: &str| r.storage.queue.get(&format!("bdi/{file}")).map(String::as_str);
+    let mut said = Vec::new();
+    if let Some(max) = bdi("max_ratio").filter(|v| *v != "100") {
+        said.push(format!("max_ratio {max} % (the most of the limit it may hold)"));
+    }
+    if let Some(min) = bdi("min_ratio").filter(|v| *v != "0") {
+        said.push(format!("min_ratio {min} %"));
+    }
+    if bdi("strict_limit") == Some("1") {
+        said.push("strict_limit on (held to its share even below the machine's freerun ceiling)".into());
+    }
+    (!said.is_empty()).then(|| format!("; this disk's backing device has {}", said.join(", ")))
+}
+
 /// The writer at the dirty limit in `worst` (the run held there longest);
 /// `across`: the group's (traced runs, runs paused, pause ms) to say of them all.
 fn dirty_limit(subject: &str, worst: &Record, across: Option<(usize, usize, f64)>) -> Option<Finding> {
@@ -726,6 +746,10 @@ fn dirty_limit(subject: &str, worst: &Record, across: Option<(usize, usize, f64)
         format!("vm: {how}"),
         format!("latency.write.max_ms = {write_max:.0}"),
     ];
+    let disk_share = disk_share_of_dirty_limit(worst).unwrap_or_default();
+    if !disk_share.is_empty() {
+        evidence.push("storage.queue: bdi/min_ratio, bdi/max_ratio, bdi/strict_limit".into());
+    }
     let waits_said = match &waits {
         None => "; the writer's wchan was not sampled, so where it slept is not known".to_string(),
         Some(a) if a.blocked() == 0 || a.mostly_hidden() || a.mostly_running() => match a.hidden() {
@@ -810,7 +834,7 @@ fn dirty_limit(subject: &str, worst: &Record, across: Option<(usize, usize, f64)
         rule: "dirty-limit",
         subject: subject.into(),
         sentence: format!(
-            "{what}: Dirty peaked at {dirty:.0} MiB and Writeback at {writeback:.0} MiB, together at most {together:.0} MiB at one sample, against a limit of about {limit_mib:.0} MiB ({how}), and single write() calls blocked up to {write_max:.0} ms{waits_said}. {}; a plan variant with a lower vm.dirty_ratio would test it",
+            "{what}: Dirty peaked at {dirty:.0} MiB and Writeback at {writeback:.0} MiB, together at most {together:.0} MiB at one sample, against a limit of about {limit_mib:.0} MiB ({how}){disk_share}, and single write() calls blocked up to {write_max:.0} ms{waits_said}. {}; a plan variant with a lower vm.dirty_ratio would test it",
             dirty_advice(worst)
         ),
         evidence,
@@ -1291,10 +1315,30 @@ mod tests {
                          balance_dirty_pages_ratelimited ← generic_perform_write) in 25 of 41 samples, \
                          9 while writing, 16 while flushing (4.0–10.0 s into the workload)";
         assert!(text("dirty-limit").contains(throttled), "{}", text("dirty-limit"));
+        // The kernel's default share of the limit is not said.
+        assert!(!text("dirty-limit").contains("backing device"), "{}", text("dirty-limit"));
         assert!(
             text("flush").contains("returned after 6.0 s but the data was durable only after 20.0 s: 14.0 s (70 %)")
         );
         assert_eq!(found[0].record.as_deref(), Some("b1:0"));
+    }
+
+    /// A disk whose backing device is held to less than the whole limit
+    /// (bdi max_ratio, strict_limit): the finding says so, as the
+    /// machine-wide limit it quotes overstates this disk's own.
+    #[test]
+    fn a_disks_own_share_of_the_dirty_limit_is_said_where_not_the_default() {
+        let mut capped = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        for (file, value) in [("bdi/min_ratio", "0"), ("bdi/max_ratio", "20"), ("bdi/strict_limit", "1")] {
+            capped.storage.queue.insert(file.into(), value.into());
+        }
+        let found = find(&[capped]);
+        let dirty = found.iter().find(|f| f.rule == "dirty-limit").unwrap();
+        let said =
+            "; this disk's backing device has max_ratio 20 % (the most of the limit it may hold), strict_limit on";
+        assert!(dirty.sentence.contains(said), "{}", dirty.sentence);
+        assert!(!dirty.sentence.contains("min_ratio"), "{}", dirty.sentence);
+        assert!(dirty.evidence.iter().any(|e| e.contains("bdi/max_ratio")), "{:?}", dirty.evidence);
     }
 
     /// The demo's 6.1 writer: throttled at the dirty limit while writing,
