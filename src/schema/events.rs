@@ -41,7 +41,7 @@ pub struct KernelEvents {
     pub dirty_pages_max: Option<u64>,
     /// `wbt:*` (4.10+): block writeback throttling at work, per disk it fired on.
     pub wbt: BTreeMap<String, Wbt>,
-    /// `block:block_rq_issue` → `block_rq_complete`, per disk and direction
+    /// `block:block_rq_issue` → `block_rq_complete` (and `block_rq_insert` → issue), per disk and direction
     /// (`sda W`): how large the requests were and how long the device held them.
     pub requests: BTreeMap<String, Requests>,
     /// `jbd2:jbd2_run_stats`: the ext3/ext4 journal's commits; null when none ran.
@@ -99,6 +99,9 @@ pub struct Wbt {
     pub windows: u64,
 }
 
+/// A request entering the I/O scheduler's queue: with the issue, its time there.
+pub const INSERT_EVENT: &str = "block:block_rq_insert";
+
 /// Both ends of a request: it is timed in the device only when both are on.
 pub const REQUEST_EVENTS: [&str; 2] = ["block:block_rq_issue", "block:block_rq_complete"];
 
@@ -131,6 +134,13 @@ pub struct Requests {
     pub kib_max: u32,
     /// Issue to completion: the time the device (and its driver) held each request.
     pub device_ms: LatencySummary,
+    /// `block:block_rq_insert` → issue, of the requests whose insert was
+    /// seen: the time in the I/O scheduler's queue, including a wait for the
+    /// driver's tag while the device's queue was full. Null where the event
+    /// was off (records before it was read) or no request was inserted (a
+    /// queue without a scheduler issues most straight to the driver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_ms: Option<LatencySummary>,
 }
 
 /// The journal's commits, from `jbd2_run_stats` (ms as the kernel converted its jiffies).

@@ -414,11 +414,28 @@ impl Glance<'_> {
     /// The median time the target's disk held a read, from the block
     /// tracepoints (issue to completion); None when they were not read.
     pub fn device_read_p50_ms(&self) -> Option<f64> {
+        let reads = self.target_reads()?;
+        (reads.count > 0).then_some(reads.device_ms.p50_ms)
+    }
+
+    /// The median time a read of the target's disk waited in the I/O
+    /// scheduler's queue (block_rq_insert to issue); None where that event
+    /// was off or no read was seen inserted.
+    pub fn queued_read_p50_ms(&self) -> Option<f64> {
+        let k = self.kernel_events.as_ref()?;
+        if !k.enabled.iter().any(|e| e == crate::schema::events::INSERT_EVENT) {
+            return None;
+        }
+        Some(self.target_reads()?.queued_ms.as_ref()?.p50_ms)
+    }
+
+    /// The traced reads of the target's disk (or of the disks under it).
+    fn target_reads(&self) -> Option<&crate::schema::events::Requests> {
         let k = self.kernel_events.as_ref()?;
         let mut disks: Vec<&str> = self.storage.device.iter().map(|d| d.disk.as_ref()).collect();
         disks.extend(self.storage.layers.iter().filter(|l| l.kind == "disk").map(|l| l.name.as_str()));
         let (_, reads) = crate::schema::events::reads_on(&k.enabled, &k.requests, &disks)?;
-        (reads.count > 0).then_some(reads.device_ms.p50_ms)
+        Some(reads)
     }
 }
 

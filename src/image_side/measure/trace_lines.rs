@@ -122,12 +122,15 @@ pub enum Kind {
     WbtTimer {
         disk: u16,
     },
-    /// A completed request, matched with its issue.
+    /// A completed request, matched with its issue, and with its insert
+    /// into the queue where one was seen (not for a request the block layer
+    /// issued straight to the driver, nor one that grew at its front).
     Request {
         disk: u16,
         write: bool,
         kib: u32,
         device_ns: u64,
+        queued_ns: Option<u64>,
     },
     Commit {
         running_ms: u64,
@@ -152,8 +155,11 @@ pub struct Reader {
     pub offset_s: Option<f64>,
     /// Disk names by "major,minor" (from /sys/block/*/dev).
     disks_by_number: BTreeMap<String, String>,
-    /// Issued requests not yet completed: (disk, sector, trace timestamp), newest last.
-    issued: Vec<(u16, u64, f64)>,
+    /// Inserted requests not yet issued: (disk, sector, trace timestamp), newest last.
+    inserted: Vec<(u16, u64, f64)>,
+    /// Issued requests not yet completed: (disk, sector, trace timestamp,
+    /// seconds since its insert where seen), newest last.
+    issued: Vec<(u16, u64, f64, Option<f64>)>,
     pub names: Vec<String>,
     pub disks: Vec<String>,
     pub events: Vec<Event>,
@@ -167,6 +173,7 @@ impl Reader {
         Reader {
             offset_s: None,
             disks_by_number,
+            inserted: Vec::new(),
             issued: Vec::new(),
             names: Vec::new(),
             disks: Vec::new(),
@@ -207,24 +214,34 @@ impl Reader {
                 None => Kind::Other,
             },
             "wbt_timer" => Kind::WbtTimer { disk: self.wbt_disk(line.payload) },
+            "block_rq_insert" => {
+                if let Some(r) = request(line.payload) {
+                    let disk = self.disk(r.dev);
+                    // Issues never seen (overrun, a front merge): forget the oldest quarter.
+                    keep_at_most(&mut self.inserted, IN_FLIGHT_KEPT);
+                    self.inserted.push((disk, r.sector, at_s));
+                }
+                Kind::Other
+            }
             "block_rq_issue" => {
                 if let Some(r) = request(line.payload) {
-                    if self.issued.len() >= IN_FLIGHT_KEPT {
-                        // Completions lost (overrun): forget the oldest quarter.
-                        self.issued.drain(..IN_FLIGHT_KEPT / 4);
-                    }
                     let disk = self.disk(r.dev);
-                    self.issued.push((disk, r.sector, at_s));
+                    let inserted = self.inserted.iter().rposition(|(d, s, _)| *d == disk && *s == r.sector);
+                    let queued = inserted.map(|at| at_s - self.inserted.remove(at).2);
+                    // Completions lost (overrun): forget the oldest quarter.
+                    keep_at_most(&mut self.issued, IN_FLIGHT_KEPT);
+                    self.issued.push((disk, r.sector, at_s, queued));
                 }
                 Kind::Other
             }
             "block_rq_complete" => match request(line.payload) {
                 Some(r) => match self.completed(r.dev, r.sector) {
-                    Some((disk, issued)) if r.sectors > 0 => Kind::Request {
+                    Some((disk, issued, queued)) if r.sectors > 0 => Kind::Request {
                         disk,
                         write: r.write,
                         kib: (r.sectors / 2).min(u32::MAX as u64) as u32,
                         device_ns: ((at_s - issued).max(0.0) * 1e9) as u64,
+                        queued_ns: queued.map(|q| (q.max(0.0) * 1e9) as u64),
                     },
                     _ => Kind::Other,
                 },
@@ -244,12 +261,13 @@ impl Reader {
         }
     }
 
-    /// The issue of a request completing now: (its disk, when it was issued).
-    fn completed(&mut self, dev: &str, sector: u64) -> Option<(u16, f64)> {
+    /// The issue of a request completing now: (its disk, when it was
+    /// issued, how long it had been queued since its insert where seen).
+    fn completed(&mut self, dev: &str, sector: u64) -> Option<(u16, f64, Option<f64>)> {
         let disk = self.disk(dev);
-        let at = self.issued.iter().rposition(|(d, s, _)| *d == disk && *s == sector)?;
-        let (_, _, issued) = self.issued.remove(at);
-        Some((disk, issued))
+        let at = self.issued.iter().rposition(|(d, s, _, _)| *d == disk && *s == sector)?;
+        let (_, _, issued, queued) = self.issued.remove(at);
+        Some((disk, issued, queued))
     }
 
     /// The disk a wbt event names first ("8:16: scale down…", its bdi's "major:minor").
@@ -339,7 +357,9 @@ impl Reader {
         let mut pauses = [Pauses::default(), Pauses::default(), Pauses::default()];
         let mut out = KernelEvents { read: self.read, ..KernelEvents::default() };
         let mut wbt: Vec<Option<Wbt>> = vec![None; self.disks.len()];
-        let mut requests: Vec<Option<(Vec<u32>, Histogram)>> = (0..self.disks.len() * 2).map(|_| None).collect();
+        // Per disk and direction: sizes, device times, and queue times (insert to issue).
+        let mut requests: Vec<Option<(Vec<u32>, Histogram, Histogram)>> =
+            (0..self.disks.len() * 2).map(|_| None).collect();
         let mut journal = Journal::default();
         for e in &self.events {
             let p = phase(e.timestamp_s);
@@ -366,11 +386,15 @@ impl Reader {
                     wbt.max_latency_us = wbt.max_latency_us.max(Some(*us));
                 }
                 Kind::WbtTimer { disk } => wbt[*disk as usize].get_or_insert_with(Wbt::default).windows += 1,
-                Kind::Request { disk, write, kib, device_ns } => {
+                Kind::Request { disk, write, kib, device_ns, queued_ns } => {
                     let slot = *disk as usize * 2 + *write as usize;
-                    let (sizes, times) = requests[slot].get_or_insert_with(|| (Vec::new(), Histogram::new()));
+                    let (sizes, times, queued) =
+                        requests[slot].get_or_insert_with(|| (Vec::new(), Histogram::new(), Histogram::new()));
                     sizes.push(*kib);
                     times.record(*device_ns);
+                    if let Some(ns) = queued_ns {
+                        queued.record(*ns);
+                    }
                 }
                 Kind::Commit { running_ms, locked_ms, logging_ms } => {
                     journal.commits += 1;
@@ -393,7 +417,7 @@ impl Reader {
         }
         out.journal = (journal.commits > 0).then_some(journal);
         for (slot, kept) in requests.into_iter().enumerate() {
-            let Some((mut sizes, times)) = kept else { continue };
+            let Some((mut sizes, times, queued)) = kept else { continue };
             let key = format!("{} {}", self.disks[slot / 2], if slot % 2 == 1 { "W" } else { "R" });
             sizes.sort_unstable();
             let requests = Requests {
@@ -401,11 +425,20 @@ impl Reader {
                 kib_p50: sizes[(sizes.len() - 1) / 2],
                 kib_max: sizes[sizes.len() - 1],
                 device_ms: times.summary(),
+                queued_ms: (queued.count() > 0).then(|| queued.summary()),
             };
             out.requests.insert(key, requests);
         }
         out.excerpt = self.excerpt.iter().map(|(_, t, l)| format!("t={:.3}s {l}", t + offset)).collect();
         out
+    }
+}
+
+/// Room for one more in a list of requests waiting for their next event:
+/// when full, the oldest quarter goes (their next events were lost).
+fn keep_at_most<T>(waiting: &mut Vec<T>, most: usize) {
+    if waiting.len() >= most {
+        waiting.drain(..most / 4);
     }
 }
 
@@ -448,6 +481,7 @@ mod tests {
  <idle>-0       [001] .Ns1. 36288.533652: block_rq_complete: 254,0 WS () 173746592 + 8048 be,0,4 [0]
  kworker/0:1H-60      [000] ..... 36289.928458: block_rq_issue: 254,0 FF 0 () 0 + 0 none,0,0 [kworker/0:1H]
  <idle>-0       [001] ..s1. 36289.928688: block_rq_complete: 254,0 FF () 18446744073709551615 + 0 none,0,0 [0]
+ bootmark-probe-22479   [000] ..... 36290.784504: block_rq_insert: 254,0 RA 4096 () 38801968 + 8 be,0,4 [bootmark-probe]
  bootmark-probe-22479   [000] ..... 36290.794504: block_rq_issue: 254,0 RA 4096 () 38801968 + 8 be,0,4 [bootmark-probe]
  bootmark-work-22480   [001] ..s.. 36290.814654: block_rq_complete: 254,0 RA () 38801968 + 8 be,0,4 [0]
  bootmark-work-1   [000] ..... 36288.600000: balance_dirty_pages: bdi 254:0: limit=50000 setpoint=40000 dirty=45000 wb_setpoint=40000 wb_dirty=45000 dirty_ratelimit=100 task_ratelimit=50 dirtied=32 dirtied_pause=32 paused=0 pause=12 period=12 think=0 cgroup_ino=1
@@ -476,7 +510,7 @@ mod tests {
         // The first event's line on the axis, though it was read before the marker was known.
         let k = r.summarize(f64::INFINITY, f64::INFINITY);
         assert!(k.excerpt[0].starts_with("t=2.430s "), "{:?}", k.excerpt);
-        assert_eq!(r.read, 14, "every line but the marker");
+        assert_eq!(r.read, 15, "every line but the marker");
     }
 
     #[test]
@@ -512,6 +546,11 @@ mod tests {
         assert_eq!((w.count, w.kib_p50, w.kib_max), (1, 4024, 4024));
         assert!((w.device_ms.max_ms - 3.351).abs() < 0.02, "{:?}", w.device_ms);
         assert!((k.requests["vda R"].device_ms.max_ms - 20.15).abs() < 0.1);
+        // The read was inserted 10 ms before its issue; the write's insert was not seen.
+        let queued = k.requests["vda R"].queued_ms.as_ref().expect("the read's insert");
+        assert_eq!(queued.count, 1);
+        assert!((queued.max_ms - 10.0).abs() < 0.1, "{queued:?}");
+        assert_eq!(w.queued_ms, None);
         let j = k.journal.unwrap();
         assert_eq!((j.commits, j.max_running_ms, j.max_locked_ms, j.max_logging_ms), (1, 5004, 8, 120));
         assert_eq!(k.counts["balance_dirty_pages"], Phased { writing: 2, flushing: 1, after: 0 });

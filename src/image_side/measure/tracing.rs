@@ -26,14 +26,15 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The events read, each the kernel's own account of one mechanism.
-pub const EVENTS: [&str; 7] = [
+pub const EVENTS: [&str; 8] = [
     // dirty throttling: the pause balance_dirty_pages() made a writer sleep (3.2+)
     "writeback/balance_dirty_pages",
     // block writeback throttling (4.10+): its depth steps, read latency over target, windows
     "wbt/wbt_step",
     "wbt/wbt_lat",
     "wbt/wbt_timer",
-    // each request's size and device time
+    // each request's time in the scheduler's queue, size and device time
+    "block/block_rq_insert",
     "block/block_rq_issue",
     "block/block_rq_complete",
     // ext3/ext4 journal commits (jbd2 is a module: present once the filesystem is mounted)

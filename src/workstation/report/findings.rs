@@ -8,6 +8,7 @@
 use super::Row;
 use super::attribution;
 use super::mechanism::{self, Mechanism};
+use super::stats::Summary;
 use super::traced;
 use super::words;
 use crate::schema::record::{Record, Times};
@@ -1119,16 +1120,48 @@ pub(super) fn device_share(row: &Row, base: &Row) -> Option<(f64, f64, bool)> {
 
 /// The device's share in words, after the read's own change: "; the disk
 /// itself held reads 17.6 ms against 1.5 ms (…): the difference is the disk's".
+/// Where it is not, the I/O scheduler's queue (insert to issue) is asked next.
 fn device_share_said(row: &Row, base: &Row) -> Option<String> {
     let (this, that, carries) = device_share(row, base)?;
     let whose = if carries {
-        "the difference is the disk's, not the queue's before it"
+        "the difference is the disk's, not the queue's before it".to_string()
     } else {
-        "most of the difference passed before the read reached the device: where, these events do not say"
+        format!("most of the difference passed before the read reached the device{}", queue_share_said(row, base))
     };
     Some(format!(
         ", of which the disk itself held reads {this:.1} ms against {that:.1} ms (median issue to completion, block tracepoints): {whose}"
     ))
+}
+
+/// Where a read's wait before the device went, from `block_rq_insert`: in
+/// the I/O scheduler's queue (insert to issue, which includes a wait for the
+/// driver's tag while the device's queue is full) when that carries at
+/// least half of what the device does not; else before the queue, where
+/// these events see nothing. Where a side lacks the event: unknown.
+fn queue_share_said(row: &Row, base: &Row) -> String {
+    let median = |s: &Option<Summary>| s.as_ref().map(|s| s.median);
+    let (Some(read), Some(read_base), Some(disk), Some(disk_base)) = (
+        median(&row.probe_read_p50_ms),
+        median(&base.probe_read_p50_ms),
+        median(&row.device_read_p50_ms),
+        median(&base.device_read_p50_ms),
+    ) else {
+        return ": where, these events do not say".into();
+    };
+    let (Some(queued), Some(queued_base)) = (median(&row.queued_read_p50_ms), median(&base.queued_read_p50_ms)) else {
+        return ": where, these events do not say (block_rq_insert was not read on both sides)".into();
+    };
+    let before_device = (read - read_base) - (disk - disk_base);
+    let figures = format!(
+        "which held reads {queued:.1} ms against {queued_base:.1} ms (median insert to issue, block_rq_insert)"
+    );
+    if before_device != 0.0 && (queued - queued_base) / before_device >= 0.5 {
+        format!(", in the I/O scheduler's queue (or waiting there for the driver's tag), {figures}")
+    } else {
+        format!(
+            ", and not in the I/O scheduler's queue, {figures}: before it (a request to queue, the page cache, the filesystem), which these events do not say"
+        )
+    }
 }
 
 /// What sets the request size, from the records: the queue's max_sectors_kb

@@ -27,6 +27,7 @@ struct Figures {
     read_p50: Vec<f64>,
     /// The median time the device held a read, per traced run (block tracepoints).
     device_read_p50: Vec<f64>,
+    queued_read_p50: Vec<f64>,
     stalls: Vec<f64>,
     recovery: Vec<f64>,
     /// fio's figures per job and direction ("reader read"), a run each.
@@ -120,6 +121,7 @@ impl Group {
             f.recovery.extend(p.recovery_s);
         }
         f.device_read_p50.extend(r.device_read_p50_ms());
+        f.queued_read_p50.extend(r.queued_read_p50_ms());
         if let Some(d) = r.counters.disk_delta.as_ref().filter(|d| d.writes > 0) {
             f.write_request_kib.push(d.sectors_written as f64 / 2.0 / d.writes as f64);
         }
@@ -183,6 +185,7 @@ impl Group {
             probe_ticks: stats::summarize(&f.probe_ticks),
             probe_read_p50_ms: stats::summarize(&f.read_p50),
             device_read_p50_ms: stats::summarize(&f.device_read_p50),
+            queued_read_p50_ms: stats::summarize(&f.queued_read_p50),
             max_stall_ms: self.max_stall_ms,
             stalls_over_1s: stats::summarize(&f.stalls),
             recovery_s: stats::summarize(&f.recovery),

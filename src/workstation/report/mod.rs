@@ -179,6 +179,10 @@ pub struct Row {
     /// block tracepoints), per traced run: the device's share of the read's wait.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_read_p50_ms: Option<Summary>,
+    /// The median time a read waited in the I/O scheduler's queue (block_rq_insert
+    /// to issue), per traced run: where a read's wait before the device went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued_read_p50_ms: Option<Summary>,
     pub max_stall_ms: Option<f64>,
     pub stalls_over_1s: Option<Summary>,
     pub recovery_s: Option<Summary>,
@@ -661,7 +665,7 @@ mod tests {
         use crate::schema::measures::LatencySummary;
         r.storage.device = Some(crate::schema::machine::Device { disk: "sda".into(), ..Default::default() });
         let held = LatencySummary { count: 100, p50_ms, max_ms: p50_ms * 3.0, ..LatencySummary::default() };
-        let reads = Requests { count: 100, kib_p50: 4, kib_max: 4, device_ms: held };
+        let reads = Requests { count: 100, kib_p50: 4, kib_max: 4, device_ms: held, queued_ms: None };
         r.kernel_events = Some(KernelEvents {
             enabled: REQUEST_EVENTS.iter().map(|e| e.to_string()).collect(),
             requests: [("sda R".to_string(), reads)].into(),
@@ -868,27 +872,43 @@ mod tests {
     fn a_device_that_held_the_reads_proves_the_request_size_cause_and_one_that_did_not_refutes_it() {
         use crate::schema::events::{KernelEvents, REQUEST_EVENTS, Requests};
         use crate::schema::measures::LatencySummary;
-        let traced = |mut r: Record, read_ms: f64, device_ms: f64| {
+        // `queued_ms`: the reads' median insert to issue, where block_rq_insert was read.
+        let traced = |mut r: Record, read_ms: f64, device_ms: f64, queued_ms: Option<f64>| {
             let p = r.responsiveness.as_mut().unwrap();
             (p.p99_ms, p.read.p50_ms) = (read_ms * 3.0, read_ms);
             r.storage.device = Some(crate::schema::machine::Device { disk: "sda".into(), ..Default::default() });
-            let device_ms = LatencySummary { count: 120, p50_ms: device_ms, max_ms: 40.0, ..LatencySummary::default() };
-            let reads = Requests { count: 120, kib_p50: 4, kib_max: 4, device_ms };
+            let held = |p50_ms| LatencySummary { count: 120, p50_ms, max_ms: 40.0, ..LatencySummary::default() };
+            let reads = Requests {
+                count: 120,
+                kib_p50: 4,
+                kib_max: 4,
+                device_ms: held(device_ms),
+                queued_ms: queued_ms.map(held),
+            };
+            let mut enabled = REQUEST_EVENTS.map(String::from).to_vec();
+            enabled.extend(queued_ms.map(|_| crate::schema::events::INSERT_EVENT.to_string()));
             r.kernel_events = Some(KernelEvents {
-                enabled: REQUEST_EVENTS.map(String::from).to_vec(),
+                enabled,
                 requests: [("sda R".to_string(), reads)].into(),
                 ..KernelEvents::default()
             });
             r
         };
-        let demo = |device_612: f64| {
+        let traced_both = |device_612: f64, queued: Option<(f64, f64)>| {
             let mut records = Vec::new();
             for (i, wall) in [20.0, 20.2, 19.8].iter().enumerate() {
-                records.push(traced(rec_with_requests("5.10", *wall, i as u32, 8192), 3.2, 1.5));
-                records.push(traced(rec_with_requests("6.12", *wall, 10 + i as u32, 930), 21.2, device_612));
+                let q = |side: fn((f64, f64)) -> f64| queued.map(side);
+                records.push(traced(rec_with_requests("5.10", *wall, i as u32, 8192), 3.2, 1.5, q(|q| q.1)));
+                records.push(traced(
+                    rec_with_requests("6.12", *wall, 10 + i as u32, 930),
+                    21.2,
+                    device_612,
+                    q(|q| q.0),
+                ));
             }
             report(&records, Options::default()).unwrap()
         };
+        let demo = |device_612: f64| traced_both(device_612, None);
         let r = demo(18.8);
         let proof = "a read queued behind a larger request waits longer (the disk held its reads 18.8 ms against 1.5 ms at the median: block tracepoints)";
         assert!(r.verdict[0].contains(proof), "{}", r.verdict[0]);
@@ -900,10 +920,19 @@ mod tests {
         assert!(!r.verdict[0].contains("Cause"), "{}", r.verdict[0]);
         let c = r.findings.iter().find(|f| f.rule == "comparison").unwrap();
         assert!(
-            c.sentence.contains("most of the difference passed before the read reached the device"),
+            c.sentence.contains("most of the difference passed before the read reached the device: where, these events do not say (block_rq_insert was not read on both sides)"),
             "{}",
             c.sentence
         );
+        // With block_rq_insert read: the 17.9 ms before the device, 15 of them in the scheduler's queue.
+        let comparison = |r: Report| r.findings.into_iter().find(|f| f.rule == "comparison").unwrap().sentence;
+        let queue = comparison(traced_both(1.6, Some((15.2, 0.2))));
+        let said = "most of the difference passed before the read reached the device, in the I/O scheduler's queue (or waiting there for the driver's tag), which held reads 15.2 ms against 0.2 ms (median insert to issue, block_rq_insert)";
+        assert!(queue.contains(said), "{queue}");
+        // Or not there: before the queue, which the events do not see.
+        let above = comparison(traced_both(1.6, Some((0.4, 0.2))));
+        let said = "most of the difference passed before the read reached the device, and not in the I/O scheduler's queue, which held reads 0.4 ms against 0.2 ms (median insert to issue, block_rq_insert): before it";
+        assert!(above.contains(said), "{above}");
     }
 
     /// Five boots a kernel, three runs each: the boot is the unit. Each

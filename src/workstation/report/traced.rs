@@ -290,13 +290,16 @@ mod tests {
         let held = |p50_ms, max_ms| LatencySummary { count: 9, p50_ms, max_ms, ..LatencySummary::default() };
         k.requests.insert(
             "sda R".into(),
-            Requests { count: 130, kib_p50: 4, kib_max: 4, device_ms: held(read_ms.0, read_ms.1) },
+            Requests { count: 130, kib_p50: 4, kib_max: 4, device_ms: held(read_ms.0, read_ms.1), queued_ms: None },
         );
         k.requests.insert(
             "sda W".into(),
-            Requests { count: 290, kib_p50: 1280, kib_max: 1280, device_ms: held(460.0, 1048.0) },
+            Requests { count: 290, kib_p50: 1280, kib_max: 1280, device_ms: held(460.0, 1048.0), queued_ms: None },
         );
-        k.requests.insert("sdb R".into(), Requests { count: 2, kib_p50: 4, kib_max: 4, device_ms: held(900.0, 900.0) });
+        k.requests.insert(
+            "sdb R".into(),
+            Requests { count: 2, kib_p50: 4, kib_max: 4, device_ms: held(900.0, 900.0), queued_ms: None },
+        );
         r
     }
 

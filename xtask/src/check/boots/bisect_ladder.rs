@@ -252,6 +252,13 @@ fn disk_share_follows_its_figures(sentence: &str) -> Result<()> {
     let shares: Vec<f64> =
         [-0.1, 0.1].iter().flat_map(|r| [-0.1, 0.1].map(|d| share(read_change + r, disk_change + d))).collect();
     let either = shares.iter().any(|s| *s >= 0.5) && shares.iter().any(|s| *s < 0.5);
+    // Before the device, the scheduler's queue is asked next (block_rq_insert, read on 6.12).
+    let queue_timed = "(median insert to issue, block_rq_insert)";
+    if sentence.contains(said_before) && !sentence.contains(queue_timed) {
+        return Err(format!(
+            "bisect-settings: the read waited before the device, and the comparison does not say whether in the I/O scheduler's queue {queue_timed}: {sentence}"
+        ));
+    }
     if either && (sentence.contains(said_disk) || sentence.contains(said_before)) {
         return Ok(());
     }
@@ -277,7 +284,8 @@ mod tests {
     #[test]
     fn the_disks_share_must_be_the_one_its_figures_give() {
         // 1.4 of 7.1 ms: less than half, so the time before the device.
-        let before = "most of the difference passed before the read reached the device: where, these events do not say";
+        let before = "most of the difference passed before the read reached the device, and not in the I/O scheduler's \
+                      queue, which held reads 0.5 ms against 0.4 ms (median insert to issue, block_rq_insert): before it";
         let disks_said = "the difference is the disk's, not the queue's before it";
         let small = CI_RUN.replace("1.3 ms against 4.7", "1.3 ms against 2.7");
         assert!(follows(&format!("{small}{before}")).is_ok());
@@ -288,6 +296,11 @@ mod tests {
         assert!(follows(&format!("{CI_RUN}{before}")).is_ok());
         assert!(follows(&format!("{CI_RUN}{disks_said}")).is_ok());
         assert!(follows(CI_RUN).is_err());
+        // Before the device, but the scheduler's queue not asked: its event was not read.
+        let unasked =
+            "most of the difference passed before the read reached the device: where, these events do not say";
+        let err = follows(&format!("{small}{unasked}")).unwrap_err();
+        assert!(err.contains("whether in the I/O scheduler's queue"), "{err}");
         // 17.1 of 19.7 ms: the disk's.
         let disks = CI_RUN
             .replace("4.7 ms instead of 11.8", "21.2 ms instead of 1.5")
