@@ -241,7 +241,7 @@ fn the_traced_generations_demo_quotes_the_kernels_events_for_each_wait() {
     // wbt's own events: one step, none down, depth 24: its ceiling, not wbt holding writes back.
     assert_eq!(text("writeback-throttling"), "", "wbt never scaled down");
     let wbt = text("wbt-ceiling");
-    assert!(wbt.contains("wbt's own tracepoints on sda: 1 steps (0 down)") && !wbt.contains("dirty throttling ("));
+    assert!(wbt.contains("wbt's own tracepoints on sda: 1 step (0 down)") && !wbt.contains("dirty throttling ("));
     assert!(wbt.contains("not wbt protecting reads"), "{wbt}");
     let starved = text("read-starvation");
     assert!(starved.contains("not in the device: sda held no read over 49 ms"), "{starved}");
@@ -626,7 +626,7 @@ fn wbt_is_said_to_hold_writes_back_only_where_it_scaled_down() {
     let finding = |rule: &str| json["findings"].as_array().unwrap().iter().find(|f| f["rule"] == rule).cloned();
     let full = finding("wbt-ceiling").expect("the default target: wbt's ceiling");
     assert_eq!(full["subject"], "dirty40 · seqwrite");
-    assert!(full["sentence"].as_str().unwrap().contains("1 steps (0 down)"), "{full}");
+    assert!(full["sentence"].as_str().unwrap().contains("1 step (0 down)"), "{full}");
     let held = finding("writeback-throttling").expect("the 2 ms target: wbt held the writes");
     assert_eq!(held["subject"], "wbtlow · seqwrite");
     assert!(held["sentence"].as_str().unwrap().contains("419 steps (210 down), the lowest write depth they set 1"));

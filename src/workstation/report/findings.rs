@@ -1442,7 +1442,7 @@ mod tests {
         let traced = |scaled_down| traced_to(scaled_down, if scaled_down > 0 { 4 } else { 24 });
         let found = traced(0);
         let full = &found.iter().find(|f| f.rule == "wbt-ceiling").expect("wbt's ceiling").sentence;
-        assert!(full.contains("1 steps (0 down), the lowest write depth they set 24"), "{full}");
+        assert!(full.contains("1 step (0 down), the lowest write depth they set 24"), "{full}");
         assert!(full.contains("wbt's cap on writes in flight, not wbt protecting reads"), "{full}");
         assert!(full.contains("a run with wbt off would test"), "{full}");
         assert!(!found.iter().any(|f| f.rule == "writeback-throttling"), "{found:#?}");

@@ -97,8 +97,8 @@ pub fn wbt(r: &Record) -> Option<(String, String)> {
         format!("; a window's quickest read over its target took up to {:.1} ms (wbt_lat)", us as f64 / 1000.0)
     });
     let said = format!(
-        "wbt's own tracepoints on {disk}: {} steps ({} down){depth}{}{}",
-        w.steps,
+        "wbt's own tracepoints on {disk}: {} ({} down){depth}{}{}",
+        super::words::count(w.steps, "step", "steps"),
         w.scaled_down,
         reads.unwrap_or_default(),
         lost(k)
