@@ -44,6 +44,12 @@ pub struct KernelEvents {
     /// `block:block_rq_issue` → `block_rq_complete` (and `block_rq_insert` → issue), per disk and direction
     /// (`sda W`): how large the requests were and how long the device held them.
     pub requests: BTreeMap<String, Requests>,
+    /// `vmscan:mm_vmscan_direct_reclaim_begin` → `_end` (2.6.36+): tasks
+    /// that reclaimed memory themselves (an allocation that found too little
+    /// free), each span from begin to end, by the phase it ended in; every
+    /// task's, paired by PID. Null where the two events were not both on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_reclaim: Option<Phased<Pauses>>,
     /// `jbd2:jbd2_run_stats`: the ext3/ext4 journal's commits; null when none ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal: Option<Journal>,
@@ -68,7 +74,8 @@ impl<T: Clone + std::ops::Add<Output = T>> Phased<T> {
     }
 }
 
-/// The pauses one phase's `balance_dirty_pages` events asked for (pause > 0).
+/// The pauses one phase's `balance_dirty_pages` events asked for (pause > 0);
+/// also the spans of a phase's direct reclaims.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Pauses {
     pub count: u64,
@@ -98,6 +105,9 @@ pub struct Wbt {
     /// `wbt_timer` events: its monitoring windows.
     pub windows: u64,
 }
+
+/// Both ends of a task's own memory reclaim: timed only when both are on.
+pub const RECLAIM_EVENTS: [&str; 2] = ["vmscan:mm_vmscan_direct_reclaim_begin", "vmscan:mm_vmscan_direct_reclaim_end"];
 
 /// A request entering the I/O scheduler's queue: with the issue, its time there.
 pub const INSERT_EVENT: &str = "block:block_rq_insert";

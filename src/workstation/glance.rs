@@ -406,6 +406,8 @@ pub struct KernelEvents<'a> {
     #[serde(borrow, default)]
     pub requests: std::collections::BTreeMap<Text<'a>, crate::schema::events::Requests>,
     #[serde(default)]
+    direct_reclaim: Check<Option<crate::schema::events::Phased<crate::schema::events::Pauses>>>,
+    #[serde(default)]
     journal: Check<Option<crate::schema::events::Journal>>,
     excerpt: Seq<Str>,
 }

@@ -25,6 +25,8 @@ pub const EVENTS_KEPT: usize = 100_000;
 /// One trace line, split.
 #[derive(Debug, PartialEq)]
 pub struct Line<'a> {
+    /// The task's PID, from "TASK-PID" before the CPU column (0 where unreadable).
+    pub pid: u32,
     pub timestamp_s: f64,
     pub event: &'a str,
     pub payload: &'a str,
@@ -33,6 +35,7 @@ pub struct Line<'a> {
 /// Split a trace_pipe line; None for anything else (a header, a cut line).
 pub fn split(line: &str) -> Option<Line<'_>> {
     let after_cpu = cpu_field_end(line)?;
+    let pid = task_pid(&line[..line[..after_cpu].rfind('[')?]);
     let rest = line[after_cpu..].trim_start();
     // The flags column ("d..1.") when present, then "12345.678901:".
     let mut tokens = rest.split_whitespace();
@@ -43,7 +46,18 @@ pub fn split(line: &str) -> Option<Line<'_>> {
     if event.is_empty() || event.contains(' ') {
         return None;
     }
-    Some(Line { timestamp_s, event, payload: payload.trim() })
+    Some(Line { pid, timestamp_s, event, payload: payload.trim() })
+}
+
+/// The PID of "  my task-77 " (a TGID column "(   77)" after it, where the
+/// kernel was told to print one, is skipped); 0 where there is none.
+fn task_pid(task: &str) -> u32 {
+    let task = task.trim_end();
+    let task = match task.strip_suffix(')') {
+        Some(t) => t.rsplit_once('(').map_or(t, |(before, _)| before.trim_end()),
+        None => task,
+    };
+    task.rsplit_once('-').and_then(|(_, pid)| pid.parse().ok()).unwrap_or(0)
 }
 
 /// The byte after the first `[digits]`: the CPU column.
@@ -132,6 +146,10 @@ pub enum Kind {
         device_ns: u64,
         queued_ns: Option<u64>,
     },
+    /// A task's direct reclaim, ended, matched with its begin.
+    Reclaimed {
+        ms: f64,
+    },
     Commit {
         running_ms: u64,
         locked_ms: u64,
@@ -164,6 +182,11 @@ pub struct Reader {
     pub disks: Vec<String>,
     pub events: Vec<Event>,
     pub read: u64,
+    /// Whether both direct-reclaim events are on: then the summary and the
+    /// timeline say how much reclaim there was, none included.
+    pub reclaim_on: bool,
+    /// Tasks inside a direct reclaim: (PID, trace timestamp of its begin).
+    reclaiming: Vec<(u32, f64)>,
     /// (event, trace timestamp, line) of the lines kept as the exhibit.
     excerpt: Vec<(u16, f64, String)>,
 }
@@ -179,6 +202,8 @@ impl Reader {
             disks: Vec::new(),
             events: Vec::new(),
             read: 0,
+            reclaim_on: false,
+            reclaiming: Vec::new(),
             excerpt: Vec::new(),
         }
     }
@@ -247,6 +272,17 @@ impl Reader {
                 },
                 None => Kind::Other,
             },
+            "mm_vmscan_direct_reclaim_begin" => {
+                // One reclaim at a time per task: a begin without its end (lost) is replaced.
+                self.reclaiming.retain(|(pid, _)| *pid != line.pid);
+                keep_at_most(&mut self.reclaiming, IN_FLIGHT_KEPT);
+                self.reclaiming.push((line.pid, at_s));
+                Kind::Other
+            }
+            "mm_vmscan_direct_reclaim_end" => match self.reclaiming.iter().position(|(pid, _)| *pid == line.pid) {
+                Some(at) => Kind::Reclaimed { ms: (at_s - self.reclaiming.remove(at).1).max(0.0) * 1e3 },
+                None => Kind::Other,
+            },
             "jbd2_run_stats" => Kind::Commit {
                 running_ms: word_field(line.payload, "running").unwrap_or(0),
                 locked_ms: word_field(line.payload, "locked").unwrap_or(0),
@@ -313,6 +349,7 @@ impl Reader {
     pub fn per_tick(&self, t_s: &[f64]) -> Vec<(String, Vec<Option<u64>>)> {
         let Some(offset) = self.offset_s.filter(|_| !t_s.is_empty()) else { return Vec::new() };
         let mut pauses = vec![Some(0u64); t_s.len()];
+        let mut reclaims = vec![Some(0u64); t_s.len()];
         let mut reads: Vec<Option<Vec<Option<u64>>>> = vec![None; self.disks.len()];
         for e in &self.events {
             let tick = t_s.partition_point(|&t| t < e.timestamp_s + offset);
@@ -327,10 +364,19 @@ impl Reader {
                     let series = reads[*disk as usize].get_or_insert_with(|| vec![Some(0); t_s.len()]);
                     series[tick] = series[tick].max(Some(device_ns / 1_000_000));
                 }
+                // Rounded up: a reclaim under 1 ms still shows on its tick.
+                Kind::Reclaimed { ms } => {
+                    // To the µs first: the trace clock's float must not add a ms.
+                    let ms = ((ms * 1e3).round() / 1e3).ceil() as u64;
+                    reclaims[tick] = reclaims[tick].map(|sum| sum + ms);
+                }
                 _ => {}
             }
         }
         let mut out = vec![("traced_dirty_pause_ms".to_string(), pauses)];
+        if self.reclaim_on {
+            out.push(("traced_reclaim_ms".to_string(), reclaims));
+        }
         for (disk, series) in self.disks.iter().zip(reads) {
             out.extend(series.map(|s| (format!("traced_read_ms.{disk}"), s)));
         }
@@ -355,6 +401,7 @@ impl Reader {
         // vectors, not maps, keep this code small in the /init binary.
         let mut counts = vec![[0u64; 3]; self.names.len()];
         let mut pauses = [Pauses::default(), Pauses::default(), Pauses::default()];
+        let mut reclaims = [Pauses::default(), Pauses::default(), Pauses::default()];
         let mut out = KernelEvents { read: self.read, ..KernelEvents::default() };
         let mut wbt: Vec<Option<Wbt>> = vec![None; self.disks.len()];
         // Per disk and direction: sizes, device times, and queue times (insert to issue).
@@ -396,6 +443,9 @@ impl Reader {
                         queued.record(*ns);
                     }
                 }
+                Kind::Reclaimed { ms } => {
+                    reclaims[p] = reclaims[p].clone() + Pauses { count: 1, total_ms: *ms, max_ms: *ms };
+                }
                 Kind::Commit { running_ms, locked_ms, logging_ms } => {
                     journal.commits += 1;
                     journal.max_running_ms = journal.max_running_ms.max(*running_ms);
@@ -410,6 +460,8 @@ impl Reader {
         }
         let [w, f, a] = pauses;
         out.dirty_pauses = Phased { writing: w, flushing: f, after: a };
+        let [w, f, a] = reclaims;
+        out.direct_reclaim = self.reclaim_on.then_some(Phased { writing: w, flushing: f, after: a });
         for (disk, w) in self.disks.iter().zip(wbt) {
             if let Some(w) = w {
                 out.wbt.insert(disk.clone(), w);
@@ -555,6 +607,47 @@ mod tests {
         assert_eq!((j.commits, j.max_running_ms, j.max_locked_ms, j.max_logging_ms), (1, 5004, 8, 120));
         assert_eq!(k.counts["balance_dirty_pages"], Phased { writing: 2, flushing: 1, after: 0 });
         assert_eq!(k.counts["jbd2_run_stats"], Phased { writing: 0, flushing: 0, after: 1 });
+    }
+
+    /// Two tasks reclaiming at once, paired by PID (6.1's begin prints
+    /// may_writepage, 6.12's does not: only the names matter), one end
+    /// without its begin, and a task name with dashes and spaces.
+    #[test]
+    fn direct_reclaims_are_paired_by_task_and_put_on_their_ticks() {
+        let lines = "\
+ bootmark-22472   [000] ..... 100.000000: tracing_mark_write: bootmark-clock 1
+ bootmark-work-41   [000] ..... 100.100000: mm_vmscan_direct_reclaim_begin: order=0 may_writepage=1 gfp_flags=GFP_HIGHUSER_MOVABLE
+ my odd-task-77   [001] ..... 100.120000: mm_vmscan_direct_reclaim_begin: order=0 gfp_flags=GFP_KERNEL
+ my odd-task-77   [001] ..... 100.125000: mm_vmscan_direct_reclaim_end: nr_reclaimed=32
+ bootmark-work-41   [000] ..... 100.340000: mm_vmscan_direct_reclaim_end: nr_reclaimed=64
+ kswapd0-30   [001] ..... 100.400000: mm_vmscan_direct_reclaim_end: nr_reclaimed=1
+";
+        let mut r = Reader::new(BTreeMap::new());
+        r.reclaim_on = true;
+        for line in lines.lines() {
+            r.line(line, ("bootmark-clock 1", 10.0));
+        }
+        // 10.0 s on the axis is 100.0 trace: writes end at 10.2 s, the workload at 10.5 s.
+        let k = r.summarize(10.2, 10.5);
+        let reclaim = k.direct_reclaim.expect("both events on");
+        assert_eq!(reclaim.writing.count, 1, "the 5 ms one, ended at 10.125 s");
+        assert!((reclaim.writing.max_ms - 5.0).abs() < 0.01, "{reclaim:?}");
+        assert_eq!(reclaim.flushing.count, 1, "the 240 ms one; kswapd's end had no begin");
+        assert!((reclaim.flushing.total_ms - 240.0).abs() < 0.01, "{reclaim:?}");
+        let series: BTreeMap<_, _> = r.per_tick(&[10.0, 10.2, 10.5]).into_iter().collect();
+        assert_eq!(series["traced_reclaim_ms"], [Some(0), Some(5), Some(240)]);
+        // Off: neither the summary nor the timeline says "none".
+        r.reclaim_on = false;
+        assert_eq!(r.summarize(10.2, 10.5).direct_reclaim, None);
+        assert!(!r.per_tick(&[10.0]).iter().any(|(k, _)| k == "traced_reclaim_ms"));
+    }
+
+    #[test]
+    fn a_lines_task_pid_is_read_with_or_without_a_tgid_column() {
+        assert_eq!(split(" my odd-task-77   [001] ..... 1.0: e: x").unwrap().pid, 77);
+        assert_eq!(split(" bash-4242  (   4242) [001] ..... 1.0: e: x").unwrap().pid, 4242);
+        assert_eq!(split(" <idle>-0       [001] 1.0: e: x").unwrap().pid, 0);
+        assert_eq!(split("[001] 1.0: e: x").unwrap().pid, 0);
     }
 
     #[test]

@@ -19,14 +19,14 @@
 use super::clock::{mono_ns, secs};
 use super::trace_lines::Reader;
 use crate::image_side::tunables::bracketed;
-use crate::schema::events::KernelEvents;
+use crate::schema::events::{KernelEvents, RECLAIM_EVENTS};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The events read, each the kernel's own account of one mechanism.
-pub const EVENTS: [&str; 8] = [
+pub const EVENTS: [&str; 10] = [
     // dirty throttling: the pause balance_dirty_pages() made a writer sleep (3.2+)
     "writeback/balance_dirty_pages",
     // block writeback throttling (4.10+): its depth steps, read latency over target, windows
@@ -37,6 +37,9 @@ pub const EVENTS: [&str; 8] = [
     "block/block_rq_insert",
     "block/block_rq_issue",
     "block/block_rq_complete",
+    // a task reclaiming memory itself, begin to end (2.6.36+)
+    "vmscan/mm_vmscan_direct_reclaim_begin",
+    "vmscan/mm_vmscan_direct_reclaim_end",
     // ext3/ext4 journal commits (jbd2 is a module: present once the filesystem is mounted)
     "jbd2/jbd2_run_stats",
 ];
@@ -220,6 +223,9 @@ impl Session {
         let marker = format!("bootmark-clock {}", std::process::id());
         let marker_at_s = secs(mono_ns().saturating_sub(origin_ns));
         let _ = write(&dir.join("trace_marker"), &marker);
+        let mut reader = Reader::new(disks_by_number());
+        // Both ends on, or no reclaim is timed (and none is said absent).
+        reader.reclaim_on = RECLAIM_EVENTS.iter().all(|e| enabled.iter().any(|on| on == e));
         let mut session = Session {
             dir,
             pipe,
@@ -232,7 +238,7 @@ impl Session {
             absent,
             switched,
             partial: Vec::new(),
-            reader: Reader::new(disks_by_number()),
+            reader,
         };
         if session.enabled.is_empty() {
             session.restore();

@@ -126,6 +126,7 @@ pub fn wbt_steps(r: &Record) -> Option<Option<(&str, &Wbt)>> {
 /// The per-tick series `Reader::per_tick` left on the timeline.
 const PAUSE_SERIES: &str = "traced_dirty_pause_ms";
 const READ_SERIES: &str = "traced_read_ms.";
+const RECLAIM_SERIES: &str = "traced_reclaim_ms";
 
 /// What the kernel's own events show between `from_s` and `to_s` on the
 /// timeline's axis (over the ticks whose intervals overlap it), for the
@@ -159,6 +160,15 @@ pub fn during(r: &Record, from_s: f64, to_s: f64) -> Option<(String, String)> {
         ms => format!("balance_dirty_pages paused writers {ms} ms in all"),
     };
     let mut evidence = format!("timeline.series.{PAUSE_SERIES} over {from:.2}–{to:.2} s: {paused}");
+    // Every task's direct reclaim, by its end: a stack through reclaim is said with this.
+    if let Some(reclaims) = tl.series.get(RECLAIM_SERIES) {
+        let reclaimed: u64 = ticks.iter().filter_map(|&i| reclaims.get(i).copied().flatten()).sum();
+        said += &match reclaimed {
+            0 => ", no task's direct reclaim ended then".to_string(),
+            ms => format!(", tasks spent {ms} ms in direct reclaim (mm_vmscan_direct_reclaim_begin → end)"),
+        };
+        evidence += &format!("; {RECLAIM_SERIES}: {reclaimed}");
+    }
     if let Some((ms, disk)) = longest_read {
         said += &format!(
             ", and {disk} held no read completing then longer than {ms} ms (block_rq_issue → block_rq_complete)"
@@ -364,6 +374,16 @@ mod tests {
         );
         r.timeline.series.get_mut(PAUSE_SERIES).unwrap()[2..4].fill(Some(0));
         assert!(during(&r, 2.2, 3.5).unwrap().0.contains("balance_dirty_pages made no pause"));
+        // Direct reclaim where its events were on: its spans over the ticks, none said as none.
+        r.timeline.series.insert(RECLAIM_SERIES.into(), vec![Some(0), Some(0), Some(120), Some(7), Some(50)]);
+        let (said, evidence) = during(&r, 2.2, 3.5).unwrap();
+        assert!(
+            said.contains(", tasks spent 127 ms in direct reclaim (mm_vmscan_direct_reclaim_begin → end)"),
+            "{said}"
+        );
+        assert!(evidence.ends_with("; traced_reclaim_ms: 127; traced_read_ms.sda: max 700"), "{evidence}");
+        r.timeline.series.insert(RECLAIM_SERIES.into(), vec![Some(0); 5]);
+        assert!(during(&r, 2.2, 3.5).unwrap().0.contains(", no task's direct reclaim ended then"));
         // Untraced records (and those of before the series): nothing said.
         assert_eq!(during(&Record::blank("t", 0), 2.2, 3.5), None);
     }
