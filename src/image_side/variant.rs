@@ -147,13 +147,15 @@ pub fn apply(knobs: &Knobs, variant: &Variant) -> Applied {
     applied
 }
 
-/// Put back what `remember` found. The kernel pairs dirty_ratio with
-/// dirty_bytes (writing one zeroes the other, and a *_bytes of 0 cannot be
-/// written): ratios go first, then only the non-zero byte limits.
-/// Returns the keys that could not be restored, with why.
+/// Put back what `remember` found. The scheduler goes first: switching it
+/// resets the queue's depth and the old scheduler's tunables to the new
+/// one's defaults. The kernel pairs dirty_ratio with dirty_bytes (writing
+/// one zeroes the other, and a *_bytes of 0 cannot be written): ratios go
+/// next, then only the non-zero byte limits. Returns the keys that could not
+/// be restored, with why; [`not_as_found`] then checks what the kernel shows.
 pub fn restore(knobs: &Knobs, original: &Original) -> Vec<String> {
     let mut order: Vec<&(String, String)> = original.0.iter().collect();
-    order.sort_by_key(|(k, _)| k.ends_with("_bytes"));
+    order.sort_by_key(|(k, _)| (k != "queue.scheduler", k.ends_with("_bytes")));
     let mut failed = Vec::new();
     for (key, value) in order {
         if key.ends_with("_bytes") && value == "0" {
@@ -164,6 +166,42 @@ pub fn restore(knobs: &Knobs, original: &Original) -> Vec<String> {
         }
     }
     failed
+}
+
+/// Every setting `remember` found, read again now: those that differ, as
+/// "vm.dirty_bytes reads 4194304 where the run found 0". After `restore`
+/// this must be empty, or the next variant would run on the last one's
+/// settings (the kernel's rules between settings — a ratio and its byte
+/// limit, a minimum, a scheduler's own tunables — can defeat a restore).
+pub fn not_as_found(knobs: &Knobs, original: &Original) -> Vec<String> {
+    original
+        .0
+        .iter()
+        .filter_map(|(key, found)| {
+            let now = knobs.read(key);
+            (now.as_deref() != Some(found.as_str()))
+                .then(|| format!("{key} reads {} where the run found {found}", now.as_deref().unwrap_or("nothing")))
+        })
+        .collect()
+}
+
+/// The `not_applied` key of a variant that was not run because the
+/// settings as found could not be put back before it.
+pub const NOT_RESTORED: &str = "restore";
+
+/// The variant not applied: the settings as found are not back (`wrong`,
+/// from [`not_as_found`]), so its runs would measure another variant's.
+pub fn refused(variant: &Variant, wrong: &[String]) -> Applied {
+    let mut applied = Applied { name: variant.name.clone(), note: variant.note.clone(), ..Applied::default() };
+    for (key, value) in keys(variant) {
+        applied.asked.insert(key, value);
+    }
+    let why = format!(
+        "the settings as found could not be restored before this variant ({}): it is not run, as it would measure the last variant's settings",
+        wrong.join("; ")
+    );
+    applied.not_applied.insert(NOT_RESTORED.into(), why);
+    applied
 }
 
 /// The settings as this system has them now, as a variant named `name`
@@ -236,6 +274,31 @@ mod tests {
         assert!(restore(&knobs, &original).is_empty());
         assert_eq!(knobs.read("vm.dirty_ratio").as_deref(), Some("40"));
         assert_eq!(knobs.read("queue.nr_requests").as_deref(), Some("128"));
+    }
+
+    /// What the run found is read back before each variant: a setting not
+    /// back (the kernel keeps a variant's dirty_bytes where only writing the
+    /// ratio clears it; here the restore is skipped to leave it) is named
+    /// with both values, and the variant is refused, asking what it asked.
+    #[test]
+    fn settings_not_back_as_found_are_named_and_refuse_the_next_variant() {
+        let knobs = fake_knobs("readback");
+        std::fs::write(knobs.vm_dir.join("dirty_bytes"), "0\n").unwrap();
+        let tiny = variant(r#"{"name": "tiny", "vm": {"dirty_bytes": 4194304}}"#);
+        let wbt = variant(r#"{"name": "wbt", "queue": {"nr_requests": "64"}}"#);
+        let original = remember(&knobs, &[tiny.clone(), wbt.clone()]);
+        assert!(not_as_found(&knobs, &original).is_empty(), "nothing changed yet");
+        assert!(apply(&knobs, &tiny).fully());
+        let wrong = not_as_found(&knobs, &original);
+        assert_eq!(wrong, ["vm.dirty_bytes reads 4194304 where the run found 0"]);
+        let refused = refused(&wbt, &wrong);
+        assert_eq!(refused.asked["queue.nr_requests"], "64");
+        assert!(refused.not_applied[NOT_RESTORED].contains("vm.dirty_bytes reads 4194304 where the run found 0"));
+        assert!(refused.read_back.is_empty(), "nothing of it was written");
+        // Put back (on a real kernel, writing dirty_ratio zeroes dirty_bytes): nothing differs.
+        std::fs::write(knobs.vm_dir.join("dirty_bytes"), "0\n").unwrap();
+        assert!(restore(&knobs, &original).is_empty());
+        assert!(not_as_found(&knobs, &original).is_empty());
     }
 
     /// 2.6.9 has no dirty_bytes and no wbt_lat_usec; its schedulers are

@@ -265,6 +265,14 @@ fn run_in(
     for repetition in 0..plan.repeat {
         for variant in &variants {
             let applied = variant.map(|v| runner.start_variant(knobs, original, v));
+            if let Some(a) = applied.as_ref().filter(|a| a.not_applied.contains_key(variant::NOT_RESTORED)) {
+                // Each of its runs an error record that names the setting: owed, not measured.
+                for spec in &plan.workloads {
+                    runner.refuse_one(sink, RunStep { seq, repetition, spec, variant: Some(a) })?;
+                    seq += 1;
+                }
+                continue;
+            }
             if let Some(a) = applied.as_ref().filter(|a| a.nothing_applied()) {
                 runner.skip_variant(a, repetition);
                 continue;
@@ -296,6 +304,14 @@ impl Runner<'_> {
         // whatever the previous variant left.
         for failed in variant::restore(knobs, original) {
             crate::note!("bootmark: could not restore {failed} before variant {}", variant.name);
+        }
+        // Read back: what the kernel shows now must be what the run found.
+        let wrong = variant::not_as_found(knobs, original);
+        if !wrong.is_empty() {
+            crate::note!("bootmark: variant {} not run: {}", variant.name, wrong.join("; "));
+            self.evidence.vm = evidence::vm();
+            self.evidence.storage = evidence::storage(&self.opts.dir);
+            return variant::refused(variant, &wrong);
         }
         let mut applied = variant::apply(knobs, variant);
         nix::unistd::sync();
@@ -362,6 +378,29 @@ impl Runner<'_> {
             crate::note!("bootmark: variant {} skipped: {}", applied.name, why.join("; "));
             self.outcome.skipped_variants.push((applied.name.clone(), why.join("; ")));
         }
+    }
+
+    /// The error record of a run not made: its variant's settings could not
+    /// be set up (`step.variant`'s `not_applied` says why). It carries the
+    /// settings in force, as read now, like every record.
+    fn refuse_one(&mut self, sink: &mut dyn Sink, step: RunStep) -> Result<(), RunError> {
+        let mut rec = Record::blank(self.run_id, step.seq);
+        let why = step.variant.and_then(|a| a.not_applied.get(variant::NOT_RESTORED)).cloned();
+        rec.repetition = step.repetition;
+        rec.status = Status::Error;
+        rec.error = why;
+        rec.started_unix_s = unix_s();
+        rec.plan.name = self.opts.plan.name.clone();
+        rec.workload = WorkloadRef { name: step.spec.name().into(), params: step.spec.params_json() };
+        rec.variant = step.variant.cloned();
+        rec.kernel = self.evidence.kernel.clone();
+        rec.host = self.evidence.host.clone();
+        rec.storage = self.evidence.storage.clone();
+        rec.vm = self.evidence.vm.clone();
+        rec.footprint = self.opts.footprint.clone();
+        self.outcome.records += 1;
+        self.outcome.failed += 1;
+        sink.write(&rec).map_err(|e| RunError::Sink(e.to_string()))
     }
 
     /// Run one workload under the watchdogs and hand its record to `sink`.
