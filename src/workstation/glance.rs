@@ -53,7 +53,9 @@ pub struct Glance<'a> {
     pub host: Host<'a>,
     #[serde(borrow)]
     pub storage: Storage<'a>,
-    vm: Map<Str, Option<i64>>,
+    /// Kept: a handful of sysctls, the settings in force a group's runs must share.
+    #[serde(borrow)]
+    pub vm: std::collections::BTreeMap<Text<'a>, Option<i64>>,
     pub times: Times,
     pub bytes_written: u64,
     bytes_read: Check<u64>,
@@ -657,7 +659,7 @@ impl<'a> Glance<'a> {
                     .collect(),
                 ..Storage::default()
             },
-            vm: Map::default(),
+            vm: r.vm.iter().map(|(k, v)| (Cow::Borrowed(k.as_str()), *v)).collect(),
             times: r.times.clone(),
             bytes_written: r.bytes_written,
             bytes_read: Check::new(),

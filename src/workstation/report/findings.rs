@@ -18,7 +18,7 @@ use serde::Serialize;
 /// One finding about one group (a row of the table) or a comparison of two.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
-    /// The rule that made it: `stall`, `dirty-limit`, `writeback-throttling`, `flush`, `read-starvation`, `comparison`.
+    /// The rule that made it: `stall`, `dirty-limit`, `writeback-throttling`, `flush`, `read-starvation`, `comparison`, `settings-differ`….
     pub rule: &'static str,
     /// The group: its --by values and workload ("dirty40 · 6.1.0-50-amd64 · seqwrite").
     pub subject: String,
@@ -34,6 +34,9 @@ pub struct Finding {
     #[serde(skip)]
     pub names_cause: bool,
 }
+
+/// The rule of a row whose runs differ in the settings in force (`in_force`).
+pub const SETTINGS_DIFFER: &str = "settings-differ";
 
 /// Stalls at least this long are what the seed's user felt as a hung `ls`.
 pub(crate) const STALL_MS: f64 = 1000.0;
@@ -1199,7 +1202,9 @@ pub fn fold(findings: Vec<Finding>) -> Vec<Finding> {
     for f in findings {
         // Alike only if both name a cause or neither (a read's wait placed in the device is not one placed nowhere).
         let alike = |o: &Finding| o.rule == f.rule && o.names_cause == f.names_cause;
-        let same = (f.rule != "comparison").then(|| out.iter().position(alike)).flatten();
+        // A comparison, and runs not pooled, each say their own figures.
+        let own = f.rule == "comparison" || f.rule == SETTINGS_DIFFER;
+        let same = (!own).then(|| out.iter().position(alike)).flatten();
         let Some(i) = same else {
             count.push(1);
             out.push(f);

@@ -6,7 +6,7 @@
 
 use super::findings::Evidence;
 use super::fio::{FioRow, FioRun};
-use super::{Row, stats};
+use super::{Row, in_force, stats};
 use crate::schema::record::Status;
 use crate::workstation::glance::Glance;
 use serde_json::Value;
@@ -59,6 +59,8 @@ pub(super) struct Group {
     max_stall_ms: Option<f64>,
     /// Distinct boots (run ids, hashed).
     boots: HashSet<u64>,
+    /// The settings in force of its ok runs: pooled only where they agree.
+    settings: in_force::Seen,
     pub evidence: Evidence,
 }
 
@@ -75,6 +77,7 @@ impl Group {
             figures: Figures::default(),
             max_stall_ms: None,
             boots: HashSet::new(),
+            settings: in_force::Seen::default(),
             evidence: Evidence::default(),
         }
     }
@@ -105,6 +108,7 @@ impl Group {
                 self.notes.push(n.to_string());
             }
         }
+        self.settings.add(in_force::of(r));
         let f = &mut self.figures;
         f.real.push(r.times.wall_s);
         f.boot_of.push(boot);
@@ -190,6 +194,7 @@ impl Group {
             stalls_over_1s: stats::summarize(&f.stalls),
             recovery_s: stats::summarize(&f.recovery),
             write_request_kib: stats::summarize(&f.write_request_kib),
+            settings_differ: self.settings.differing(),
             max_sectors_kb: f.max_sectors_kb.clone(),
             fio: f.fio.iter().map(|(stream, runs)| FioRow::of_runs(stream.clone(), runs.clone())).collect(),
             speedup: None,

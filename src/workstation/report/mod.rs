@@ -8,6 +8,7 @@ pub mod findings;
 pub mod fio;
 mod groups;
 pub mod html;
+mod in_force;
 mod mechanism;
 pub mod pictures;
 mod reproduce;
@@ -188,6 +189,11 @@ pub struct Row {
     pub recovery_s: Option<Summary>,
     /// The device's average write request, KiB (from /proc/diskstats).
     pub write_request_kib: Option<Summary>,
+    /// The settings in force its runs did not share ("the dirty limit
+    /// vm.dirty_ratio=20 in 2 runs, vm.dirty_bytes=4194304 in 1"): such a row
+    /// is not pooled into any comparison, and a finding says why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settings_differ: Vec<String>,
     /// The target queue's largest request the kernel would build (`queue/max_sectors_kb`),
     /// each value its runs recorded; empty for records from before it was recorded.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -356,13 +362,15 @@ impl Builder {
             }
             None => None,
         };
-        let baseline_of = mark_baselines(&mut rows, &self.groups, baseline.as_deref());
+        let mut baseline_of = mark_baselines(&mut rows, &self.groups, baseline.as_deref());
+        unpool_differing_settings(&mut rows, &mut baseline_of);
         // Dimensions the user did not ask for are dropped where they do not
         // vary (said once above the table); asked-for ones stay.
         let (by, constant) = if default_grouping { drop_constant(&mut rows, by) } else { (by, Vec::new()) };
         name_rows(&mut rows);
         let mut found = Vec::new();
         for (row, group) in rows.iter().zip(&self.groups) {
+            found.extend(in_force::finding(row, findings::subject(row)));
             found.extend(group.evidence.findings(&findings::subject(row)));
         }
         let boots: Vec<usize> = self.groups.iter().map(groups::Group::boots).collect();
@@ -373,6 +381,18 @@ impl Builder {
         let setting = self.setting.said();
         let reproduce = self.reproduce;
         Ok(Report { by, rows, findings, pictures, constant, verdict, setting, reproduce, baseline_of, boots })
+    }
+}
+
+/// A row whose runs ran under different settings in force is compared with
+/// nothing, and nothing with it: its runs are not one sample.
+fn unpool_differing_settings(rows: &mut [Row], baseline_of: &mut [Option<usize>]) {
+    for i in 0..rows.len() {
+        let base = baseline_of[i];
+        if !rows[i].settings_differ.is_empty() || base.is_some_and(|b| !rows[b].settings_differ.is_empty()) {
+            baseline_of[i] = None;
+            (rows[i].speedup, rows[i].significant) = (None, false);
+        }
     }
 }
 
@@ -933,6 +953,41 @@ mod tests {
         let above = comparison(traced_both(1.6, Some((0.4, 0.2))));
         let said = "most of the difference passed before the read reached the device, and not in the I/O scheduler's queue, which held reads 0.4 ms against 0.2 ms (median insert to issue, block_rq_insert): before it";
         assert!(above.contains(said), "{above}");
+    }
+
+    /// 6.12's runs of one group, one of them still under another variant's
+    /// 4 MiB dirty limit: the row says so, is compared with nothing (nor is
+    /// 5.10's with it), and the finding names the setting.
+    #[test]
+    fn runs_under_different_settings_in_force_are_not_pooled() {
+        let with_vm = |mut r: Record, bytes: i64| {
+            r.vm = [("dirty_ratio", if bytes > 0 { 0 } else { 20 }), ("dirty_bytes", bytes)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), Some(*v)))
+                .collect();
+            r
+        };
+        let mut records = Vec::new();
+        for (i, wall) in [20.0, 20.2, 19.8].iter().enumerate() {
+            records.push(with_vm(rec("5.10", *wall, i as u32), 0));
+            let leaked = if i == 2 { 4194304 } else { 0 };
+            records.push(with_vm(rec("6.12", wall * 2.0, 10 + i as u32), leaked));
+        }
+        let r = report(&records, Options::default()).unwrap();
+        let row = r.rows.iter().find(|row| row.key[0] == "6.12").unwrap();
+        assert_eq!(row.settings_differ, ["the dirty limit vm.dirty_ratio=20 in 2 runs, vm.dirty_bytes=4194304 in 1"]);
+        assert!(r.rows.iter().find(|row| row.key[0] == "5.10").unwrap().settings_differ.is_empty());
+        assert!(r.comparisons().is_empty(), "{:?}", r.comparisons());
+        assert!(!r.findings.iter().any(|f| f.rule == "comparison"));
+        assert!(r.verdict.iter().all(|v| !v.contains("faster") && !v.contains("slower")), "{:?}", r.verdict);
+        let unpooled = r.findings.iter().find(|f| f.rule == "settings-differ").unwrap();
+        assert!(unpooled.subject.contains("6.12"), "{}", unpooled.subject);
+        assert!(unpooled.sentence.contains("vm.dirty_bytes=4194304 in 1"), "{}", unpooled.sentence);
+        // The same runs all under one limit: compared as before.
+        let alike: Vec<Record> = records.into_iter().map(|r| with_vm(r, 0)).collect();
+        let r = report(&alike, Options::default()).unwrap();
+        assert!(!r.findings.iter().any(|f| f.rule == "settings-differ"));
+        assert!(r.findings.iter().any(|f| f.rule == "comparison"));
     }
 
     /// Five boots a kernel, three runs each: the boot is the unit. Each

@@ -240,6 +240,13 @@ fn against_baseline(
         }
     }
     if parts.is_empty() {
+        let unpooled =
+            |v: &str| rows.iter().any(|r| r.key.first().is_some_and(|k| k == v) && !r.settings_differ.is_empty());
+        if unpooled(value) || unpooled(base) {
+            return format!(
+                "{value}: not compared with {base}: a group's runs were measured under different settings in force (the settings-differ finding below)."
+            );
+        }
         return format!("{value}: no workload to compare with {base}.");
     }
     let head = if all_same {
