@@ -239,7 +239,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "sweep",
         title: "sweep",
-        about: "The sweep boot (the `sweep` plan's variants in one QEMU boot)",
+        about: "The sweep boot (the `sweep` plan's variants in one QEMU boot), and a boot of variants of every kind of setting twice round, each run on the settings as found plus its own",
         groups: &[E2e],
         lane: Beside,
         run: |b| sweep::test(b.package()?, &b.base),
