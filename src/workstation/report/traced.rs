@@ -191,7 +191,10 @@ pub fn device_reads(r: &Record) -> Option<(&str, &Requests)> {
 /// completion, so a wait longer than twice that passed mostly outside the
 /// device (the I/O scheduler's queue, a wait for a tag, or above the block
 /// layer — which of these, the events do not say; never wbt, which holds
-/// only writes and discards). `Device` and `Outside`
+/// only writes and discards). Where block_rq_insert was read, the scheduler's
+/// queue is bounded the same way: queue and device together under half the
+/// wait put it before the queue; a queue wait long enough is a candidate
+/// (the run's longest, not tied to this read). `Device` and `Outside`
 /// carry the sentence and the evidence; `Unknown` why it cannot be said.
 pub enum ReadWait {
     Device(String, String),
@@ -235,12 +238,27 @@ pub fn read_wait(r: &Record, waited_ms: f64) -> ReadWait {
         );
         return ReadWait::Device(said, evidence);
     }
-    let said = format!(
-        "not in the device: {disk} held no read over {:.0} ms from issue to completion ({} reads; block_rq_issue → block_rq_complete), so about {:.0} ms passed before the read reached it — in the I/O scheduler's queue, a wait for a tag, or above the block layer (not wbt: it holds writes only); which of these, the events do not say: unknown",
-        d.max_ms,
-        reads.count,
-        waited_ms - d.max_ms
+    let head = format!(
+        "not in the device: {disk} held no read over {:.0} ms from issue to completion ({} reads; block_rq_issue → block_rq_complete)",
+        d.max_ms, reads.count
     );
+    let inserted = events(r).is_some_and(|k| k.enabled.iter().any(|e| e == crate::schema::events::INSERT_EVENT));
+    let said = match reads.queued_ms.as_ref().filter(|_| inserted) {
+        // Queue and device together bound what this read spent in them.
+        Some(q) if q.max_ms + d.max_ms < waited_ms / 2.0 => format!(
+            "{head}, nor in the I/O scheduler's queue: no read waited there over {:.0} ms (block_rq_insert → block_rq_issue), so at least {:.0} ms passed before the read was queued — a request to queue (nr_requests full), the page cache or the filesystem (not wbt: it holds writes only); which, these events do not say: unknown",
+            q.max_ms,
+            waited_ms - d.max_ms - q.max_ms
+        ),
+        Some(q) => format!(
+            "{head}; reads waited up to {:.0} ms in the I/O scheduler's queue (block_rq_insert → block_rq_issue, median {:.1} ms), enough to hold most of it there: a candidate, as these events do not tie that wait to this read",
+            q.max_ms, q.p50_ms
+        ),
+        None => format!(
+            "{head}, so about {:.0} ms passed before the read reached it — in the I/O scheduler's queue, a wait for a tag, or above the block layer (not wbt: it holds writes only); which of these, the events do not say: unknown",
+            waited_ms - d.max_ms
+        ),
+    };
     ReadWait::Outside(said, evidence)
 }
 
@@ -340,6 +358,21 @@ mod tests {
             said.contains("about 864 ms passed before the read reached it") && said.ends_with(": unknown"),
             "{said}"
         );
+        // With block_rq_insert read: the scheduler's queue bounded too.
+        let queued = |max_ms: f64| {
+            let mut r = reads_traced((17.6, 49.0));
+            let k = r.kernel_events.as_mut().unwrap();
+            k.enabled.push(crate::schema::events::INSERT_EVENT.into());
+            let q = crate::schema::measures::LatencySummary { count: 130, p50_ms: 2.0, max_ms, ..Default::default() };
+            k.requests.get_mut("sda R").unwrap().queued_ms = Some(q);
+            r
+        };
+        let ReadWait::Outside(said, _) = read_wait(&queued(30.0), 913.0) else { panic!("outside the device") };
+        let above = "nor in the I/O scheduler's queue: no read waited there over 30 ms (block_rq_insert → block_rq_issue), so at least 834 ms passed before the read was queued";
+        assert!(said.contains(above) && said.ends_with(": unknown"), "{said}");
+        let ReadWait::Outside(said, _) = read_wait(&queued(850.0), 913.0) else { panic!("outside the device") };
+        let queue = "; reads waited up to 850 ms in the I/O scheduler's queue (block_rq_insert → block_rq_issue, median 2.0 ms), enough to hold most of it there: a candidate";
+        assert!(said.contains(queue), "{said}");
         // Without both ends of a request nothing is timed, and the record's reason is quoted.
         let mut half = reads_traced((17.6, 49.0));
         half.kernel_events.as_mut().unwrap().enabled.retain(|e| e != "block:block_rq_complete");
