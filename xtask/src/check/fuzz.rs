@@ -60,10 +60,24 @@ fn install_cargo_fuzz(shown: bool) -> Result<()> {
 pub fn run(seconds: u64) -> Result<()> {
     let dir = project_root().join("fuzz");
     install_cargo_fuzz(true)?;
-    for target in TARGETS {
-        fuzz_one(&dir, target, seconds)?;
+    // Two at a time on the suite's two cores: each fuzzer is one process on
+    // one core, and the targets are built already (`prepare`).
+    let at_once = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2);
+    let mut failed = Vec::new();
+    for pair in TARGETS.chunks(at_once) {
+        std::thread::scope(|scope| {
+            let running: Vec<_> = pair.iter().map(|t| scope.spawn(|| fuzz_one(&dir, t, seconds))).collect();
+            for done in running {
+                if let Err(e) = done.join().unwrap_or_else(|_| Err("a fuzzing thread panicked".into())) {
+                    failed.push(e);
+                }
+            }
+        });
     }
-    Ok(())
+    match failed.is_empty() {
+        true => Ok(()),
+        false => Err(failed.join("\n")),
+    }
 }
 
 fn fuzz_one(dir: &Path, target: &Target, seconds: u64) -> Result<()> {
