@@ -412,7 +412,9 @@ fn probe_part(r: &Record, tick: Option<usize>) -> (String, Vec<String>) {
         );
     }
     match traced::read_wait(r, read) {
-        traced::ReadWait::Device(said, proof) | traced::ReadWait::Outside(said, proof) => {
+        traced::ReadWait::Device(said, proof)
+        | traced::ReadWait::Outside(said, proof)
+        | traced::ReadWait::BeforeQueue(said, proof) => {
             (format!(". {whose} was the 4 KiB read ({read:.0} ms): {said}"), vec![proof])
         }
         traced::ReadWait::Unknown(said) => (format!(". {whose} was the 4 KiB read ({read:.0} ms): {said}"), vec![]),
@@ -472,6 +474,12 @@ fn read_starvation(subject: &str, worst: &Record) -> Option<Finding> {
         traced::ReadWait::Outside(said, proof) => {
             evidence.push(proof);
             (said, scheduler_advice, false)
+        }
+        // Not in the queue: no scheduler setting acts on it, so none is advised.
+        traced::ReadWait::BeforeQueue(said, proof) => {
+            evidence.push(proof);
+            let advice = "no I/O scheduler setting acts on a wait before the queue, so none is advised; what held the read there, these events do not say".to_string();
+            (said, advice, false)
         }
         traced::ReadWait::Unknown(said) => (said, scheduler_advice, false),
     };
@@ -1359,6 +1367,29 @@ mod tests {
             text("flush").contains("returned after 6.0 s but the data was durable only after 20.0 s: 14.0 s (70 %)")
         );
         assert_eq!(found[0].record.as_deref(), Some("b1:0"));
+    }
+
+    /// A read that waited neither in the device nor in the scheduler's queue
+    /// (block_rq_insert bounds both): no scheduler setting is advised, as
+    /// none acts before the queue — the 6.12 ladder's 1.0 s read.
+    #[test]
+    fn a_read_held_before_the_queue_gets_no_scheduler_advice() {
+        use crate::schema::events::{INSERT_EVENT, KernelEvents, REQUEST_EVENTS, Requests};
+        use crate::schema::measures::LatencySummary;
+        let mut r = write_run("b1", 0, "dirty40", 20.0, 4100.0, 380);
+        r.storage.scheduler = Some("mq-deadline".into());
+        r.storage.device = Some(crate::schema::machine::Device { disk: "sda".into(), ..Default::default() });
+        let held = |max_ms| LatencySummary { count: 186, p50_ms: 0.1, max_ms, ..LatencySummary::default() };
+        let reads = Requests { count: 186, kib_p50: 4, kib_max: 4, device_ms: held(88.0), queued_ms: Some(held(67.0)) };
+        let mut enabled: Vec<String> = REQUEST_EVENTS.map(String::from).to_vec();
+        enabled.push(INSERT_EVENT.into());
+        r.kernel_events =
+            Some(KernelEvents { enabled, requests: [("sda R".to_string(), reads)].into(), ..KernelEvents::default() });
+        let found = find(&[r]);
+        let starved = &found.iter().find(|f| f.rule == "read-starvation").unwrap().sentence;
+        assert!(starved.contains("nor in the I/O scheduler's queue: no read waited there over 67 ms"), "{starved}");
+        assert!(starved.contains("No I/O scheduler setting acts on a wait before the queue"), "{starved}");
+        assert!(!starved.contains("read_expire"), "{starved}");
     }
 
     /// A disk whose backing device is held to less than the whole limit

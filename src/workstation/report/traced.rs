@@ -199,6 +199,8 @@ pub fn device_reads(r: &Record) -> Option<(&str, &Requests)> {
 pub enum ReadWait {
     Device(String, String),
     Outside(String, String),
+    /// Outside the device and, by block_rq_insert, before the scheduler's queue too.
+    BeforeQueue(String, String),
     Unknown(String),
 }
 
@@ -245,11 +247,16 @@ pub fn read_wait(r: &Record, waited_ms: f64) -> ReadWait {
     let inserted = events(r).is_some_and(|k| k.enabled.iter().any(|e| e == crate::schema::events::INSERT_EVENT));
     let said = match reads.queued_ms.as_ref().filter(|_| inserted) {
         // Queue and device together bound what this read spent in them.
-        Some(q) if q.max_ms + d.max_ms < waited_ms / 2.0 => format!(
-            "{head}, nor in the I/O scheduler's queue: no read waited there over {:.0} ms (block_rq_insert → block_rq_issue), so at least {:.0} ms passed before the read was queued — a request to queue (nr_requests full), the page cache or the filesystem (not wbt: it holds writes only); which, these events do not say: unknown",
-            q.max_ms,
-            waited_ms - d.max_ms - q.max_ms
-        ),
+        Some(q) if q.max_ms + d.max_ms < waited_ms / 2.0 => {
+            return ReadWait::BeforeQueue(
+                format!(
+                    "{head}, nor in the I/O scheduler's queue: no read waited there over {:.0} ms (block_rq_insert → block_rq_issue), so at least {:.0} ms passed before the read was queued — a request to queue (nr_requests full), the page cache or the filesystem (not wbt: it holds writes only); which, these events do not say: unknown",
+                    q.max_ms,
+                    waited_ms - d.max_ms - q.max_ms
+                ),
+                evidence,
+            );
+        }
         Some(q) => format!(
             "{head}; reads waited up to {:.0} ms in the I/O scheduler's queue (block_rq_insert → block_rq_issue, median {:.1} ms), enough to hold most of it there: a candidate, as these events do not tie that wait to this read",
             q.max_ms, q.p50_ms
@@ -367,7 +374,7 @@ mod tests {
             k.requests.get_mut("sda R").unwrap().queued_ms = Some(q);
             r
         };
-        let ReadWait::Outside(said, _) = read_wait(&queued(30.0), 913.0) else { panic!("outside the device") };
+        let ReadWait::BeforeQueue(said, _) = read_wait(&queued(30.0), 913.0) else { panic!("before the queue") };
         let above = "nor in the I/O scheduler's queue: no read waited there over 30 ms (block_rq_insert → block_rq_issue), so at least 834 ms passed before the read was queued";
         assert!(said.contains(above) && said.ends_with(": unknown"), "{said}");
         let ReadWait::Outside(said, _) = read_wait(&queued(850.0), 913.0) else { panic!("outside the device") };
