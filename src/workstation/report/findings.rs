@@ -1170,7 +1170,7 @@ fn queue_share_said(row: &Row, base: &Row) -> String {
         format!(", in the I/O scheduler's queue (or waiting there for the driver's tag), {figures}")
     } else {
         format!(
-            ", and not in the I/O scheduler's queue, {figures}: before it (a request to queue, the page cache, the filesystem), which these events do not say"
+            ", and not in the I/O scheduler's queue, {figures}: before it (a free request, the submitter's plug, the page cache, the filesystem) or after completion before the reader ran, which these events do not say"
         )
     }
 }

@@ -897,6 +897,7 @@ mod tests {
             let p = r.responsiveness.as_mut().unwrap();
             (p.p99_ms, p.read.p50_ms) = (read_ms * 3.0, read_ms);
             r.storage.device = Some(crate::schema::machine::Device { disk: "sda".into(), ..Default::default() });
+            r.storage.scheduler = Some("mq-deadline".into());
             let held = |p50_ms| LatencySummary { count: 120, p50_ms, max_ms: 40.0, ..LatencySummary::default() };
             let reads = Requests {
                 count: 120,

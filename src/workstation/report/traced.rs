@@ -244,13 +244,17 @@ pub fn read_wait(r: &Record, waited_ms: f64) -> ReadWait {
         "not in the device: {disk} held no read over {:.0} ms from issue to completion ({} reads; block_rq_issue → block_rq_complete)",
         d.max_ms, reads.count
     );
-    let inserted = events(r).is_some_and(|k| k.enabled.iter().any(|e| e == crate::schema::events::INSERT_EVENT));
+    // Under `none` only some requests are inserted (while the device was
+    // busy, or a plug was flushed): their times say nothing of the others.
+    let scheduled = r.storage.scheduler.as_deref().is_some_and(|s| s != "none");
+    let inserted =
+        scheduled && events(r).is_some_and(|k| k.enabled.iter().any(|e| e == crate::schema::events::INSERT_EVENT));
     let said = match reads.queued_ms.as_ref().filter(|_| inserted) {
         // Queue and device together bound what this read spent in them.
         Some(q) if q.max_ms + d.max_ms < waited_ms / 2.0 => {
             return ReadWait::BeforeQueue(
                 format!(
-                    "{head}, nor in the I/O scheduler's queue: no read waited there over {:.0} ms (block_rq_insert → block_rq_issue), so at least {:.0} ms passed before the read was queued — a request to queue (nr_requests full), the page cache or the filesystem (not wbt: it holds writes only); which, these events do not say: unknown",
+                    "{head}, nor in the I/O scheduler's queue: no read waited there over {:.0} ms (block_rq_insert → block_rq_issue), so at least {:.0} ms passed outside both: before it was queued (a free request, cgroup I/O limits, the submitter's plug), above the block layer (the page cache, the filesystem, reclaim), or after completion before the reader ran (not wbt: it never holds reads); which, these events do not say: unknown",
                     q.max_ms,
                     waited_ms - d.max_ms - q.max_ms
                 ),
@@ -368,6 +372,7 @@ mod tests {
         // With block_rq_insert read: the scheduler's queue bounded too.
         let queued = |max_ms: f64| {
             let mut r = reads_traced((17.6, 49.0));
+            r.storage.scheduler = Some("mq-deadline".into());
             let k = r.kernel_events.as_mut().unwrap();
             k.enabled.push(crate::schema::events::INSERT_EVENT.into());
             let q = crate::schema::measures::LatencySummary { count: 130, p50_ms: 2.0, max_ms, ..Default::default() };
@@ -375,8 +380,13 @@ mod tests {
             r
         };
         let ReadWait::BeforeQueue(said, _) = read_wait(&queued(30.0), 913.0) else { panic!("before the queue") };
-        let above = "nor in the I/O scheduler's queue: no read waited there over 30 ms (block_rq_insert → block_rq_issue), so at least 834 ms passed before the read was queued";
+        let above = "nor in the I/O scheduler's queue: no read waited there over 30 ms (block_rq_insert → block_rq_issue), so at least 834 ms passed outside both: before it was queued";
         assert!(said.contains(above) && said.ends_with(": unknown"), "{said}");
+        // Under `none` only some requests pass the queue: its times are not used.
+        let mut unscheduled = queued(30.0);
+        unscheduled.storage.scheduler = Some("none".into());
+        let ReadWait::Outside(said, _) = read_wait(&unscheduled, 913.0) else { panic!("outside the device") };
+        assert!(said.contains("which of these, the events do not say"), "{said}");
         let ReadWait::Outside(said, _) = read_wait(&queued(850.0), 913.0) else { panic!("outside the device") };
         let queue = "; reads waited up to 850 ms in the I/O scheduler's queue (block_rq_insert → block_rq_issue, median 2.0 ms), enough to hold most of it there: a candidate";
         assert!(said.contains(queue), "{said}");
