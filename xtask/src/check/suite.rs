@@ -32,16 +32,11 @@ pub fn run() -> Result<()> {
     // (63 min with the build started at the boots, 2026-12-07: 25 % of the
     // cores idle), and the boots keep one core busy on average; the build
     // takes what is left. x86_64 first; arm64's cross build goes on after it.
-    let x86_built = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let kernels = std::thread::spawn({
-        let x86_built = x86_built.clone();
-        move || {
-            kernel_from_source::lowest_priority();
-            let base = project_root().join("target/kernel-boot");
-            let x86 = kernel_from_source::build(&base, Arch::X86_64);
-            x86_built.store(true, std::sync::atomic::Ordering::Release);
-            (x86, kernel_from_source::build(&base, Arch::Aarch64))
-        }
+    let kernels = std::thread::spawn(|| {
+        kernel_from_source::lowest_priority();
+        let base = project_root().join("target/kernel-boot");
+        let x86 = kernel_from_source::build(&base, Arch::X86_64);
+        (x86, kernel_from_source::build(&base, Arch::Aarch64))
     });
     // cargo-fuzz and the fuzz targets build beside them too, at nice 19
     // (minutes of compiling that the fuzzing part then no longer waits for).
@@ -60,8 +55,11 @@ pub fn run() -> Result<()> {
     parts.run("old-kernel harness", &mut old_kernel::harness);
     parts.run("arm64 /init under qemu-user", &mut arm64_init::check);
     parts.run("fake boots", &mut fake_boots::harness);
-    // A second lane of boots once the x86 build is done: its core is free then.
-    let built = || x86_built.load(std::sync::atomic::Ordering::Acquire) && fuzz_ready.is_finished();
+    // A second lane of boots once both kernels are built: their core is free
+    // then. Until then the first lane takes the scenarios that must boot
+    // alone, beside the builds; opened at the x86 build's end (as before the
+    // builds started early), those were left for last with a core idle.
+    let built = || kernels.is_finished() && fuzz_ready.is_finished();
     parts.run("QEMU boots", &mut || boots::run_group(Group::E2e, resets::CI_KILLS, &built));
     let (x86, arm64) = kernels.join().map_err(|_| "the kernel build panicked".to_string())?;
     for (arch, built) in [(Arch::X86_64, x86), (Arch::Aarch64, arm64)] {

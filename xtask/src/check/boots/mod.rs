@@ -53,7 +53,7 @@ use testbed::Testbed;
 /// before /init is tried once more.
 ///
 /// On two lanes when the host has a core to spare: once `second_lane()`
-/// says so (the suite: when the kernel it builds beside the boots is done;
+/// says so (the suite: when the kernels it builds beside the boots are done;
 /// `check`: at once on a host with two cores or more), a second lane takes
 /// the `Beside` ones that have not started, one after another. An `Alone`
 /// scenario waits for the other lane's to end, and nothing starts beside
