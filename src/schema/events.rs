@@ -112,6 +112,14 @@ pub const RECLAIM_EVENTS: [&str; 2] = ["vmscan:mm_vmscan_direct_reclaim_begin", 
 /// A request entering the I/O scheduler's queue: with the issue, its time there.
 pub const INSERT_EVENT: &str = "block:block_rq_insert";
 
+/// Whether the requests' queue times (`Requests::queued_ms`) speak for the
+/// queue: `block_rq_insert` was on and a scheduler ran. Under `none` only
+/// some requests are inserted (while the device was busy, or a plug was
+/// flushed): their times say nothing of the others.
+pub fn queue_timed<S: AsRef<str>>(enabled: &[S], scheduler: Option<&str>) -> bool {
+    scheduler.is_some_and(|s| s != "none") && enabled.iter().any(|e| e.as_ref() == INSERT_EVENT)
+}
+
 /// Both ends of a request: it is timed in the device only when both are on.
 pub const REQUEST_EVENTS: [&str; 2] = ["block:block_rq_issue", "block:block_rq_complete"];
 

@@ -427,10 +427,7 @@ impl Glance<'_> {
     /// was off or no read was seen inserted.
     pub fn queued_read_p50_ms(&self) -> Option<f64> {
         let k = self.kernel_events.as_ref()?;
-        // Under `none` only some requests are inserted (while the device was
-        // busy, or a plug was flushed): their times say nothing of the others.
-        let scheduled = self.storage.scheduler.as_deref().is_some_and(|s| s != "none");
-        if !scheduled || !k.enabled.iter().any(|e| e == crate::schema::events::INSERT_EVENT) {
+        if !crate::schema::events::queue_timed(&k.enabled, self.storage.scheduler.as_deref()) {
             return None;
         }
         Some(self.target_reads()?.queued_ms.as_ref()?.p50_ms)

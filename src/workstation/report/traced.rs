@@ -244,11 +244,8 @@ pub fn read_wait(r: &Record, waited_ms: f64) -> ReadWait {
         "not in the device: {disk} held no read over {:.0} ms from issue to completion ({} reads; block_rq_issue → block_rq_complete)",
         d.max_ms, reads.count
     );
-    // Under `none` only some requests are inserted (while the device was
-    // busy, or a plug was flushed): their times say nothing of the others.
-    let scheduled = r.storage.scheduler.as_deref().is_some_and(|s| s != "none");
     let inserted =
-        scheduled && events(r).is_some_and(|k| k.enabled.iter().any(|e| e == crate::schema::events::INSERT_EVENT));
+        events(r).is_some_and(|k| crate::schema::events::queue_timed(&k.enabled, r.storage.scheduler.as_deref()));
     let said = match reads.queued_ms.as_ref().filter(|_| inserted) {
         // Queue and device together bound what this read spent in them.
         Some(q) if q.max_ms + d.max_ms < waited_ms / 2.0 => {
