@@ -251,8 +251,8 @@ pub fn read_wait(r: &Record, waited_ms: f64) -> ReadWait {
         Some(q) if q.max_ms + d.max_ms < waited_ms / 2.0 => {
             return ReadWait::BeforeQueue(
                 format!(
-                    "{head}, nor in the I/O scheduler's queue: no read waited there over {:.0} ms (block_rq_insert → block_rq_issue), so at least {:.0} ms passed outside both: before it was queued (a free request, cgroup I/O limits, the submitter's plug), above the block layer (the page cache, the filesystem, reclaim), or after completion before the reader ran (not wbt: it never holds reads); which, these events do not say: unknown",
-                    q.max_ms,
+                    "{head}, nor in the I/O scheduler's queue: no read waited there over {} ms (block_rq_insert → block_rq_issue), so at least {:.0} ms passed outside both: before it was queued (a free request, cgroup I/O limits, the submitter's plug), above the block layer (the page cache, the filesystem, reclaim), or after completion before the reader ran (not wbt: it never holds reads); which, these events do not say: unknown",
+                    super::words::ms(q.max_ms),
                     waited_ms - d.max_ms - q.max_ms
                 ),
                 evidence,

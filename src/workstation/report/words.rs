@@ -16,6 +16,12 @@ pub fn count(n: u64, one: &str, plural: &str) -> String {
     }
 }
 
+/// A time in ms as a sentence quotes it: one decimal under 10 ms (a
+/// 0.4 ms wait is not "0 ms"), whole milliseconds above.
+pub fn ms(value: f64) -> String {
+    if value.abs() < 10.0 { format!("{value:.1}") } else { format!("{value:.0}") }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -24,5 +30,11 @@ mod tests {
         assert_eq!(super::times(0), "0 times");
         assert_eq!(super::count(1, "step", "steps"), "1 step");
         assert_eq!(super::count(0, "step", "steps"), "0 steps");
+    }
+
+    #[test]
+    fn a_short_time_keeps_its_decimal() {
+        use super::ms;
+        assert_eq!((ms(0.44), ms(9.96), ms(48.4)), ("0.4".to_string(), "10.0".to_string(), "48".to_string()));
     }
 }
