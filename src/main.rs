@@ -396,6 +396,61 @@ enum Command {
     /// image's entries bisected on a lab's servers, each step decided by a test across boots.
     #[command(subcommand)]
     Bisect(BisectCommand),
+    #[cfg(feature = "workstation")]
+    /// Test a candidate cause by experiment: boot one kernel as found and with the one
+    /// setting the cause names changed, boot after boot on the lab's servers, until a test
+    /// across boots says confirmed, refuted, or can't tell.
+    ///
+    /// The report calls a mechanism a *candidate* until a run that changes its setting alone
+    /// tests it ("the queue's max_sectors_kb: 1280 against 128"). This is that run. Each boot
+    /// is one value (the median of its runs of the metric's workload); both sides are booted
+    /// alike, side by side with two servers or more. From 5 boots a side to --cap, each look
+    /// tests at 0.05 / looks (so a change that is not there is called confirmed at most 2.5 %
+    /// of the time):
+    ///   confirmed — the changed boots differ from the found ones in the cause's direction
+    ///     (Mann–Whitney), beyond the A/A noise floor, not provably short of half the way;
+    ///   refuted — provably short of half the way to --toward (or a 20 % change without it);
+    ///   can't tell — neither by --cap, with the figures.
+    /// The state is saved after every boot: Ctrl-C, then the same command, resumes.
+    /// docs/confirm.md explains, with the demo's case.
+    ///
+    /// Exit status: 0 confirmed, 3 refuted, 1 can't tell or no test possible, 2 bad flags, a
+    /// lab that could not run, or interrupted.
+    #[command(after_help = "Example (6.12's probe p99 49 ms against 6.1's 15: is it the request size?):
+  bootmark confirm rack3.toml --entry k2 --metric seqwrite.probe_p99_ms \\
+      --set queue.max_sectors_kb=128 --toward 15")]
+    Confirm {
+        /// The lab file (TOML; see docs/lab.md): the image and the servers.
+        lab: PathBuf,
+        /// What the cause acts on, WORKLOAD.FIGURE (as `bisect run`): seqwrite.probe_p99_ms…
+        #[arg(long)]
+        metric: String,
+        /// The image's entry to boot both ways (the kernel the cause was found on).
+        #[arg(long, value_name = "ENTRY")]
+        entry: String,
+        /// The change that removes the cause, as `bootmark.set=` takes it:
+        /// queue.max_sectors_kb=128, vm.dirty_bytes=4194304,vm.dirty_background_bytes=1048576…
+        #[arg(long, value_name = "KEY=VALUE,...")]
+        set: String,
+        /// Where the metric would be without the cause (the good kernel's figure, from the
+        /// report); without it, the cause must explain a 20 % change.
+        #[arg(long, value_name = "VALUE")]
+        toward: Option<f64>,
+        /// The change gives the cause instead (the good kernel given the bad one's setting):
+        /// the metric should get worse, toward the bad kernel's --toward.
+        #[arg(long)]
+        gives: bool,
+        /// Boot only this server of the lab (repeatable; default: all of them).
+        #[arg(long = "server", value_name = "NAME")]
+        servers: Vec<String>,
+        /// The most boots a side (5 to 16, default 8).
+        #[arg(long)]
+        cap: Option<usize>,
+        /// The confirmation's directory: its state and every boot's log and records
+        /// (default: `confirm` in the lab's state directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Write this system's settings as installed (vm sysctls, the disk queue under DIR) as a
     /// sweep variant, to replay next to a kernel's defaults.
     ///
@@ -474,6 +529,13 @@ fn main() -> ExitCode {
         }
         #[cfg(feature = "workstation")]
         Command::Bisect(BisectCommand::Status { lab, dir }) => bisect_status(&lab, dir.as_deref()),
+        #[cfg(feature = "workstation")]
+        Command::Confirm { lab, metric, entry, set, toward, gives, servers, cap, dir } => {
+            use bootmark::bisect::{command, session::Experiment};
+            let experiment = Experiment { entry, set, removes: !gives, toward };
+            let over = command::Over::Confirm(experiment);
+            bisect_run(&lab, &command::Asked { metric, over, servers, cap, dir, hang_is_bad: false })
+        }
         Command::BootParams => {
             print!("{}", bootmark::init::cmdline::reference());
             ExitCode::SUCCESS
@@ -653,7 +715,7 @@ fn bisect_run(path: &std::path::Path, asked: &bootmark::bisect::command::Asked) 
         Err(e) => return cannot(&e),
     };
     // Every boot's records in one report, a row per candidate's kernel, beside the state.
-    let dir = command::state_dir(&lab, asked.dir.as_deref());
+    let dir = asked.dir_in(&lab);
     let files = command::record_files(&dir);
     if !files.is_empty() {
         match rendered_report(&files, &["html"], None, None, None, None) {
@@ -669,6 +731,7 @@ fn bisect_run(path: &std::path::Path, asked: &bootmark::bisect::command::Asked) 
     }
     match ended {
         Ended::Found => ExitCode::SUCCESS,
+        Ended::Refuted => ExitCode::from(EXIT_REFUTED),
         _ => ExitCode::FAILURE,
     }
 }
@@ -709,6 +772,9 @@ fn usage(msg: &str) -> ExitCode {
 const EXIT_PROBLEMS: u8 = 1;
 #[cfg(feature = "workstation")]
 const EXIT_CANNOT: u8 = 2;
+#[cfg(feature = "workstation")]
+/// `bootmark confirm`: the cause refuted (0 is confirmed, 1 can't tell).
+const EXIT_REFUTED: u8 = 3;
 
 #[cfg(feature = "workstation")]
 fn cannot(msg: &str) -> ExitCode {

@@ -4,11 +4,12 @@
 //! the image's plan, the servers are the lab's), driven on the lab's
 //! servers (`on_lab`), and its state told as a table of every step.
 
+use super::confirm;
 use super::git;
 use super::metric::Metric;
 use super::on_lab::OnLab;
 use super::search::{Answer, Outcome};
-use super::session::{self, Action, Booted, Settled, State};
+use super::session::{self, Action, Booted, Experiment, Settled, State};
 use super::settings::Differences;
 use super::step::{ALPHA, Apart, BETA, Worse};
 use crate::schema::record::{Record, Status};
@@ -46,14 +47,30 @@ pub enum Over {
     /// The commits of `tree` from `good` to `bad`, each built into an image
     /// by `build` and booted at its `entry`.
     Git { tree: PathBuf, good: String, bad: String, build: String, entry: String },
+    /// A confirmation (`bootmark confirm`): `entry` as found against with `set`.
+    Confirm(Experiment),
+}
+
+impl Asked {
+    /// Its directory: `--dir`, else `bisect` (or `confirm`) in the lab's state directory.
+    pub fn dir_in(&self, lab: &Lab) -> PathBuf {
+        match (&self.dir, &self.over) {
+            (Some(d), _) => d.clone(),
+            (None, Over::Confirm(_)) => lab.state_dir.join("confirm"),
+            (None, _) => lab.state_dir.join("bisect"),
+        }
+    }
 }
 
 /// How a bisect run ended, for the exit code.
 pub enum Ended {
     /// The first bad candidate found.
     Found,
-    /// Done, but unsure or skipped candidates sit before the first bad one; or refused.
+    /// Done, but unsure or skipped candidates sit before the first bad one; or refused;
+    /// a confirmation that could not tell.
     NotFound,
+    /// A confirmation's cause refuted.
+    Refuted,
     /// Ctrl-C: the state is whole, run again to resume.
     Interrupted,
 }
@@ -210,6 +227,42 @@ fn settings_of(r: &Record) -> Variant {
     }
 }
 
+/// A confirmation's cap: `--cap`, else its own default (not a bisect step's).
+fn cap_of_confirm(cap: Option<usize>) -> usize {
+    cap.unwrap_or(confirm::DEFAULT_CAP)
+}
+
+/// A confirmation's entry is the image's, and its settings are what /init
+/// takes on `bootmark.set=` (parsed as /init parses them), each one word.
+fn checked_experiment(e: &Experiment, image: &ImageEntries) -> Result<(), String> {
+    let labels: Vec<&str> = image.entries.iter().map(|x| x.label.as_str()).collect();
+    if !labels.contains(&e.entry.as_str()) {
+        return Err(format!(
+            "--entry {}: not an entry of the image{}; its entries: {}",
+            e.entry,
+            crate::suggest::did_you_mean(&e.entry, &labels),
+            labels.join(", ")
+        ));
+    }
+    let word = |v: &str| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    for item in e.set.split(',') {
+        if !item.split_once('=').is_some_and(|(k, v)| word(k) && word(v)) {
+            return Err(format!(
+                "--set {}: '{item}' is not KEY=VALUE of one word each (queue.max_sectors_kb=128, vm.dirty_bytes=4194304)",
+                e.set
+            ));
+        }
+    }
+    crate::contract::cmdline::parse(&format!("bootmark.set={}:{}", confirm::CHANGED, e.set))
+        .map_err(|err| format!("--set {}: {err}", e.set))?;
+    if let Some(t) = e.toward
+        && !(t.is_finite() && t > 0.0)
+    {
+        return Err(format!("--toward {t}: a value of the metric, above 0"));
+    }
+    Ok(())
+}
+
 /// The lab's servers the bisect boots, by index.
 fn chosen_servers(lab: &Lab, names: &[String]) -> Result<Vec<usize>, String> {
     let all: Vec<&str> = lab.servers.iter().map(|s| s.name.as_str()).collect();
@@ -260,7 +313,7 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
         return Err(format!("--cap {cap}: a step needs 2 to 64 boots at most"));
     }
     let cap = asked.cap.unwrap_or(DEFAULT_CAP);
-    let dir = state_dir(lab, asked.dir.as_deref());
+    let dir = asked.dir_in(lab);
     // The lab's servers are this bisect's alone (their power pid files are in the lab's state).
     let _only_runner = crate::workstation::lab::lock::lock(&lab.state_dir)?;
     if let Over::Git { tree, good, bad, build, entry } = &asked.over {
@@ -277,16 +330,28 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
             let differences = differences(entry, good, bad, &image)?;
             State::for_settings(&asked.metric, differences, cap, chosen.len())?
         }
+        Over::Confirm(experiment) => {
+            checked_experiment(experiment, &image)?;
+            if !confirm::CAP_RANGE.contains(&cap_of_confirm(asked.cap)) {
+                return Err(format!(
+                    "--cap {}: a confirmation looks from {} to 16 boots a side",
+                    cap_of_confirm(asked.cap),
+                    confirm::FIRST_LOOK
+                ));
+            }
+            State::for_confirm(&asked.metric, experiment.clone(), cap_of_confirm(asked.cap), chosen.len())?
+        }
         Over::Git { .. } => unreachable!("a git range is bisected above"),
     };
     wanted.hang_is_bad = asked.hang_is_bad;
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut state = resumed_or(wanted, asked.cap, &dir)?;
     let servers = crate::workstation::lab::session::Servers::prepare_these(lab, &image, &dir, &chosen)?;
-    let on_lab = OnLab { servers, image: &image, metric: metric.clone(), dir: dir.clone() };
-    let over = match &state.settings {
-        Some(d) => format!("the {} differing setting(s) booting {}", d.settings.len(), d.entry),
-        None => format!(
+    let on_lab = OnLab { servers, image: &image, metric: metric.clone(), dir: dir.clone(), kind: state.kind() };
+    let over = match (&state.confirm, &state.settings) {
+        (Some(e), _) => format!("{} as found and with {}", e.entry, e.set),
+        (None, Some(d)) => format!("the {} differing setting(s) booting {}", d.settings.len(), d.entry),
+        (None, None) => format!(
             "{} candidates ({} good … {} bad)",
             state.candidates.len(),
             state.candidates[0],
@@ -384,7 +449,13 @@ fn drive_told(
     lab: &dyn session::Lab,
     over: &str,
 ) -> Result<Action, String> {
-    say(&format!("bisect: {} over {over} on {} server(s); state in {}", state.metric, state.servers, dir.display()));
+    say(&format!(
+        "{}: {} over {over} on {} server(s); state in {}",
+        state.kind(),
+        state.metric,
+        state.servers,
+        dir.display()
+    ));
     let progress = |state: &State, b: &Booted| say(&progress_line(state, b));
     session::drive(state, metric, dir, lab, &crate::interrupt::interrupted, &progress)
 }
@@ -399,9 +470,9 @@ fn resumed_or(wanted: State, cap: Option<usize>, dir: &Path) -> Result<State, St
     match State::load(dir)? {
         Some(mut s) => {
             s.check_same(&wanted, dir)?;
-            say(&format!("bisect: resuming in {}: {} boots so far", dir.display(), s.boots.len()));
+            say(&format!("{}: resuming in {}: {} boots so far", s.kind(), dir.display(), s.boots.len()));
             if let Some(cap) = cap.filter(|c| *c != s.cap) {
-                say(&format!("bisect: --cap {cap} from now on (it was {})", s.cap));
+                say(&format!("{}: --cap {cap} from now on (it was {})", s.kind(), s.cap));
                 s.cap = cap;
                 s.save(dir)?;
             }
@@ -418,12 +489,18 @@ fn resumed_or(wanted: State, cap: Option<usize>, dir: &Path) -> Result<State, St
 fn ended(state: &State, action: Action) -> Ended {
     match action {
         Action::Boot(_) | Action::Add(_) => {
-            say(&format!("bisect: interrupted; the same command again resumes ({} boots kept)", state.boots.len()));
+            say(&format!(
+                "{}: interrupted; the same command again resumes ({} boots kept)",
+                state.kind(),
+                state.boots.len()
+            ));
             Ended::Interrupted
         }
         Action::Done(_, answer) if answer.found().is_some() => Ended::Found,
         Action::Settled(_, settled) if settled.unsure.is_empty() => Ended::Found,
-        Action::Done(..) | Action::Refused(_) | Action::Settled(..) => Ended::NotFound,
+        Action::Decided(confirm::Said::Confirmed(_)) => Ended::Found,
+        Action::Decided(confirm::Said::Refuted(_)) => Ended::Refuted,
+        Action::Done(..) | Action::Refused(_) | Action::Settled(..) | Action::Decided(_) => Ended::NotFound,
     }
 }
 
@@ -481,7 +558,13 @@ fn progress_line(state: &State, b: &Booted) -> String {
     };
     let candidate = &state.candidates[b.candidate];
     let short = state.titles.get(b.candidate).and_then(|t| t.split(' ').next()).unwrap_or(candidate);
-    format!("bisect: {} ({short}): {what}; boot {} of this candidate, {} in all", b.id, of_candidate, state.boots.len())
+    format!(
+        "{}: {} ({short}): {what}; boot {} of this candidate, {} in all",
+        state.kind(),
+        b.id,
+        of_candidate,
+        state.boots.len()
+    )
 }
 
 /// The bisect as a table: the ends and how they were told apart, every
@@ -507,27 +590,60 @@ pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEn
     };
     let (first, last) = state.ends();
     let mut s = String::new();
-    if let Some(d) = &state.settings {
+    if let Some(e) = &state.confirm {
+        let entry = image.entries.iter().find(|x| x.label == e.entry).map_or("", |x| x.title.as_str());
+        s += &format!(
+            "confirmation: {} ({entry}) as found against with {}, which should make {} {} ({worse}); \
+             at most {} boots a side, {} boots so far\n",
+            e.entry,
+            e.set,
+            state.metric,
+            match (e.removes, e.toward) {
+                (true, Some(t)) => format!("move toward {}", figure(t)),
+                (false, Some(t)) => format!("move toward {} (the cause given)", figure(t)),
+                (true, None) => "better".to_string(),
+                (false, None) => "worse (the cause given)".to_string(),
+            },
+            state.cap,
+            state.boots.len()
+        );
+    } else if let Some(d) = &state.settings {
         let entry = image.entries.iter().find(|e| e.label == d.entry).map_or("", |e| e.title.as_str());
         s += &format!("settings bisect booting {} ({entry}); the differences:\n", d.entry);
         for (i, x) in d.settings.iter().enumerate() {
             s += &format!("  d{}: {} {} (good) → {} (bad)\n", i + 1, x.key, x.good, x.bad);
         }
     }
-    s += &format!(
+    if state.confirm.is_none() {
+        s += &bisect_line(state, worse);
+    }
+    s += "\n| candidate | boots | failed | median | values | step said |\n|---|---:|---:|---:|---|---|\n";
+    s += &rows(state, action, &title, (first, last));
+    s += "\n";
+    s += &outcome_lines(state, action, &title);
+    s
+}
+
+/// What a bisect is over, in one line.
+fn bisect_line(state: &State, worse: &str) -> String {
+    format!(
         "bisect of {} ({worse}) over {} candidates, {} server(s), at most {} boots a step; {} boots so far\n",
         state.metric,
         state.candidates.len(),
         state.servers,
         state.cap,
         state.boots.len()
-    );
-    s += "\n| candidate | boots | failed | median | values | step said |\n|---|---:|---:|---:|---|---|\n";
+    )
+}
+
+/// A row per candidate booted: its boots, values, and what its step said.
+fn rows(state: &State, action: &Action, title: &dyn Fn(usize) -> String, (first, last): (usize, usize)) -> String {
     let steps: &[super::search::Step] = match action {
         Action::Done(_, answer) => &answer.steps,
         Action::Settled(_, settled) => &settled.steps,
         _ => &[],
     };
+    let mut s = String::new();
     for c in 0..state.candidates.len() {
         let boots: Vec<&Booted> = state.boots.iter().filter(|b| b.candidate == c).collect();
         if boots.is_empty() {
@@ -536,6 +652,8 @@ pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEn
         let values: Vec<f64> = boots.iter().filter_map(|b| b.value).collect();
         let failed = boots.len() - values.len();
         let said = match (c, steps.iter().find(|st| st.candidate == c)) {
+            (c, _) if state.confirm.is_some() && c == first => "the entry as found".to_string(),
+            (_, _) if state.confirm.is_some() => "the setting changed".to_string(),
             (c, _) if c == first => "the good end".to_string(),
             (c, _) if c == last => "the bad end".to_string(),
             (_, Some(st)) => format!("{} (log-likelihood ratio {:+.2})", outcome_word(st.outcome), st.llr),
@@ -549,20 +667,22 @@ pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEn
             values.iter().map(|v| figure(*v)).collect::<Vec<_>>().join(" "),
         );
     }
-    s += "\n";
+    s
+}
+
+/// How it ended (or that it has not).
+fn outcome_lines(state: &State, action: &Action, title: &dyn Fn(usize) -> String) -> String {
     match action {
-        Action::Boot(_) | Action::Add(_) => s += "not done yet\n",
-        Action::Refused(why) => s += &format!("no bisect: {why}\n"),
-        Action::Done(apart, answer) => {
-            s += &ends_line(apart);
-            s += &answer_lines(answer, state.boots.len(), &title);
-        }
-        Action::Settled(apart, settled) => {
-            s += &ends_line(apart);
-            s += &settled_lines(state, settled);
+        Action::Boot(_) | Action::Add(_) => "not done yet\n".to_string(),
+        Action::Refused(why) if state.confirm.is_some() => format!("no verdict: {why}\n"),
+        Action::Refused(why) => format!("no bisect: {why}\n"),
+        Action::Done(apart, answer) => ends_line(apart) + &answer_lines(answer, state.boots.len(), title),
+        Action::Settled(apart, settled) => ends_line(apart) + &settled_lines(state, settled),
+        Action::Decided(said) => {
+            let e = state.confirm.as_ref().expect("a confirmation decides");
+            confirm::verdict(said, &state.metric, &e.set, e.toward) + "\n"
         }
     }
-    s
 }
 
 /// A settings bisect's answer: the smallest subset still bad, and any left unsure.

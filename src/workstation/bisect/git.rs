@@ -355,7 +355,7 @@ impl Lab for OnGit<'_> {
             ))));
         }
         let servers = Servers::prepare_these(&lab, &image, &self.dir, &[self.chosen[server]])?;
-        let on = OnLab { servers, image: &image, metric: self.metric.clone(), dir: self.dir.clone() };
+        let on = OnLab { servers, image: &image, metric: self.metric.clone(), dir: self.dir.clone(), kind: "bisect" };
         let booted = on.boot(0, (&self.entry, None), id);
         on.servers.finish()?;
         booted

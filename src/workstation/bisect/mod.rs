@@ -7,6 +7,7 @@
 //! as `bootmark bisect` asks (`command`).
 
 pub mod command;
+pub mod confirm;
 pub mod git;
 pub mod git_log;
 pub mod metric;

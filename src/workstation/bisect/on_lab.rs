@@ -19,6 +19,8 @@ pub struct OnLab<'a> {
     pub image: &'a ImageEntries,
     pub metric: Metric,
     pub dir: PathBuf,
+    /// How its lines begin: "bisect" or "confirm" (`State::kind`).
+    pub kind: &'static str,
 }
 
 impl Lab for OnLab<'_> {
@@ -38,7 +40,7 @@ impl Lab for OnLab<'_> {
         let deadline_s = crate::workstation::lab::step_deadline_s(machine, self.image, entry)?;
         let step = format!("{}/{id}", machine.name);
         let with = set.map_or(String::new(), |s| format!(" with {s}"));
-        say(&format!("bisect: {step}: booting {candidate} ({}){with}; deadline {deadline_s} s", entry.title));
+        say(&format!("{}: {step}: booting {candidate} ({}){with}; deadline {deadline_s} s", self.kind, entry.title));
         let Some(outcome) = self.servers.boot(server, (candidate, set), &step, deadline_s)? else { return Ok(None) };
         let records = read_records(&self.dir.join(&outcome.records))?;
         let run_id = outcome.run_ids.first().cloned();

@@ -10,6 +10,7 @@
 //! The lab that boots a candidate is a trait (`Lab`): `bootmark lab`'s
 //! servers through their BMCs, QEMU, or a simulation in the tests.
 
+use super::confirm;
 use super::metric::Metric;
 use super::search::{self, Answer, End, EndsNext, Next, Outcome, Step};
 use super::settings::{self, Differences, Subset};
@@ -77,6 +78,23 @@ pub struct State {
     /// (empty: the candidates are an image's entries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub titles: Vec<String>,
+    /// A confirmation (`bootmark confirm`): its two candidates are the
+    /// entry as found and with the setting changed (None: a bisect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<Experiment>,
+}
+
+/// A confirmation's experiment: one entry, booted as found and with `set`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    pub entry: String,
+    /// What the changed boots set, `KEY=VALUE[,KEY=VALUE]` as `bootmark.set=` takes it.
+    pub set: String,
+    /// The change removes the cause (the metric should get better), or gives it.
+    pub removes: bool,
+    /// Where the metric would be without the cause (`confirm::Expected::toward`).
+    pub toward: Option<f64>,
 }
 
 /// What the bisect does next.
@@ -92,6 +110,8 @@ pub enum Action {
     Add(String),
     /// A settings bisect's answer: the smallest subset found bad.
     Settled(Apart, Settled),
+    /// A confirmation's verdict (never `More`).
+    Decided(confirm::Said),
 }
 
 /// The answer of a settings bisect (`settings::next`'s, with the evidence).
@@ -115,6 +135,16 @@ impl State {
             ));
         }
         let state = State::unbooted(metric, candidates, cap, servers, None);
+        state.check()?;
+        Ok(state)
+    }
+
+    /// A confirmation of `experiment`: its candidates the entry as found
+    /// ([`confirm::AS_FOUND`]) and changed ([`confirm::CHANGED`]).
+    pub fn for_confirm(metric: &str, experiment: Experiment, cap: usize, servers: usize) -> Result<State, String> {
+        let sides = vec![confirm::AS_FOUND.into(), confirm::CHANGED.into()];
+        let mut state = State::unbooted(metric, sides, cap, servers, None);
+        state.confirm = Some(experiment);
         state.check()?;
         Ok(state)
     }
@@ -149,16 +179,26 @@ impl State {
             hang_is_bad: false,
             settings,
             titles: Vec::new(),
+            confirm: None,
         }
+    }
+
+    /// What this state drives, as its progress lines begin: "bisect" or "confirm".
+    pub fn kind(&self) -> &'static str {
+        if self.confirm.is_some() { "confirm" } else { "bisect" }
     }
 
     /// The good and the bad end's candidates.
     pub fn ends(&self) -> (usize, usize) {
-        if self.settings.is_some() { (0, 1) } else { (0, self.candidates.len() - 1) }
+        if self.settings.is_some() || self.confirm.is_some() { (0, 1) } else { (0, self.candidates.len() - 1) }
     }
 
     /// What candidate `c` boots: its entry, and its settings for a settings bisect.
     pub fn booting(&self, c: usize) -> (String, Option<String>) {
+        if let Some(e) = &self.confirm {
+            let set = (self.candidates[c] == confirm::CHANGED).then(|| format!("{}:{}", confirm::CHANGED, e.set));
+            return (e.entry.clone(), set);
+        }
         match &self.settings {
             Some(d) => (d.entry.clone(), d.set_of(&self.candidates[c])),
             None => (self.candidates[c].clone(), None),
@@ -171,6 +211,9 @@ impl State {
 
     /// Replayed from the boots so far.
     pub fn action(&self, metric: &Metric) -> Action {
+        if let Some(e) = &self.confirm {
+            return self.confirm_action(metric, e);
+        }
         let (first, last) = self.ends();
         let (good, bad) = (self.values_of(first), self.values_of(last));
         let (ends, apart) = match search::ends_next(metric.worse(), &good, &bad) {
@@ -201,6 +244,24 @@ impl State {
             // decided by the first of its boots gets at most servers − 1 more).
             Next::Boot(candidates) => Action::Boot(candidates.iter().copied().cycle().take(self.servers).collect()),
             Next::Done(answer) => Action::Done(apart, answer),
+        }
+    }
+
+    /// A confirmation replayed from its boots: both sides booted alike
+    /// (side by side with two servers or more, else the side with fewer
+    /// boots) until `confirm::decide` says.
+    fn confirm_action(&self, metric: &Metric, e: &Experiment) -> Action {
+        let (found, changed) = (self.values_of(0), self.values_of(1));
+        let failed = found.iter().chain(&changed).filter(|v| v.is_none()).count();
+        if failed > confirm::FAILURES_AT_MOST {
+            return Action::Refused(format!("{failed} boots failed; see their logs"));
+        }
+        let ok = |v: &[Option<f64>]| -> Vec<f64> { v.iter().flatten().copied().collect() };
+        let expected = confirm::Expected { worse: metric.worse(), removes: e.removes, toward: e.toward };
+        match confirm::decide(&expected, &ok(&found), &ok(&changed), self.cap) {
+            confirm::Said::More if self.servers >= 2 && found.len() == changed.len() => Action::Boot(vec![0, 1]),
+            confirm::Said::More => Action::Boot(vec![usize::from(changed.len() < found.len())]),
+            said => Action::Decided(said),
         }
     }
 
@@ -329,7 +390,7 @@ impl State {
 
     /// Is `asked` (the bisect as the command line gives it now) the one this state belongs to?
     pub fn check_same(&self, asked: &State, dir: &Path) -> Result<(), String> {
-        let what = |s: &State| (s.metric.clone(), s.settings.clone(), s.hang_is_bad);
+        let what = |s: &State| (s.metric.clone(), s.settings.clone(), s.confirm.clone(), s.hang_is_bad);
         let ladder_differs = self.settings.is_none() && self.candidates != asked.candidates;
         if what(self) != what(asked) || ladder_differs {
             return Err(format!(
@@ -743,5 +804,63 @@ mod tests {
         // A set that differs in nothing is refused.
         let none = Differences { entry: "k2".into(), settings: vec![] };
         assert!(State::for_settings("x.y", none, 12, 1).unwrap_err().contains("do not differ"));
+    }
+
+    /// A confirmation's lab: the entry's metric about `found`, and `factor`
+    /// times that when the boot sets what the experiment changes.
+    struct Planted {
+        factor: f64,
+        seed: std::sync::Mutex<u64>,
+        sets: std::sync::Mutex<Vec<Option<String>>>,
+    }
+
+    impl Lab for Planted {
+        fn boot(
+            &self,
+            _server: usize,
+            (entry, set): (&str, Option<&str>),
+            id: &str,
+        ) -> Result<Option<Measured>, String> {
+            assert_eq!(entry, "k2");
+            self.sets.lock().unwrap().push(set.map(str::to_string));
+            let mut s = self.seed.lock().unwrap();
+            *s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let noise = 1.0 + 0.1 * (((*s >> 33) as f64 / (1u64 << 31) as f64) - 0.5);
+            let value = 49.0 * noise * if set.is_some() { self.factor } else { 1.0 };
+            let run_id = Some(format!("run-{id}"));
+            Ok(Some(Measured { run_id, value: Some(value), why: None, hardware: Some("dl140".into()), hung: false }))
+        }
+    }
+
+    /// `bootmark confirm`'s loop on two servers: a planted cause (the
+    /// setting takes the metric from 49 to 15) is confirmed at the first
+    /// look, both sides booted side by side, the changed side with the
+    /// setting on its command line; a planted non-cause is refuted; the
+    /// state resumes to the same verdict.
+    #[test]
+    fn a_confirmation_boots_both_sides_and_decides() {
+        let metric = Metric::parse("seqwrite.probe_p99_ms").unwrap();
+        let experiment = Experiment {
+            entry: "k2".into(),
+            set: "queue.max_sectors_kb=128".into(),
+            removes: true,
+            toward: Some(15.0),
+        };
+        for (factor, name) in [(0.3, "cause"), (1.0, "non-cause")] {
+            let dir = fresh_dir(&format!("confirm-{name}"));
+            let mut state = State::for_confirm("seqwrite.probe_p99_ms", experiment.clone(), 8, 2).unwrap();
+            let lab = Planted { factor, seed: std::sync::Mutex::new(3), sets: Default::default() };
+            let action = drive(&mut state, &metric, &dir, &lab, &|| false, &|_, _| {}).unwrap();
+            let sets = lab.sets.lock().unwrap().clone();
+            let changed = sets.iter().filter(|s| s.as_deref() == Some("changed:queue.max_sectors_kb=128")).count();
+            assert_eq!((sets.len(), changed), (10, 5), "{name}: five boots a side, {sets:?}");
+            match (name, &action) {
+                ("cause", Action::Decided(confirm::Said::Confirmed(e))) => assert!(e.share > 0.9, "{e:?}"),
+                ("non-cause", Action::Decided(confirm::Said::Refuted(_))) => {}
+                _ => panic!("{name}: {action:?}"),
+            }
+            let resumed = State::load(&dir).unwrap().unwrap();
+            assert_eq!(resumed.action(&metric), action, "{name}: replayed from the saved boots");
+        }
     }
 }

@@ -134,7 +134,7 @@ fn pooled_sd(g: &[f64], b: &[f64]) -> f64 {
 
 /// An end's first half of boots against its second, as |ratio − 1| of
 /// their medians (`report::verdict::NoiseFloor`); None under four boots.
-fn aa_spread(values: &[f64]) -> Option<f64> {
+pub(crate) fn aa_spread(values: &[f64]) -> Option<f64> {
     if values.len() < 4 {
         return None;
     }
