@@ -105,7 +105,107 @@ pub fn test(base: &Path) -> Result<()> {
         table.join("\n")
     );
     settings(&dir, &state, &bootmark)?;
-    println!("e2e: bisect settings: {:.0} s", started.elapsed().as_secs_f64() - ladder_s);
+    let settings_s = started.elapsed().as_secs_f64();
+    println!("e2e: bisect settings: {:.0} s", settings_s - ladder_s);
+    confirm(&dir, &state, &bootmark)?;
+    println!("e2e: confirm: {:.0} s", started.elapsed().as_secs_f64() - settings_s);
+    Ok(())
+}
+
+/// `bootmark confirm` on the same servers, a planted cause and a planted
+/// non-cause, toward 5.10's read wait (the ladder's k0 boots): 6.12 with
+/// max_sectors_kb 128 must be confirmed (exit 0), its verdict quoting the
+/// medians of its boots, each boot's records carrying the settings it ran
+/// under; 6.12 with vm.swappiness 10 (this image has no swap: a setting
+/// that changes nothing here) must be refuted (exit 3), never confirmed.
+/// Five boots a side each (--cap 5: one look, at 0.05).
+fn confirm(dir: &Path, ladder: &bootmark::bisect::session::State, bootmark: &Path) -> Result<()> {
+    let k0: Vec<f64> = ladder.boots.iter().filter(|b| b.candidate == 0).filter_map(|b| b.value).collect();
+    let toward = bootmark::report::stats::median(&k0).ok_or("confirm: the ladder has no value of k0")?;
+    let lab_file = dir.join("lab.toml");
+    let mut said = Vec::new();
+    for (set, exit, verdict, queue) in
+        [("queue.max_sectors_kb=128", 0, "confirmed: ", Some("128")), ("vm.swappiness=10", 3, "refuted: ", None)]
+    {
+        let name = if exit == 0 { "cause" } else { "non-cause" };
+        let out_dir = dir.join(format!("lab.state/confirm-{name}"));
+        let _ = std::fs::remove_dir_all(&out_dir);
+        let toward = format!("{toward:.3}");
+        let sh = shell()?;
+        let ran = output(cmd!(
+            sh,
+            "{bootmark} confirm {lab_file} --entry k2 --metric seqwrite.read_p50_ms --set {set} --toward {toward} --cap 5 --dir {out_dir}"
+        ))?;
+        let out = String::from_utf8_lossy(&ran.stdout).into_owned();
+        let lines: Vec<&str> = out.lines().filter(|l| !l.starts_with('[')).collect();
+        let line = lines.iter().find(|l| l.starts_with(verdict)).copied();
+        let state = bootmark::bisect::session::State::load(&out_dir)?.ok_or("confirm: no state")?;
+        let (Some(line), Some(0)) = (line, ran.status.code().map(|c| c - exit)) else {
+            return Err(format!(
+                "confirm: with {set} (the planted {name}) `bootmark confirm` exited {:?}, not {exit} with \"{verdict}…\":\n{}\n{}{}",
+                ran.status.code(),
+                tail(&lines.join("\n")),
+                tail(&String::from_utf8_lossy(&ran.stderr)),
+                super::support::guest_stalled(&out_dir).map_or(String::new(), |l| format!("\n{l}"))
+            ));
+        };
+        verdict_quotes_its_boots(line, &state)?;
+        boots_ran_as_set(&out_dir, queue)?;
+        said.push(format!("{name} ({} boots): {line}", state.boots.len()));
+    }
+    println!("e2e: confirm: 6.12 on two dl140 servers toward 5.10's {toward:.2} ms:\n{}", said.join("\n"));
+    Ok(())
+}
+
+/// The verdict's "went A → B" are the medians of the state's two sides.
+fn verdict_quotes_its_boots(line: &str, state: &bootmark::bisect::session::State) -> Result<()> {
+    let side =
+        |c: usize| -> Vec<f64> { state.boots.iter().filter(|b| b.candidate == c).filter_map(|b| b.value).collect() };
+    let median = |c: usize| bootmark::report::stats::median(&side(c)).unwrap_or(f64::NAN);
+    let quoted = line
+        .split_once(" went ")
+        .and_then(|(_, rest)| rest.split_once(" (×"))
+        .and_then(|(pair, _)| pair.split_once(" → "))
+        .and_then(|(a, b)| Some((a.parse::<f64>().ok()?, b.parse::<f64>().ok()?)));
+    let Some((found, changed)) = quoted else {
+        return Err(format!("confirm: the verdict quotes no \"A → B\": {line}"));
+    };
+    let close = |quoted: f64, real: f64| (quoted - real).abs() <= 0.01 * real.abs().max(1.0);
+    if !close(found, median(0)) || !close(changed, median(1)) || side(0).len() != 5 || side(1).len() != 5 {
+        return Err(format!(
+            "confirm: the verdict says {found} → {changed}, its boots' medians are {} → {} ({:?} against {:?}): {line}",
+            median(0),
+            median(1),
+            side(0),
+            side(1)
+        ));
+    }
+    Ok(())
+}
+
+/// Every boot's records ran under its side's settings, as read back: the
+/// changed ones as the variant `changed` (with `queue`, max_sectors_kb in
+/// force, where given), the found ones under no variant at 6.12's 1280.
+fn boots_ran_as_set(out_dir: &Path, queue: Option<&str>) -> Result<()> {
+    for path in bootmark::bisect::command::record_files(out_dir) {
+        let text = crate::host::fs::read_to_string(&path)?;
+        let changed = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("changed"));
+        for r in text.lines().filter_map(|l| serde_json::from_str::<bootmark::record::Record>(l).ok()) {
+            let variant = r.variant.as_ref().map(|v| v.name.as_str());
+            let in_force = r.storage.queue.get("queue/max_sectors_kb").map(String::as_str);
+            let want = match (changed, queue) {
+                (true, Some(q)) => Some(q),
+                _ => Some("1280"),
+            };
+            if variant != changed.then_some("changed") || in_force != want {
+                return Err(format!(
+                    "confirm: {} ran as variant {variant:?} with max_sectors_kb {in_force:?}, not as its side ({}, {want:?})",
+                    path.display(),
+                    if changed { "changed" } else { "as found" }
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
