@@ -613,7 +613,8 @@ fn a_long_timeline_is_drawn_thinned_and_says_so() {
 /// The planted truth of `cargo xtask check mechanisms` (2026-12-06, Debian
 /// 12's 6.1 on a disk throttled to 8 MB/s): the same 192 MiB write once with
 /// wbt's default 75 ms target and once with 2 ms. The writer's flush waited
-/// under wbt_wait in both (52 and 51 of 103 samples): only wbt's own events
+/// under wbt_wait in both (52 of 103 samples each; one of the second's read
+/// wchan 0 while its state and stack said asleep there): only wbt's own events
 /// tell them apart — one step up and none down, against 210 scale-downs —
 /// and the report says "wbt's ceiling" of the first and "held by wbt" of the
 /// second, each from its own record. The whole report is golden.

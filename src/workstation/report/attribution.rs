@@ -181,7 +181,7 @@ fn between(r: &Record, task: Task, from_s: f64, to_s: f64) -> Option<Attribution
         // Filtered here as classify does, so that `from_stack` says what it read.
         let stack = mechanism::stack_of_the_moment(w, stack);
         let context = mechanism::Context { version, writing: at <= writes_end };
-        match mechanism::classify(w, stack, context) {
+        match mechanism::classify_sample(w, state, stack, context) {
             Wait::NotShown => {
                 a.not_shown += 1;
                 a.running += match state {
@@ -192,7 +192,12 @@ fn between(r: &Record, task: Task, from_s: f64, to_s: f64) -> Option<Attribution
             Wait::Unknown { wchan } => count(&mut a.unknown, wchan),
             Wait::In { mechanism, frame } => {
                 tally(&mut frames, mechanism, frame);
-                tally(&mut wchans, mechanism, w.to_string());
+                // A sleep the wchan hid (read 0) is where its stack's innermost frame is.
+                let slept_in = match w {
+                    "" | "0" => stack.and_then(|s| s.first()).map_or(w, |f| mechanism::function(f)),
+                    w => w,
+                };
+                tally(&mut wchans, mechanism, slept_in.to_string());
                 let share = match a.shares.iter_mut().position(|s| s.mechanism == mechanism) {
                     Some(i) => &mut a.shares[i],
                     None => {

@@ -362,26 +362,53 @@ pub fn classify(wchan: &str, stack: Option<&[String]>, context: Context) -> Wait
     let stack = stack_of_the_moment(wchan, stack);
     let frames: Vec<&str> =
         std::iter::once(function(wchan)).chain(stack.unwrap_or_default().iter().map(|f| function(f))).collect();
-    for table in [REASONS, PROVING, SHARED] {
-        // The innermost frame that names a mechanism is the one the task sleeps for.
-        for f in &frames {
-            if let Some((_, m)) = table.iter().find(|(name, _)| f == name) {
-                // Without a stack, an old kernel's request or page wait
-                // inside write() is the writer's own writeback: whose, the
-                // wchan alone cannot say.
-                let own = stack.is_none() && context.writes_back_itself() && OWN_WRITEBACK.contains(f);
-                return match own {
-                    true => Wait::In { mechanism: Mechanism::WritebackInWrite, frame: f.to_string() },
-                    false => Wait::In { mechanism: *m, frame: f.to_string() },
-                };
-            }
-        }
+    if let Some(wait) = named_by(&frames, stack.is_some(), context) {
+        return wait;
     }
     if stack.is_none() && context.writes_back_itself() && OWN_WRITEBACK.contains(&function(wchan)) {
         return Wait::In { mechanism: Mechanism::WritebackInWrite, frame: function(wchan).to_string() };
     }
     Wait::Unknown { wchan: wchan.to_string() }
 }
+
+/// One sample of a task: `classify`, and where its wchan read 0 while its
+/// state said it slept (`D` or `S`: x86_64 4.14 to 5.15 hide most sleeps
+/// from wchan), its kernel stack read alone: the innermost frame that
+/// names a mechanism. A stack naming none leaves the sleep hidden (it may
+/// be of a moment after the task woke: then it names where it was
+/// preempted, no wait). A running task's stack is never read as a wait.
+pub fn classify_sample(wchan: &str, state: Option<&str>, stack: Option<&[String]>, context: Context) -> Wait {
+    let asleep = state.is_some_and(|s| s.starts_with('D') || s.starts_with('S'));
+    match classify(wchan, stack, context) {
+        Wait::NotShown if asleep => {
+            let frames: Vec<&str> = stack.unwrap_or_default().iter().map(|f| function(f)).collect();
+            named_by(&frames, true, context).unwrap_or(Wait::NotShown)
+        }
+        wait => wait,
+    }
+}
+
+/// The mechanism the innermost frame naming one shows (the reasons' table
+/// first, then those that prove one, then the shared ones), if any.
+fn named_by(frames: &[&str], with_stack: bool, context: Context) -> Option<Wait> {
+    for table in [REASONS, PROVING, SHARED] {
+        // The innermost frame that names a mechanism is the one the task sleeps for.
+        for f in frames {
+            if let Some((_, m)) = table.iter().find(|(name, _)| f == name) {
+                // Without a stack, an old kernel's request or page wait
+                // inside write() is the writer's own writeback: whose, the
+                // wchan alone cannot say.
+                let own = !with_stack && context.writes_back_itself() && OWN_WRITEBACK.contains(f);
+                return Some(match own {
+                    true => Wait::In { mechanism: Mechanism::WritebackInWrite, frame: f.to_string() },
+                    false => Wait::In { mechanism: *m, frame: f.to_string() },
+                });
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,6 +454,38 @@ mod tests {
         let journal = stack(&["jbd2_log_wait_commit+0xac/0x120 [jbd2]", "jbd2_complete_transaction+0x63/0x90 [jbd2]"]);
         assert_eq!(function("jbd2_log_wait_commit [jbd2]"), "jbd2_log_wait_commit");
         assert_eq!(stack_of_the_moment("jbd2_log_wait_commit [jbd2]", Some(&journal)), Some(&journal[..]));
+    }
+
+    /// 5.10 hides most sleeps from wchan (read 0), and its /proc/PID/stack
+    /// still says where: the demo's 5.10 writer, state D, wchan 0, asleep
+    /// in balance_dirty_pages (its records of 2026-12-07). Its stack is read
+    /// only while its state says it slept; a stack naming no mechanism (one
+    /// read after it woke) leaves the sleep hidden.
+    #[test]
+    fn a_sleep_the_wchan_hides_is_read_from_its_stack() {
+        const V510: Context = Context { version: Some((5, 10, 0)), writing: true };
+        let dirty = stack(&[
+            "balance_dirty_pages+0x2de/0xcc0",
+            "balance_dirty_pages_ratelimited+0x2f5/0x3c0",
+            "generic_perform_write+0x13a/0x1d0",
+            "ext4_buffered_write_iter+0x9f/0x160 [ext4]",
+        ]);
+        let throttled = held(Mechanism::DirtyThrottling, "balance_dirty_pages");
+        assert_eq!(classify_sample("0", Some("D"), Some(&dirty), V510), throttled);
+        assert_eq!(classify_sample("0", Some("R"), Some(&dirty), V510), Wait::NotShown, "running: no wait");
+        assert_eq!(classify_sample("0", None, Some(&dirty), V510), Wait::NotShown, "no state: not known asleep");
+        assert_eq!(classify_sample("0", Some("D"), None, V510), Wait::NotShown);
+        let woken = stack(&["exit_to_user_mode_prepare+0x17c/0x240", "irqentry_exit_to_user_mode+0x5/0x30"]);
+        assert_eq!(classify_sample("0", Some("D"), Some(&woken), V510), Wait::NotShown);
+        // A shown wchan is read as before, whatever the state.
+        assert_eq!(classify_sample("balance_dirty_pages", Some("R"), None, V510), throttled);
+        // The probe's read on 5.10, asleep (S) on a page: named by its stack.
+        let page = stack(&[
+            "wait_on_page_bit_common+0x116/0x3b0",
+            "generic_file_buffered_read+0x5a8/0xa90",
+            "new_sync_read+0x119/0x1b0",
+        ]);
+        assert!(matches!(classify_sample("0", Some("S"), Some(&page), V510), Wait::In { .. }));
     }
 
     /// The 6.1 writer of the demo, in fdatasync: the block layer's

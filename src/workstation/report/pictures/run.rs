@@ -259,7 +259,8 @@ fn attribution_strip(area: &DrawingArea<SVGBackend, Shift>, r: &Record, (x0, x1)
     for (i, (t, w)) in tl.t_s.iter().zip(&tl.writer_wchan).enumerate() {
         let (Some(w), true) = (w.as_deref(), *t >= tl.workload_start_s && *t <= tl.workload_end_s) else { continue };
         let context = mechanism::Context { version, writing: t - start <= writes_end };
-        let (colour, name) = match mechanism::classify(w, tl.writer_stack_at(i), context) {
+        let state = tl.writer_state.get(i).and_then(|s| s.as_deref());
+        let (colour, name) = match mechanism::classify_sample(w, state, tl.writer_stack_at(i), context) {
             Wait::NotShown => continue,
             Wait::Unknown { .. } => (UNKNOWN, "a function no mechanism names"),
             Wait::In { mechanism, .. } => (mechanism_colour(mechanism), mechanism.name()),
