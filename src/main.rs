@@ -406,13 +406,15 @@ enum Command {
     /// is one value (the median of its runs of the metric's workload); both sides are booted
     /// alike, side by side with two servers or more. From 5 boots a side to --cap, each look
     /// tests at 0.05 / looks (so a change that is not there is called confirmed at most 2.5 %
-    /// of the time):
+    /// of the time; the rank test's p exact, ties and all):
     ///   confirmed — the changed boots differ from the found ones in the cause's direction
-    ///     (Mann–Whitney), beyond the A/A noise floor, not provably short of half the way;
-    ///   refuted — provably short of half the way to --toward (or a 20 % change without it);
+    ///     (Mann–Whitney), beyond the found boots' A/A noise floor, not provably short of half
+    ///     the way;
+    ///   refuted — provably short of half the way to --toward (or ×0.8 without it); "refuted as
+    ///     the explanation" where the change itself is real: a part of the difference at most;
     ///   can't tell — neither by --cap, with the figures.
     /// The state is saved after every boot: Ctrl-C, then the same command, resumes.
-    /// docs/confirm.md explains, with the demo's case.
+    /// docs/confirm.md explains, with a run on QEMU.
     ///
     /// Exit status: 0 confirmed, 3 refuted, 1 can't tell or no test possible, 2 bad flags, a
     /// lab that could not run, or interrupted.
@@ -433,7 +435,7 @@ enum Command {
         #[arg(long, value_name = "KEY=VALUE,...")]
         set: String,
         /// Where the metric would be without the cause (the good kernel's figure, from the
-        /// report); without it, the cause must explain a 20 % change.
+        /// report); without it, the cause must explain a change of ×0.8 (×1.25 the other way).
         #[arg(long, value_name = "VALUE")]
         toward: Option<f64>,
         /// The change gives the cause instead (the good kernel given the bad one's setting):

@@ -83,8 +83,12 @@ pub struct Evidence {
     pub ratio: f64,
     /// The expected ratio (where the cause would put it).
     pub expected: f64,
-    /// The rank test's two-sided p of changed against found, and the look's level.
+    /// The rank test's two-sided p of changed against found (exact, ties
+    /// and all, up to 10 boots a side), and the look's level.
     pub p: f64,
+    /// The same test against the found values moved half the way, where
+    /// the changed ones lie short of them (None: they do not).
+    pub half_way_p: Option<f64>,
     pub level: f64,
     /// The found side's A/A spread (|ratio − 1| of its first boots' median against its last's).
     pub floor: Option<f64>,
@@ -139,13 +143,20 @@ fn look(expected: &Expected, found: &[f64], changed: &[f64], level: f64) -> Resu
 /// changed ones still lie on the found side of them (the rank test below
 /// `level`). The cause would have moved them at least that far.
 fn short_of_half(found: &[f64], changed: &[f64], expected: f64, level: f64) -> bool {
+    half_way_p(found, changed, expected).is_some_and(|p| p < level)
+}
+
+/// The rank test's p of the changed boots against the found ones moved
+/// half the way (by √expected), when the changed ones lie on the found
+/// side of them; None when they lie beyond (no evidence of falling short).
+fn half_way_p(found: &[f64], changed: &[f64], expected: f64) -> Option<f64> {
     let half = expected.sqrt();
     let moved: Vec<f64> = found.iter().map(|v| v * half).collect();
-    let Some((u, p)) = stats::mann_whitney(changed, &moved) else { return false };
+    let (u, p) = stats::rank_test_exact(changed, &moved)?;
     // u counts pairs where changed is the larger: many means changed stayed above.
     let pairs = (changed.len() * moved.len()) as f64;
     let changed_larger = u > pairs / 2.0;
-    p < level && changed_larger == (expected < 1.0)
+    (changed_larger == (expected < 1.0)).then_some(p)
 }
 
 /// The figures of a look, or why no test fits.
@@ -155,7 +166,7 @@ fn evidence(expected: &Expected, found: &[f64], changed: &[f64], level: f64) -> 
         return Err("a boot's value is zero or negative: a ratio cannot be taken (choose a time or a rate)".into());
     }
     let ratio_expected = expected_ratio(expected, fm)?;
-    let p = stats::mann_whitney(changed, found).map_or(1.0, |(_, p)| p);
+    let p = stats::rank_test_exact(changed, found).map_or(1.0, |(_, p)| p);
     // How far the kernel as found moves from itself (its first boots against
     // its last): a change no larger, it could have made alone. The changed
     // side's own spread says how steady the setting is, not whether it moved
@@ -169,6 +180,7 @@ fn evidence(expected: &Expected, found: &[f64], changed: &[f64], level: f64) -> 
         ratio,
         expected: ratio_expected,
         p,
+        half_way_p: half_way_p(found, changed, ratio_expected),
         level,
         floor,
         share: ratio.ln() / ratio_expected.ln(),
@@ -211,11 +223,11 @@ pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>) -> Str
     };
     let aim = |e: &Evidence| match toward {
         Some(t) => format!("the {} the cause would explain", figure(t)),
-        None => format!("a {:.0} % change", (e.expected - 1.0).abs() * 100.0),
+        None => format!("the ×{:.2} a cause must explain (no --toward)", e.expected),
     };
     let test = |e: &Evidence| {
         format!(
-            "Mann–Whitney p {:.4} against a level of {:.4} per look (α {ALPHA} over looks at {FIRST_LOOK} to the cap){}",
+            "rank test (Mann–Whitney, exact) p {:.4} against a level of {:.4} per look (α {ALPHA} over looks at {FIRST_LOOK} to the cap){}",
             e.p,
             e.level,
             e.floor.map_or(String::new(), |f| format!("; the found boots' A/A noise floor {:.1} %", f * 100.0))
@@ -223,23 +235,39 @@ pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>) -> Str
     };
     match said {
         Said::Confirmed(e) => format!(
-            "confirmed: {}, {:.0} % of the way to {}; {}. The setting acts on the difference: {set} is a cause, tested",
+            "confirmed: {}, {:.0} % of the way to {}; {}; and not provably short of half the way. \
+             Changing this setting alone moves the metric as the cause says: on this kernel {set} \
+             acts on the difference (a cause of it, tested{})",
             moved(e),
             e.share * 100.0,
             aim(e),
-            test(e)
+            test(e),
+            if e.share < 0.5 { ", perhaps of part of it" } else { "" }
+        ),
+        Said::Refuted(e) if e.p < e.level && e.share > 0.0 => format!(
+            "refuted as the explanation: {}, a real change ({}), but only {:.0} % of the way to {}, \
+             provably short of half of it (the rank test against the found values moved half the way: \
+             p {:.4}). {set} may be a part of the difference; it does not explain most of it",
+            moved(e),
+            test(e),
+            e.share * 100.0,
+            aim(e),
+            e.half_way_p.unwrap_or(f64::NAN)
         ),
         Said::Refuted(e) => format!(
-            "refuted: {}, {:.0} % of the way to {}: provably short of half of it (the rank test against the found \
-             values moved half the way, p below {:.4}). Whatever {set} does here, it does not explain the difference",
+            "refuted: {}, {:.0} % of the way to {}: provably short of half of it (the rank test against \
+             the found values moved half the way: p {:.4} against a level of {:.4}), and no change \
+             beyond chance ({}). {set} does not explain the difference here",
             moved(e),
             e.share * 100.0,
             aim(e),
-            e.level
+            e.half_way_p.unwrap_or(f64::NAN),
+            e.level,
+            test(e)
         ),
         Said::CantTell(e) => format!(
-            "can't tell after {} boots a side: {}, {:.0} % of the way to {}; {}. Neither confirmed nor refuted: \
-             more boots (a higher --cap) or a quieter machine would decide",
+            "can't tell after {} boots a side: {}, {:.0} % of the way to {}; {}. Neither confirmed nor \
+             refuted: more boots (a higher --cap) or a quieter machine might decide",
             e.boots,
             moved(e),
             e.share * 100.0,
@@ -313,6 +341,32 @@ mod tests {
         assert!(e.share.abs() < 0.2, "{e:?}");
     }
 
+    /// A real change short of half the way (49 → 15 toward 2: a third of
+    /// the log distance) is refuted as the explanation, and said to be a
+    /// real change that may be a part of the difference; a change that is
+    /// not there is refuted plainly. (From a review: "refuted" alone said
+    /// of a real partial cause claimed more than the test shows.)
+    #[test]
+    fn a_real_change_short_of_half_the_way_is_refuted_as_the_explanation_only() {
+        let far = Expected { toward: Some(2.0), ..REMOVES };
+        let (found, changed) = (boots(12, 8, 49.0, 0.1), boots(13, 8, 15.0, 0.1));
+        let said = decide(&far, &found, &changed, 8);
+        let Said::Refuted(e) = &said else { panic!("{said:?}") };
+        assert!(e.p < e.level && e.share > 0.3 && e.share < 0.5, "{e:?}");
+        let words = verdict(&said, "seqwrite.probe_p99_ms", "queue.max_sectors_kb=128", Some(2.0));
+        assert!(words.starts_with("refuted as the explanation: with queue.max_sectors_kb=128"), "{words}");
+        assert!(words.contains("may be a part of the difference"), "{words}");
+        let nothing = decide(&far, &found, &boots(14, 8, 49.0, 0.1), 8);
+        let words = verdict(&nothing, "seqwrite.probe_p99_ms", "vm.swappiness=10", Some(2.0));
+        assert!(
+            words.starts_with("refuted: with vm.swappiness=10") && words.contains("no change beyond chance"),
+            "{words}"
+        );
+        let confirmed = decide(&REMOVES, &found, &changed, 8);
+        let words = verdict(&confirmed, "seqwrite.probe_p99_ms", "queue.max_sectors_kb=128", Some(15.0));
+        assert!(words.starts_with("confirmed: with queue.max_sectors_kb=128 seqwrite.probe_p99_ms went "), "{words}");
+    }
+
     /// Half the way and noisy: nothing decided at the cap, said as such
     /// (boots spread 18 to 70 ms, the changed ones overlapping the found).
     #[test]
@@ -366,7 +420,10 @@ mod tests {
         }
         let rate = confirmed as f64 / trials as f64;
         eprintln!("A/A confirmations, simulated: {confirmed} of {trials}");
-        assert!(rate <= ALPHA / 2.0, "{confirmed} of {trials} A/A confirmations confirmed ({:.2} %)", rate * 100.0);
+        // The bound is 2.5 %; the looks are nested and most fall well under
+        // their share, so the rate is far below it (3 of 4000 when first
+        // counted): a rate past 0.5 % would be a changed test.
+        assert!(rate <= 0.005, "{confirmed} of {trials} A/A confirmations confirmed ({:.2} %)", rate * 100.0);
     }
 
     /// The A/A records the project holds (tests/data/report/boots6-records.jsonl:
