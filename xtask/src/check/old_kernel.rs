@@ -191,6 +191,19 @@ pub fn install(program: &[libc::sock_filter]) -> std::io::Result<()> {
 /// directory, as on every kernel before 4.20 (the filter simulates
 /// syscalls; files in /proc it cannot hide).
 pub fn spawn_under(k: OldKernel, cmd: Cmd<'_>, streams: Streams) -> Result<std::process::Child> {
+    spawn_with_vm(k, cmd, streams, None)
+}
+
+/// `spawn_under`, and as root with `vm_dir` (a directory of plain files)
+/// bound over /proc/sys/vm in the child's mount namespace: the sysctls an
+/// old kernel has, as it has them (2.6.9: no dirty_bytes, no drop_caches),
+/// written by the run without touching the host's.
+fn spawn_with_vm(
+    k: OldKernel,
+    cmd: Cmd<'_>,
+    streams: Streams,
+    vm_dir: Option<std::ffi::CString>,
+) -> Result<std::process::Child> {
     let bpf = filter(k);
     let hide = hides_pressure();
     crate::host::process::spawn_prepared(cmd, streams, move |c| {
@@ -198,8 +211,14 @@ pub fn spawn_under(k: OldKernel, cmd: Cmd<'_>, streams: Streams) -> Result<std::
         // which are async-signal-safe, on strings made before the fork.
         unsafe {
             c.pre_exec(move || {
+                if hide || vm_dir.is_some() {
+                    private_mount_namespace()?;
+                }
                 if hide {
                     hide_pressure_stall_information()?;
+                }
+                if let Some(dir) = &vm_dir {
+                    bind_over_proc_sys_vm(dir)?;
                 }
                 install(&bpf)
             })
@@ -222,20 +241,39 @@ fn pressure_absent_under_spawn() -> bool {
     hides_pressure() || !host_has_pressure()
 }
 
-/// In a new mount namespace, a read-only empty tmpfs over /proc/pressure.
-fn hide_pressure_stall_information() -> std::io::Result<()> {
-    let check = |rc: libc::c_int| if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
+fn check_rc(rc: libc::c_int) -> std::io::Result<()> {
+    if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
+/// A mount namespace of the child's own, private, so that nothing mounted
+/// in it propagates to the host's mounts.
+fn private_mount_namespace() -> std::io::Result<()> {
     // SAFETY: constant NUL-terminated strings; no memory is allocated.
     unsafe {
-        check(libc::unshare(libc::CLONE_NEWNS))?;
-        // Private first, so the tmpfs does not propagate to the host's mounts.
-        check(libc::mount(
+        check_rc(libc::unshare(libc::CLONE_NEWNS))?;
+        check_rc(libc::mount(
             c"none".as_ptr(),
             c"/".as_ptr(),
             std::ptr::null(),
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
-        ))?;
+        ))
+    }
+}
+
+/// `dir` bound over /proc/sys/vm (in the child's own namespace).
+fn bind_over_proc_sys_vm(dir: &std::ffi::CStr) -> std::io::Result<()> {
+    // SAFETY: NUL-terminated strings made before the fork; no memory is allocated.
+    unsafe {
+        check_rc(libc::mount(dir.as_ptr(), c"/proc/sys/vm".as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()))
+    }
+}
+
+/// In the child's namespace, a read-only empty tmpfs over /proc/pressure.
+fn hide_pressure_stall_information() -> std::io::Result<()> {
+    let check = check_rc;
+    // SAFETY: constant NUL-terminated strings; no memory is allocated.
+    unsafe {
         check(libc::mount(
             c"none".as_ptr(),
             c"/proc/pressure".as_ptr(),
@@ -284,6 +322,12 @@ pub fn harness() -> Result<()> {
                 check_static_mkfs(LINUX_2_6_9, arch, fs),
             );
         }
+    }
+    for arch in Arch::X86 {
+        report(
+            &format!("the {arch} binary's variants restoring what they found on 2.6.9's sysctls"),
+            check_variants_restore(LINUX_2_6_9, arch),
+        );
     }
     println!("old-kernel harness: {passed} passed, {failed} failed");
     if failed > 0 { Err(format!("{failed} old-kernel runs failed")) } else { Ok(()) }
@@ -382,6 +426,141 @@ fn run_workloads_under(
     let text = std::fs::read_to_string(&out).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     Ok((text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect(), text))
+}
+
+/// 2.6.9's vm sysctls, at its defaults: what a variant may set that it
+/// has (no dirty_bytes or dirty_background_bytes before 2.6.29), those a
+/// record reads beside them, and no drop_caches (2.6.16).
+const VM_OF_2_6_9: [(&str, &str); 7] = [
+    ("dirty_ratio", "40"),
+    ("dirty_background_ratio", "10"),
+    ("dirty_expire_centisecs", "3000"),
+    ("dirty_writeback_centisecs", "500"),
+    ("swappiness", "60"),
+    ("vfs_cache_pressure", "100"),
+    ("overcommit_memory", "0"),
+];
+
+/// Variants of every kind of vm setting, twice round, on 2.6.9's sysctls
+/// (plain files bound over /proc/sys/vm: the host's are never written):
+/// every run is on the settings as found plus its own; the variant of the
+/// byte limits, which 2.6.9 lacks, is skipped and says why; after the run
+/// every file holds what it held before. As root only (the bind mount).
+fn check_variants_restore(kernel: OldKernel, arch: Arch) -> Result<String> {
+    if !running_as_root() {
+        return Ok("skipped: binding 2.6.9's sysctls over /proc/sys/vm needs root".into());
+    }
+    let binary = static_binary::build(arch)?;
+    let dir = project_root().join(format!("target/oldkernel-restore-{arch}-{}", std::process::id()));
+    let (work, vm) = (dir.join("work"), dir.join("vm"));
+    fs::create_dir_all(&work)?;
+    fs::create_dir_all(&vm)?;
+    for (name, value) in VM_OF_2_6_9 {
+        fs::write(vm.join(name), format!("{value}\n"))?;
+    }
+    let plan = dir.join("restore.json");
+    let json = serde_json::json!({"name": "old-restore", "repeat": 2, "probe": {"enabled": false},
+    "workloads": [{"name": "idle", "params": {"seconds": 0.1}}],
+    "variants": [
+        {"name": "asfound"},
+        {"name": "tinydirty", "vm": {"dirty_bytes": 4194304, "dirty_background_bytes": 1048576}},
+        {"name": "ratio10", "vm": {"dirty_ratio": 10, "dirty_background_ratio": 5}},
+        {"name": "swappy", "vm": {"swappiness": 10, "dirty_expire_centisecs": 1000}}
+    ]});
+    fs::write(&plan, serde_json::to_string(&json).unwrap())?;
+    let (out, said) = (dir.join("records.jsonl"), dir.join("stderr.txt"));
+    let sh = shell()?;
+    let vm_c = std::ffi::CString::new(vm.display().to_string()).map_err(|e| e.to_string())?;
+    let stderr = std::fs::File::create(&said).map_err(|e| format!("{}: {e}", said.display()))?;
+    let mut child = spawn_with_vm(
+        kernel,
+        cmd!(sh, "{binary} run --plan {plan} --quiet --dir {work} --out {out}"),
+        Streams::null().stderr(stderr),
+        Some(vm_c),
+    )?;
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let notes = std::fs::read_to_string(&said).unwrap_or_default();
+    let records: Vec<Record> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let after: Vec<(String, String)> = VM_OF_2_6_9
+        .iter()
+        .map(|(name, _)| {
+            (name.to_string(), std::fs::read_to_string(vm.join(name)).unwrap_or_default().trim().to_string())
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    let checked = restored_as_found(&records, &after, &notes);
+    checked.map_err(|e| format!("{e}\nits stderr: {notes}"))
+}
+
+/// What `check_variants_restore` asserts of its records and of the files after the run.
+/// A variant nothing of which applies (tinydirty: 2.6.9 has neither byte
+/// limit) is skipped, not run as a copy of the settings as found, and says so.
+fn restored_as_found(
+    records: &[Record],
+    after: &[(String, String)],
+    notes: &str,
+) -> std::result::Result<String, String> {
+    let names: Vec<&str> = records.iter().filter_map(|r| r.variant.as_ref()).map(|v| v.name.as_str()).collect();
+    let ok = records.iter().all(|r| r.status == Status::Ok);
+    if names != ["asfound", "ratio10", "swappy", "asfound", "ratio10", "swappy"] || !ok {
+        let said: Vec<String> = records.iter().map(|r| format!("{:?} {:?}", r.status, r.error)).collect();
+        return Err(format!("expected 6 ok runs (3 variants twice, tinydirty skipped), got {names:?}: {said:?}"));
+    }
+    let skipped = "variant tinydirty skipped: vm.dirty_background_bytes: this kernel has no";
+    if !notes.contains(skipped) || !notes.contains("vm.dirty_bytes: this kernel has no") {
+        return Err(format!("the skipped variant's note does not say 2.6.9 lacks both byte limits (\"{skipped}…\")"));
+    }
+    let in_force = |r: &Record| -> std::collections::BTreeMap<String, Option<i64>> {
+        bootmark::schema::variant::VM_SETTINGS
+            .iter()
+            .map(|k| (k.to_string(), r.vm.get(*k).copied().flatten()))
+            .collect()
+    };
+    let found: std::collections::BTreeMap<String, Option<i64>> = VM_OF_2_6_9
+        .iter()
+        .filter(|(k, _)| bootmark::schema::variant::VM_SETTINGS.contains(k))
+        .map(|(k, v)| (k.to_string(), v.parse().ok()))
+        .chain([("dirty_bytes".to_string(), None), ("dirty_background_bytes".to_string(), None)])
+        .collect();
+    for r in records {
+        let v = r.variant.as_ref().ok_or("a record without its variant")?;
+        let mut want = found.clone();
+        for (key, value) in &v.asked {
+            let name = key.strip_prefix("vm.").unwrap_or(key);
+            if !v.not_applied.contains_key(key) {
+                want.insert(name.to_string(), value.parse().ok());
+            }
+        }
+        if in_force(r) != want {
+            return Err(format!(
+                "{} run {} was not on 2.6.9's settings as found plus its own: {:?} where {want:?} was due; not applied {:?}",
+                v.name,
+                r.repetition,
+                in_force(r),
+                v.not_applied
+            ));
+        }
+        let lacks = ["vm.dirty_bytes", "vm.dirty_background_bytes"];
+        if v.name == "tinydirty"
+            && !lacks.iter().all(|k| v.not_applied.get(*k).is_some_and(|w| w.contains("this kernel has no")))
+        {
+            return Err(format!(
+                "tinydirty: the byte limits 2.6.9 lacks are not said not applied: {:?}",
+                v.not_applied
+            ));
+        }
+    }
+    let changed: Vec<String> = VM_OF_2_6_9
+        .iter()
+        .zip(after)
+        .filter(|((_, before), (_, now))| before != now)
+        .map(|((k, before), (_, now))| format!("{k} {before} → {now}"))
+        .collect();
+    if !changed.is_empty() {
+        return Err(format!("after the run the sysctls do not hold what they held before: {changed:?}"));
+    }
+    Ok("6 runs of 3 variants twice, each on 2.6.9's settings as found plus its own; the byte-limit variant skipped, saying 2.6.9 has neither; every sysctl as found afterwards".into())
 }
 
 /// A `fio` workload under the old kernel's syscall surface: the static fio
