@@ -307,10 +307,19 @@ fn checked_metric(text: &str, image: &ImageEntries) -> Result<Metric, String> {
 pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     crate::interrupt::install();
     let chosen = chosen_servers(lab, &asked.servers)?;
+    let cap_range = match asked.over {
+        Over::Confirm(_) => confirm::CAP_RANGE,
+        _ => 2..=64,
+    };
     if let Some(cap) = asked.cap
-        && !(2..=64).contains(&cap)
+        && !cap_range.contains(&cap)
     {
-        return Err(format!("--cap {cap}: a step needs 2 to 64 boots at most"));
+        return Err(match asked.over {
+            Over::Confirm(_) => {
+                format!("--cap {cap}: a confirmation looks from {} to 16 boots a side", confirm::FIRST_LOOK)
+            }
+            _ => format!("--cap {cap}: a step needs 2 to 64 boots at most"),
+        });
     }
     let cap = asked.cap.unwrap_or(DEFAULT_CAP);
     let dir = asked.dir_in(lab);
@@ -332,13 +341,6 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
         }
         Over::Confirm(experiment) => {
             checked_experiment(experiment, &image)?;
-            if !confirm::CAP_RANGE.contains(&cap_of_confirm(asked.cap)) {
-                return Err(format!(
-                    "--cap {}: a confirmation looks from {} to 16 boots a side",
-                    cap_of_confirm(asked.cap),
-                    confirm::FIRST_LOOK
-                ));
-            }
             State::for_confirm(&asked.metric, experiment.clone(), cap_of_confirm(asked.cap), chosen.len())?
         }
         Over::Git { .. } => unreachable!("a git range is bisected above"),
@@ -471,6 +473,20 @@ fn resumed_or(wanted: State, cap: Option<usize>, dir: &Path) -> Result<State, St
         Some(mut s) => {
             s.check_same(&wanted, dir)?;
             say(&format!("{}: resuming in {}: {} boots so far", s.kind(), dir.display(), s.boots.len()));
+            // A confirmation's looks and their levels are fixed by its cap once
+            // it has boots: a cap changed then would replay its looks at other
+            // levels (a "can't tell" at 8 turned "confirmed" at 5) and void the
+            // error rate it states.
+            if let Some(cap) = cap.filter(|c| *c != s.cap && s.confirm.is_some() && !s.boots.is_empty()) {
+                return Err(format!(
+                    "--cap {cap}: this confirmation was started with --cap {} and has {} boots; its looks are \
+                     fixed by then (another cap would test its boots at other levels). Resume it without --cap, \
+                     or move {} away to start a new one",
+                    s.cap,
+                    s.boots.len(),
+                    dir.display()
+                ));
+            }
             if let Some(cap) = cap.filter(|c| *c != s.cap) {
                 say(&format!("{}: --cap {cap} from now on (it was {})", s.kind(), s.cap));
                 s.cap = cap;
@@ -544,7 +560,7 @@ pub fn status_of(state: &State, image: &ImageEntries) -> Result<String, String> 
         _ => None,
     };
     if let Some(names) = next {
-        out += &format!("next: boot {names} (the same `bootmark bisect` command resumes)\n");
+        out += &format!("next: boot {names} (the same `bootmark {}` command resumes)\n", state.kind());
     }
     Ok(out)
 }
@@ -593,7 +609,7 @@ pub fn describe(state: &State, metric: &Metric, action: &Action, image: &ImageEn
     if let Some(e) = &state.confirm {
         let entry = image.entries.iter().find(|x| x.label == e.entry).map_or("", |x| x.title.as_str());
         s += &format!(
-            "confirmation: {} ({entry}) as found against with {}, which should make {} {} ({worse}); \
+            "confirmation: {} ({entry}) as found, against it with {} set, which should make {} {} ({worse}); \
              at most {} boots a side, {} boots so far\n",
             e.entry,
             e.set,

@@ -267,7 +267,8 @@ pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>) -> Str
         ),
         Said::CantTell(e) => format!(
             "can't tell after {} boots a side: {}, {:.0} % of the way to {}; {}. Neither confirmed nor \
-             refuted: more boots (a higher --cap) or a quieter machine might decide",
+             refuted: a new confirmation with a higher --cap (its looks are fixed once it has boots: \
+             another --dir) or a quieter machine might decide",
             e.boots,
             moved(e),
             e.share * 100.0,

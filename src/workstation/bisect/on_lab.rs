@@ -48,12 +48,17 @@ impl Lab for OnLab<'_> {
         // A failed step measured nothing of the candidate: no record by its
         // deadline, or the records of another entry or other settings than
         // the step's (kept in its files, never counted for this candidate).
-        let value = match outcome.status {
-            Status::Failed => None,
+        // A boot whose settings were not all in force measured something else
+        // than its candidate (a value the kernel refused: max_sectors_kb past
+        // the device's limit, a scheduler it lacks): no value of it.
+        let refused = set.and_then(|_| not_applied(&records));
+        let value = match (outcome.status, &refused) {
+            (Status::Failed, _) | (_, Some(_)) => None,
             _ => run_id.as_ref().and_then(|id| self.metric.per_boot(&records).get(id).copied()),
         };
         let why = match (&value, outcome.status) {
             (Some(_), _) => None,
+            (None, _) if refused.is_some() => refused,
             (None, Status::Failed) => Some(outcome.why.unwrap_or_else(|| "the boot failed".into())),
             (None, _) if records.is_empty() => Some("the boot wrote no result record".into()),
             (None, _) => {
@@ -71,6 +76,19 @@ impl Lab for OnLab<'_> {
         let hung = outcome.status == Status::Failed && outcome.run_ids.is_empty();
         Ok(Some(Measured { run_id, value, why, hardware, hung }))
     }
+}
+
+/// Why a boot's settings were not all in force: the first record whose
+/// variant says a setting was not applied (the kernel refused the value, or
+/// lacks the setting), as "queue.max_sectors_kb: writing 1280 … failed: Invalid
+/// argument"; None when every record ran under all it asked.
+pub fn not_applied(records: &[Record]) -> Option<String> {
+    records.iter().filter_map(|r| r.variant.as_ref()).find_map(|v| {
+        let (key, why) = v.not_applied.iter().next()?;
+        Some(format!(
+            "the boot's settings were not all in force ({key}: {why}): it measured something else than its candidate"
+        ))
+    })
 }
 
 /// The result records of one boot's records file (its run record aside).
@@ -110,4 +128,28 @@ pub fn hardware(r: &Record) -> String {
         h.dmi_vendor.as_deref().unwrap_or("?"),
         h.dmi_product.as_deref().unwrap_or("?"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value the kernel refused (6.1 on the dl140's disk: max_sectors_kb
+    /// 1280 past its max_hw_sectors_kb of 128) leaves the boot without a value.
+    #[test]
+    fn a_boot_whose_setting_was_refused_has_no_value() {
+        let mut r = Record::blank("20261207-000000-0000", 0);
+        assert_eq!(not_applied(std::slice::from_ref(&r)), None);
+        let mut v = crate::schema::variant::Applied { name: "changed".into(), ..Default::default() };
+        v.asked.insert("queue.max_sectors_kb".into(), "1280".into());
+        r.variant = Some(v.clone());
+        assert_eq!(not_applied(std::slice::from_ref(&r)), None, "asked and applied");
+        v.not_applied.insert(
+            "queue.max_sectors_kb".into(),
+            "writing 1280 to /sys/block/sda/queue/max_sectors_kb failed: Invalid argument".into(),
+        );
+        r.variant = Some(v);
+        let why = not_applied(&[r]).unwrap();
+        assert!(why.contains("(queue.max_sectors_kb: writing 1280"), "{why}");
+    }
 }

@@ -254,7 +254,13 @@ impl State {
         let (found, changed) = (self.values_of(0), self.values_of(1));
         let failed = found.iter().chain(&changed).filter(|v| v.is_none()).count();
         if failed > confirm::FAILURES_AT_MOST {
-            return Action::Refused(format!("{failed} boots failed; see their logs"));
+            let last = self.boots.iter().rev().find(|b| b.value.is_none());
+            let why = last.and_then(|b| b.why.as_deref()).unwrap_or("no value");
+            let id = last.map_or("?", |b| b.id.as_str());
+            return Action::Refused(format!(
+                "{failed} boots gave no value (the last, {id}: {why}); their logs and records are in this \
+                 confirmation's directory. Fix what they say, then move the directory away to start again"
+            ));
         }
         let ok = |v: &[Option<f64>]| -> Vec<f64> { v.iter().flatten().copied().collect() };
         let expected = confirm::Expected { worse: metric.worse(), removes: e.removes, toward: e.toward };
@@ -392,6 +398,19 @@ impl State {
     pub fn check_same(&self, asked: &State, dir: &Path) -> Result<(), String> {
         let what = |s: &State| (s.metric.clone(), s.settings.clone(), s.confirm.clone(), s.hang_is_bad);
         let ladder_differs = self.settings.is_none() && self.candidates != asked.candidates;
+        if let (Some(mine), Some(theirs)) = (&self.confirm, &asked.confirm)
+            && (mine != theirs || self.metric != asked.metric)
+        {
+            return Err(format!(
+                "{} holds another confirmation ({} by {} with {}{}{}): move it away, or give --dir, to start this one",
+                dir.display(),
+                mine.entry,
+                self.metric,
+                mine.set,
+                mine.toward.map_or(String::new(), |t| format!(", toward {t}")),
+                if mine.removes { "" } else { ", --gives" }
+            ));
+        }
         if what(self) != what(asked) || ladder_differs {
             return Err(format!(
                 "{} holds another bisect (metric {}{}, {} candidates from {} to {}): move it away to start this one",
@@ -862,5 +881,25 @@ mod tests {
             let resumed = State::load(&dir).unwrap().unwrap();
             assert_eq!(resumed.action(&metric), action, "{name}: replayed from the saved boots");
         }
+    }
+
+    /// A confirmation's directory holds that experiment: another setting,
+    /// entry, metric or aim is refused by name, not mixed in.
+    #[test]
+    fn another_confirmation_is_refused_by_what_differs() {
+        let e =
+            Experiment { entry: "k2".into(), set: "queue.max_sectors_kb=128".into(), removes: true, toward: Some(4.0) };
+        let mine = State::for_confirm("seqwrite.read_p50_ms", e.clone(), 8, 2).unwrap();
+        let dir = Path::new("/tmp/confirm-x");
+        assert_eq!(mine.check_same(&mine.clone(), dir), Ok(()));
+        let other = Experiment { set: "vm.swappiness=10".into(), ..e };
+        let asked = State::for_confirm("seqwrite.read_p50_ms", other, 8, 2).unwrap();
+        let err = mine.check_same(&asked, dir).unwrap_err();
+        assert!(
+            err.contains(
+                "holds another confirmation (k2 by seqwrite.read_p50_ms with queue.max_sectors_kb=128, toward 4)"
+            ),
+            "{err}"
+        );
     }
 }
