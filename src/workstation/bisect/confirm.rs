@@ -43,6 +43,8 @@ pub const AS_FOUND: &str = "as-found";
 pub const CHANGED: &str = "changed";
 /// Boots that may fail (no value) before the confirmation gives up.
 pub const FAILURES_AT_MOST: usize = 3;
+/// Found boots after which a `--toward` on their wrong side is said, before the first look.
+const AIM_SEEN_AFTER: usize = 3;
 /// Where no `toward` is given: the change a cause must explain, at least (20 %).
 pub const DEFAULT_EFFECT: f64 = 0.2;
 
@@ -104,6 +106,14 @@ pub fn level(cap: usize) -> f64 {
 /// Decided from the boots so far (`found` and `changed`, in boot order;
 /// a look uses the first n of each), as replayed on every call.
 pub fn decide(expected: &Expected, found: &[f64], changed: &[f64], cap: usize) -> Said {
+    // A --toward on the wrong side of the kernel as found is said as soon as
+    // three found boots show it, not after five a side (boots spent on a
+    // test that cannot be made; the directory then holds that experiment).
+    if (AIM_SEEN_AFTER..FIRST_LOOK).contains(&found.len())
+        && let Err(why) = stats::median(found).ok_or(String::new()).and_then(|m| expected_ratio(expected, m))
+    {
+        return Said::Unfit(why);
+    }
     let have = found.len().min(changed.len());
     let mut last = None;
     for n in FIRST_LOOK..=have.min(cap) {
@@ -382,6 +392,11 @@ mod tests {
     /// A `toward` on the wrong side, and values a ratio cannot take, are refused.
     #[test]
     fn a_test_that_cannot_be_made_says_why() {
+        // Said after three found boots, before the first look (from a hostile
+        // user's run: five boots a side were spent first).
+        let three = boots(7, 3, 10.0, 0.1);
+        assert_eq!(decide(&REMOVES, &three[..2], &[], 8), Said::More);
+        assert!(matches!(decide(&REMOVES, &three, &[], 8), Said::Unfit(_)));
         let found = boots(7, 5, 10.0, 0.1);
         let Said::Unfit(why) = decide(&REMOVES, &found, &found, 8) else { panic!() };
         assert!(why.contains("--toward 15 is not lower than the found boots' median"), "{why}");
