@@ -6,11 +6,11 @@
 
 use super::confirm;
 use super::git;
-use super::metric::Metric;
+use super::metric::{Metric, figure};
 use super::on_lab::OnLab;
 use super::search::{Answer, Outcome};
 use super::session::{self, Action, Booted, Experiment, Settled, State};
-use super::settings::Differences;
+use super::settings::{Differences, one_word};
 use super::step::{ALPHA, Apart, BETA, Worse};
 use crate::schema::record::{Record, Status};
 use crate::schema::variant::Variant;
@@ -244,9 +244,8 @@ fn checked_experiment(e: &Experiment, image: &ImageEntries) -> Result<(), String
             labels.join(", ")
         ));
     }
-    let word = |v: &str| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     for item in e.set.split(',') {
-        if !item.split_once('=').is_some_and(|(k, v)| word(k) && word(v)) {
+        if !item.split_once('=').is_some_and(|(k, v)| one_word(k) && one_word(v)) {
             return Err(format!(
                 "--set {}: '{item}' is not KEY=VALUE of one word each (queue.max_sectors_kb=128, vm.dirty_bytes=4194304)",
                 e.set
@@ -770,14 +769,5 @@ fn outcome_word(o: Outcome) -> &'static str {
         Outcome::Bad => "bad",
         Outcome::Unsure => "unsure (its cap reached undecided)",
         Outcome::Skip => "skip (its boots failed)",
-    }
-}
-
-/// Three significant figures.
-fn figure(v: f64) -> String {
-    match v.abs() {
-        a if a >= 100.0 => format!("{v:.0}"),
-        a if a >= 10.0 => format!("{v:.1}"),
-        _ => format!("{v:.2}"),
     }
 }

@@ -27,6 +27,7 @@
 //! Four boots a side cannot decide at any level under 0.029 (the rank
 //! test's smallest p with 4 and 4), so the first look is at five.
 
+use super::metric::figure;
 use super::step::{Worse, aa_spread};
 use crate::workstation::report::stats;
 
@@ -118,42 +119,32 @@ pub fn decide(expected: &Expected, found: &[f64], changed: &[f64], cap: usize) -
     let mut last = None;
     for n in FIRST_LOOK..=have.min(cap) {
         match look(expected, &found[..n], &changed[..n], level(cap)) {
-            Ok(Some(said)) => return said,
-            Ok(None) => {}
+            Ok(Ok(said)) => return said,
+            Ok(Err(undecided)) => last = Some(undecided),
             Err(why) => return Said::Unfit(why),
         }
-        last = Some(n);
     }
     match last {
-        Some(n) if n >= cap => {
-            let evidence = evidence(expected, &found[..n], &changed[..n], level(cap));
-            evidence.map_or_else(Said::Unfit, Said::CantTell)
-        }
+        Some(e) if e.boots >= cap => Said::CantTell(e),
         _ => Said::More,
     }
 }
 
-/// One look at n boots a side: Some(verdict) when it decides.
-fn look(expected: &Expected, found: &[f64], changed: &[f64], level: f64) -> Result<Option<Said>, String> {
+/// One look at n boots a side: Ok(verdict) when it decides, else its figures.
+/// Refuted when the changed boots are provably short of half the expected
+/// change (the rank test against the found values moved half the way,
+/// below `level`): the cause would have moved them at least that far.
+fn look(expected: &Expected, found: &[f64], changed: &[f64], level: f64) -> Result<Result<Said, Evidence>, String> {
     let e = evidence(expected, found, changed, level)?;
     let toward_expected = (e.ratio < 1.0) == (e.expected < 1.0) && e.ratio != 1.0;
     let beyond_floor = e.floor.is_none_or(|f| (e.ratio - 1.0).abs() > f);
-    let short = short_of_half(found, changed, e.expected, level);
-    if short {
-        return Ok(Some(Said::Refuted(e)));
+    if e.half_way_p.is_some_and(|p| p < level) {
+        return Ok(Ok(Said::Refuted(e)));
     }
     if e.p < level && toward_expected && beyond_floor {
-        return Ok(Some(Said::Confirmed(e)));
+        return Ok(Ok(Said::Confirmed(e)));
     }
-    Ok(None)
-}
-
-/// Whether the changed boots are provably short of half the expected
-/// change: the found values moved half the way (by √expected) and the
-/// changed ones still lie on the found side of them (the rank test below
-/// `level`). The cause would have moved them at least that far.
-fn short_of_half(found: &[f64], changed: &[f64], expected: f64, level: f64) -> bool {
-    half_way_p(found, changed, expected).is_some_and(|p| p < level)
+    Ok(Err(e))
 }
 
 /// The rank test's p of the changed boots against the found ones moved
@@ -290,30 +281,27 @@ pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>) -> Str
     }
 }
 
-/// Three significant figures.
-fn figure(v: f64) -> String {
-    match v.abs() {
-        a if a >= 100.0 => format!("{v:.0}"),
-        a if a >= 10.0 => format!("{v:.1}"),
-        _ => format!("{v:.2}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const REMOVES: Expected = Expected { worse: Worse::Larger, removes: true, toward: Some(15.0) };
 
-    /// A small deterministic generator (xorshift), values around `median` with a spread of `cv`.
-    fn boots(seed: u64, n: usize, median: f64, cv: f64) -> Vec<f64> {
+    /// A small deterministic generator (xorshift): the same seed, the same numbers.
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         let mut s = seed.max(1);
-        let mut uniform = move || {
+        move || {
             s ^= s << 13;
             s ^= s >> 7;
             s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+            s
+        }
+    }
+
+    /// Values around `median` with a spread of `cv`, from `seed`.
+    fn boots(seed: u64, n: usize, median: f64, cv: f64) -> Vec<f64> {
+        let mut next = xorshift(seed);
+        let mut uniform = move || (next() >> 11) as f64 / (1u64 << 53) as f64;
         // A normal from two uniforms (Box–Muller), on a log scale.
         (0..n)
             .map(|_| {
@@ -460,15 +448,8 @@ mod tests {
             .filter(|l| l.contains("bootmark.result/1"))
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        let mut pick = {
-            let mut s = 0x5eed_u64;
-            move |n: usize| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s % n as u64) as usize
-            }
-        };
+        let mut next = xorshift(0x5eed);
+        let mut pick = move |n: usize| (next() % n as u64) as usize;
         let mut said = Vec::new();
         for figure in ["seqwrite.probe_p99_ms", "seqwrite.real_s", "manyfiles.real_s", "seqwrite.read_p50_ms"] {
             let metric = Metric::parse(figure).unwrap();

@@ -69,11 +69,9 @@ impl Differences {
     /// any boot, since each goes onto a kernel command line in a menu file
     /// (`scheduler = "bfq init=/bin/sh"` would add a kernel argument).
     pub fn check(&self) -> Result<(), String> {
-        let word =
-            |v: &str| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
         for d in &self.settings {
             for (side, value) in [("good", &d.good), ("bad", &d.bad)] {
-                if !word(value) {
+                if !one_word(value) {
                     return Err(format!(
                         "{}'s {side} value {value:?} is not one word of letters, digits, '.', '_' or '-' (what a sysctl or a queue setting takes): it is not put on a kernel command line",
                         d.key
@@ -111,6 +109,13 @@ impl Differences {
         };
         subset.iter().map(one).collect::<Vec<_>>().join(", ")
     }
+}
+
+/// One word a sysctl or a sysfs queue file takes (a number, a scheduler's
+/// name): letters, digits, '.', '_' or '-', nothing a kernel command line
+/// would split or a shell would read.
+pub fn one_word(v: &str) -> bool {
+    !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 /// A variant's settings as `bootmark.set=` names them. Of a ratio and its

@@ -271,10 +271,9 @@ fn bind_over_proc_sys_vm(dir: &std::ffi::CStr) -> std::io::Result<()> {
 
 /// In the child's namespace, a read-only empty tmpfs over /proc/pressure.
 fn hide_pressure_stall_information() -> std::io::Result<()> {
-    let check = check_rc;
     // SAFETY: constant NUL-terminated strings; no memory is allocated.
     unsafe {
-        check(libc::mount(
+        check_rc(libc::mount(
             c"none".as_ptr(),
             c"/proc/pressure".as_ptr(),
             c"tmpfs".as_ptr(),
