@@ -22,6 +22,10 @@ pub const VM_SETTINGS: [&str; 7] = [
 /// sends 1.1 MiB writes to an AHCI disk where 6.1 sent 128 KiB ones).
 pub const QUEUE_SETTINGS: [&str; 5] = ["scheduler", "nr_requests", "read_ahead_kb", "wbt_lat_usec", "max_sectors_kb"];
 
+/// The variant a same-boot comparison's runs as found carry
+/// (`bootmark.set=+NAME:…`: each repetition as found, then under NAME).
+pub const FOUND_BESIDE: &str = "asfound";
+
 /// Whether vm setting `key` of `vm` is not the one in force of a dirty
 /// ratio and its byte limit (the kernel pairs them: writing one zeroes the
 /// other): a ratio whose byte limit is set, or a byte limit of 0.

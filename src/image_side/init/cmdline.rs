@@ -95,8 +95,9 @@ pub struct Settings {
     /// Of a sweep plan, only these variants (comma-separated names).
     pub variants: Option<String>,
     /// Settings for this boot alone (`bootmark.set=`): the plan runs under
-    /// them as its one variant, `set` (a settings bisect's step).
-    pub set: Option<crate::image_side::variant::Variant>,
+    /// them as its one variant, `set` (a settings bisect's step), or
+    /// beside the settings as found (`bootmark.set=+NAME:…`).
+    pub set: Option<SetForBoot>,
     pub after: After,
     /// Serial device for framed records and heartbeats.
     pub console: String,
@@ -122,10 +123,51 @@ impl Settings {
                 .map_err(|e| format!("bootmark.variants: {e}"))?;
         }
         if let Some(set) = &self.set {
-            plan.variants = vec![set.clone()];
+            plan.variants = match set.beside_found {
+                // A same-boot comparison: each repetition runs the workloads
+                // as found, then under the settings (as a sweep interleaves).
+                true => vec![
+                    crate::image_side::variant::Variant {
+                        name: crate::schema::variant::FOUND_BESIDE.into(),
+                        note: "the settings as found, beside bootmark.set=".into(),
+                        ..Default::default()
+                    },
+                    set.variant.clone(),
+                ],
+                false => vec![set.variant.clone()],
+            };
+            if let Some(r) = set.repeat {
+                plan.repeat = r;
+            }
+            if let Some(names) = &set.workloads {
+                let have: Vec<&str> = plan.workloads.iter().map(|w| w.name()).collect();
+                if let Some(missing) = names.iter().find(|n| !have.contains(&n.as_str())) {
+                    return Err(format!(
+                        "bootmark.set=…workloads={}: the plan '{}' runs no {missing}; its workloads: {}",
+                        names.join("+"),
+                        plan.name,
+                        have.join(", ")
+                    ));
+                }
+                plan.workloads.retain(|w| names.iter().any(|n| n == w.name()));
+            }
         }
         Ok(())
     }
+}
+
+/// `bootmark.set=`: the settings a boot runs its plan under.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetForBoot {
+    pub variant: crate::image_side::variant::Variant,
+    /// `+NAME:`: the plan's workloads also run as found, each repetition
+    /// both ways (the variant `asfound` first): a same-boot comparison.
+    pub beside_found: bool,
+    /// `repeat=N` among the settings: the plan's repetitions for this boot.
+    pub repeat: Option<u32>,
+    /// `workloads=A+B`: of the plan's workloads, only these (a confirmation
+    /// needs the one its metric reads: a boot of half the time or less).
+    pub workloads: Option<Vec<String>>,
 }
 
 pub const KEYS: [(&str, &str); 14] = [
@@ -141,7 +183,7 @@ pub const KEYS: [(&str, &str); 14] = [
     ("variants", "of a sweep plan, run only these variants (comma-separated names)"),
     (
         "set",
-        "[NAME:]vm.NAME=N,queue.NAME=V,…: run the plan under these settings, as its one variant NAME (default set; what `bootmark bisect settings` boots)",
+        "[+][NAME:]vm.NAME=N,queue.NAME=V,…[,repeat=N][,workloads=A+B]: run the plan (or only those workloads) under these settings, as its one variant NAME (default set; what `bootmark bisect settings` boots); with +, each repetition also as found (variant asfound, first): what `bootmark confirm --same-boot` boots",
     ),
     ("after", "poweroff | reboot | halt when done (default poweroff)"),
     ("console", "serial device for records, a terminal such as ttyS0 (default ttyS0)"),
@@ -205,6 +247,9 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
             }
             "format-confirm" => confirm = Some(value.to_string()),
             "repeat" => {
+                if s.set.as_ref().is_some_and(|set| set.repeat.is_some()) {
+                    return Err(bad("bootmark.set= gives repeat= already: give it once"));
+                }
                 s.repeat = Some(
                     value
                         .parse()
@@ -219,7 +264,13 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
                 }
                 s.variants = Some(value.to_string());
             }
-            "set" => s.set = Some(settings_variant(value).map_err(|e| bad(&e))?),
+            "set" => {
+                let set = settings_variant(value).map_err(|e| bad(&e))?;
+                if set.repeat.is_some() && s.repeat.is_some() {
+                    return Err(bad("bootmark.repeat= is given already: give the repetitions once"));
+                }
+                s.set = Some(set);
+            }
             "after" => {
                 s.after = match value {
                     "poweroff" => After::Poweroff,
@@ -251,20 +302,30 @@ pub fn parse(cmdline: &str) -> Result<Settings, String> {
     Ok(s)
 }
 
-/// `[NAME:]vm.dirty_ratio=20,queue.max_sectors_kb=128` as the variant NAME
-/// (default `set`; a settings bisect names its candidate, so its report
-/// tells the candidates apart): only the settings a plan's variant may
-/// change, each given once.
-fn settings_variant(value: &str) -> Result<crate::image_side::variant::Variant, String> {
+/// `[+][NAME:]vm.dirty_ratio=20,queue.max_sectors_kb=128[,repeat=N]` as
+/// the variant NAME (default `set`; a settings bisect names its candidate,
+/// so its report tells the candidates apart): only the settings a plan's
+/// variant may change, each given once. A leading `+` runs the plan as
+/// found too, beside it; `repeat=N` sets the boot's repetitions (a
+/// same-boot comparison needs several runs a side, whatever the plan's).
+fn settings_variant(value: &str) -> Result<SetForBoot, String> {
+    let (beside_found, value) = match value.strip_prefix('+') {
+        Some(rest) => (true, rest),
+        None => (false, value),
+    };
     let (name, value) = match value.split_once(':') {
         Some((name, rest)) if !name.contains('=') => (name, rest),
         _ => ("set", value),
     };
+    if beside_found && name == crate::schema::variant::FOUND_BESIDE {
+        return Err(format!("'{name}' names the runs as found beside it: give the settings another name"));
+    }
     let mut v = crate::image_side::variant::Variant {
         name: name.into(),
         note: "bootmark.set= on the kernel command line".into(),
         ..Default::default()
     };
+    let (mut repeat, mut workloads) = (None, None);
     for item in value.split(',') {
         let (key, val) = item.split_once('=').ok_or_else(|| format!("'{item}' is not NAME=VALUE"))?;
         let twice = || format!("{key} is given twice");
@@ -280,11 +341,26 @@ fn settings_variant(value: &str) -> Result<crate::image_side::variant::Variant, 
                     return Err(twice());
                 }
             }
-            _ => return Err(format!("'{key}' is not vm.NAME or queue.NAME")),
+            None if key == "repeat" => {
+                let n = val.parse().ok().filter(|n| (1..=1000).contains(n));
+                if repeat.replace(n.ok_or_else(|| format!("repeat={val}: a whole number from 1 to 1000"))?).is_some() {
+                    return Err(twice());
+                }
+            }
+            None if key == "workloads" => {
+                let names: Vec<String> = val.split('+').map(str::to_string).collect();
+                if let Some(bad) = names.iter().find(|n| check_name(n).is_err()) {
+                    return Err(format!("workloads={val}: '{bad}' is not a workload's name"));
+                }
+                if workloads.replace(names).is_some() {
+                    return Err(twice());
+                }
+            }
+            _ => return Err(format!("'{key}' is not vm.NAME, queue.NAME, repeat or workloads")),
         }
     }
     v.validate()?;
-    Ok(v)
+    Ok(SetForBoot { variant: v, beside_found, repeat, workloads })
 }
 
 /// Formatting happens only when format and format-confirm are both present
@@ -443,7 +519,7 @@ mod tests {
     fn settings_for_one_boot_become_the_plans_one_variant() {
         let s = parse("bootmark.plan=sweep bootmark.set=queue.max_sectors_kb=128,vm.dirty_ratio=20").unwrap();
         let named = parse("bootmark.set=d1+d3:queue.max_sectors_kb=128").unwrap();
-        assert_eq!(named.set.map(|v| v.name), Some("d1+d3".to_string()));
+        assert_eq!(named.set.map(|s| s.variant.name), Some("d1+d3".to_string()));
         assert!(parse("bootmark.set=a/b:vm.swappiness=1").unwrap_err().contains("short word"));
         let mut plan = crate::image_side::plan::Plan::load("sweep").unwrap();
         assert!(plan.variants.len() > 1);
@@ -453,6 +529,40 @@ mod tests {
         assert_eq!(v.queue.get("max_sectors_kb").map(String::as_str), Some("128"));
         assert_eq!(v.vm.get("dirty_ratio"), Some(&20));
         assert_eq!((v.vm.len(), v.queue.len()), (1, 1));
+    }
+
+    /// `bootmark.set=+NAME:…` runs each repetition as found, then under the
+    /// settings: the same-boot comparison `bootmark confirm --same-boot` boots.
+    #[test]
+    fn settings_beside_the_found_ones_interleave_with_them() {
+        let s = parse("bootmark.set=+changed:queue.max_sectors_kb=128,repeat=5").unwrap();
+        let mut plan = crate::image_side::plan::Plan::load("sweep").unwrap();
+        s.apply_to(&mut plan).unwrap();
+        let names: Vec<&str> = plan.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["asfound", "changed"]);
+        assert!(plan.variants[0].vm.is_empty() && plan.variants[0].queue.is_empty());
+        assert_eq!(plan.variants[1].queue.get("max_sectors_kb").map(String::as_str), Some("128"));
+        assert_eq!(plan.repeat, 5);
+        // Without +, repeat= alone sets the repetitions of the one variant.
+        let one = parse("bootmark.set=vm.swappiness=10,repeat=2").unwrap();
+        one.apply_to(&mut plan).unwrap();
+        assert_eq!((plan.variants.len(), plan.repeat), (1, 2));
+        let err = |l: &str| parse(l).unwrap_err();
+        assert!(err("bootmark.set=+asfound:vm.swappiness=1").contains("another name"));
+        assert!(err("bootmark.set=+c:vm.swappiness=1,repeat=0").contains("1 to 1000"));
+        assert!(err("bootmark.set=+c:repeat=2,repeat=3").contains("twice"));
+        assert!(err("bootmark.repeat=3 bootmark.set=+c:vm.swappiness=1,repeat=5").contains("once"));
+        assert!(err("bootmark.set=+c:vm.swappiness=1,repeat=5 bootmark.repeat=3").contains("once"));
+        assert!(err("bootmark.set=+c:reps=5").contains("not vm.NAME, queue.NAME, repeat or workloads"));
+        // Of the plan's workloads, only those named; one the plan lacks is refused by name.
+        let only = parse("bootmark.set=+c:vm.swappiness=1,workloads=seqwrite").unwrap();
+        let mut plan = crate::image_side::plan::Plan::load("generations").unwrap();
+        only.apply_to(&mut plan).unwrap();
+        assert_eq!(plan.workloads.iter().map(|w| w.name()).collect::<Vec<_>>(), ["seqwrite"]);
+        let missing = parse("bootmark.set=c:vm.swappiness=1,workloads=fio").unwrap();
+        let mut plan = crate::image_side::plan::Plan::load("generations").unwrap();
+        assert!(missing.apply_to(&mut plan).unwrap_err().contains("runs no fio; its workloads: manyfiles, seqwrite"));
+        assert!(err("bootmark.set=c:workloads=a/b").contains("not a workload's name"));
     }
 
     #[test]
@@ -482,7 +592,7 @@ mod tests {
         assert!(err("bootmark.set=vm.dirty_ratio").contains("not NAME=VALUE"));
         assert!(err("bootmark.set=vm.dirty_ratio=x").contains("whole number"));
         assert!(err("bootmark.set=vm.overcommit_memory=1").contains("not a setting a variant may change"));
-        assert!(err("bootmark.set=proc.x=1").contains("not vm.NAME or queue.NAME"));
+        assert!(err("bootmark.set=proc.x=1").contains("not vm.NAME, queue.NAME, repeat or workloads"));
         assert!(err("bootmark.set=queue.nr_requests=4,queue.nr_requests=8").contains("twice"));
         assert!(err("bootmark.set=queue.scheduler=a/b").contains("not a plain value"));
         assert!(err("bootmark.set=vm.swappiness=1 bootmark.variants=a").contains("give one"));

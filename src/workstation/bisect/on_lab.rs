@@ -37,7 +37,7 @@ impl Lab for OnLab<'_> {
             .iter()
             .find(|e| e.label == candidate)
             .ok_or_else(|| format!("candidate {candidate} is not an entry of the image"))?;
-        let deadline_s = crate::workstation::lab::step_deadline_s(machine, self.image, entry)?;
+        let deadline_s = crate::workstation::lab::step_deadline_s(machine, self.image, entry, set)?;
         let step = format!("{}/{id}", machine.name);
         let with = set.map_or(String::new(), |s| format!(" with {s}"));
         say(&format!("{}: {step}: booting {candidate} ({}){with}; deadline {deadline_s} s", self.kind, entry.title));
@@ -92,7 +92,7 @@ pub fn not_applied(records: &[Record]) -> Option<String> {
 }
 
 /// The result records of one boot's records file (its run record aside).
-fn read_records(path: &Path) -> Result<Vec<Record>, String> {
+pub(super) fn read_records(path: &Path) -> Result<Vec<Record>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {

@@ -301,7 +301,7 @@ mod tests {
         for c in [GOOD, BAD, "d1"] {
             let line = format!("bootmark.set={}", d.set_of(c).unwrap());
             let variant = crate::image_side::init::cmdline::parse(&line).unwrap().set.unwrap();
-            assert_eq!(variant.name, c);
+            assert_eq!(variant.variant.name, c);
         }
     }
 

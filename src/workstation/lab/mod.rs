@@ -95,8 +95,13 @@ impl ImageEntries {
     /// The seconds a boot of `entry` may take after the kernel starts:
     /// /init's wait for disks and the plan's budget, as its command line
     /// sets them.
-    pub fn budget_s(&self, entry: &ImageEntry) -> Result<(f64, f64), String> {
-        let settings = crate::contract::cmdline::parse(&entry.cmdline)
+    pub fn budget_s(&self, entry: &ImageEntry, set: Option<&str>) -> Result<(f64, f64), String> {
+        // A boot's settings may change its repetitions and variants (a same-boot comparison).
+        let line = match set {
+            Some(set) => format!("{} bootmark.set={set}", entry.cmdline),
+            None => entry.cmdline.clone(),
+        };
+        let settings = crate::contract::cmdline::parse(&line)
             .map_err(|e| format!("entry {}: its command line: {e}", entry.label))?;
         let mut plan = match &self.plan_definition {
             Some(p) => p.clone(),
@@ -161,7 +166,7 @@ pub fn plan_seeded(lab: &Lab, image: &ImageEntries, seed: u64) -> Result<Vec<Ser
         let mut planned = Vec::new();
         for step in steps::for_server(&server.name, &names, lab.repeat, lab.order, seed) {
             let entry = image.entries.iter().find(|e| e.label == step.entry).expect("checked above");
-            let deadline = step_deadline_s(server, image, entry)?;
+            let deadline = step_deadline_s(server, image, entry, None)?;
             planned.push((step, deadline));
         }
         out.push(ServerPlan { steps: planned });
@@ -172,8 +177,13 @@ pub fn plan_seeded(lab: &Lab, image: &ImageEntries, seed: u64) -> Result<Vec<Ser
 /// How long a boot of `entry` on `server` may take: its own boot, /init's
 /// wait for disks and the plan's budget (`steps::deadline_s`), never more
 /// than the server's `max_step_s`.
-pub fn step_deadline_s(server: &file::Server, image: &ImageEntries, entry: &ImageEntry) -> Result<u64, String> {
-    let (device_wait_s, budget_s) = image.budget_s(entry)?;
+pub fn step_deadline_s(
+    server: &file::Server,
+    image: &ImageEntries,
+    entry: &ImageEntry,
+    set: Option<&str>,
+) -> Result<u64, String> {
+    let (device_wait_s, budget_s) = image.budget_s(entry, set)?;
     let deadline = steps::deadline_s(server.boot_s, device_wait_s, budget_s);
     Ok(server.max_step_s.map_or(deadline, |max| deadline.min(max)))
 }
