@@ -414,6 +414,11 @@ enum Command {
     ///     the explanation" where the change itself is real: a part of the difference at most;
     ///   can't tell — neither by --cap, with the figures.
     /// The state is saved after every boot: Ctrl-C, then the same command, resumes.
+    ///
+    /// With --same-boot, one boot instead: each of its --runs repetitions runs the plan as
+    /// found, then with --set (bootmark.set=+changed:SET,repeat=N), each run one value, one
+    /// look at 0.05. Minutes instead of ten boots, and it holds for that boot only: across
+    /// boots (the boot as the unit) is the confirmation without it.
     /// docs/confirm.md explains, with a run on QEMU.
     ///
     /// Exit status: 0 confirmed, 3 refuted, 1 can't tell or no test possible, 2 bad flags, a
@@ -446,10 +451,16 @@ enum Command {
         #[arg(long = "server", value_name = "NAME")]
         servers: Vec<String>,
         /// The most boots a side (5 to 16, default 8).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "same_boot")]
         cap: Option<usize>,
+        /// Both sides in one boot of one server, interleaved (a value per run): holds for that boot.
+        #[arg(long)]
+        same_boot: bool,
+        /// With --same-boot: runs a side (5 to 16, default 6).
+        #[arg(long, requires = "same_boot")]
+        runs: Option<usize>,
         /// The confirmation's directory: its state and every boot's log and records
-        /// (default: `confirm` in the lab's state directory).
+        /// (default: `confirm`, or `confirm-same-boot`, in the lab's state directory).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
@@ -532,9 +543,17 @@ fn main() -> ExitCode {
         #[cfg(feature = "workstation")]
         Command::Bisect(BisectCommand::Status { lab, dir }) => bisect_status(&lab, dir.as_deref()),
         #[cfg(feature = "workstation")]
-        Command::Confirm { lab, metric, entry, set, toward, gives, servers, cap, dir } => {
-            use bootmark::bisect::{command, session::Experiment};
+        Command::Confirm { lab, metric, entry, set, toward, gives, servers, cap, same_boot, runs, dir } => {
+            use bootmark::bisect::{command, same_boot, session::Experiment};
             let experiment = Experiment { entry, set, removes: !gives, toward };
+            if same_boot {
+                if servers.len() > 1 {
+                    return usage("--same-boot boots one server: give at most one --server");
+                }
+                let runs = runs.unwrap_or(same_boot::DEFAULT_RUNS);
+                let server = servers.into_iter().next();
+                return confirm_same_boot(&lab, &same_boot::Asked { metric, experiment, runs, server, dir });
+            }
             let over = command::Over::Confirm(experiment);
             bisect_run(&lab, &command::Asked { metric, over, servers, cap, dir, hang_is_bad: false })
         }
@@ -700,6 +719,23 @@ fn lab_status(path: &std::path::Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(None) => cannot(&format!("{}: this lab has not run yet (no {})", path.display(), lab.state_dir.display())),
+        Err(e) => cannot(&e),
+    }
+}
+
+/// `bootmark confirm --same-boot`: one boot, and its verdict's exit status.
+#[cfg(feature = "workstation")]
+fn confirm_same_boot(path: &std::path::Path, asked: &bootmark::bisect::same_boot::Asked) -> ExitCode {
+    use bootmark::bisect::command::Ended;
+    let lab = match lab_read(path) {
+        Ok(l) => l,
+        Err(e) => return cannot(&e),
+    };
+    match bootmark::bisect::same_boot::run(&lab, asked) {
+        Ok((Ended::Found, _)) => ExitCode::SUCCESS,
+        Ok((Ended::Refuted, _)) => ExitCode::from(EXIT_REFUTED),
+        Ok((Ended::Interrupted, _)) => ExitCode::from(EXIT_CANNOT),
+        Ok(_) => ExitCode::FAILURE,
         Err(e) => cannot(&e),
     }
 }

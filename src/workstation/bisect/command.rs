@@ -234,7 +234,7 @@ fn cap_of_confirm(cap: Option<usize>) -> usize {
 
 /// A confirmation's entry is the image's, and its settings are what /init
 /// takes on `bootmark.set=` (parsed as /init parses them), each one word.
-fn checked_experiment(e: &Experiment, image: &ImageEntries) -> Result<(), String> {
+pub(super) fn checked_experiment(e: &Experiment, image: &ImageEntries) -> Result<(), String> {
     let labels: Vec<&str> = image.entries.iter().map(|x| x.label.as_str()).collect();
     if !labels.contains(&e.entry.as_str()) {
         return Err(format!(
@@ -263,7 +263,7 @@ fn checked_experiment(e: &Experiment, image: &ImageEntries) -> Result<(), String
 }
 
 /// The lab's servers the bisect boots, by index.
-fn chosen_servers(lab: &Lab, names: &[String]) -> Result<Vec<usize>, String> {
+pub(super) fn chosen_servers(lab: &Lab, names: &[String]) -> Result<Vec<usize>, String> {
     let all: Vec<&str> = lab.servers.iter().map(|s| s.name.as_str()).collect();
     if names.is_empty() {
         return Ok((0..all.len()).collect());
@@ -284,7 +284,7 @@ fn chosen_servers(lab: &Lab, names: &[String]) -> Result<Vec<usize>, String> {
 
 /// The metric, checked against the image's plan when the manifest has it:
 /// a workload the plan does not run is refused before anything boots.
-fn checked_metric(text: &str, image: &ImageEntries) -> Result<Metric, String> {
+pub(super) fn checked_metric(text: &str, image: &ImageEntries) -> Result<Metric, String> {
     let metric = Metric::parse(text)?;
     if let Some(plan) = &image.plan_definition {
         let workloads: Vec<&str> = plan.workloads.iter().map(|w| w.name()).collect();
@@ -695,7 +695,7 @@ fn outcome_lines(state: &State, action: &Action, title: &dyn Fn(usize) -> String
         Action::Settled(apart, settled) => ends_line(apart) + &settled_lines(state, settled),
         Action::Decided(said) => {
             let e = state.confirm.as_ref().expect("a confirmation decides");
-            confirm::verdict(said, &state.metric, &e.set, e.toward) + "\n"
+            confirm::verdict(said, &state.metric, &e.set, e.toward, confirm::Unit::Boots) + "\n"
         }
     }
 }

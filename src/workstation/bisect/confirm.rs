@@ -209,18 +209,66 @@ fn expected_ratio(expected: &Expected, found_median: f64) -> Result<f64, String>
     Ok(ratio)
 }
 
+/// One boot's runs, seen all at once (`bootmark confirm --same-boot`): a
+/// single look at level ALPHA, the first n runs of each side where n is
+/// the fewer. Undecided is "can't tell": another boot is another experiment.
+pub fn decide_once(expected: &Expected, found: &[f64], changed: &[f64]) -> Said {
+    let n = found.len().min(changed.len());
+    if n < FIRST_LOOK {
+        return Said::Unfit(format!(
+            "{n} run(s) a side with a value: the rank test needs {FIRST_LOOK} a side to decide at {ALPHA}"
+        ));
+    }
+    match look(expected, &found[..n], &changed[..n], ALPHA) {
+        Ok(Ok(said)) => said,
+        Ok(Err(undecided)) => Said::CantTell(undecided),
+        Err(why) => Said::Unfit(why),
+    }
+}
+
+/// What a side's values are: each boot's median (the boot is the unit), or
+/// each run of one boot (a same-boot comparison: it holds for that boot).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Boots,
+    RunsOfOneBoot,
+}
+
+impl Unit {
+    fn side(self, n: usize) -> String {
+        match self {
+            Unit::Boots => format!("{n} boots a side"),
+            Unit::RunsOfOneBoot => format!("{n} runs a side, interleaved in one boot"),
+        }
+    }
+}
+
 /// The verdict as a sentence: "confirmed: with queue.max_sectors_kb=128
 /// seqwrite.probe_p99_ms went 49.0 → 15.2 (…)". `metric` names the
-/// figure, `set` the change, `toward` where the cause would put it.
-pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>) -> String {
+/// figure, `set` the change, `toward` where the cause would put it, `unit`
+/// what each side's values are.
+pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>, unit: Unit) -> String {
     let moved = |e: &Evidence| {
         format!(
-            "with {set} {metric} went {} → {} (×{:.2}, medians of {} boots a side)",
+            "with {set} {metric} went {} → {} (×{:.2}, medians of {})",
             figure(e.medians[0]),
             figure(e.medians[1]),
             e.ratio,
-            e.boots
+            unit.side(e.boots)
         )
+    };
+    let looks = match unit {
+        Unit::Boots => format!(" per look (α {ALPHA} over looks at {FIRST_LOOK} to the cap)"),
+        Unit::RunsOfOneBoot => " (one look)".to_string(),
+    };
+    let found_side = match unit {
+        Unit::Boots => "the found boots'",
+        Unit::RunsOfOneBoot => "the found runs'",
+    };
+    // A same-boot verdict is about that boot: the kernel, its disk and its state then.
+    let scope = match unit {
+        Unit::Boots => "",
+        Unit::RunsOfOneBoot => " It holds for this boot; across boots, run the confirmation without --same-boot.",
     };
     let aim = |e: &Evidence| match toward {
         Some(t) => format!("the {} the cause would explain", figure(t)),
@@ -228,17 +276,17 @@ pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>) -> Str
     };
     let test = |e: &Evidence| {
         format!(
-            "rank test (Mann–Whitney, exact) p {:.4} against a level of {:.4} per look (α {ALPHA} over looks at {FIRST_LOOK} to the cap){}",
+            "rank test (Mann–Whitney, exact) p {:.4} against a level of {:.4}{looks}{}",
             e.p,
             e.level,
-            e.floor.map_or(String::new(), |f| format!("; the found boots' A/A noise floor {:.1} %", f * 100.0))
+            e.floor.map_or(String::new(), |f| format!("; {found_side} A/A noise floor {:.1} %", f * 100.0))
         )
     };
     match said {
         Said::Confirmed(e) => format!(
             "confirmed: {}, {:.0} % of the way to {}; {}; and not provably short of half the way. \
              Changing this setting alone moves the metric as the cause says: on this kernel {set} \
-             acts on the difference (a cause of it, tested{})",
+             acts on the difference (a cause of it, tested{}).{scope}",
             moved(e),
             e.share * 100.0,
             aim(e),
@@ -248,7 +296,7 @@ pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>) -> Str
         Said::Refuted(e) if e.p < e.level && e.share > 0.0 => format!(
             "refuted as the explanation: {}, a real change ({}), but only {:.0} % of the way to {}, \
              provably short of half of it (the rank test against the found values moved half the way: \
-             p {:.4}). {set} may be a part of the difference; it does not explain most of it",
+             p {:.4}). {set} may be a part of the difference; it does not explain most of it.{scope}",
             moved(e),
             test(e),
             e.share * 100.0,
@@ -258,7 +306,7 @@ pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>) -> Str
         Said::Refuted(e) => format!(
             "refuted: {}, {:.0} % of the way to {}: provably short of half of it (the rank test against \
              the found values moved half the way: p {:.4} against a level of {:.4}), and no change \
-             beyond chance ({}). {set} does not explain the difference here",
+             beyond chance ({}). {set} does not explain the difference here.{scope}",
             moved(e),
             e.share * 100.0,
             aim(e),
@@ -267,18 +315,39 @@ pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>) -> Str
             test(e)
         ),
         Said::CantTell(e) => format!(
-            "can't tell after {} boots a side: {}, {:.0} % of the way to {}; {}. Neither confirmed nor \
-             refuted: a new confirmation with a higher --cap (its looks are fixed once it has boots: \
-             another --dir) or a quieter machine might decide",
-            e.boots,
+            "can't tell after {}: {}, {:.0} % of the way to {}; {}. Neither confirmed nor \
+             refuted: {}",
+            unit.side(e.boots),
             moved(e),
             e.share * 100.0,
             aim(e),
-            test(e)
+            test(e),
+            match unit {
+                Unit::Boots =>
+                    "a new confirmation with a higher --cap (its looks are fixed once it has boots: \
+                                another --dir) or a quieter machine might decide",
+                Unit::RunsOfOneBoot => "more --runs, or the confirmation across boots, might decide",
+            }
         ),
         Said::More => "not decided yet".to_string(),
         Said::Unfit(why) => format!("no test: {why}"),
     }
+}
+
+/// The two medians a verdict quotes ("went 19.7 → 4.37 (×0.22, …"), as
+/// found then changed; None for a verdict without them (no test).
+pub fn quoted_medians(words: &str) -> Option<(f64, f64)> {
+    let (_, rest) = words.split_once(" went ")?;
+    let (pair, _) = rest.split_once(" (×")?;
+    let (a, b) = pair.split_once(" → ")?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// Whether a verdict's words quote `medians` (as found, changed) as
+/// [`figure`] prints them: three significant figures, within 1 %.
+pub fn quotes(words: &str, medians: (f64, f64)) -> bool {
+    let close = |q: f64, real: f64| (q - real).abs() <= 0.01 * real.abs().max(1.0);
+    quoted_medians(words).is_some_and(|(f, c)| close(f, medians.0) && close(c, medians.1))
 }
 
 #[cfg(test)]
@@ -352,17 +421,17 @@ mod tests {
         let said = decide(&far, &found, &changed, 8);
         let Said::Refuted(e) = &said else { panic!("{said:?}") };
         assert!(e.p < e.level && e.share > 0.3 && e.share < 0.5, "{e:?}");
-        let words = verdict(&said, "seqwrite.probe_p99_ms", "queue.max_sectors_kb=128", Some(2.0));
+        let words = verdict(&said, "seqwrite.probe_p99_ms", "queue.max_sectors_kb=128", Some(2.0), Unit::Boots);
         assert!(words.starts_with("refuted as the explanation: with queue.max_sectors_kb=128"), "{words}");
         assert!(words.contains("may be a part of the difference"), "{words}");
         let nothing = decide(&far, &found, &boots(14, 8, 49.0, 0.1), 8);
-        let words = verdict(&nothing, "seqwrite.probe_p99_ms", "vm.swappiness=10", Some(2.0));
+        let words = verdict(&nothing, "seqwrite.probe_p99_ms", "vm.swappiness=10", Some(2.0), Unit::Boots);
         assert!(
             words.starts_with("refuted: with vm.swappiness=10") && words.contains("no change beyond chance"),
             "{words}"
         );
         let confirmed = decide(&REMOVES, &found, &changed, 8);
-        let words = verdict(&confirmed, "seqwrite.probe_p99_ms", "queue.max_sectors_kb=128", Some(15.0));
+        let words = verdict(&confirmed, "seqwrite.probe_p99_ms", "queue.max_sectors_kb=128", Some(15.0), Unit::Boots);
         assert!(words.starts_with("confirmed: with queue.max_sectors_kb=128 seqwrite.probe_p99_ms went "), "{words}");
     }
 
@@ -428,6 +497,54 @@ mod tests {
         // their share, so the rate is far below it (3 of 4000 when first
         // counted): a rate past 0.5 % would be a changed test.
         assert!(rate <= 0.005, "{confirmed} of {trials} A/A confirmations confirmed ({:.2} %)", rate * 100.0);
+    }
+
+    /// One boot's runs at once (`--same-boot`): a planted cause confirmed, a
+    /// setting that changes nothing refuted, fewer than five runs a side no test.
+    #[test]
+    fn one_boots_runs_decide_at_one_look() {
+        let (found, cause, nothing) = (boots(20, 6, 49.0, 0.1), boots(21, 6, 15.0, 0.1), boots(22, 6, 49.0, 0.1));
+        assert!(matches!(decide_once(&REMOVES, &found, &cause), Said::Confirmed(ref e) if e.level == ALPHA));
+        assert!(matches!(decide_once(&REMOVES, &found, &nothing), Said::Refuted(_)));
+        assert!(matches!(decide_once(&REMOVES, &found[..4], &cause), Said::Unfit(ref why) if why.contains("4 run(s)")));
+        // Undecided is can't tell, never "more": the boot is over.
+        let noisy = (boots(23, 5, 49.0, 0.6), boots(24, 5, 30.0, 0.6));
+        assert!(matches!(decide_once(&REMOVES, &noisy.0, &noisy.1), Said::CantTell(_)));
+        let words = verdict(
+            &decide_once(&REMOVES, &found, &cause),
+            "seqwrite.probe_p99_ms",
+            "queue.max_sectors_kb=128",
+            Some(15.0),
+            Unit::RunsOfOneBoot,
+        );
+        assert!(words.contains("medians of 6 runs a side, interleaved in one boot"), "{words}");
+        assert!(words.contains("(one look)") && words.contains("the found runs' A/A"), "{words}");
+        assert!(words.ends_with("It holds for this boot; across boots, run the confirmation without --same-boot."));
+        // A reader of the verdict finds the medians it quotes.
+        let medians = (stats::median(&found).unwrap(), stats::median(&cause).unwrap());
+        assert!(quotes(&words, medians), "{words} {medians:?}");
+        assert!(!quotes(&words, (medians.0 * 1.05, medians.1)));
+        assert_eq!(quoted_medians("no test: a --toward on the wrong side"), None);
+    }
+
+    /// The same-boot false-confirmation rate in simulation: one look at
+    /// ALPHA, a direction counted: at most 2.5 % — counted, 4000 trials of
+    /// five and of eight runs a side, spreads from 3 % to 60 %.
+    #[test]
+    fn no_change_is_confirmed_in_one_boot_at_most_at_the_tests_level_simulated() {
+        let (mut confirmed, trials) = (0, 4000);
+        for t in 0..trials {
+            let (cv, n) = ([0.03, 0.1, 0.3, 0.6][t % 4], [5, 8][t / 4 % 2]);
+            let found = boots(9000 + 2 * t as u64, n, 49.0, cv);
+            let changed = boots(9001 + 2 * t as u64, n, 49.0, cv);
+            if matches!(decide_once(&Expected { toward: None, ..REMOVES }, &found, &changed), Said::Confirmed(_)) {
+                confirmed += 1;
+            }
+        }
+        let rate = confirmed as f64 / trials as f64;
+        eprintln!("A/A same-boot confirmations, simulated: {confirmed} of {trials}");
+        // 2.5 % with a binomial allowance (its standard error at 4000 is 0.25 %).
+        assert!(rate <= 0.03, "{confirmed} of {trials} A/A same-boot confirmations confirmed ({:.2} %)", rate * 100.0);
     }
 
     /// The A/A records the project holds (tests/data/report/boots6-records.jsonl:

@@ -102,15 +102,20 @@ impl Metric {
         self.figure().worse
     }
 
+    /// The value of one run: its figure, when it is an ok run of the workload.
+    pub fn of_run(&self, r: &Record) -> Option<f64> {
+        if r.workload.name != self.workload || r.status != Status::Ok {
+            return None;
+        }
+        (self.figure().of)(r).filter(|v| v.is_finite())
+    }
+
     /// The value of each boot (by run id) with an ok run of the workload
     /// that has the figure: the median of its runs.
     pub fn per_boot<'a>(&self, records: impl IntoIterator<Item = &'a Record>) -> BTreeMap<String, f64> {
         let mut runs: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         for r in records {
-            if r.workload.name != self.workload || r.status != Status::Ok {
-                continue;
-            }
-            if let Some(v) = (self.figure().of)(r).filter(|v| v.is_finite()) {
+            if let Some(v) = self.of_run(r) {
                 runs.entry(r.run_id.clone()).or_default().push(v);
             }
         }

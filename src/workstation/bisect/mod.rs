@@ -12,6 +12,7 @@ pub mod git;
 pub mod git_log;
 pub mod metric;
 pub mod on_lab;
+pub mod same_boot;
 pub mod search;
 pub mod session;
 pub mod settings;
