@@ -334,6 +334,28 @@ fn a_comparison_across_boots_takes_the_boot_as_its_unit() {
         assert!(across["mann_whitney_p"].as_f64().unwrap() >= 1.0 / 3.0 - 1e-12, "{c}");
         assert!(across["ratio_interval"].is_null(), "a bootstrap of two values: {c}");
     }
+    // The request-size candidate carries the experiment that would test it
+    // (`bootmark confirm --set … --toward …`): 6.12 capped at 6.1's request
+    // size, toward 6.1's probe p99.
+    let causes: Vec<&serde_json::Value> = json["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["causes"].as_array().unwrap())
+        .filter(|c| c["code"] == "request-size")
+        .collect();
+    let [cause] = causes.as_slice() else { panic!("{causes:?}") };
+    assert_eq!(cause["status"], "candidate");
+    assert_eq!(cause["test"]["set"], "queue.max_sectors_kb=128");
+    assert_eq!(cause["test"]["metric"], "seqwrite.probe_p99_ms");
+    let p99 = |c: &serde_json::Value| c["probe_p99_ms"][0].as_f64().unwrap();
+    let with_cause = json["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["causes"].as_array().unwrap().iter().any(|x| x["code"] == "request-size"))
+        .unwrap();
+    assert_eq!(cause["test"]["toward"].as_f64(), Some(p99(with_cause)), "toward is the baseline's p99");
 }
 
 /// One `<figure>` of the HTML page: its id, its axes' ranges and records.

@@ -464,6 +464,37 @@ pub struct Cause {
     /// side unless the two sides are variants of the same boots; else `cause`.
     pub status: &'static str,
     pub text: String,
+    /// The experiment that would test it, for `bootmark confirm` (null where
+    /// no one setting removes it, or the records do not say its value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<CauseTest>,
+}
+
+/// How to test a cause: on the candidate's kernel, set `set` (the
+/// baseline's value of the setting the cause names); the metric should
+/// move toward the baseline's figure (`bootmark confirm --set SET --metric
+/// METRIC --toward TOWARD`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CauseTest {
+    /// `KEY=VALUE` as `bootmark.set=` takes it: queue.max_sectors_kb=128.
+    pub set: String,
+    /// `WORKLOAD.FIGURE`: seqwrite.probe_p99_ms.
+    pub metric: String,
+    /// The baseline's figure of the metric (median).
+    pub toward: f64,
+}
+
+/// The test of a request-size cause: the candidate's requests capped at
+/// the baseline's max_sectors_kb. None unless each side ran under one
+/// value of it and they differ (a size made by merging has no one setting).
+fn request_size_test(row: &Row, b: &Row) -> Option<CauseTest> {
+    let ([this], [that]) = (row.max_sectors_kb.as_slice(), b.max_sectors_kb.as_slice()) else { return None };
+    let toward = b.probe_p99_ms.as_ref()?.median;
+    (this != that && toward > 0.0).then(|| CauseTest {
+        set: format!("queue.max_sectors_kb={that}"),
+        metric: format!("{}.probe_p99_ms", row.workload),
+        toward,
+    })
 }
 
 /// Each group that has a baseline group, compared with it.
@@ -497,6 +528,7 @@ pub fn comparisons(
                 explains: Some(explains),
                 status: "candidate",
                 text: said,
+                test: request_size_test(row, b),
             });
         }
         let (subject, base_subject) = (super::findings::subject(row), super::findings::subject(b));
@@ -510,6 +542,7 @@ pub fn comparisons(
                     explains: None,
                     status: if tested { "cause" } else { "candidate" },
                     text: f.sentence.clone(),
+                    test: None,
                 });
             }
         }
