@@ -336,7 +336,7 @@ fn a_comparison_across_boots_takes_the_boot_as_its_unit() {
     }
     // The request-size candidate carries the experiment that would test it
     // (`bootmark confirm --set … --toward …`): 6.12 capped at 6.1's request
-    // size, toward 6.1's probe p99.
+    // size, its probe read's median toward 6.1's.
     let causes: Vec<&serde_json::Value> = json["comparisons"]
         .as_array()
         .unwrap()
@@ -347,15 +347,15 @@ fn a_comparison_across_boots_takes_the_boot_as_its_unit() {
     let [cause] = causes.as_slice() else { panic!("{causes:?}") };
     assert_eq!(cause["status"], "candidate");
     assert_eq!(cause["test"]["set"], "queue.max_sectors_kb=128");
-    assert_eq!(cause["test"]["metric"], "seqwrite.probe_p99_ms");
-    let p99 = |c: &serde_json::Value| c["probe_p99_ms"][0].as_f64().unwrap();
-    let with_cause = json["comparisons"]
+    assert_eq!(cause["test"]["metric"], "seqwrite.read_p50_ms");
+    let baseline = json["rows"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["causes"].as_array().unwrap().iter().any(|x| x["code"] == "request-size"))
+        .find(|r| r["key"][0].as_str().unwrap().starts_with("6.1.") && r["workload"] == "seqwrite")
         .unwrap();
-    assert_eq!(cause["test"]["toward"].as_f64(), Some(p99(with_cause)), "toward is the baseline's p99");
+    let read = baseline["probe_read_p50_ms"]["median"].as_f64();
+    assert_eq!(cause["test"]["toward"].as_f64(), read, "toward is the baseline's probe read median");
 }
 
 /// One `<figure>` of the HTML page: its id, its axes' ranges and records.
