@@ -92,6 +92,20 @@ fn walk(root: &Path, dir: &Path, dirs: &mut Vec<String>, files: &mut Vec<String>
     Ok(())
 }
 
+/// A server's own copy of an image's stick (`usb.img` and the manifest
+/// beside it) in `stick`, made afresh: as on iron, each server writes its
+/// results and default entry to its own stick, so two boots side by side
+/// never share one.
+pub fn own_copy(image_dir: &Path, stick: &Path) -> Result<std::path::PathBuf> {
+    let _ = std::fs::remove_dir_all(stick);
+    crate::host::fs::create_dir_all(stick)?;
+    for file in ["usb.img", "manifest.json"] {
+        std::fs::copy(image_dir.join(file), stick.join(file))
+            .map_err(|e| format!("cannot copy {} to {}: {e}", image_dir.join(file).display(), stick.display()))?;
+    }
+    Ok(stick.join("usb.img"))
+}
+
 /// Names in a FAT directory of the image (for the image tests).
 #[cfg(test)]
 pub fn list(img: &Path, dir: &str) -> Result<Vec<String>> {

@@ -55,14 +55,8 @@ pub fn test(base: &Path) -> Result<()> {
     let xtask = std::env::current_exe().map_err(|e| format!("bisect-ladder: cannot find xtask's own binary: {e}"))?;
     let mut lab = format!("image = \"{}\"\nstate = \"lab.state\"\n", image_dir.display());
     for server in ["a", "b"] {
-        // Each server its own stick, as on iron: a boot writes its results and its default entry there.
         let stick = dir.join(format!("stick-{server}"));
-        let _ = std::fs::remove_dir_all(&stick);
-        fs::create_dir_all(&stick)?;
-        for file in ["usb.img", "manifest.json"] {
-            std::fs::copy(image_dir.join(file), stick.join(file))
-                .map_err(|e| format!("bisect-ladder: cannot copy {file} to {}: {e}", stick.display()))?;
-        }
+        crate::build::image::usb::own_copy(&image_dir, &stick)?;
         fs::write(dir.join(format!("serial-{server}.log")), "")?;
         lab += &format!(
             "[[server]]\nname = \"{server}\"\nconsole = \"file:serial-{server}.log\"\nboot_s = 60\nmax_step_s = 400\n\

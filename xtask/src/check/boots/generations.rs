@@ -29,6 +29,9 @@ pub fn two_generations(base: &Path) -> Result<()> {
         kernels: vec![BOOKWORM.into(), TRIXIE.into()],
         repeat: Some(1),
         out: out.clone(),
+        // One server, beside the other lane's boots; the confirmation is the bisect ladder's and the demo's.
+        servers: 1,
+        no_confirm: true,
         ..crate::host::project::flags_given::<demo::Args>(&[])
     })?;
     if !compared.problems.is_empty() {
