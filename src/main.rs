@@ -415,9 +415,9 @@ enum Command {
     ///   can't tell — neither by --cap, with the figures.
     /// The state is saved after every boot: Ctrl-C, then the same command, resumes.
     ///
-    /// With --same-boot, one boot instead: each of its --runs repetitions runs the plan as
-    /// found, then with --set (bootmark.set=+changed:SET,repeat=N), each run one value, one
-    /// look at 0.05. Minutes instead of ten boots, and it holds for that boot only: across
+    /// With --same-boot, one boot instead: each of its --runs repetitions runs the metric's
+    /// workload as found and with --set, which first alternating (bootmark.set=
+    /// +changed:SET,repeat=N,workloads=W), each run one value, one look at 0.05. Minutes instead of ten boots, and it holds for that boot only: across
     /// boots (the boot as the unit) is the confirmation without it.
     /// docs/confirm.md explains, with a run on QEMU.
     ///

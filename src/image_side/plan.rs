@@ -59,6 +59,11 @@ pub struct Plan {
     /// every repetition (see `variant`). None: the kernel's settings as found.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<Variant>,
+    /// The variants' order reversed in every other repetition (A B, B A, A
+    /// B…), so that no variant always runs first after the boot or after
+    /// the other: a same-boot comparison (`bootmark.set=+NAME:`) sets it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub alternate: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

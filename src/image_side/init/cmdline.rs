@@ -136,6 +136,7 @@ impl Settings {
                 ],
                 false => vec![set.variant.clone()],
             };
+            plan.alternate = set.beside_found;
             if let Some(r) = set.repeat {
                 plan.repeat = r;
             }
@@ -183,7 +184,7 @@ pub const KEYS: [(&str, &str); 14] = [
     ("variants", "of a sweep plan, run only these variants (comma-separated names)"),
     (
         "set",
-        "[+][NAME:]vm.NAME=N,queue.NAME=V,…[,repeat=N][,workloads=A+B]: run the plan (or only those workloads) under these settings, as its one variant NAME (default set; what `bootmark bisect settings` boots); with +, each repetition also as found (variant asfound, first): what `bootmark confirm --same-boot` boots",
+        "[+][NAME:]vm.NAME=N,queue.NAME=V,…[,repeat=N][,workloads=A+B]: run the plan (or only those workloads) under these settings, as its one variant NAME (default set; what `bootmark bisect settings` boots); with +, each repetition also as found (variant asfound; first in one repetition, second in the next): what `bootmark confirm --same-boot` boots",
     ),
     ("after", "poweroff | reboot | halt when done (default poweroff)"),
     ("console", "serial device for records, a terminal such as ttyS0 (default ttyS0)"),
@@ -543,10 +544,11 @@ mod tests {
         assert!(plan.variants[0].vm.is_empty() && plan.variants[0].queue.is_empty());
         assert_eq!(plan.variants[1].queue.get("max_sectors_kb").map(String::as_str), Some("128"));
         assert_eq!(plan.repeat, 5);
+        assert!(plan.alternate, "as found first in one repetition, changed first in the next");
         // Without +, repeat= alone sets the repetitions of the one variant.
         let one = parse("bootmark.set=vm.swappiness=10,repeat=2").unwrap();
         one.apply_to(&mut plan).unwrap();
-        assert_eq!((plan.variants.len(), plan.repeat), (1, 2));
+        assert_eq!((plan.variants.len(), plan.repeat, plan.alternate), (1, 2, false));
         let err = |l: &str| parse(l).unwrap_err();
         assert!(err("bootmark.set=+asfound:vm.swappiness=1").contains("another name"));
         assert!(err("bootmark.set=+c:vm.swappiness=1,repeat=0").contains("1 to 1000"));

@@ -263,7 +263,12 @@ fn run_in(
     }
     let mut seq = 0u32;
     for repetition in 0..plan.repeat {
-        for variant in &variants {
+        // A same-boot comparison turns the order every other repetition (A B, B A…).
+        let order: Vec<Option<&Variant>> = match plan.alternate && repetition % 2 == 1 {
+            true => variants.iter().rev().copied().collect(),
+            false => variants.clone(),
+        };
+        for variant in &order {
             let applied = variant.map(|v| runner.start_variant(knobs, original, v));
             if let Some(a) = applied.as_ref().filter(|a| a.not_applied.contains_key(variant::NOT_RESTORED)) {
                 // Each of its runs an error record that names the setting: owed, not measured.

@@ -251,6 +251,14 @@ pub(super) fn checked_experiment(e: &Experiment, image: &ImageEntries) -> Result
                 e.set
             ));
         }
+        // bootmark.set='s repeat= and workloads= are the confirmation's own (--runs, the metric's workload).
+        if !item.starts_with("vm.") && !item.starts_with("queue.") {
+            return Err(format!(
+                "--set {}: '{item}' is not a setting (vm.NAME=N or queue.NAME=V); a confirmation chooses its own \
+                 runs (--runs) and workload (the --metric's)",
+                e.set
+            ));
+        }
     }
     crate::contract::cmdline::parse(&format!("bootmark.set={}:{}", confirm::CHANGED, e.set))
         .map_err(|err| format!("--set {}: {err}", e.set))?;

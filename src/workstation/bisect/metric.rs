@@ -78,7 +78,7 @@ impl Metric {
     /// `WORKLOAD.FIGURE`, or what is wrong with it and the figures there are.
     pub fn parse(text: &str) -> Result<Metric, String> {
         let names: Vec<&str> = FIGURES.iter().map(|f| f.name).collect();
-        let Some((workload, figure)) = text.split_once('.') else {
+        let Some((workload, figure)) = text.split_once('.').filter(|(w, _)| !w.is_empty()) else {
             return Err(format!(
                 "--metric {text}: give WORKLOAD.FIGURE (seqwrite.read_p50_ms); the figures: {}",
                 names.join(", ")
@@ -204,6 +204,7 @@ mod tests {
             "{err}"
         );
         assert!(Metric::parse("seqwrite").unwrap_err().contains("give WORKLOAD.FIGURE"));
+        assert!(Metric::parse(".probe_p99_ms").unwrap_err().contains("give WORKLOAD.FIGURE"));
         let err = Metric::parse("seqwrit.real_s").unwrap().check(&records).unwrap_err();
         assert!(err.contains("(did you mean 'seqwrite'?); the records' workloads: manyfiles, seqwrite"), "{err}");
         assert!(Metric::parse("seqwrite.real_s").unwrap().check(&records).is_ok());

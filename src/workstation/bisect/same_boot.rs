@@ -80,7 +80,24 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<(Ended, Option<Confirmed>), Strin
     let word = set_word(&e.set, asked.runs, &metric.workload);
     let entry = image.entries.iter().find(|x| x.label == e.entry).ok_or("checked above")?;
     let machine = &lab.servers[server];
+    // Refused here, before anything is made or said to boot: the set word is
+    // mostly this confirmation's own (its repetitions and workload).
+    entry.check_set_fits(&word)?;
     let deadline_s = crate::workstation::lab::step_deadline_s(machine, &image, entry, Some(&word))?;
+    let budget_s = crate::workstation::lab::step_deadline_s(
+        &crate::workstation::lab::file::Server { max_step_s: None, ..machine.clone() },
+        &image,
+        entry,
+        Some(&word),
+    )?;
+    if budget_s > deadline_s {
+        say(&format!(
+            "confirm: WARNING: server {}'s max_step_s cuts this boot's deadline to {deadline_s} s, under the \
+             {budget_s} s its {} runs may take: a boot cut there gives no verdict (fewer --runs, or a larger max_step_s)",
+            machine.name,
+            2 * asked.runs
+        ));
+    }
     std::fs::create_dir_all(&dir).map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
     // Never over an earlier confirmation's files: each boot its own number.
     let id = format!("{}/{}", machine.name, next_id(&dir.join(&machine.name), &e.entry));
@@ -110,7 +127,7 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<(Ended, Option<Confirmed>), Strin
         ));
     }
     let records = read_records(&records_path)?;
-    let said = decide(&metric, e, &records)?;
+    let said = decide(&metric, e, &records, skipped_why(&records_path).as_deref())?;
     let words = confirm::verdict(&said, &asked.metric, &e.set, e.toward, Unit::RunsOfOneBoot);
     say(&format!("{words}\nthe runs: {}", records_path.display()));
     let ended = match said {
@@ -123,10 +140,17 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<(Ended, Option<Confirmed>), Strin
 }
 
 /// The verdict on one boot's records: the metric of each ok run, as
-/// found and changed, in run order. A changed run whose setting was not in
-/// force makes the test impossible on this kernel (said, no verdict).
-pub fn decide(metric: &Metric, e: &Experiment, records: &[Record]) -> Result<Said, String> {
+/// found and changed, in run order. No verdict where the changed side did
+/// not run as asked: /init skipped it (`skipped`: the kernel refused every
+/// setting), or a setting was not in force (the candidate is untestable on
+/// this kernel); nor where a run of either side failed (the runs that
+/// survived a setting that makes runs fail do not measure it).
+pub fn decide(metric: &Metric, e: &Experiment, records: &[Record], skipped: Option<&str>) -> Result<Said, String> {
     let (found, changed) = (side(records, FOUND_BESIDE), side(records, confirm::CHANGED));
+    let untestable = |why: &str| Said::Unfit(format!("{} is untestable on this kernel: {why}", e.set));
+    if let (true, Some(why)) = (changed.is_empty(), skipped) {
+        return Ok(untestable(&format!("/init ran no changed run ({why})")));
+    }
     if found.is_empty() && changed.is_empty() {
         metric.check(records)?;
         return Err(format!(
@@ -136,11 +160,43 @@ pub fn decide(metric: &Metric, e: &Experiment, records: &[Record]) -> Result<Sai
         ));
     }
     if let Some(why) = not_applied(&changed.iter().copied().cloned().collect::<Vec<_>>()) {
-        return Ok(Said::Unfit(format!("{} is untestable on this kernel: {why}", e.set)));
+        return Ok(untestable(&why));
     }
-    let [found, changed] = values(metric, records);
+    let failed = |runs: &[&Record]| {
+        let of_workload: Vec<&&Record> = runs.iter().filter(|r| r.workload.name == metric.workload).collect();
+        let bad = of_workload.iter().filter(|r| r.status != crate::schema::record::Status::Ok).count();
+        (bad, of_workload.len())
+    };
+    let (found_failed, changed_failed) = (failed(&found), failed(&changed));
+    if found_failed.0 + changed_failed.0 > 0 {
+        return Ok(Said::Unfit(format!(
+            "{} of {} runs as found and {} of {} changed failed (their records say why): the runs that survived \
+             do not measure a setting that makes runs fail",
+            found_failed.0, found_failed.1, changed_failed.0, changed_failed.1
+        )));
+    }
+    let [found_values, changed_values] = values(metric, records);
+    if found_values.is_empty() || changed_values.is_empty() {
+        metric.check(records)?;
+        return Err(format!(
+            "the {} runs of one side have no value of the metric (as found {}, changed {}): nothing to compare",
+            metric.workload,
+            found_values.len(),
+            changed_values.len()
+        ));
+    }
     let expected = Expected { worse: metric.worse(), removes: e.removes, toward: e.toward };
-    Ok(confirm::decide_once(&expected, &found, &changed))
+    Ok(confirm::decide_once(&expected, &found_values, &changed_values))
+}
+
+/// Why /init skipped the changed variant, as the boot's run record says
+/// (`facts.variants_skipped`: a variant none of whose settings the kernel took).
+fn skipped_why(records: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(records).ok()?;
+    text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).find_map(|v| {
+        let skipped = v.get("facts")?.get("variants_skipped")?.get(confirm::CHANGED)?;
+        Some(skipped.as_str().map_or_else(|| skipped.to_string(), str::to_string))
+    })
 }
 
 /// The records of one side of a same-boot confirmation, by variant name.
@@ -195,15 +251,39 @@ mod tests {
             records.push(run(FOUND_BESIDE, f, false));
             records.push(run("changed", c, false));
         }
-        let said = decide(&metric, &experiment(), &records).unwrap();
+        let said = decide(&metric, &experiment(), &records, None).unwrap();
         assert!(matches!(said, Said::Confirmed(ref e) if e.boots == 5 && e.medians == [50.0, 15.0]), "{said:?}");
         // A setting the kernel refused: untestable here, said so.
         records[1] = run("changed", 15.0, true);
-        let said = decide(&metric, &experiment(), &records).unwrap();
+        let said = decide(&metric, &experiment(), &records, None).unwrap();
         assert!(matches!(said, Said::Unfit(ref why) if why.contains("untestable on this kernel")), "{said:?}");
         // Records of a boot that was no same-boot confirmation: refused, not read as one side.
         let plain: Vec<Record> = records.iter().cloned().map(|mut r| (r.variant = None, r).1).collect();
-        assert!(decide(&metric, &experiment(), &plain).unwrap_err().contains("neither variant"));
+        assert!(decide(&metric, &experiment(), &plain, None).unwrap_err().contains("neither variant"));
+    }
+
+    /// No verdict where the changed side did not run as asked, or a run failed.
+    #[test]
+    fn a_skipped_setting_or_a_failed_run_gives_no_verdict() {
+        let metric = Metric::parse("seqwrite.probe_p99_ms").unwrap();
+        let mut records: Vec<Record> =
+            (0..5).flat_map(|_| [run(FOUND_BESIDE, 50.0, false), run("changed", 15.0, false)]).collect();
+        // /init skipped the changed variant (the kernel took none of its settings): only found runs.
+        let found_only: Vec<Record> =
+            records.iter().filter(|r| r.variant.as_ref().unwrap().name == FOUND_BESIDE).cloned().collect();
+        let why = "queue.scheduler: this kernel has no scheduler kyber";
+        let said = decide(&metric, &experiment(), &found_only, Some(why)).unwrap();
+        assert!(
+            matches!(said, Said::Unfit(ref w) if w.contains("untestable on this kernel") && w.contains(why)),
+            "{said:?}"
+        );
+        // One changed run failed: the survivors do not measure the setting.
+        records[3].status = crate::schema::record::Status::Error;
+        let said = decide(&metric, &experiment(), &records, None).unwrap();
+        assert!(
+            matches!(said, Said::Unfit(ref w) if w.contains("0 of 5 runs as found and 1 of 5 changed failed")),
+            "{said:?}"
+        );
     }
 
     #[test]

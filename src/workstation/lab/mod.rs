@@ -68,9 +68,11 @@ impl ImageEntry {
         match self.cmdline_room {
             Some(room) if self.cmdline.len() + words.len() > room => Err(format!(
                 "entry {}: bootmark.set={set} makes its command line {} bytes, and its kernel keeps {room} of \
-                 them (the image's manifest, cmdline_room): give fewer settings",
+                 them (the image's manifest, cmdline_room; {} of them this entry's own): give fewer settings, or \
+                 shorter ones",
                 self.label,
-                self.cmdline.len() + words.len()
+                self.cmdline.len() + words.len(),
+                self.cmdline.len()
             )),
             _ => Ok(()),
         }

@@ -196,7 +196,7 @@ fn said_as_planted(ran: &std::process::Output, verdict: &str, what: &str, out_di
 }
 
 /// A same-boot verdict quotes the medians of its boot's runs, five a side,
-/// which alternate as found and changed; the found ones ran at 6.12's
+/// as found and changed in turn, which comes first alternating (A B, B A…); the found ones ran at 6.12's
 /// max_sectors_kb 1280, the changed ones under `set` as read back.
 fn runs_quoted_and_as_set(line: &str, out_dir: &Path, set: &str) -> Result<()> {
     let files = bootmark::bisect::command::record_files(out_dir);
@@ -209,7 +209,9 @@ fn runs_quoted_and_as_set(line: &str, out_dir: &Path, set: &str) -> Result<()> {
     let (key, value) = set.split_once('=').ok_or("a set is KEY=VALUE")?;
     let mut sides: [Vec<f64>; 2] = Default::default();
     for (i, r) in records.iter().enumerate() {
-        let (side, name) = if i % 2 == 0 { (0, "asfound") } else { (1, "changed") };
+        // As found first in even repetitions, changed first in odd ones (A B, B A, …).
+        let found_first = (i / 2) % 2 == 0;
+        let (side, name) = if (i % 2 == 0) == found_first { (0, "asfound") } else { (1, "changed") };
         let variant = r.variant.as_ref().map(|v| v.name.as_str());
         let max_sectors = r.storage.queue.get("queue/max_sectors_kb").map(String::as_str);
         let in_force = match key.split_once('.') {
