@@ -430,18 +430,22 @@ enum Command {
         /// The lab file (TOML; see docs/lab.md): the image and the servers.
         lab: PathBuf,
         /// What the cause acts on, WORKLOAD.FIGURE (as `bisect run`): seqwrite.probe_p99_ms…
-        #[arg(long)]
-        metric: String,
+        #[arg(long, required_unless_present = "from", conflicts_with = "from")]
+        metric: Option<String>,
         /// The image's entry to boot both ways (the kernel the cause was found on).
         #[arg(long, value_name = "ENTRY")]
         entry: String,
         /// The change that removes the cause, as `bootmark.set=` takes it:
         /// queue.max_sectors_kb=128, vm.dirty_bytes=4194304,vm.dirty_background_bytes=1048576…
-        #[arg(long, value_name = "KEY=VALUE,...")]
-        set: String,
+        #[arg(long, value_name = "KEY=VALUE,...", required_unless_present = "from", conflicts_with = "from")]
+        set: Option<String>,
+        /// Take the metric, the setting and --toward from a report's JSON: its first cause
+        /// with a test (`bootmark report --format json`, or a bisect's report.json).
+        #[arg(long, value_name = "REPORT.json")]
+        from: Option<PathBuf>,
         /// Where the metric would be without the cause (the good kernel's figure, from the
         /// report); without it, the cause must explain a change of ×0.8 (×1.25 the other way).
-        #[arg(long, value_name = "VALUE")]
+        #[arg(long, value_name = "VALUE", conflicts_with = "from")]
         toward: Option<f64>,
         /// The change gives the cause instead (the good kernel given the bad one's setting):
         /// the metric should get worse, toward the bad kernel's --toward.
@@ -543,8 +547,22 @@ fn main() -> ExitCode {
         #[cfg(feature = "workstation")]
         Command::Bisect(BisectCommand::Status { lab, dir }) => bisect_status(&lab, dir.as_deref()),
         #[cfg(feature = "workstation")]
-        Command::Confirm { lab, metric, entry, set, toward, gives, servers, cap, same_boot, runs, dir } => {
-            use bootmark::bisect::{command, same_boot, session::Experiment};
+        Command::Confirm { lab, metric, entry, set, from, toward, gives, servers, cap, same_boot, runs, dir } => {
+            use bootmark::bisect::{command, confirm, same_boot, session::Experiment};
+            let (metric, set, toward) = match (from, metric, set) {
+                (Some(report), _, _) => match confirm::from_report(&report) {
+                    Ok(t) => {
+                        println!(
+                            "confirm: the report's cause: {}\nconfirm: its test: --set {} --metric {} --toward {}",
+                            t.said, t.set, t.metric, t.toward
+                        );
+                        (t.metric, t.set, Some(t.toward))
+                    }
+                    Err(e) => return usage(&e),
+                },
+                (None, Some(metric), Some(set)) => (metric, set, toward),
+                _ => return usage("give --metric and --set, or --from a report's JSON"),
+            };
             let experiment = Experiment { entry, set, removes: !gives, toward };
             if same_boot {
                 if servers.len() > 1 {
@@ -756,13 +774,31 @@ fn bisect_run(path: &std::path::Path, asked: &bootmark::bisect::command::Asked) 
     let dir = asked.dir_in(&lab);
     let files = command::record_files(&dir);
     if !files.is_empty() {
-        match rendered_report(&files, &["html"], None, None, None, None) {
+        match rendered_report(&files, &["html", "json"], None, None, None, None) {
             Ok((texts, _)) => {
-                let html = dir.join("report.html");
-                if let Err(e) = std::fs::write(&html, &texts[0]) {
-                    return cannot(&format!("cannot write {}: {e}", html.display()));
+                // The JSON beside the page: its causes' tests are what `bootmark confirm --from` reads.
+                for (name, text) in ["report.html", "report.json"].iter().zip(&texts) {
+                    if let Err(e) = std::fs::write(dir.join(name), text) {
+                        return cannot(&format!("cannot write {}: {e}", dir.join(name).display()));
+                    }
                 }
-                println!("report of every boot's records: {}", html.display());
+                println!(
+                    "report of every boot's records: {} (and report.json: `bootmark confirm --from` reads its causes)",
+                    dir.join("report.html").display()
+                );
+                // A ladder's next step, where its report names a cause one setting would test.
+                let ladder = matches!(asked.over, command::Over::Ladder { .. });
+                if let (Ended::Found, true, Ok(t)) =
+                    (&ended, ladder, bootmark::bisect::confirm::from_report(&dir.join("report.json")))
+                {
+                    println!(
+                        "next, its candidate cause ({}): bootmark confirm {} --entry ENTRY --from {} [--same-boot], \
+                         ENTRY the first bad",
+                        t.set,
+                        path.display(),
+                        dir.join("report.json").display()
+                    );
+                }
             }
             Err(e) => eprintln!("bootmark: no report of the boots' records: {e}"),
         }

@@ -187,6 +187,14 @@ fn two_alike_servers_find_the_first_bad_entry_and_a_resumed_bisect_finds_the_sam
     let report = std::fs::read_to_string(dir.join("lab.state/bisect/report.html")).unwrap();
     assert!(report.contains("6.12.118+deb13-amd64") && report.contains("6.1.0-57-amd64"), "a row per kernel");
     assert!(out.contains("report of every boot's records: "), "{out}");
+    // Beside the page, its JSON: what `bootmark confirm --from` reads a cause's test from.
+    let json = dir.join("lab.state/bisect/report.json");
+    // The first bad (6.12) against the last good (6.1): the request-size cause and its test, 6.12
+    // capped at 6.1's 128 KiB, the probe's read toward 6.1's: the bisect's next step.
+    let from = bootmark::bisect::confirm::from_report(&json).unwrap();
+    assert_eq!((from.set.as_str(), from.metric.as_str()), ("queue.max_sectors_kb=128", "seqwrite.read_p50_ms"));
+    assert!(from.said.starts_with("6.12.118+deb13-amd64 against 6.1.0-57-amd64: ") && from.toward > 0.0, "{from:?}");
+    assert!(out.contains("next, its candidate cause (queue.max_sectors_kb=128): bootmark confirm "), "{out}");
 
     let status = bootmark().args(["bisect", "status"]).arg(dir.join("lab.toml")).output().unwrap();
     let said = text(&status);

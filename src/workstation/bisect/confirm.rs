@@ -334,6 +334,52 @@ pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>, unit: 
     }
 }
 
+/// A cause's test as the report's JSON gives it (`comparisons[].causes[].test`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FromReport {
+    /// The cause's words, and which kernel against which.
+    pub said: String,
+    pub set: String,
+    pub metric: String,
+    pub toward: f64,
+}
+
+/// The first cause with a test in a report's JSON (`bootmark report
+/// --format json`, or a bisect's `report.json`), or why there is none.
+pub fn from_report(path: &std::path::Path) -> Result<FromReport, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        format!("{}: not a report's JSON ({e}): give `bootmark report --format json`'s output", path.display())
+    })?;
+    let comparisons = json
+        .get("comparisons")
+        .and_then(|c| c.as_array())
+        .ok_or_else(|| format!("{}: no comparisons: give `bootmark report --format json`'s output", path.display()))?;
+    for c in comparisons {
+        for cause in c.get("causes").and_then(|c| c.as_array()).into_iter().flatten() {
+            let Some(test) = cause.get("test") else { continue };
+            let text = |v: &serde_json::Value, key: &str| v.get(key).and_then(|x| x.as_str()).map(str::to_string);
+            let (Some(set), Some(metric), Some(toward)) =
+                (text(test, "set"), text(test, "metric"), test.get("toward").and_then(|t| t.as_f64()))
+            else {
+                return Err(format!("{}: a cause's test lacks its set, metric or toward: {test}", path.display()));
+            };
+            let said = format!(
+                "{} against {}: {}",
+                text(c, "candidate").unwrap_or_default(),
+                text(c, "baseline").unwrap_or_default(),
+                text(cause, "text").unwrap_or_default()
+            );
+            return Ok(FromReport { said, set, metric, toward });
+        }
+    }
+    Err(format!(
+        "{}: the report names no cause that one setting would test (a request size whose two sides ran under \
+         one max_sectors_kb each): give --metric, --set and --toward yourself",
+        path.display()
+    ))
+}
+
 /// The two medians a verdict quotes ("went 19.7 → 4.37 (×0.22, …"), as
 /// found then changed; None for a verdict without them (no test).
 pub fn quoted_medians(words: &str) -> Option<(f64, f64)> {
@@ -525,6 +571,26 @@ mod tests {
         assert!(quotes(&words, medians), "{words} {medians:?}");
         assert!(!quotes(&words, (medians.0 * 1.05, medians.1)));
         assert_eq!(quoted_medians("no test: a --toward on the wrong side"), None);
+    }
+
+    /// The report's JSON gives a request-size cause's test; `--from` reads it.
+    #[test]
+    fn a_cause_and_its_test_are_read_from_the_reports_json() {
+        let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/report/boots.json");
+        let t = from_report(std::path::Path::new(golden)).unwrap();
+        assert_eq!((t.set.as_str(), t.metric.as_str()), ("queue.max_sectors_kb=128", "seqwrite.read_p50_ms"));
+        assert!(t.toward > 0.0 && t.said.starts_with("6.12.") && t.said.contains("against 6.1."), "{t:?}");
+        let dir = std::env::temp_dir().join(format!("bootmark-from-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| {
+            std::fs::write(dir.join(name), text).unwrap();
+            dir.join(name)
+        };
+        assert!(from_report(&write("a.json", "not json")).unwrap_err().contains("not a report's JSON"));
+        assert!(from_report(&write("b.json", "{}")).unwrap_err().contains("no comparisons"));
+        let none = write("c.json", r#"{"comparisons": [{"causes": [{"code": "stall"}]}]}"#);
+        assert!(from_report(&none).unwrap_err().contains("names no cause that one setting would test"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The same-boot false-confirmation rate in simulation: one look at
