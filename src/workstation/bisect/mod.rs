@@ -4,7 +4,8 @@
 //! searched as `git bisect` does, with skips (`search`), kept on disk and
 //! driven through a lab (`session`): `bootmark lab`'s servers (`on_lab`),
 //! a git range's commits built and booted there (`git`, its log `git_log`),
-//! as `bootmark bisect` asks (`command`).
+//! as `bootmark bisect` asks (`command`); and a candidate cause tested by
+//! experiment, across boots (`confirm`) or in one boot (`same_boot`).
 
 pub mod command;
 pub mod confirm;

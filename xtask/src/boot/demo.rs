@@ -1,14 +1,17 @@
 //! `cargo xtask demo`: the whole product in one command, with QEMU standing
-//! in for the test server. Three generations of Debian's kernel — Debian 11,
+//! in for the test servers. Three generations of Debian's kernel — Debian 11,
 //! 12 and 13 (5.10, 6.1, 6.12), each taken with one `--kernel-deb
 //! linux-image-amd64@SUITE` — in one USB image, one clean boot per kernel on
 //! the seed's server class (`xtask qemu --machine dl140`: one CPU, 1 GiB, a
-//! freshly formatted SATA disk as slow as a 2006 one), booted by `bootmark
-//! lab`'s loop with a `[server.qemu]` server, the loop a user's lab runs
-//! through a BMC. Each boot runs the `generations` plan (the seed's writes,
-//! scaled, three times each); results collected from the serial logs and
-//! the stick, checked to agree, compared in the seed's table with the
-//! verdict and findings, and drawn in an HTML report.
+//! freshly formatted SATA disk as slow as a 2006 one), two such servers side
+//! by side, booted by `bootmark lab`'s loop with `[server.qemu]` servers, the
+//! loop a user's lab runs through a BMC. Each boot runs the `generations`
+//! plan (the seed's writes, scaled, three times each); results collected
+//! from the serial logs and the sticks, checked to agree, compared in the
+//! seed's table with the verdict and findings, and drawn in an HTML report.
+//! Then the story's end: the candidate cause the newest kernel's records
+//! name against the oldest's, tested in one more boot (`bootmark confirm
+//! --same-boot`, from the report's `causes[].test`), its verdict printed last.
 
 use crate::boot::qemu;
 use crate::build::image::{self, usb};
@@ -38,8 +41,8 @@ pub struct Args {
     pub repeat: Option<u32>,
     /// Boots of every kernel, interleaved (k0 k1 k2 k0 k1 k2 …): with four or
     /// more a kernel the report compares boot against boot (a rank test over
-    /// each boot's median). The default, one, takes about 6½ minutes for the
-    /// three generations; four take about four times as long.
+    /// each boot's median). The default, one, takes about 6 minutes for the
+    /// three generations and the confirmation; four, about two and a half times as long.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub boots: u32,
     /// The emulated server (`cargo xtask qemu --machine`): dl140 is the seed's
