@@ -93,9 +93,9 @@ struct Parts {
 impl Parts {
     /// Run a part and print how long it took.
     fn time(&mut self, name: &str, part: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        let t = Instant::now();
+        let (t, ticks) = (Instant::now(), crate::host::cpu::Ticks::now());
         let result = part();
-        self.laps.push(format!("{name}: {:.0} s", t.elapsed().as_secs_f64()));
+        self.laps.push(format!("{name}: {:.0} s, {}", t.elapsed().as_secs_f64(), ticks.said_since()));
         eprintln!("xtask test: {}", self.laps.last().unwrap());
         result
     }

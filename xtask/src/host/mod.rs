@@ -7,6 +7,7 @@
 
 pub mod apt;
 pub mod apt_suite;
+pub mod cpu;
 pub mod deps;
 pub mod fs;
 pub mod process;

@@ -77,10 +77,12 @@ pub fn run_group(group: Group, kills: usize, second_lane: &(dyn Fn() -> bool + S
             Lane::Alone => (None, Some(beside.write().unwrap_or_else(|e| e.into_inner()))),
             _ => (Some(beside.read().unwrap_or_else(|e| e.into_inner())), None),
         };
-        if lane == 2 {
-            println!("e2e: {} on the second lane", scenario.title);
-        }
+        // When each began and how busy the cores were while it ran: the CI
+        // log's timeline of the lanes, and where a core sat idle.
+        println!("e2e: {} begins on lane {lane} at {:.0} s", scenario.title, started.elapsed().as_secs_f64());
+        let ticks = crate::host::cpu::Ticks::now();
         let attempted = support::attempt(scenario.title, || (scenario.run)(&testbed));
+        println!("e2e: {} ends after {:.0} s; {}", scenario.title, attempted.seconds, ticks.said_since());
         tally.lock().unwrap_or_else(|e| e.into_inner()).record(scenario.title, attempted);
     };
     let next = |lane: usize| take_next(&mut queue.lock().unwrap_or_else(|e| e.into_inner()), lane, second_lane());
@@ -107,13 +109,21 @@ pub fn run_group(group: Group, kills: usize, second_lane: &(dyn Fn() -> bool + S
 
 /// The scenario `lane` takes next, out of the queue: the second lane only
 /// `Beside` ones; the first lane the first kind it has left of those
-/// [`first_lane_takes`] lists, each kind in the table's order.
+/// [`first_lane_takes`] lists. `Alone` ones in the table's order; of the
+/// `Main` and `Beside` ones the longest (`typical_s`) first, so that what
+/// is left at the end, when one lane may have nothing to take, is short.
 fn take_next<'a>(queue: &mut VecDeque<&'a Scenario>, lane: usize, second_lane_open: bool) -> Option<&'a Scenario> {
     let kinds: &[Lane] = match lane {
         1 => first_lane_takes(second_lane_open),
         _ => &[Lane::Beside],
     };
-    let at = kinds.iter().find_map(|kind| queue.iter().position(|s| s.lane == *kind))?;
+    let kind = *kinds.iter().find(|kind| queue.iter().any(|s| s.lane == **kind))?;
+    let of_kind = queue.iter().enumerate().filter(|(_, s)| s.lane == kind);
+    let at = match kind {
+        Lane::Alone => of_kind.map(|(at, _)| at).next(),
+        // The first of the longest: max_by_key would take the last.
+        _ => of_kind.rev().max_by_key(|(_, s)| s.typical_s).map(|(at, _)| at),
+    }?;
     queue.remove(at)
 }
 
@@ -143,7 +153,11 @@ mod tests {
     use super::*;
 
     fn scenario(title: &'static str, lane: Lane) -> Scenario {
-        Scenario { name: title, title, about: "", groups: &[], lane, run: |_| Ok(()) }
+        timed(title, lane, 10)
+    }
+
+    fn timed(title: &'static str, lane: Lane, typical_s: u32) -> Scenario {
+        Scenario { name: title, title, about: "", groups: &[], lane, typical_s, run: |_| Ok(()) }
     }
 
     /// The order two lanes take a table in, `open` after `opens_after` takes.
@@ -184,5 +198,32 @@ mod tests {
         let taken = schedule(&table, usize::MAX);
         assert_eq!(taken.len(), table.len());
         assert!(taken.iter().all(|(lane, _)| *lane == 1));
+    }
+
+    #[test]
+    fn of_main_and_beside_ones_the_longest_go_first_alone_ones_keep_the_tables_order() {
+        use Lane::{Alone, Beside, Main};
+        let table = [
+            timed("b-short", Beside, 40),
+            timed("a-long", Alone, 600),
+            timed("b-long", Beside, 280),
+            timed("m-short", Main, 35),
+            timed("a-short", Alone, 30),
+            timed("m-long", Main, 210),
+            timed("b-tie-1", Beside, 90),
+            timed("b-tie-2", Beside, 90),
+        ];
+        let taken = schedule(&table, 0);
+        let expected = [
+            (1, "m-long"),
+            (2, "b-long"),
+            (1, "m-short"),
+            (2, "b-tie-1"),
+            (1, "b-tie-2"),
+            (2, "b-short"),
+            (1, "a-long"),
+            (1, "a-short"),
+        ];
+        assert_eq!(taken, expected);
     }
 }

@@ -85,6 +85,10 @@ pub struct Scenario {
     pub groups: &'static [Group],
     /// Whether it may boot beside another scenario (`run_group`'s second lane).
     pub lane: Lane,
+    /// About how long it takes (seconds in the CI run of 2026-12-07): of
+    /// the `Main` and `Beside` ones left, a lane takes the longest first, so
+    /// that the last to end is a short one and the lanes end together.
+    pub typical_s: u32,
     pub run: fn(&Testbed) -> Result<()>,
 }
 
@@ -101,7 +105,7 @@ pub enum Lane {
     /// Nothing beside it: it times the host (a disk's speed against the
     /// writer's), boots two guests itself, or holds a boot to a deadline or
     /// a timeout that a busy host could push it past (labs, LAVA, a
-    /// sequence, kills at set moments).
+    /// sequence).
     Alone,
 }
 
@@ -116,6 +120,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The e2e image itself, before any boot: Debian's kernel config found and named, the module set's order and load conditions",
         groups: &[E2e],
         lane: Main,
+        typical_s: 0,
         run: |b| {
             let image = b.image()?;
             built_image::module_closure(image)?;
@@ -132,6 +137,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The e2e image from the USB stick under BIOS (syslinux, xHCI, a SATA scratch disk)",
         groups: &[E2e],
         lane: Main,
+        typical_s: 35,
         run: |b| boot_ways::test(b, false, false),
     },
     Scenario {
@@ -140,6 +146,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The e2e image from the USB stick under UEFI (OVMF, GRUB)",
         groups: &[E2e],
         lane: Main,
+        typical_s: 38,
         run: |b| boot_ways::test(b, true, false),
     },
     Scenario {
@@ -148,6 +155,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The e2e image over PXE (QEMU's TFTP, pxelinux)",
         groups: &[E2e],
         lane: Main,
+        typical_s: 45,
         run: |b| boot_ways::test(b, false, true),
     },
     Scenario {
@@ -156,6 +164,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The target on an NVMe disk, on the e2e image",
         groups: &[E2e, TodaysServers],
         lane: Main,
+        typical_s: 38,
         run: |b| nvme::test(b.image()?, &b.base, b.package()?),
     },
     Scenario {
@@ -165,6 +174,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 and lvm in a helper boot; the degraded array refused",
         groups: &[E2e],
         lane: Beside,
+        typical_s: 316,
         run: |b| lvm_on_md::test(b.package()?, &b.base),
     },
     Scenario {
@@ -175,6 +185,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 of one name): the plan runs, each is named, none written",
         groups: &[E2e],
         lane: Main,
+        typical_s: 47,
         run: |b| hostile_disks::test(b.image()?, &b.base, b.package()?),
     },
     Scenario {
@@ -185,6 +196,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 an LV on RAID 5 with a bitmap found, run, the disks compared",
         groups: &[E2e],
         lane: Beside,
+        typical_s: 88,
         run: |b| md_layouts::test(b.package()?, &b.base),
     },
     Scenario {
@@ -194,6 +206,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 the unsigned image refused by the firmware",
         groups: &[E2e, TodaysServers],
         lane: Main,
+        typical_s: 213,
         run: |b| secure_boot::test(b.secure_boot_image()?, b.image()?, &b.base, b.package()?),
     },
     Scenario {
@@ -202,6 +215,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "bootmark.iso as a BMC's virtual CD: SeaBIOS (ISOLINUX) and OVMF with Secure Boot on, no stick; the unsigned ISO beside a stick",
         groups: &[E2e, TodaysServers],
         lane: Main,
+        typical_s: 113,
         run: |b| iso::test(b.secure_boot_image()?, b.image()?, &b.base, b.package()?),
     },
     Scenario {
@@ -210,6 +224,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "`cargo xtask image --secure-boot` refuses a kernel whose signature was removed, writing nothing",
         groups: &[E2e, TodaysServers],
         lane: Beside,
+        typical_s: 3,
         run: |b| secure_boot::unsigned_kernel_refused(b.package()?, &b.base),
     },
     Scenario {
@@ -218,6 +233,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "`--machine old`, the hardware a 2006 server has, on the e2e image",
         groups: &[E2e],
         lane: Main,
+        typical_s: 39,
         run: |b| old_machine::test(b.image()?, &b.base, b.package()?),
     },
     Scenario {
@@ -226,6 +242,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "A kernel as SUSE, Red Hat and Fedora ship it: an RPM made from Debian's kernel, imaged with --kernel-rpm and booted",
         groups: &[E2e],
         lane: Main,
+        typical_s: 54,
         run: |b| kernel_rpm::test(b.image()?, b.package()?, &b.base),
     },
     Scenario {
@@ -234,6 +251,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "An unattended sequence: one QEMU run, four boots, a hung step given up",
         groups: &[E2e],
         lane: Alone,
+        typical_s: 128,
         run: |b| sequence::test(b.package()?, &b.base),
     },
     Scenario {
@@ -242,6 +260,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The sweep boot (the `sweep` plan's variants in one QEMU boot), and a boot of variants of every kind of setting twice round, each run on the settings as found plus its own",
         groups: &[E2e],
         lane: Beside,
+        typical_s: 64,
         run: |b| sweep::test(b.package()?, &b.base),
     },
     Scenario {
@@ -250,6 +269,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The seed's C program, built static and put in the image with --include, run by a `command` workload beside manyfiles; a bad argument's error record",
         groups: &[E2e],
         lane: Beside,
+        typical_s: 55,
         run: |b| command::test(b.package()?, &b.base),
     },
     Scenario {
@@ -261,6 +281,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 from its pauses, wbt nowhere)",
         groups: &[E2e],
         lane: Alone,
+        typical_s: 166,
         run: |b| mechanisms::test(b.package()?, &b.base),
     },
     Scenario {
@@ -269,6 +290,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The 32-bit boot (Debian's 686 kernel, the i686 /init and mkreiserfs)",
         groups: &[E2e],
         lane: Beside,
+        typical_s: 62,
         run: |b| i686::test(&b.base),
     },
     Scenario {
@@ -277,6 +299,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "Debian 13's kernel, downloaded from its suite, booted with the target on NVMe",
         groups: &[E2e, Generations],
         lane: Beside,
+        typical_s: 79,
         run: |b| generations::trixie_on_nvme(&b.base),
     },
     Scenario {
@@ -285,6 +308,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The demo's sibling: 6.1 and 6.12 in one image, one run each, compared",
         groups: &[E2e, Generations],
         lane: Main,
+        typical_s: 165,
         run: |b| generations::two_generations(&b.base),
     },
     Scenario {
@@ -294,6 +318,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 qemu-system-aarch64: NVMe target, USB stick, records on serial and stick",
         groups: &[E2e],
         lane: Beside,
+        typical_s: 31,
         run: |b| arm64::test(&b.base),
     },
     Scenario {
@@ -302,6 +327,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "One image for x86 and arm64 (Debian's kernels of both): its stick under AAVMF and under OVMF, each GRUB listing its own kernels; its ISO as arm64's USB CD; its arm64 entry as a [server.qemu] lab step",
         groups: &[E2e],
         lane: Beside,
+        typical_s: 222,
         run: |b| arm64_image::test(b.package()?, &b.base),
     },
     Scenario {
@@ -311,6 +337,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 Microsoft's keys and Secure Boot on, and arm64 over PXE through shimaa64.efi",
         groups: &[E2e, TodaysServers],
         lane: Beside,
+        typical_s: 186,
         run: |b| arm64_secure_boot::test(b.package()?, &b.base),
     },
     Scenario {
@@ -320,6 +347,7 @@ pub const SCENARIOS: &[Scenario] = &[
                 and run by Debian's arm64 kernel: a two-step sequence formatting the NVMe target ext4, then reiserfs",
         groups: &[E2e],
         lane: Beside,
+        typical_s: 190,
         run: |b| arm64_programs::test(b.package()?, &b.base),
     },
     Scenario {
@@ -328,6 +356,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "A disk that dies mid-run (QEMU's blkdebug fails every write after the first): power-off with a run record, no `ok` record, on the e2e image",
         groups: &[E2e],
         lane: Alone,
+        typical_s: 67,
         run: |b| failing_disk::test(b.image()?, &b.base),
     },
     Scenario {
@@ -336,6 +365,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "`bootmark watch` over QEMU's TCP serial, on the e2e image",
         groups: &[E2e],
         lane: Alone,
+        typical_s: 28,
         run: |b| watch::test(b.image()?, &b.base),
     },
     Scenario {
@@ -344,6 +374,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The LAVA jobs (lava-run), on the e2e image",
         groups: &[E2e],
         lane: Alone,
+        typical_s: 120,
         run: |b| lava::test(b.image()?, b.package()?, &b.base),
     },
     Scenario {
@@ -352,6 +383,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "The LAVA qemu job (lava-run) of an arm64 entry, Debian's arm64 kernel, on the virt machine",
         groups: &[E2e],
         lane: Beside,
+        typical_s: 45,
         run: |b| lava::test_arm64(&b.base),
     },
     Scenario {
@@ -360,6 +392,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "`bootmark lab` through ipmi_sim and ipmitool: PXE, SOL, a hung step, a resumed run",
         groups: &[E2e, Lab],
         lane: Alone,
+        typical_s: 263,
         run: |b| lab_ipmi::test(b.lab_image()?, &b.base),
     },
     Scenario {
@@ -368,6 +401,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "`bootmark lab` through sushy-tools' Redfish emulator: virtual media, BIOS and UEFI",
         groups: &[E2e, Lab],
         lane: Alone,
+        typical_s: 159,
         run: |b| lab_redfish::test(b.lab_image()?, &b.base),
     },
     Scenario {
@@ -376,6 +410,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "`bootmark lab` with a `[server.qemu]` server (the demo's loop)",
         groups: &[E2e, Lab],
         lane: Alone,
+        typical_s: 55,
         run: |b| lab_qemu::test(b.lab_image()?, &b.base),
     },
     Scenario {
@@ -384,6 +419,7 @@ pub const SCENARIOS: &[Scenario] = &[
         about: "`bootmark bisect` over Debian's 5.10, 6.1 and 6.12 on two `[server.qemu]` dl140 servers side by side: 6.12 found as the first bad by the probe's read wait; then `bisect settings` on 6.12 between 5.10's settings and its own: max_sectors_kb",
         groups: &[E2e, Generations, Lab],
         lane: Alone,
+        typical_s: 596,
         run: |b| bisect_ladder::test(&b.base),
     },
     Scenario {
@@ -391,19 +427,24 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "stick write log",
         about: "The stick write-log replay (QEMU's blklogwrites): one boot's writes replayed one by one, fsck and the journal checked after each, on the e2e image",
         groups: &[E2e],
-        lane: Alone,
-        run: |b| write_log::test(b.image()?, &b.base),
+        lane: Beside,
+        typical_s: 42,
+        run: |b| write_log::test(&b.pristine_stick()?, &b.base),
     },
     // 14 kills: every record line once and 7 spread times. The write-log
     // replay above checks every write prefix, so more kills here add CI time
     // (19 s each), not coverage; `cargo xtask check resets --kills 22` runs more.
+    // Beside another boot: it boots its own copy of the stick, and a busy
+    // host only moves a timed kill earlier in the boot's progress (the
+    // record-line kills are placed by what serial shows, not by the clock).
     Scenario {
         name: "resets",
         title: "reset campaign",
         about: "The reset campaign: QEMU killed at record lines and at random times, the stick checked, on the e2e image",
         groups: &[E2e],
-        lane: Alone,
-        run: |b| resets::campaign(b.image()?, &b.base, b.kills),
+        lane: Beside,
+        typical_s: 281,
+        run: |b| resets::campaign(&b.pristine_stick()?, &b.base, b.kills),
     },
 ];
 

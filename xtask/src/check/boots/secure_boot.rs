@@ -53,9 +53,9 @@ pub fn test(sb_image: &Path, unsigned_image: &Path, base: &Path, package: &str) 
             return Err("Secure Boot on: the kernel did not say it was locked down".into());
         }
     }
-    refused_by_firmware(unsigned_image, base)?;
+    let refused = refused_by_firmware(unsigned_image, base)?;
     println!(
-        "e2e: Secure Boot: shim + Debian's signed GRUB + {package}: on ({:.1} s) records say secure_boot true, lockdown integrity; off ({:.1} s) false, none; on over PXE, shim and the signed netboot GRUB from TFTP ({:.1} s); the unsigned image stops in the firmware",
+        "e2e: Secure Boot: shim + Debian's signed GRUB + {package}: on ({:.1} s) records say secure_boot true, lockdown integrity; off ({:.1} s) false, none; on over PXE, shim and the signed netboot GRUB from TFTP ({:.1} s); the unsigned image stops in the firmware, which says its loader was denied ({refused:.1} s)",
         seconds[0], seconds[1], seconds[2]
     );
     Ok(())
@@ -63,29 +63,47 @@ pub fn test(sb_image: &Path, unsigned_image: &Path, base: &Path, package: &str) 
 
 /// The image without --secure-boot under Secure Boot: the firmware refuses
 /// our unsigned GRUB, so no kernel ever starts (what makes the boot above
-/// a proof, not a formality).
-fn refused_by_firmware(unsigned_image: &Path, base: &Path) -> Result<()> {
+/// a proof, not a formality). The firmware must say so itself (OVMF's boot
+/// manager: "Access Denied" for the stick's loader, then no bootable
+/// option left); the machine is stopped then, not after a timeout, and a
+/// machine that says nothing within 45 s is a failure, not a refusal.
+fn refused_by_firmware(unsigned_image: &Path, base: &Path) -> Result<f64> {
+    const DENIED: &str = "Access Denied";
+    const NOTHING_LEFT: &str = "No bootable option or device was found";
     let disk = base.join("scratch.img");
     scratch_disk(&disk, "ext3", 64)?;
     let log = base.join("serial-secure-boot-unsigned.log");
-    let args = qemu::Args {
-        uefi: true,
-        secure_boot: true,
-        timeout: 45,
-        ..test_boot(unsigned_image.to_path_buf(), disk, log.clone())
-    };
-    match qemu::boot(&args) {
-        Ok(_) => Err("the unsigned image booted with Secure Boot on".into()),
-        Err(e) if e.contains("did not power off") => {
-            let serial = qemu::console_text(&log).unwrap_or_default();
-            if serial.contains("Linux version") {
-                Err("a kernel started from the unsigned image under Secure Boot".into())
-            } else {
-                Ok(())
-            }
+    let args =
+        qemu::Args { uefi: true, secure_boot: true, ..test_boot(unsigned_image.to_path_buf(), disk, log.clone()) };
+    let work = base.join("secure-boot-unsigned");
+    crate::host::fs::create_dir_all(&work)?;
+    let mut machine = qemu::spawn(&args, &log, &work)?;
+    let started = std::time::Instant::now();
+    let serial = loop {
+        let serial = qemu::console_text(&log).unwrap_or_default();
+        let exited = machine.try_wait().map_err(|e| format!("waiting for QEMU: {e}"))?.is_some();
+        if (serial.contains(DENIED) && serial.contains(NOTHING_LEFT))
+            || serial.contains("Linux version")
+            || exited
+            || started.elapsed() > std::time::Duration::from_secs(45)
+        {
+            break serial;
         }
-        Err(e) => Err(e),
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    };
+    let _ = machine.kill();
+    let _ = machine.wait();
+    if serial.contains("Linux version") {
+        return Err("a kernel started from the unsigned image under Secure Boot".into());
     }
+    if !serial.contains(DENIED) {
+        return Err(format!(
+            "the unsigned image under Secure Boot: the firmware did not say it denied the loader (\"{DENIED}\") within {:.0} s:\n{}",
+            started.elapsed().as_secs_f64(),
+            qemu::tail(&serial, 10)
+        ));
+    }
+    Ok(started.elapsed().as_secs_f64())
 }
 
 /// Debian's kernel with its signature removed (`sbattach --remove`), in a

@@ -44,15 +44,30 @@ impl Testbed {
     /// the one there when it is whole and made of the same inputs (a `check
     /// NAME` after /init or the image builder changed boots what they make
     /// now), else built.
+    /// A pristine copy of its stick is taken before it is returned, for
+    /// [`Testbed::pristine_stick`].
     pub fn image(&self) -> Result<&Path> {
         let made = self.image.get_or_init(|| {
-            let package = self.package()?;
-            let dir = self.base.join("image");
-            built_once(&dir, package, || {
-                image::build(&support::test_image(vec![package.to_string()], dir.clone(), None))
-            })
+            let built = self.build_image()?;
+            image::usb::own_copy(&built, &self.base.join("image-pristine"))?;
+            Ok(built)
         });
         made.as_deref().map_err(Clone::clone)
+    }
+
+    fn build_image(&self) -> Result<PathBuf> {
+        let package = self.package()?;
+        let dir = self.base.join("image");
+        built_once(&dir, package, || image::build(&support::test_image(vec![package.to_string()], dir.clone(), None)))
+    }
+
+    /// A copy of the e2e image's stick (and manifest), taken by [`Testbed::image`]
+    /// before any scenario of this testbed boots it, for scenarios that boot
+    /// copies of their own beside others: the e2e stick itself may be
+    /// mid-boot on the other lane, its FAT half-written, when they copy it.
+    pub fn pristine_stick(&self) -> Result<PathBuf> {
+        self.image()?;
+        Ok(self.base.join("image-pristine"))
     }
 
     /// The image built with --secure-boot.
