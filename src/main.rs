@@ -291,7 +291,8 @@ enum Command {
     /// implausible (listed on stderr; the table shows what was usable), 2 no table (no records,
     /// a bad --baseline or --timeline).
     #[command(after_help = "Example:
-  bootmark report serial-*.log usb.img --by kernel,fs --baseline 2.6.9")]
+  bootmark report serial-*.log usb.img --by kernel,fs --baseline 2.6.9
+  bootmark report k0.log k2.log --confirmation lab.state/confirm-same-boot")]
     Report {
         /// Records (JSONL from `collect`), or anything `collect` reads.
         #[arg(required = true, value_name = "INPUT")]
@@ -322,6 +323,13 @@ enum Command {
         /// baseline (default: the first seen). "vs baseline" compares mean real times.
         #[arg(long)]
         baseline: Option<String>,
+        /// A `bootmark confirm` that tested a candidate cause: its directory, or the verdict.json
+        /// it wrote (repeatable). The cause it tested on that kernel (same setting, same workload)
+        /// is then said confirmed ("Cause"), refuted ("Not the cause") or undecided, with its
+        /// figures and run ids, in every format (JSON: the cause's `status` and `confirmation`);
+        /// a confirmation that tested no cause of this report is named on stderr.
+        #[arg(long, value_name = "DIR|FILE")]
+        confirmation: Vec<PathBuf>,
     },
     #[cfg(feature = "workstation")]
     /// Export records for another system: a KCIDB I/O document (KernelCI's common results
@@ -419,6 +427,8 @@ enum Command {
     /// workload as found and with --set, which first alternating (bootmark.set=
     /// +changed:SET,repeat=N,workloads=W), each run one value, one look at 0.05. Minutes instead of ten boots, and it holds for that boot only: across
     /// boots (the boot as the unit) is the confirmation without it.
+    /// A verdict is written to verdict.json in --dir: `bootmark report --confirmation DIR` says
+    /// the cause it tested confirmed or refuted, with its figures and runs.
     /// docs/confirm.md explains, with a run on QEMU.
     ///
     /// Exit status: 0 confirmed, 3 refuted, 1 can't tell or no test possible, 2 bad flags, a
@@ -504,8 +514,9 @@ fn main() -> ExitCode {
         #[cfg(feature = "workstation")]
         Command::Collect { inputs, out } => collect(&inputs, out.as_deref()),
         #[cfg(feature = "workstation")]
-        Command::Report { inputs, format, by, baseline, timeline, svg } => {
-            report(&inputs, &format, by, baseline, timeline.as_deref(), svg.as_deref())
+        Command::Report { inputs, format, by, baseline, timeline, svg, confirmation } => {
+            let asked = Asked { by, baseline, timeline, svg, confirmations: confirmation };
+            report(&inputs, &format, asked)
         }
         #[cfg(feature = "workstation")]
         Command::Export { inputs, origin, image } => export(&inputs, &origin, &image),
@@ -708,7 +719,7 @@ fn lab_run(path: &std::path::Path) -> ExitCode {
     if ended.interrupted {
         return ExitCode::from(EXIT_CANNOT);
     }
-    let rendered = (!files.is_empty()).then(|| rendered_report(&files, &["md", "html"], None, None, None, None));
+    let rendered = (!files.is_empty()).then(|| rendered_report(&files, &["md", "html"], Asked::default()));
     let reported = match rendered {
         None => ExitCode::SUCCESS,
         Some(Ok((texts, c))) => {
@@ -774,7 +785,7 @@ fn bisect_run(path: &std::path::Path, asked: &bootmark::bisect::command::Asked) 
     let dir = asked.dir_in(&lab);
     let files = command::record_files(&dir);
     if !files.is_empty() {
-        match rendered_report(&files, &["html", "json"], None, None, None, None) {
+        match rendered_report(&files, &["html", "json"], Asked::default()) {
             Ok((texts, _)) => {
                 // The JSON beside the page: its causes' tests are what `bootmark confirm --from` reads.
                 for (name, text) in ["report.html", "report.json"].iter().zip(&texts) {
@@ -937,20 +948,25 @@ fn collect(inputs: &[PathBuf], out: Option<&std::path::Path>) -> ExitCode {
 }
 
 #[cfg(feature = "workstation")]
-fn report(
-    inputs: &[PathBuf],
-    format: &str,
-    by: Option<Vec<String>>,
-    baseline: Option<String>,
-    timeline: Option<&str>,
-    svg: Option<&std::path::Path>,
-) -> ExitCode {
-    let (text, c) = match rendered_report(inputs, &[format], by, baseline, timeline, svg) {
+fn report(inputs: &[PathBuf], format: &str, asked: Asked) -> ExitCode {
+    let (text, c) = match rendered_report(inputs, &[format], asked) {
         Ok((mut texts, c)) => (texts.remove(0), c),
         Err(e) => return cannot(&e),
     };
     print!("{text}");
     judged(&c)
+}
+
+/// What `bootmark report` was asked beside its inputs and format.
+#[cfg(feature = "workstation")]
+#[derive(Default)]
+struct Asked {
+    by: Option<Vec<String>>,
+    baseline: Option<String>,
+    timeline: Option<String>,
+    svg: Option<PathBuf>,
+    /// `--confirmation`: confirmations' directories or verdict files.
+    confirmations: Vec<PathBuf>,
 }
 
 /// The report of `inputs` in each of `formats` (md, csv, json, html), its
@@ -959,12 +975,11 @@ fn report(
 fn rendered_report(
     inputs: &[PathBuf],
     formats: &[&str],
-    by: Option<Vec<String>>,
-    baseline: Option<String>,
-    timeline: Option<&str>,
-    svg: Option<&std::path::Path>,
+    asked: Asked,
 ) -> Result<(Vec<String>, bootmark::collect::Collected), String> {
     use bootmark::report::{self, findings};
+    let Asked { by, baseline, timeline, svg, confirmations } = asked;
+    let svg = svg.as_deref();
     // Records stream from the collector into the report's groups: memory
     // grows with groups × runs, not with the records.
     if let Some(by) = &by {
@@ -977,7 +992,12 @@ fn rendered_report(
     if let Some(dir) = svg {
         report::pictures::check_dir(dir, inputs)?;
     }
-    let opts = report::Options { by, baseline, timeline: timeline.map(str::to_string), pictures };
+    // Read before the records: a confirmation that cannot be read stops the report at once.
+    let tested = confirmations
+        .iter()
+        .map(|p| report::tested::Tested::read(p).map_err(|e| format!("--confirmation {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let opts = report::Options { by, baseline, timeline, pictures, tested };
     let mut builder = report::Builder::new(opts);
     let c = bootmark::collect::collect_glancing(inputs, &mut |record| builder.add(record));
     print_problems(&c);
@@ -985,6 +1005,16 @@ fn rendered_report(
         return Err("no result records in the inputs".into());
     }
     let report = builder.finish()?;
+    for t in report.confirmations_unused() {
+        eprintln!(
+            "bootmark: --confirmation: it tested {} on {} ({}) for {}: no cause of this report is that one, so it \
+             is not in the report (a request size on that kernel, whose baseline ran at that setting)",
+            t.set,
+            t.entry,
+            t.kernel.as_deref().unwrap_or("kernel unknown"),
+            t.metric
+        );
+    }
     // Drawn once, for the page and the files alike.
     let figures = match pictures {
         true => report::pictures::figures(&report.rows, &report.pictures)

@@ -358,6 +358,121 @@ fn a_comparison_across_boots_takes_the_boot_as_its_unit() {
     assert_eq!(cause["test"]["toward"].as_f64(), read, "toward is the baseline's probe read median");
 }
 
+/// A confirmation's verdict as `bootmark confirm` writes it (`verdict.json`),
+/// of 6.12 with 6.1's request size, in a directory of its own.
+fn confirmation(name: &str, kernel: &str, outcome: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bootmark-report-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let verdict = serde_json::json!({
+        "schema": "bootmark.confirmation/1",
+        "entry": "k2",
+        "kernel": kernel,
+        "metric": "seqwrite.read_p50_ms",
+        "set": "queue.max_sectors_kb=128",
+        "removes": true,
+        "toward": 2.03,
+        "outcome": outcome,
+        "unit": "runs a side, interleaved in one boot",
+        "sides": 5,
+        "medians": [15.5, 3.15],
+        "p": 0.0079,
+        "words": format!("{outcome}: …"),
+        "runs": ["20261207-084656-6a27"]
+    });
+    std::fs::write(dir.join("verdict.json"), verdict.to_string()).unwrap();
+    dir
+}
+
+/// The request-size candidate of boots-records.jsonl (6.12 against 6.1) in
+/// the JSON, and the verdict's line.
+fn request_size_cause(json: &str) -> (serde_json::Value, String) {
+    let json: serde_json::Value = serde_json::from_str(json).unwrap();
+    let cause = json["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["causes"].as_array().unwrap())
+        .find(|c| c["code"] == "request-size")
+        .cloned()
+        .expect("the request-size cause");
+    (cause, json["verdict"][0].as_str().unwrap().to_string())
+}
+
+/// `bootmark report --confirmation`: the candidate a confirmation tested is
+/// called a cause only when it confirmed it, "not the cause" when it refuted
+/// it, and stays a candidate, with what was tried, when it could not tell;
+/// in the verdict's sentence (every format) and the JSON's cause, each with
+/// its figures and run. One of another kernel leaves the report as it was,
+/// and is named on stderr; a file that is no verdict stops it, named.
+#[test]
+fn a_confirmation_decides_its_candidate_in_every_format() {
+    let kernel = "6.12.118+deb13-amd64";
+    let confirmed = confirmation("confirmed", kernel, "confirmed");
+    let arg = confirmed.display().to_string();
+    let (cause, line) =
+        request_size_cause(&report("boots-records.jsonl", &["--format", "json", "--confirmation", &arg]));
+    assert_eq!(
+        (cause["status"].as_str(), cause["confirmation"]["outcome"].as_str()),
+        (Some("cause"), Some("confirmed"))
+    );
+    assert!(line.contains(". Cause: seqwrite: its write requests were 1.1 MiB"), "{line}");
+    let said = "confirmed by experiment (bootmark confirm: with queue.max_sectors_kb=128 seqwrite.read_p50_ms went \
+                15.5 → 3.15, medians of 5 runs a side, interleaved in one boot, p 0.0079; run 20261207-084656-6a27)";
+    assert!(line.contains(said) && !line.contains("Candidate cause"), "{line}");
+    for format in ["md", "html", "text"] {
+        let got = report("boots-records.jsonl", &["--format", format, "--confirmation", &arg]);
+        // The text report wraps at 80 columns and says → as ->.
+        let flat = got.split_whitespace().collect::<Vec<_>>().join(" ").replace("->", "→");
+        assert!(flat.contains("confirmed by experiment (bootmark confirm: with queue.max_sectors_kb=128"), "{format}");
+        assert!(flat.contains("run 20261207-084656-6a27)"), "{format}: {got}");
+    }
+    let refuted = confirmation("refuted", kernel, "refuted");
+    let (cause, line) = request_size_cause(&report(
+        "boots-records.jsonl",
+        &["--format", "json", "--confirmation", &refuted.display().to_string()],
+    ));
+    assert_eq!(cause["status"], "refuted");
+    assert!(line.contains(". Not the cause: seqwrite: its write requests were 1.1 MiB"), "{line}");
+    assert!(line.contains("refuted by experiment (bootmark confirm:") && !line.contains("Candidate cause"), "{line}");
+    let undecided = confirmation("cant-tell", kernel, "cant_tell");
+    let (cause, line) = request_size_cause(&report(
+        "boots-records.jsonl",
+        &["--format", "json", "--confirmation", &undecided.display().to_string()],
+    ));
+    assert_eq!(cause["status"], "candidate");
+    assert!(
+        line.contains("Candidate cause (a run that changes that setting alone would confirm it): seqwrite"),
+        "{line}"
+    );
+    assert!(line.contains("tested, undecided (can't tell) (bootmark confirm:"), "{line}");
+    // Another kernel's: nothing folded in, the report as before, the confirmation named.
+    let other = confirmation("other", "6.1.0-57-amd64", "confirmed");
+    let out = Command::new(env!("CARGO_BIN_EXE_bootmark"))
+        .args(["report", "--format", "json", "--confirmation"])
+        .arg(&other)
+        .arg(data("boots-records.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), golden("boots.json"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--confirmation: it tested queue.max_sectors_kb=128 on k2 (6.1.0-57-amd64)"), "{stderr}");
+    // A report's JSON given as a confirmation: refused, naming it, before any report.
+    let out = Command::new(env!("CARGO_BIN_EXE_bootmark"))
+        .args(["report", "--confirmation"])
+        .arg(data("boots.json"))
+        .arg(data("boots-records.jsonl"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("boots.json: not a confirmation's verdict") && out.stdout.is_empty(), "{stderr}");
+    for dir in [confirmed, refuted, undecided, other] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
 /// One `<figure>` of the HTML page: its id, its axes' ranges and records.
 struct Drawn {
     id: String,

@@ -6,7 +6,7 @@
 
 use super::confirm;
 use super::git;
-use super::metric::{Metric, figure};
+use super::metric::Metric;
 use super::on_lab::OnLab;
 use super::search::{Answer, Outcome};
 use super::session::{self, Action, Booted, Experiment, Settled, State};
@@ -18,6 +18,7 @@ use crate::workstation::lab::ImageEntries;
 use crate::workstation::lab::file::Lab;
 use crate::workstation::output::say;
 use crate::workstation::report::stats;
+use crate::workstation::report::words::figure;
 use std::path::{Path, PathBuf};
 
 /// The most boots a step gets when `--cap` is not given.
@@ -377,7 +378,26 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<Ended, String> {
     };
     on_lab.servers.finish()?;
     say(describe(&state, &metric, &action, &image).trim_end());
+    if let (Some(e), Action::Decided(said)) = (&state.confirm, &action) {
+        write_verdict(&state, e, said, &dir)?;
+    }
     Ok(ended(&state, action))
+}
+
+/// A confirmation's verdict across boots, beside its boots' files, for
+/// `bootmark report --confirmation`: the kernel as its records say, every
+/// boot's run id.
+fn write_verdict(state: &State, e: &Experiment, said: &confirm::Said, dir: &Path) -> Result<(), String> {
+    let kernel = record_files(dir)
+        .iter()
+        .find_map(|f| super::on_lab::read_records(f).ok()?.into_iter().find_map(|r| r.kernel.release));
+    let runs = state.boots.iter().filter_map(|b| b.run_id.clone()).collect();
+    let words = confirm::verdict(said, &state.metric, &e.set, e.toward, confirm::Unit::Boots);
+    if let Some(t) = e.tested(said, (&state.metric, confirm::Unit::Boots), kernel, runs, words) {
+        let path = t.write(dir)?;
+        say(&format!("the verdict for `bootmark report --confirmation`: {}", path.display()));
+    }
+    Ok(())
 }
 
 /// `bootmark bisect git`: the range checked and its ends built before

@@ -27,9 +27,9 @@
 //! Four boots a side cannot decide at any level under 0.029 (the rank
 //! test's smallest p with 4 and 4), so the first look is at five.
 
-use super::metric::figure;
 use super::step::{Worse, aa_spread};
 use crate::workstation::report::stats;
+use crate::workstation::report::words::figure;
 
 /// The chance, over all looks, of calling a change confirmed (or refuted) when the rank test's null holds.
 pub const ALPHA: f64 = 0.05;
@@ -236,9 +236,14 @@ pub enum Unit {
 
 impl Unit {
     fn side(self, n: usize) -> String {
+        format!("{n} {}", self.name())
+    }
+
+    /// What a side's values are, after their count: "boots a side".
+    pub fn name(self) -> &'static str {
         match self {
-            Unit::Boots => format!("{n} boots a side"),
-            Unit::RunsOfOneBoot => format!("{n} runs a side, interleaved in one boot"),
+            Unit::Boots => "boots a side",
+            Unit::RunsOfOneBoot => "runs a side, interleaved in one boot",
         }
     }
 }

@@ -152,15 +152,6 @@ impl Metric {
     }
 }
 
-/// A metric's value as the tables and verdicts print it: three significant figures.
-pub fn figure(v: f64) -> String {
-    match v.abs() {
-        a if a >= 100.0 => format!("{v:.0}"),
-        a if a >= 10.0 => format!("{v:.1}"),
-        _ => format!("{v:.2}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

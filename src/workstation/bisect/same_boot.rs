@@ -50,6 +50,8 @@ pub struct Confirmed {
     pub records: PathBuf,
     /// The boot's run id.
     pub run_id: Option<String>,
+    /// The verdict as the report folds it in (`verdict.json`); None while undecided.
+    pub tested: Option<crate::workstation::report::tested::Tested>,
 }
 
 /// The `bootmark.set=` word of a same-boot confirmation of `set`, `runs` a
@@ -130,13 +132,21 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<(Ended, Option<Confirmed>), Strin
     let said = decide(&metric, e, &records, skipped_why(&records_path).as_deref())?;
     let words = confirm::verdict(&said, &asked.metric, &e.set, e.toward, Unit::RunsOfOneBoot);
     say(&format!("{words}\nthe runs: {}", records_path.display()));
+    // For `bootmark report --confirmation`: the verdict beside the boot's files.
+    let kernel = records.first().and_then(|r| r.kernel.release.clone());
+    let unit = Unit::RunsOfOneBoot;
+    let tested = e.tested(&said, (&asked.metric, unit), kernel, outcome.run_ids.clone(), words.clone());
+    if let Some(t) = &tested {
+        let path = t.write(&dir)?;
+        say(&format!("the verdict for `bootmark report --confirmation`: {}", path.display()));
+    }
     let ended = match said {
         Said::Confirmed(_) => Ended::Found,
         Said::Refuted(_) => Ended::Refuted,
         _ => Ended::NotFound,
     };
     let run_id = outcome.run_ids.first().cloned();
-    Ok((ended, Some(Confirmed { said, words, records: records_path, run_id })))
+    Ok((ended, Some(Confirmed { said, words, records: records_path, run_id, tested })))
 }
 
 /// The verdict on one boot's records: the metric of each ok run, as
@@ -253,6 +263,14 @@ mod tests {
         }
         let said = decide(&metric, &experiment(), &records, None).unwrap();
         assert!(matches!(said, Said::Confirmed(ref e) if e.boots == 5 && e.medians == [50.0, 15.0]), "{said:?}");
+        // As the report reads it: the outcome, its figures, the run.
+        let runs = vec!["20261207-084656-6a27".to_string()];
+        let t = experiment().tested(&said, ("seqwrite.probe_p99_ms", Unit::RunsOfOneBoot), None, runs, "w".into());
+        let t = t.expect("a decided confirmation");
+        assert_eq!((t.sides, t.medians, t.set.as_str()), (Some(5), Some([50.0, 15.0]), "queue.max_sectors_kb=128"));
+        assert_eq!(t.outcome, crate::workstation::report::tested::Outcome::Confirmed);
+        assert_eq!(t.unit, "runs a side, interleaved in one boot");
+        assert!(experiment().tested(&Said::More, ("m.x", Unit::Boots), None, vec![], String::new()).is_none());
         // A setting the kernel refused: untestable here, said so.
         records[1] = run("changed", 15.0, true);
         let said = decide(&metric, &experiment(), &records, None).unwrap();

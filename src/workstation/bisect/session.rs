@@ -15,6 +15,7 @@ use super::metric::Metric;
 use super::search::{self, Answer, End, EndsNext, Next, Outcome, Step};
 use super::settings::{self, Differences, Subset};
 use super::step::{Apart, Model, Worse};
+use crate::workstation::report::tested::{self, Tested};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -95,6 +96,46 @@ pub struct Experiment {
     pub removes: bool,
     /// Where the metric would be without the cause (`confirm::Expected::toward`).
     pub toward: Option<f64>,
+}
+
+impl Experiment {
+    /// Its verdict as the report reads it (`verdict.json`, `bootmark report
+    /// --confirmation`): the outcome and figures of `said`, its `words`, the
+    /// kernel its records name and the run ids of the boots whose records
+    /// decided it; None while undecided.
+    pub fn tested(
+        &self,
+        said: &confirm::Said,
+        (metric, unit): (&str, confirm::Unit),
+        kernel: Option<String>,
+        runs: Vec<String>,
+        words: String,
+    ) -> Option<Tested> {
+        use confirm::Said;
+        let (outcome, evidence) = match said {
+            Said::Confirmed(ev) => (tested::Outcome::Confirmed, Some(ev)),
+            Said::Refuted(ev) => (tested::Outcome::Refuted, Some(ev)),
+            Said::CantTell(ev) => (tested::Outcome::CantTell, Some(ev)),
+            Said::Unfit(_) => (tested::Outcome::NoTest, None),
+            Said::More => return None,
+        };
+        Some(Tested {
+            schema: tested::SCHEMA.to_string(),
+            entry: self.entry.clone(),
+            kernel,
+            metric: metric.to_string(),
+            set: self.set.clone(),
+            removes: self.removes,
+            toward: self.toward,
+            outcome,
+            unit: unit.name().to_string(),
+            sides: evidence.map(|ev| ev.boots),
+            medians: evidence.map(|ev| ev.medians),
+            p: evidence.map(|ev| ev.p),
+            words,
+            runs,
+        })
+    }
 }
 
 /// What the bisect does next.

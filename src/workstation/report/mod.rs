@@ -14,10 +14,11 @@ pub mod pictures;
 mod reproduce;
 mod setting;
 pub mod stats;
+pub mod tested;
 pub mod text;
 mod traced;
 pub mod verdict;
-mod words;
+pub mod words;
 
 use crate::schema::record::Record;
 use crate::workstation::glance::Glance;
@@ -219,6 +220,9 @@ pub struct Options {
     pub timeline: Option<String>,
     /// Keep what the pictures need (HTML, --svg): off, the other formats keep no runs.
     pub pictures: bool,
+    /// Confirmations of candidate causes (`--confirmation`): a cause one of
+    /// them tested is said confirmed, refuted or undecided, with its runs.
+    pub tested: Vec<tested::Tested>,
 }
 
 /// A finished report: the table's rows, the findings, what the pictures draw.
@@ -241,6 +245,7 @@ pub struct Report {
     /// Each row's baseline row, and each row's boots: what `comparisons` reads.
     baseline_of: Vec<Option<usize>>,
     boots: Vec<usize>,
+    tested: Vec<tested::Tested>,
 }
 
 impl Report {
@@ -249,7 +254,19 @@ impl Report {
     /// fleet's thousands of groups would pay for in every format.
     pub fn comparisons(&self) -> Vec<verdict::Comparison> {
         let variants = self.by.first().is_some_and(|d| d == "variant");
-        verdict::comparisons(&self.rows, &self.baseline_of, &self.boots, &self.findings, variants)
+        verdict::comparisons(&self.rows, &self.baseline_of, &self.boots, &self.findings, variants, &self.tested)
+    }
+
+    /// The confirmations given that tested no cause of this report (another
+    /// kernel, setting or workload, or a cause its records do not show):
+    /// each said, so that none is silently left out.
+    pub fn confirmations_unused(&self) -> Vec<&tested::Tested> {
+        if self.tested.is_empty() {
+            return Vec::new();
+        }
+        let used: Vec<tested::Tested> =
+            self.comparisons().into_iter().flat_map(|c| c.causes).filter_map(|c| c.confirmation).collect();
+        self.tested.iter().filter(|t| !used.contains(t)).collect()
     }
 
     /// `--format json`: the verdict, the structured comparisons, the setting,
@@ -376,11 +393,12 @@ impl Builder {
         let boots: Vec<usize> = self.groups.iter().map(groups::Group::boots).collect();
         found.extend(findings::comparisons(&rows, &baseline_of, &boots));
         let findings = findings::fold(found);
-        let verdict = verdict::lines(&rows, &baseline_of, &by, &findings);
+        let tested = std::mem::take(&mut self.opts.tested);
+        let verdict = verdict::lines(&rows, &baseline_of, &by, &findings, &tested);
         let pictures = self.pictures.finish(self.opts.timeline.as_deref())?;
         let setting = self.setting.said();
         let reproduce = self.reproduce;
-        Ok(Report { by, rows, findings, pictures, constant, verdict, setting, reproduce, baseline_of, boots })
+        Ok(Report { by, rows, findings, pictures, constant, verdict, setting, reproduce, baseline_of, boots, tested })
     }
 }
 

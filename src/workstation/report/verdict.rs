@@ -8,6 +8,7 @@
 
 use super::Row;
 use super::findings::{Finding, device_share, kib, request_limit, request_sizes};
+use super::tested::{Outcome, Tested};
 use serde::Serialize;
 
 /// A real-time difference under this share is called "the same".
@@ -27,7 +28,13 @@ struct Part {
 
 /// The verdict's lines (Markdown-free text). `baseline_of`: each row's
 /// baseline row, as the report marked them; `by`: the table's dimensions.
-pub fn lines(rows: &[Row], baseline_of: &[Option<usize>], by: &[String], findings: &[Finding]) -> Vec<String> {
+pub fn lines(
+    rows: &[Row],
+    baseline_of: &[Option<usize>],
+    by: &[String],
+    findings: &[Finding],
+    tested: &[Tested],
+) -> Vec<String> {
     let dimension = by.first().map_or("kernel", String::as_str);
     let mut values: Vec<&str> = Vec::new();
     for r in rows {
@@ -47,7 +54,7 @@ pub fn lines(rows: &[Row], baseline_of: &[Option<usize>], by: &[String], finding
     }
     let mut out = Vec::new();
     for v in values.iter().filter(|v| **v != base.as_str()) {
-        out.push(against_baseline(rows, baseline_of, v, base, findings, dimension == "variant"));
+        out.push(against_baseline(rows, baseline_of, v, base, (findings, tested), dimension == "variant"));
     }
     out.extend(noise_floor_line(rows));
     out
@@ -130,20 +137,23 @@ fn noise_floor_line(rows: &[Row]) -> Option<String> {
 /// `variants`: the values are plan variants, run in the same boots as the
 /// baseline: a mechanism present on one side only is then an experiment's
 /// result (the variant's setting removed or brought it), not a boot's luck.
+/// `tested`: the confirmations given (`bootmark report --confirmation`).
 fn against_baseline(
     rows: &[Row],
     baseline_of: &[Option<usize>],
     value: &str,
     base: &str,
-    findings: &[Finding],
+    (findings, tested): (&[Finding], &[Tested]),
     variants: bool,
 ) -> String {
     let mut parts = Vec::new();
     // Causes shown by a tested difference, and candidates: a request size
-    // (until a run that changes it alone confirms it), or a mechanism seen on
-    // one side of a comparison resting on one boot a side.
+    // (until a run that changes it alone confirms it: `tested`), or a
+    // mechanism seen on one side of a comparison resting on one boot a side.
+    // A candidate an experiment refuted is said apart, as not the cause.
     let mut causes = Vec::new();
     let mut candidates = Vec::new();
+    let mut refuted = Vec::new();
     let mut across_boots = true;
     let mut all_same = true;
     // Whether any difference of this value is borne out by the runs: a
@@ -219,7 +229,13 @@ fn against_baseline(
         let significant = row.significant || fio_significant;
         parts.push(Part { text, differs: true, significant, size: change.abs() });
         if let Some((said, _)) = request_cause(row, b, !probe.is_empty()) {
-            candidates.push(format!("{workload}: its write requests were {said}"));
+            let cause = format!("{workload}: its write requests were {said}");
+            match confirmation_of(tested, row, b) {
+                Some(t) if t.outcome == Outcome::Confirmed => causes.push(format!("{cause}, {}", t.summary())),
+                Some(t) if t.outcome == Outcome::Refuted => refuted.push(format!("{cause}, {}", t.summary())),
+                Some(t) => candidates.push(format!("{cause}, {}", t.summary())),
+                None => candidates.push(cause),
+            }
         }
     }
     // A rule that fires for this value is a cause only of a difference, and
@@ -231,12 +247,12 @@ fn against_baseline(
     // absence on the baseline is no evidence of a difference (the demo's
     // 5.10 against 6.12); not a read's wait the block tracepoints place
     // outside the device without saying where.
-    let tested = variants || across_boots;
+    let boots_or_variants = variants || across_boots;
     for f in findings.iter().filter(|f| !all_same && borne_out && f.names_cause) {
         let also_base = findings.iter().any(|g| g.rule == f.rule && fired_for(g, base));
         let said = format!("the {} finding below", f.rule);
         if fired_for(f, value) && !also_base && !causes.contains(&said) && !candidates.contains(&said) {
-            if tested { causes.push(said) } else { candidates.push(said) }
+            if boots_or_variants { causes.push(said) } else { candidates.push(said) }
         }
     }
     if parts.is_empty() {
@@ -259,11 +275,14 @@ fn against_baseline(
         line += &format!(". Cause: {}", at_most_three(causes));
     }
     if !candidates.is_empty() {
-        let test = match tested {
+        let test = match boots_or_variants {
             true => "a run that changes that setting alone would confirm it",
             false => "one boot a side: more boots, or a plan variant that removes it, would test it",
         };
         line += &format!(". Candidate cause ({test}): {}", at_most_three(candidates));
+    }
+    if !refuted.is_empty() {
+        line += &format!(". Not the cause: {}", at_most_three(refuted));
     }
     if !within_one_boot.is_empty() {
         let said = within_one_boot.join("; ");
@@ -459,15 +478,37 @@ pub struct Cause {
     /// The metric it explains (`probe_p99_ms`, `real_s`); null for a finding,
     /// whose words say what it shows.
     pub explains: Option<&'static str>,
-    /// `candidate` until tested: a request size always (a run changing it
-    /// alone would confirm it), a finding's mechanism under two boots a
-    /// side unless the two sides are variants of the same boots; else `cause`.
+    /// `candidate` until tested: a request size until a confirmation given
+    /// to the report decided it (`cause` when it confirmed it, `refuted`
+    /// when it refuted it), a finding's mechanism under two boots a side
+    /// unless the two sides are variants of the same boots; else `cause`.
     pub status: &'static str,
     pub text: String,
     /// The experiment that would test it, for `bootmark confirm` (null where
     /// no one setting removes it, or the records do not say its value).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test: Option<CauseTest>,
+    /// The confirmation of that experiment given to the report
+    /// (`--confirmation`): its outcome, figures, words and run ids.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Tested>,
+}
+
+/// A cause's status as a confirmation's outcome makes it.
+fn status_of(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Confirmed => "cause",
+        Outcome::Refuted => "refuted",
+        Outcome::CantTell | Outcome::NoTest => "candidate",
+    }
+}
+
+/// The confirmation among `tested` of `row`'s request-size cause against
+/// its baseline `b`: the one that set the baseline's max_sectors_kb on
+/// `row`'s kernel, for `row`'s workload (the last given, if several).
+fn confirmation_of<'a>(tested: &'a [Tested], row: &Row, b: &Row) -> Option<&'a Tested> {
+    let test = request_size_test(row, b)?;
+    tested.iter().rev().find(|t| t.tests(&test.set, &row.key, &row.workload))
 }
 
 /// How to test a cause: on the candidate's kernel, set `set` (the
@@ -508,6 +549,7 @@ pub fn comparisons(
     boots: &[usize],
     findings: &[Finding],
     variants: bool,
+    tested: &[Tested],
 ) -> Vec<Comparison> {
     let mut out = Vec::new();
     for (i, row) in rows.iter().enumerate() {
@@ -526,17 +568,19 @@ pub fn comparisons(
         let mut causes = Vec::new();
         if let Some((said, explains)) = request_cause(row, b, probe_changed) {
             let mechanism = "the disk's write request size";
+            let confirmation = confirmation_of(tested, row, b).cloned();
             causes.push(Cause {
                 code: "request-size",
                 mechanism,
                 explains: Some(explains),
-                status: "candidate",
+                status: confirmation.as_ref().map_or("candidate", |t| status_of(t.outcome)),
                 text: said,
                 test: request_size_test(row, b),
+                confirmation,
             });
         }
         let (subject, base_subject) = (super::findings::subject(row), super::findings::subject(b));
-        let tested = variants || two_boots_a_side(row, b);
+        let boots_or_variants = variants || two_boots_a_side(row, b);
         for f in findings.iter().filter(|f| f.names_cause) {
             let fired = |s: &str| f.subject.split("; ").any(|x| x == s);
             if fired(&subject) && !fired(&base_subject) {
@@ -544,9 +588,10 @@ pub fn comparisons(
                     code: f.rule,
                     mechanism: mechanism_of(f.rule),
                     explains: None,
-                    status: if tested { "cause" } else { "candidate" },
+                    status: if boots_or_variants { "cause" } else { "candidate" },
                     text: f.sentence.clone(),
                     test: None,
+                    confirmation: None,
                 });
             }
         }

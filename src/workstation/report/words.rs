@@ -1,4 +1,4 @@
-//! Counts in words, as the findings' sentences say them.
+//! Counts and figures in words, as the findings' and verdicts' sentences say them.
 
 /// How often: "once", "3 times".
 pub fn times(n: u64) -> String {
@@ -20,6 +20,16 @@ pub fn count(n: u64, one: &str, plural: &str) -> String {
 /// 0.4 ms wait is not "0 ms"), whole milliseconds above.
 pub fn ms(value: f64) -> String {
     if value.abs() < 10.0 { format!("{value:.1}") } else { format!("{value:.0}") }
+}
+
+/// A metric's value as the bisect's tables and the confirmations' verdicts
+/// print it: three significant figures.
+pub fn figure(v: f64) -> String {
+    match v.abs() {
+        a if a >= 100.0 => format!("{v:.0}"),
+        a if a >= 10.0 => format!("{v:.1}"),
+        _ => format!("{v:.2}"),
+    }
 }
 
 #[cfg(test)]

@@ -169,9 +169,15 @@ pub fn compare(args: &Args) -> Result<Compared> {
     use bootmark::report;
     // The kernels' comparison is of their own boots: the confirmation's runs
     // (6.12 as found and changed, in one boot) are its verdict's, said after it.
+    // Its verdict is folded into the comparison it tested: the candidate said
+    // a cause, or not the cause, with the figures and the run.
     let confirming = confirmation.as_ref().and_then(|c| c.run_id.clone());
     let kernels_boots = merged.results().filter(|r| Some(&r.run_id) != confirming.as_ref());
-    let r = report::report(kernels_boots, report::Options { pictures: true, ..Default::default() })?;
+    let tested: Vec<_> = confirmation.iter().filter_map(|c| c.tested.clone()).collect();
+    let r = report::report(kernels_boots, report::Options { pictures: true, tested, ..Default::default() })?;
+    if let Some(c) = &confirmation {
+        folded_in(&r, c)?;
+    }
     fs::write(out.join("report.html"), report::html::page(&r)?)?;
     let agreement = match (problems.is_empty(), notes.is_empty()) {
         (true, true) => "serial and stick agree, every record verified".to_string(),
@@ -241,6 +247,30 @@ pub struct Confirmation {
     pub cause: String,
     pub set: String,
     pub metric: String,
+    /// The verdict as the report folds it in; None while undecided.
+    pub tested: Option<bootmark::report::tested::Tested>,
+}
+
+/// The kernels' report says the confirmation's outcome where it names the
+/// cause, with its figures and run: "Cause: … confirmed by experiment (…)",
+/// "Not the cause: … refuted by experiment (…)", or the candidate with what
+/// was tried.
+fn folded_in(r: &bootmark::report::Report, c: &Confirmation) -> Result<()> {
+    let Some(t) = &c.tested else { return Ok(()) };
+    let summary = t.summary();
+    let heading = match t.outcome {
+        bootmark::report::tested::Outcome::Confirmed => ". Cause: ",
+        bootmark::report::tested::Outcome::Refuted => ". Not the cause: ",
+        _ => ". Candidate cause (",
+    };
+    match r.verdict.iter().find(|line| line.contains(&summary)) {
+        Some(line) if line.contains(heading) => Ok(()),
+        _ => Err(format!(
+            "demo: the report does not fold in the confirmation (\"{summary}\" under \"{}\"): {:?}",
+            heading.trim_start_matches(". "),
+            r.verdict
+        )),
+    }
 }
 
 /// The cause the newest kernel's records name against the oldest's, tested
@@ -297,6 +327,7 @@ fn confirm_newest(
         cause: said,
         set: test.set,
         metric: test.metric,
+        tested: c.tested,
     }))
 }
 
