@@ -324,10 +324,11 @@ enum Command {
         #[arg(long)]
         baseline: Option<String>,
         /// A `bootmark confirm` that tested a candidate cause: its directory, or the verdict.json
-        /// it wrote (repeatable). The cause it tested on that kernel (same setting, same workload)
-        /// is then said confirmed ("Cause"), refuted ("Not the cause") or undecided, with its
-        /// figures and run ids, in every format (JSON: the cause's `status` and `confirmation`);
-        /// a confirmation that tested no cause of this report is named on stderr.
+        /// it wrote (repeatable). The cause whose experiment it ran on that kernel (the same
+        /// setting and metric) is then said confirmed ("Cause"), refuted ("Not the cause") or
+        /// undecided, with its figures and run ids, in the verdict of md, text, html and json
+        /// (JSON: the cause's `status` and `confirmations`); confirmations of one cause that
+        /// disagree leave it a candidate, each said; one left out is named on stderr, with why.
         #[arg(long, value_name = "DIR|FILE")]
         confirmation: Vec<PathBuf>,
     },
@@ -1005,10 +1006,9 @@ fn rendered_report(
         return Err("no result records in the inputs".into());
     }
     let report = builder.finish()?;
-    for t in report.confirmations_unused() {
+    for (t, why) in report.confirmations_unused() {
         eprintln!(
-            "bootmark: --confirmation: it tested {} on {} ({}) for {}: no cause of this report is that one, so it \
-             is not in the report (a request size on that kernel, whose baseline ran at that setting)",
+            "bootmark: --confirmation: it tested {} on {} ({}) for {}; not in the report: {why}",
             t.set,
             t.entry,
             t.kernel.as_deref().unwrap_or("kernel unknown"),

@@ -413,7 +413,7 @@ fn a_confirmation_decides_its_candidate_in_every_format() {
     let (cause, line) =
         request_size_cause(&report("boots-records.jsonl", &["--format", "json", "--confirmation", &arg]));
     assert_eq!(
-        (cause["status"].as_str(), cause["confirmation"]["outcome"].as_str()),
+        (cause["status"].as_str(), cause["confirmations"][0]["outcome"].as_str()),
         (Some("cause"), Some("confirmed"))
     );
     assert!(line.contains(". Cause: seqwrite: its write requests were 1.1 MiB"), "{line}");
@@ -446,6 +446,20 @@ fn a_confirmation_decides_its_candidate_in_every_format() {
         "{line}"
     );
     assert!(line.contains("tested, undecided (can't tell) (bootmark confirm:"), "{line}");
+    // Two that disagree: still a candidate, each said, none called the cause.
+    let (conflict, line) = request_size_cause(&report(
+        "boots-records.jsonl",
+        &["--format", "json", "--confirmation", &arg, "--confirmation", &refuted.display().to_string()],
+    ));
+    assert_eq!(
+        (conflict["status"].as_str(), conflict["confirmations"].as_array().map(Vec::len)),
+        (Some("candidate"), Some(2))
+    );
+    assert!(
+        line.contains("tested with outcomes that differ: confirmed by experiment (")
+            && !line.contains(". Cause: seqwrite"),
+        "{line}"
+    );
     // Another kernel's: nothing folded in, the report as before, the confirmation named.
     let other = confirmation("other", "6.1.0-57-amd64", "confirmed");
     let out = Command::new(env!("CARGO_BIN_EXE_bootmark"))

@@ -254,19 +254,27 @@ impl Report {
     /// fleet's thousands of groups would pay for in every format.
     pub fn comparisons(&self) -> Vec<verdict::Comparison> {
         let variants = self.by.first().is_some_and(|d| d == "variant");
-        verdict::comparisons(&self.rows, &self.baseline_of, &self.boots, &self.findings, variants, &self.tested)
+        let given =
+            verdict::Confirmations { tested: &self.tested, kernel_at: self.by.iter().position(|d| d == "kernel") };
+        verdict::comparisons(&self.rows, &self.baseline_of, &self.boots, &self.findings, variants, &given)
     }
 
-    /// The confirmations given that tested no cause of this report (another
-    /// kernel, setting or workload, or a cause its records do not show):
-    /// each said, so that none is silently left out.
-    pub fn confirmations_unused(&self) -> Vec<&tested::Tested> {
+    /// The confirmations given that the report left out, and why: each
+    /// said, so that none is silently dropped.
+    pub fn confirmations_unused(&self) -> Vec<(&tested::Tested, &'static str)> {
         if self.tested.is_empty() {
             return Vec::new();
         }
         let used: Vec<tested::Tested> =
-            self.comparisons().into_iter().flat_map(|c| c.causes).filter_map(|c| c.confirmation).collect();
-        self.tested.iter().filter(|t| !used.contains(t)).collect()
+            self.comparisons().into_iter().flat_map(|c| c.causes).flat_map(|c| c.confirmations).collect();
+        let why = |t: &tested::Tested| match t.agrees_with_its_figures() {
+            false => "its medians did not move the way a confirmed removal moves them (changed above found)",
+            true if !self.by.iter().any(|d| d == "kernel") => "this report is not grouped by kernel",
+            true => {
+                "no cause of this report is that experiment on that kernel (a request size whose baseline ran at that setting)"
+            }
+        };
+        self.tested.iter().filter(|t| !used.contains(t)).map(|t| (t, why(t))).collect()
     }
 
     /// `--format json`: the verdict, the structured comparisons, the setting,

@@ -16,6 +16,17 @@ pub const SCHEMA: &str = "bootmark.confirmation/1";
 pub const FILE: &str = "verdict.json";
 /// Run ids a sentence lists before "and N more".
 const RUNS_LISTED: usize = 3;
+/// The largest verdict file read: `bootmark confirm` writes a few KiB (its
+/// words, at most 16 boots' run ids a side).
+const MAX_FILE_BYTES: u64 = 1 << 20;
+/// The longest words, field and run list a verdict may hold.
+const MAX_WORDS: usize = 4096;
+const MAX_FIELD: usize = 256;
+const MAX_RUNS: usize = 1000;
+/// The most values a side a confirmation takes (`--cap`, `--runs`: 16).
+const MAX_SIDES: usize = 16;
+/// The level a confirmation's test decides at (`confirm::ALPHA`).
+const ALPHA: f64 = 0.05;
 
 /// What a confirmation decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,10 +81,13 @@ impl Tested {
     }
 
     /// A confirmation's verdict: `path` is its `verdict.json` or the
-    /// confirmation's directory holding it.
+    /// confirmation's directory holding it. Only a regular file of at most
+    /// 1 MiB is read (not a FIFO, not a device), and only a verdict whose
+    /// figures can be what `bootmark confirm` wrote is taken: a report
+    /// calls a candidate a cause on its word.
     pub fn read(path: &Path) -> Result<Tested, String> {
         let file = if path.is_dir() { path.join(FILE) } else { path.to_path_buf() };
-        let text = std::fs::read_to_string(&file).map_err(|e| match path.is_dir() {
+        let meta = std::fs::metadata(&file).map_err(|e| match path.is_dir() {
             true => format!(
                 "{}: no {FILE} in this directory ({e}): give the directory of a `bootmark confirm` that ended \
                  in a verdict",
@@ -81,20 +95,83 @@ impl Tested {
             ),
             false => format!("cannot read {}: {e}", file.display()),
         })?;
+        if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+            return Err(format!(
+                "{}: not a confirmation's verdict (a regular file of at most 1 MiB): give the {FILE} `bootmark \
+                 confirm` wrote, or its directory",
+                file.display()
+            ));
+        }
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
         let tested: Tested = serde_json::from_str(&text).map_err(|e| {
             format!("{}: not a confirmation's verdict ({e}): give the {FILE} `bootmark confirm` wrote", file.display())
         })?;
         if tested.schema != SCHEMA {
             return Err(format!("{}: schema {:?}, where this bootmark reads {SCHEMA}", file.display(), tested.schema));
         }
+        tested.check().map_err(|why| format!("{}: not a verdict bootmark confirm writes: {why}", file.display()))?;
         Ok(tested)
     }
 
-    /// Whether it tested `set` on the kernel of a row (`key`: its --by
-    /// values) for that row's `workload`.
-    pub fn tests(&self, set: &str, key: &[String], workload: &str) -> bool {
-        let on_kernel = self.kernel.as_ref().is_some_and(|k| key.contains(k)) || key.contains(&self.entry);
-        self.set == set && on_kernel && self.metric.split('.').next() == Some(workload)
+    /// What `bootmark confirm` writes and nothing else: text without
+    /// control characters (a terminal's escapes, a line break that would
+    /// forge a line of the report) and of bounded length; the kernel named
+    /// (the report matches by it); a decided verdict with its figures — p a
+    /// probability, medians positive, at most 16 values a side — and a
+    /// confirmation below the test's level.
+    fn check(&self) -> Result<(), String> {
+        let fields = [("entry", &self.entry), ("metric", &self.metric), ("set", &self.set), ("unit", &self.unit)];
+        let runs = self.runs.iter().map(|r| ("a run id", r));
+        let kernel = self.kernel.iter().map(|k| ("kernel", k));
+        for (name, text) in fields.into_iter().chain(runs).chain(kernel) {
+            if text.len() > MAX_FIELD || text.chars().any(char::is_control) {
+                return Err(format!("its {name} is over {MAX_FIELD} bytes or holds a control character"));
+            }
+        }
+        if self.words.len() > MAX_WORDS || self.words.chars().any(char::is_control) {
+            return Err(format!("its words are over {MAX_WORDS} bytes or hold a control character"));
+        }
+        if self.runs.len() > MAX_RUNS {
+            return Err(format!("{} run ids, where a confirmation has at most {MAX_RUNS}", self.runs.len()));
+        }
+        if self.kernel.is_none() {
+            return Err("it names no kernel, so no report can tell which kernel's cause it tested".into());
+        }
+        let decided = !matches!(self.outcome, Outcome::NoTest);
+        match (self.sides, self.medians, self.p) {
+            (Some(n), Some(m), Some(p)) => {
+                if !(1..=MAX_SIDES).contains(&n)
+                    || !(0.0..=1.0).contains(&p)
+                    || m.iter().any(|v| !(v.is_finite() && *v > 0.0))
+                {
+                    return Err(format!("its figures cannot be a test's: {n} a side, p {p}, medians {m:?}"));
+                }
+                if self.outcome == Outcome::Confirmed && p >= ALPHA {
+                    return Err(format!("it says confirmed at p {p}, not below the test's level {ALPHA}"));
+                }
+            }
+            (None, None, None) if !decided => {}
+            _ if decided => return Err("a verdict without its values a side, medians and p".into()),
+            _ => return Err("figures given with no test made".into()),
+        }
+        Ok(())
+    }
+
+    /// Whether it tested the experiment `test` (`set` and `metric`, as the
+    /// report's `causes[].test` gives them) by removing the cause, on the
+    /// row's `kernel` (its value of the kernel dimension).
+    pub fn tests(&self, (set, metric): (&str, &str), kernel: Option<&str>) -> bool {
+        self.removes && self.set == set && self.metric == metric && kernel.is_some() && self.kernel.as_deref() == kernel
+    }
+
+    /// Whether its figures moved the way its outcome says, for a figure
+    /// where larger is worse (the read's wait a request-size cause
+    /// explains): a confirmed removal lowered the changed side's median.
+    pub fn agrees_with_its_figures(&self) -> bool {
+        match (self.outcome, self.medians) {
+            (Outcome::Confirmed, Some([found, changed])) => changed < found,
+            _ => true,
+        }
     }
 
     /// What the report says of the cause it tested: "confirmed by experiment
@@ -119,7 +196,7 @@ impl Tested {
                 self.p.map_or(String::new(), |p| format!(", p {p:.4}"))
             ),
             // No figures: the reason is in the words, after "no test: ".
-            _ => format!(": {}", self.words.trim_start_matches("no test: ")),
+            _ => format!(": {}", self.words.trim_start_matches("no test: ").trim_end_matches('.')),
         };
         format!("{word} (bootmark confirm{figures}; {})", self.runs_said())
     }
@@ -162,15 +239,43 @@ mod tests {
     }
 
     #[test]
-    fn it_matches_its_setting_on_its_kernel_for_its_workload_only() {
+    fn it_matches_its_experiment_on_its_kernel_only() {
         let t = tested(Outcome::Confirmed);
-        let key = vec!["6.12.118+deb13-amd64".to_string()];
-        assert!(t.tests("queue.max_sectors_kb=128", &key, "seqwrite"));
-        assert!(!t.tests("queue.max_sectors_kb=64", &key, "seqwrite"));
-        assert!(!t.tests("queue.max_sectors_kb=128", &key, "manyfiles"));
-        assert!(!t.tests("queue.max_sectors_kb=128", &["6.1.0-57-amd64".to_string()], "seqwrite"));
-        // Grouped by the image's entry instead of the release.
-        assert!(t.tests("queue.max_sectors_kb=128", &["k2".to_string()], "seqwrite"));
+        let test = ("queue.max_sectors_kb=128", "seqwrite.read_p50_ms");
+        let kernel = Some("6.12.118+deb13-amd64");
+        assert!(t.tests(test, kernel));
+        assert!(!t.tests(("queue.max_sectors_kb=64", test.1), kernel));
+        assert!(!t.tests((test.0, "seqwrite.probe_p99_ms"), kernel), "another metric of the workload");
+        assert!(!t.tests(test, Some("6.1.0-57-amd64")));
+        assert!(!t.tests(test, None), "a report not grouped by kernel");
+        let given = Tested { removes: false, ..t.clone() };
+        assert!(!given.tests(test, kernel), "the cause given to a good kernel is not its removal");
+        assert!(t.agrees_with_its_figures());
+        assert!(!Tested { medians: Some([3.0, 15.0]), ..t }.agrees_with_its_figures());
+    }
+
+    #[test]
+    fn only_what_confirm_writes_is_taken() {
+        let good = tested(Outcome::Confirmed);
+        assert_eq!(good.check(), Ok(()));
+        let refused = [
+            Tested { p: Some(0.2), ..good.clone() },
+            Tested { p: Some(7.5), outcome: Outcome::CantTell, ..good.clone() },
+            Tested { medians: Some([f64::MAX * 2.0, 1.0]), ..good.clone() },
+            Tested { medians: Some([-5.0, 1.0]), ..good.clone() },
+            Tested { sides: Some(1_000_000_000_000_000_000), ..good.clone() },
+            Tested { medians: None, ..good.clone() },
+            Tested { kernel: None, ..good.clone() },
+            Tested { kernel: Some("\u{1b}]0;pwned\u{7}".into()), ..good.clone() },
+            Tested { set: "a\nbootmark: error: fake".into(), ..good.clone() },
+            Tested { words: "w".repeat(MAX_WORDS + 1), ..good.clone() },
+            Tested { runs: vec!["r".into(); MAX_RUNS + 1], ..good.clone() },
+        ];
+        for t in refused {
+            assert!(t.check().is_err(), "{t:?}");
+        }
+        let no_test = Tested { outcome: Outcome::NoTest, sides: None, medians: None, p: None, ..good };
+        assert_eq!(no_test.check(), Ok(()));
     }
 
     #[test]
@@ -181,10 +286,10 @@ mod tests {
         assert!(s.ends_with("; run 20261207-084656-6a27)"), "{s}");
         let mut none = tested(Outcome::NoTest);
         (none.medians, none.sides, none.runs) = (None, None, (0..5).map(|i| format!("r{i}")).collect());
-        none.words = "no test: queue.max_sectors_kb=128 is untestable on this kernel: …".into();
+        none.words = "no test: queue.max_sectors_kb=128 is untestable on this kernel: writing 128 failed.".into();
         let s = none.summary();
         assert!(s.contains("no test could be made (bootmark confirm: queue.max_sectors_kb=128 is untestable"), "{s}");
-        assert!(s.ends_with("runs r0, r1, r2 and 2 more)"), "{s}");
+        assert!(s.ends_with("writing 128 failed; runs r0, r1, r2 and 2 more)"), "{s}");
     }
 
     #[test]
@@ -204,6 +309,13 @@ mod tests {
         let empty = dir.join("empty");
         std::fs::create_dir_all(&empty).unwrap();
         assert!(Tested::read(&empty).unwrap_err().contains("no verdict.json in this directory"));
+        // Not a regular file: a device is never read (a FIFO would hang, /dev/zero never end).
+        assert!(Tested::read(Path::new("/dev/zero")).unwrap_err().contains("a regular file of at most 1 MiB"));
+        let mut forged = serde_json::to_value(&t).unwrap();
+        forged["outcome"] = "confirmed".into();
+        forged["p"] = 0.9.into();
+        std::fs::write(&report, forged.to_string()).unwrap();
+        assert!(Tested::read(&report).unwrap_err().contains("not below the test's level"));
         let mut newer = serde_json::to_value(&t).unwrap();
         newer["schema"] = "bootmark.confirmation/9".into();
         std::fs::write(&report, newer.to_string()).unwrap();

@@ -35,6 +35,7 @@ pub fn lines(
     findings: &[Finding],
     tested: &[Tested],
 ) -> Vec<String> {
+    let given = Confirmations { tested, kernel_at: by.iter().position(|d| d == "kernel") };
     let dimension = by.first().map_or("kernel", String::as_str);
     let mut values: Vec<&str> = Vec::new();
     for r in rows {
@@ -54,7 +55,7 @@ pub fn lines(
     }
     let mut out = Vec::new();
     for v in values.iter().filter(|v| **v != base.as_str()) {
-        out.push(against_baseline(rows, baseline_of, v, base, (findings, tested), dimension == "variant"));
+        out.push(against_baseline(rows, baseline_of, v, base, (findings, &given), dimension == "variant"));
     }
     out.extend(noise_floor_line(rows));
     out
@@ -137,18 +138,18 @@ fn noise_floor_line(rows: &[Row]) -> Option<String> {
 /// `variants`: the values are plan variants, run in the same boots as the
 /// baseline: a mechanism present on one side only is then an experiment's
 /// result (the variant's setting removed or brought it), not a boot's luck.
-/// `tested`: the confirmations given (`bootmark report --confirmation`).
+/// `given`: the confirmations given (`bootmark report --confirmation`).
 fn against_baseline(
     rows: &[Row],
     baseline_of: &[Option<usize>],
     value: &str,
     base: &str,
-    (findings, tested): (&[Finding], &[Tested]),
+    (findings, given): (&[Finding], &Confirmations),
     variants: bool,
 ) -> String {
     let mut parts = Vec::new();
     // Causes shown by a tested difference, and candidates: a request size
-    // (until a run that changes it alone confirms it: `tested`), or a
+    // (until a run that changes it alone confirms it: `given`), or a
     // mechanism seen on one side of a comparison resting on one boot a side.
     // A candidate an experiment refuted is said apart, as not the cause.
     let mut causes = Vec::new();
@@ -230,11 +231,14 @@ fn against_baseline(
         parts.push(Part { text, differs: true, significant, size: change.abs() });
         if let Some((said, _)) = request_cause(row, b, !probe.is_empty()) {
             let cause = format!("{workload}: its write requests were {said}");
-            match confirmation_of(tested, row, b) {
-                Some(t) if t.outcome == Outcome::Confirmed => causes.push(format!("{cause}, {}", t.summary())),
-                Some(t) if t.outcome == Outcome::Refuted => refuted.push(format!("{cause}, {}", t.summary())),
-                Some(t) => candidates.push(format!("{cause}, {}", t.summary())),
-                None => candidates.push(cause),
+            let tried = given.of(row, b);
+            let said = tried.iter().map(|t| t.summary()).collect::<Vec<_>>().join("; and ");
+            match (tried.is_empty(), one_outcome(&tried)) {
+                (true, _) => candidates.push(cause),
+                (false, Some(Outcome::Confirmed)) => causes.push(format!("{cause}, {said}")),
+                (false, Some(Outcome::Refuted)) => refuted.push(format!("{cause}, {said}")),
+                (false, Some(_)) => candidates.push(format!("{cause}, {said}")),
+                (false, None) => candidates.push(format!("{cause}, tested with outcomes that differ: {said}")),
             }
         }
     }
@@ -478,20 +482,21 @@ pub struct Cause {
     /// The metric it explains (`probe_p99_ms`, `real_s`); null for a finding,
     /// whose words say what it shows.
     pub explains: Option<&'static str>,
-    /// `candidate` until tested: a request size until a confirmation given
-    /// to the report decided it (`cause` when it confirmed it, `refuted`
-    /// when it refuted it), a finding's mechanism under two boots a side
-    /// unless the two sides are variants of the same boots; else `cause`.
+    /// `candidate` until tested: a request size until the confirmations given
+    /// to the report decided it (`cause` when they confirmed it, `refuted`
+    /// when they refuted it; outcomes that differ leave it a candidate), a
+    /// finding's mechanism under two boots a side unless the two sides are
+    /// variants of the same boots; else `cause`.
     pub status: &'static str,
     pub text: String,
     /// The experiment that would test it, for `bootmark confirm` (null where
     /// no one setting removes it, or the records do not say its value).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test: Option<CauseTest>,
-    /// The confirmation of that experiment given to the report
-    /// (`--confirmation`): its outcome, figures, words and run ids.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub confirmation: Option<Tested>,
+    /// The confirmations of that experiment given to the report
+    /// (`--confirmation`): each one's outcome, figures, words and run ids.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub confirmations: Vec<Tested>,
 }
 
 /// A cause's status as a confirmation's outcome makes it.
@@ -503,12 +508,33 @@ fn status_of(outcome: Outcome) -> &'static str {
     }
 }
 
-/// The confirmation among `tested` of `row`'s request-size cause against
-/// its baseline `b`: the one that set the baseline's max_sectors_kb on
-/// `row`'s kernel, for `row`'s workload (the last given, if several).
-fn confirmation_of<'a>(tested: &'a [Tested], row: &Row, b: &Row) -> Option<&'a Tested> {
-    let test = request_size_test(row, b)?;
-    tested.iter().rev().find(|t| t.tests(&test.set, &row.key, &row.workload))
+/// The confirmations given to a report, and where its rows' keys hold the
+/// kernel (None: the report is not grouped by kernel, and no cause can be
+/// matched to the kernel a confirmation tested).
+pub struct Confirmations<'a> {
+    pub tested: &'a [Tested],
+    pub kernel_at: Option<usize>,
+}
+
+impl Confirmations<'_> {
+    /// Those of `row`'s request-size cause against its baseline `b`: the
+    /// experiment its `test` names (the baseline's max_sectors_kb, the
+    /// probe read's median) removing it on `row`'s kernel, whose figures
+    /// agree with their outcome.
+    pub fn of(&self, row: &Row, b: &Row) -> Vec<&Tested> {
+        let Some(test) = request_size_test(row, b) else { return Vec::new() };
+        let kernel = self.kernel_at.and_then(|i| row.key.get(i)).map(String::as_str);
+        (self.tested.iter())
+            .filter(|t| t.tests((test.set.as_str(), test.metric.as_str()), kernel) && t.agrees_with_its_figures())
+            .collect()
+    }
+}
+
+/// The outcome every one of them says; None for none, or for outcomes that
+/// differ (then the cause stays a candidate, each said).
+fn one_outcome(tried: &[&Tested]) -> Option<Outcome> {
+    let first = tried.first()?.outcome;
+    tried.iter().all(|t| t.outcome == first).then_some(first)
 }
 
 /// How to test a cause: on the candidate's kernel, set `set` (the
@@ -549,7 +575,7 @@ pub fn comparisons(
     boots: &[usize],
     findings: &[Finding],
     variants: bool,
-    tested: &[Tested],
+    given: &Confirmations,
 ) -> Vec<Comparison> {
     let mut out = Vec::new();
     for (i, row) in rows.iter().enumerate() {
@@ -568,15 +594,15 @@ pub fn comparisons(
         let mut causes = Vec::new();
         if let Some((said, explains)) = request_cause(row, b, probe_changed) {
             let mechanism = "the disk's write request size";
-            let confirmation = confirmation_of(tested, row, b).cloned();
+            let tried = given.of(row, b);
             causes.push(Cause {
                 code: "request-size",
                 mechanism,
                 explains: Some(explains),
-                status: confirmation.as_ref().map_or("candidate", |t| status_of(t.outcome)),
+                status: one_outcome(&tried).map_or("candidate", status_of),
                 text: said,
                 test: request_size_test(row, b),
-                confirmation,
+                confirmations: tried.into_iter().cloned().collect(),
             });
         }
         let (subject, base_subject) = (super::findings::subject(row), super::findings::subject(b));
@@ -591,7 +617,7 @@ pub fn comparisons(
                     status: if boots_or_variants { "cause" } else { "candidate" },
                     text: f.sentence.clone(),
                     test: None,
-                    confirmation: None,
+                    confirmations: Vec::new(),
                 });
             }
         }

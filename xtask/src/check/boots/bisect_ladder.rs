@@ -192,7 +192,7 @@ fn folded_into_the_report(dir: &Path, bootmark: &Path) -> Result<String> {
         .into_iter()
         .flatten()
         .flat_map(|c| c["causes"].as_array().into_iter().flatten())
-        .filter(|c| c["code"] == "request-size" && c["confirmation"].is_object())
+        .filter(|c| c["code"] == "request-size" && c["confirmations"].as_array().is_some_and(|a| !a.is_empty()))
         .collect();
     match causes.as_slice() {
         // The ladder's boots may not show the request size as a candidate (its probe's p99 under 2×): then nothing is folded.
