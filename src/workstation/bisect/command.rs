@@ -393,11 +393,10 @@ fn write_verdict(state: &State, e: &Experiment, said: &confirm::Said, dir: &Path
         .find_map(|f| super::on_lab::read_records(f).ok()?.into_iter().find_map(|r| r.kernel.release));
     let runs = state.boots.iter().filter_map(|b| b.run_id.clone()).collect();
     let words = confirm::verdict(said, &state.metric, &e.set, e.toward, confirm::Unit::Boots);
-    if let Some(t) = e.tested(said, (&state.metric, confirm::Unit::Boots), kernel, runs, words) {
-        let path = t.write(dir)?;
-        say(&format!("the verdict for `bootmark report --confirmation`: {}", path.display()));
+    match e.tested(said, (&state.metric, confirm::Unit::Boots), kernel, runs, words) {
+        Some(t) => confirm::keep(&t, dir),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `bootmark bisect git`: the range checked and its ends built before

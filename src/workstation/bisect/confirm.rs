@@ -339,6 +339,14 @@ pub fn verdict(said: &Said, metric: &str, set: &str, toward: Option<f64>, unit: 
     }
 }
 
+/// A decided verdict kept beside the confirmation's boots (`verdict.json`),
+/// and where, said: what `bootmark report --confirmation` reads.
+pub fn keep(t: &crate::workstation::report::tested::Tested, dir: &std::path::Path) -> Result<(), String> {
+    let path = t.write(dir)?;
+    crate::workstation::output::say(&format!("the verdict for `bootmark report --confirmation`: {}", path.display()));
+    Ok(())
+}
+
 /// A cause's test as the report's JSON gives it (`comparisons[].causes[].test`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FromReport {

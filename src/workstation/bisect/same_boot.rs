@@ -137,8 +137,7 @@ pub fn run(lab: &Lab, asked: &Asked) -> Result<(Ended, Option<Confirmed>), Strin
     let unit = Unit::RunsOfOneBoot;
     let tested = e.tested(&said, (&asked.metric, unit), kernel, outcome.run_ids.clone(), words.clone());
     if let Some(t) = &tested {
-        let path = t.write(&dir)?;
-        say(&format!("the verdict for `bootmark report --confirmation`: {}", path.display()));
+        confirm::keep(t, &dir)?;
     }
     let ended = match said {
         Said::Confirmed(_) => Ended::Found,

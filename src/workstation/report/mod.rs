@@ -254,8 +254,7 @@ impl Report {
     /// fleet's thousands of groups would pay for in every format.
     pub fn comparisons(&self) -> Vec<verdict::Comparison> {
         let variants = self.by.first().is_some_and(|d| d == "variant");
-        let given =
-            verdict::Confirmations { tested: &self.tested, kernel_at: self.by.iter().position(|d| d == "kernel") };
+        let given = verdict::Confirmations::new(&self.tested, &self.by);
         verdict::comparisons(&self.rows, &self.baseline_of, &self.boots, &self.findings, variants, &given)
     }
 
@@ -267,9 +266,10 @@ impl Report {
         }
         let used: Vec<tested::Tested> =
             self.comparisons().into_iter().flat_map(|c| c.causes).flat_map(|c| c.confirmations).collect();
+        let by_kernel = verdict::Confirmations::new(&self.tested, &self.by).kernel_at.is_some();
         let why = |t: &tested::Tested| match t.agrees_with_its_figures() {
             false => "its medians did not move the way a confirmed removal moves them (changed above found)",
-            true if !self.by.iter().any(|d| d == "kernel") => "this report is not grouped by kernel",
+            true if !by_kernel => "this report is not grouped by kernel",
             true => {
                 "no cause of this report is that experiment on that kernel (a request size whose baseline ran at that setting)"
             }
@@ -402,7 +402,7 @@ impl Builder {
         found.extend(findings::comparisons(&rows, &baseline_of, &boots));
         let findings = findings::fold(found);
         let tested = std::mem::take(&mut self.opts.tested);
-        let verdict = verdict::lines(&rows, &baseline_of, &by, &findings, &tested);
+        let verdict = verdict::lines(&rows, &baseline_of, &by, &findings, &verdict::Confirmations::new(&tested, &by));
         let pictures = self.pictures.finish(self.opts.timeline.as_deref())?;
         let setting = self.setting.said();
         let reproduce = self.reproduce;

@@ -33,9 +33,8 @@ pub fn lines(
     baseline_of: &[Option<usize>],
     by: &[String],
     findings: &[Finding],
-    tested: &[Tested],
+    given: &Confirmations,
 ) -> Vec<String> {
-    let given = Confirmations { tested, kernel_at: by.iter().position(|d| d == "kernel") };
     let dimension = by.first().map_or("kernel", String::as_str);
     let mut values: Vec<&str> = Vec::new();
     for r in rows {
@@ -55,7 +54,7 @@ pub fn lines(
     }
     let mut out = Vec::new();
     for v in values.iter().filter(|v| **v != base.as_str()) {
-        out.push(against_baseline(rows, baseline_of, v, base, (findings, &given), dimension == "variant"));
+        out.push(against_baseline(rows, baseline_of, v, base, (findings, given), dimension == "variant"));
     }
     out.extend(noise_floor_line(rows));
     out
@@ -516,7 +515,12 @@ pub struct Confirmations<'a> {
     pub kernel_at: Option<usize>,
 }
 
-impl Confirmations<'_> {
+impl<'a> Confirmations<'a> {
+    /// `tested` for a report grouped by `by`.
+    pub fn new(tested: &'a [Tested], by: &[String]) -> Self {
+        Confirmations { tested, kernel_at: by.iter().position(|d| d == "kernel") }
+    }
+
     /// Those of `row`'s request-size cause against its baseline `b`: the
     /// experiment its `test` names (the baseline's max_sectors_kb, the
     /// probe read's median) removing it on `row`'s kernel, whose figures
