@@ -103,13 +103,18 @@ impl Tested {
             ));
         }
         let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        let tested: Tested = serde_json::from_str(&text).map_err(|e| {
-            format!("{}: not a confirmation's verdict ({e}): give the {FILE} `bootmark confirm` wrote", file.display())
-        })?;
+        Tested::parse(&text).map_err(|why| format!("{}: {why}", file.display()))
+    }
+
+    /// A verdict file's text: as `bootmark confirm` writes it, or why not
+    /// (the fuzzer feeds it any text).
+    pub fn parse(text: &str) -> Result<Tested, String> {
+        let tested: Tested = serde_json::from_str(text)
+            .map_err(|e| format!("not a confirmation's verdict ({e}): give the {FILE} `bootmark confirm` wrote"))?;
         if tested.schema != SCHEMA {
-            return Err(format!("{}: schema {:?}, where this bootmark reads {SCHEMA}", file.display(), tested.schema));
+            return Err(format!("schema {:?}, where this bootmark reads {SCHEMA}", tested.schema));
         }
-        tested.check().map_err(|why| format!("{}: not a verdict bootmark confirm writes: {why}", file.display()))?;
+        tested.check().map_err(|why| format!("not a verdict bootmark confirm writes: {why}"))?;
         Ok(tested)
     }
 
